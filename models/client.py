@@ -1,0 +1,118 @@
+"""Publisher and subscriber parameters.
+
+A publisher emits messages at constant rate, as a Poisson process, or from an
+explicit schedule of (time, size, topic); sizes come from a distribution and
+topics from a weighted choice. A subscriber holds subscription filters, a
+processing time per message and a receive buffer.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from sim.distributions import Constant, Distribution
+from sim.errors import ConfigError
+
+from .params import check_fields
+from .provenance import ASSUMED, Provenance
+
+__all__ = ["PublisherParams", "SubscriberParams", "ARRIVALS"]
+
+ARRIVALS = ("poisson", "constant", "schedule")
+
+
+@dataclass(frozen=True, kw_only=True)
+class PublisherParams:
+    """A publishing client.
+
+    Parameters
+    ----------
+    topics : tuple of str
+        Topics it publishes to.
+    arrival : str
+        ``poisson``, ``constant`` (random phase in the first period) or
+        ``schedule`` (explicit arrays).
+    rate_per_s : float
+        Mean messages per second (poisson, constant).
+    size_bytes : Distribution
+        Payload size, bytes (rounded to whole bytes).
+    topic_weights : tuple of float or None
+        Relative frequency of each topic; None = equal.
+    start_s : float
+        Time of the first possible publication, s.
+    schedule_time_s, schedule_size_bytes, schedule_topic : tuple
+        The explicit schedule (``arrival="schedule"``): times must not decrease.
+    provenance : Provenance
+    """
+
+    topics: tuple = field(metadata={"unit": "strings"})
+    arrival: str = field(default="poisson", metadata={"unit": "choice", "choices": ARRIVALS})
+    rate_per_s: float = field(default=0.0, metadata={"unit": "rate"})
+    size_bytes: Distribution = field(default=Constant(value=0.0), metadata={"unit": "size_dist"})
+    topic_weights: tuple | None = field(default=None, metadata={"unit": "raw"})
+    start_s: float = field(default=0.0, metadata={"unit": "duration"})
+    schedule_time_s: tuple = field(default=(), metadata={"unit": "raw"})
+    schedule_size_bytes: tuple = field(default=(), metadata={"unit": "raw"})
+    schedule_topic: tuple = field(default=(), metadata={"unit": "raw"})
+    provenance: Provenance = field(default=ASSUMED, metadata={"unit": "provenance"})
+
+    def __post_init__(self):
+        check_fields(self)
+        if not self.topics:
+            raise ConfigError("topics", self.topics, "at least one topic")
+        if self.arrival != "schedule" and not self.rate_per_s > 0:
+            raise ConfigError("rate_per_s", self.rate_per_s, "a rate > 0")
+        if self.topic_weights is not None:
+            w = np.asarray(self.topic_weights, dtype=float)
+            if w.shape != (len(self.topics),) or np.any(w < 0) or w.sum() <= 0:
+                raise ConfigError("topic_weights", self.topic_weights,
+                                  f"{len(self.topics)} non-negative weights, not all zero")
+        if self.arrival == "schedule":
+            self._check_schedule()
+
+    def _check_schedule(self):
+        t = np.asarray(self.schedule_time_s, dtype=float)
+        n = len(t)
+        if len(self.schedule_size_bytes) != n or len(self.schedule_topic) != n:
+            raise ConfigError("schedule", f"{n} times, {len(self.schedule_size_bytes)} sizes, "
+                              f"{len(self.schedule_topic)} topics", "arrays of equal length")
+        if n and (np.any(np.diff(t) < 0) or t[0] < 0 or not np.all(np.isfinite(t))):
+            raise ConfigError("schedule_time_s", "unsorted or negative", "finite times >= 0 in order")
+        unknown = set(self.schedule_topic) - set(self.topics)
+        if unknown:
+            raise ConfigError("schedule_topic", sorted(unknown)[0], f"one of topics {list(self.topics)}")
+
+    @property
+    def mean_rate_per_s(self):
+        if self.arrival == "schedule":
+            t = self.schedule_time_s
+            return len(t) / max(t[-1] - t[0], 1e-9) if len(t) > 1 else 0.0
+        return self.rate_per_s
+
+
+@dataclass(frozen=True, kw_only=True)
+class SubscriberParams:
+    """A subscribing client.
+
+    Parameters
+    ----------
+    subscriptions : tuple of str
+        Topic filters, in the broker's syntax.
+    processing_s : Distribution
+        Time to handle one message, s (a FIFO server).
+    buffer_messages : int or None
+        Receive buffer (messages waiting plus the one being handled);
+        overflow drops the newest.
+    provenance : Provenance
+    """
+
+    subscriptions: tuple = field(metadata={"unit": "strings"})
+    processing_s: Distribution = field(default=Constant(value=0.0), metadata={"unit": "duration_dist"})
+    buffer_messages: int | None = field(default=None, metadata={"unit": "optional_count"})
+    provenance: Provenance = field(default=ASSUMED, metadata={"unit": "provenance"})
+
+    def __post_init__(self):
+        check_fields(self)
+        if not self.subscriptions:
+            raise ConfigError("subscriptions", self.subscriptions, "at least one topic filter")

@@ -1,0 +1,173 @@
+"""Compile a validated topology into a runtime :class:`sim.network.Network`.
+
+Stations, in this order: each publisher's uplink; each broker; each
+direction of each broker-broker link; each subscriber's downlink and the
+subscriber itself. Route trees follow the forwarding rule of the graph
+(SYSTEMS.md §3): ``flood`` sends every publication to every broker of the
+tree; ``subscription`` only towards brokers behind which a subscriber's
+filter matches the topic (the steady state of Subscription Flooding).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from sim.network import Network
+from sim.rng import StreamFactory
+from sim.routing import Hop, RoutePlan
+
+from . import topology as T
+from .sources import make_source
+from .stations import BrokerStation, LinkStation, SubscriberStation
+from .topics import SubscriptionTable, TopicSyntax
+
+__all__ = ["build_network"]
+
+
+class _Builder:
+    def __init__(self, g, streams, window):
+        self.g = g
+        self.streams = streams
+        self.window = window
+        self.stations = []
+        self.index = {}
+        self.pubs = T.clients(g, T.NodeKind.PUBLISHER)
+        self.subs = T.clients(g, T.NodeKind.SUBSCRIBER)
+        self.brokers = T.brokers(g)
+        self.topics = sorted({t for p in self.pubs for t in self._p(p).topics})
+        self.topic_bytes = np.array([len(t.encode()) for t in self.topics], dtype=np.int64)
+        self.tables = {b: self._table(b) for b in self.brokers}
+
+    def _p(self, n):
+        return self.g.nodes[n][T.PARAMS]
+
+    def _table(self, b):
+        table = SubscriptionTable(TopicSyntax(self._p(b).topic_syntax))
+        for s in self.subs:
+            if T.home_broker(self.g, s) == b:
+                for f in self._p(s).subscriptions:
+                    table.add(s, f)
+        return table
+
+    def _station(self, key, station):
+        self.index[key] = len(self.stations)
+        self.stations.append(station)
+
+    def _link(self, key, name, link, **limits):
+        self._station(key, LinkStation(name, link, protocol=self.g.graph[T.PROTOCOL],
+                                       topic_bytes=None, streams=self.streams,
+                                       window=self.window, **limits))
+
+    def build_stations(self):
+        g = self.g
+        for p in self.pubs:
+            b = T.home_broker(g, p)
+            link = g.edges[p, b][T.PARAMS]
+            self._link(("up", p), f"link:{p}->{b}", link,
+                       queue_messages=link.queue_messages, queue_bytes=link.queue_bytes)
+        for b in self.brokers:
+            self._station(("broker", b), BrokerStation(f"broker:{b}", self._p(b), filters=len(self.tables[b]),
+                                                      streams=self.streams, window=self.window))
+        for a, b in g.subgraph(self.brokers).edges:
+            link = g.edges[a, b][T.PARAMS]
+            for x, y in ((a, b), (b, a)):
+                self._link(("bridge", x, y), f"link:{x}->{y}", link,
+                           queue_messages=link.queue_messages, queue_bytes=link.queue_bytes)
+        for s in self.subs:
+            b = T.home_broker(g, s)
+            link, bp = g.edges[s, b][T.PARAMS], self._p(b)
+            self._link(("down", s), f"link:{b}->{s}", link,
+                       queue_messages=_tighter(link.queue_messages, bp.client_queue_messages),
+                       queue_bytes=_tighter(link.queue_bytes, bp.client_queue_bytes))
+            self._station(("sub", s), SubscriberStation(f"subscriber:{s}", self._p(s),
+                                                       streams=self.streams, window=self.window))
+
+    def _wanted(self, broker, came_from, topic):
+        """Neighbour brokers a copy is forwarded to from ``broker``."""
+        nbrs = [n for n in self.g.neighbors(broker)
+                if n != came_from and self.g.nodes[n][T.KIND] == T.NodeKind.BROKER]
+        if self.g.graph[T.FORWARDING] == T.Forwarding.FLOOD.value:
+            return nbrs
+        return [n for n in nbrs if self._interested(n, broker, topic)]
+
+    def _interested(self, broker, came_from, topic):
+        if self.tables[broker].subscribers(topic):
+            return True
+        return any(self._interested(n, broker, topic) for n in self.g.neighbors(broker)
+                   if n != came_from and self.g.nodes[n][T.KIND] == T.NodeKind.BROKER)
+
+    def _broker_hop(self, broker, came_from, topic, ingress):
+        table = self.tables[broker]
+        hop = Hop(self.index[("broker", broker)], matched=len(table.match(topic)), ingress=ingress)
+        for s in table.subscribers(topic):
+            sub = Hop(self.index[("sub", s)], subscriber=self.subs.index(s))
+            hop.children.append(Hop(self.index[("down", s)], children=[sub]))
+        for n in self._wanted(broker, came_from, topic):
+            nxt = self._broker_hop(n, broker, topic, ingress=False)
+            hop.children.append(Hop(self.index[("bridge", broker, n)], children=[nxt]))
+        return hop
+
+    def flows(self):
+        out = []
+        for i, p in enumerate(self.pubs):
+            home = T.home_broker(self.g, p)
+            for topic in self._p(p).topics:
+                root = Hop(self.index[("up", p)], children=[self._broker_hop(home, None, topic, True)])
+                out.append((i, self.topics.index(topic), root))
+        return out
+
+    def sp_ratio(self):
+        """sum_i P(t_i) S(t_i) / sum_i P(t_i) over topics t_i (SYSTEMS.md §4)."""
+        n_pub = {t: sum(t in self._p(p).topics for p in self.pubs) for t in self.topics}
+        n_sub = {t: sum(len(self.tables[b].subscribers(t)) for b in self.brokers) for t in self.topics}
+        total = sum(n_pub.values())
+        return sum(n_pub[t] * n_sub[t] for t in self.topics) / total if total else 0.0
+
+
+def _tighter(a, b):
+    vals = [v for v in (a, b) if v is not None]
+    return min(vals) if vals else None
+
+
+def parameter_table(g):
+    """One row per component: kind, parameters and their provenance."""
+    from .params import to_mapping
+
+    rows = []
+    for n, data in g.nodes(data=True):
+        params = data[T.PARAMS]
+        rows.append({"component": str(n), "kind": data[T.KIND],
+                     "parameters": to_mapping(params), "provenance": str(params.provenance),
+                     "placeholder": params.provenance.is_placeholder})
+    for u, v, data in g.edges(data=True):
+        params = data[T.PARAMS]
+        rows.append({"component": f"{u}<->{v}", "kind": "link", "parameters": to_mapping(params),
+                     "provenance": str(params.provenance), "placeholder": params.provenance.is_placeholder})
+    return rows
+
+
+def build_network(g, *, seed, replication=0, window=(0.0, np.inf)):
+    """Runtime network of topology ``g`` for one replication.
+
+    Parameters
+    ----------
+    g : networkx.Graph
+        A topology (validated again here).
+    seed, replication : int
+        Root seed and replication index; every component gets its own streams.
+    window : (float, float)
+        Measurement window, s.
+    """
+    T.validate(g)
+    streams = StreamFactory(seed, replication)
+    b = _Builder(g, streams, window)
+    b.build_stations()
+    plan = RoutePlan(b.flows())
+    flow_topic_bytes = b.topic_bytes[plan.flow_topic] if len(plan.flow_topic) else np.empty(0, np.int64)
+    for st in b.stations:
+        if isinstance(st, LinkStation):
+            st.topic_bytes = flow_topic_bytes
+    sources = [make_source(b._p(p), [b.topics.index(t) for t in b._p(p).topics], streams, f"publisher:{p}")
+               for p in b.pubs]
+    names = {"publisher": b.pubs, "subscriber": b.subs, "topic": b.topics}
+    return Network(b.stations, plan, sources, names=names, sp_ratio=b.sp_ratio(), window=window,
+                   parameters=parameter_table(g))

@@ -1,0 +1,57 @@
+"""Per-message framing bytes of the middleware protocols.
+
+Each function returns the bytes a protocol adds to a payload of
+``payload_bytes`` published on a topic of ``topic_bytes`` bytes, as arrays.
+
+* MQTT 3.1.1 PUBLISH (OASIS MQTT 3.1.1, §2.2 and §3.3): 1 byte of fixed
+  header, 1-4 bytes of remaining length, 2 + topic bytes of topic name, and a
+  2-byte packet identifier when QoS > 0.
+* AMQP 0-9-1 basic.publish (AMQP 0-9-1 spec, §4.2): a method frame
+  (7-byte header + 1 end byte around class/method ids, reserved short,
+  exchange and routing key short strings, flags), a content header frame
+  (7 + 14 + 1 with empty properties) and a body frame (7 + 1):
+  48 bytes + exchange + routing key. The exchange is assumed to be
+  ``amq.topic`` (9 bytes).
+* ZeroMQ ZMTP 3.0 (RFC 23/ZMTP): a topic frame and a body frame, each with
+  1 flag byte and a 1-byte (<= 255) or 8-byte size.
+* ``none``: no framing.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["framing_bytes", "PROTOCOLS"]
+
+
+def _mqtt_remaining_length_bytes(remaining):
+    return 1 + (remaining >= 128) + (remaining >= 16_384) + (remaining >= 2_097_152)
+
+
+def mqtt_framing(payload_bytes, topic_bytes, qos=0):
+    variable = 2 + topic_bytes + (2 if qos > 0 else 0)
+    remaining = variable + payload_bytes
+    return 1 + _mqtt_remaining_length_bytes(remaining) + variable
+
+
+def amqp_framing(payload_bytes, topic_bytes, exchange_bytes=9):
+    return 48 + exchange_bytes + topic_bytes + 0 * payload_bytes
+
+
+def zmtp_framing(payload_bytes, topic_bytes):
+    def frame(n):
+        return 1 + np.where(n > 255, 8, 1)
+    return frame(topic_bytes) + topic_bytes + frame(payload_bytes)
+
+
+def none_framing(payload_bytes, topic_bytes):
+    return 0 * payload_bytes
+
+
+PROTOCOLS = {"mqtt": mqtt_framing, "amqp": amqp_framing, "zmq": zmtp_framing, "none": none_framing}
+
+
+def framing_bytes(protocol, payload_bytes, topic_bytes):
+    """Framing bytes per message (array), for ``protocol`` in :data:`PROTOCOLS`."""
+    payload = np.asarray(payload_bytes, dtype=np.int64)
+    topic = np.asarray(topic_bytes, dtype=np.int64)
+    return np.asarray(PROTOCOLS[protocol](payload, topic), dtype=np.int64)

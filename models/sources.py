@@ -1,0 +1,106 @@
+"""Publication sources: when publishers emit, how large, on which topic.
+
+Each source draws from its own streams in blocks, so the publications it
+returns do not depend on how a run is cut into chunks.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from sim.distributions import Exponential
+
+from .stations import _UNIFORM
+
+__all__ = ["make_source"]
+
+
+class _Source:
+    """Shared size and topic drawing; subclasses produce times."""
+
+    def __init__(self, params, topic_index, streams, name):
+        self.params = params
+        self.topic_index = np.asarray(topic_index, dtype=np.int64)
+        self.sizes = streams.draws(params.size_bytes, name, "size")
+        self.topic_u = streams.draws(_UNIFORM, name, "topic")
+        w = np.ones(len(topic_index)) if params.topic_weights is None else np.asarray(params.topic_weights, float)
+        self.cum_weights = np.cumsum(w) / w.sum()
+        self.mean_rate_per_s = params.mean_rate_per_s
+
+    def _marks(self, n):
+        sizes = np.maximum(np.rint(self.sizes.take(n)), 0).astype(np.int64)
+        if len(self.topic_index) == 1:
+            return sizes, np.full(n, self.topic_index[0], dtype=np.int64)
+        pick = np.searchsorted(self.cum_weights, self.topic_u.take(n), side="right")
+        return sizes, self.topic_index[np.minimum(pick, len(self.topic_index) - 1)]
+
+    def emit_until(self, until_s):
+        times = self._times_until(until_s)
+        sizes, topics = self._marks(len(times))
+        return times, sizes, topics
+
+
+class PoissonSource(_Source):
+    """Exponential gaps with mean 1/rate, from ``start_s``."""
+
+    def __init__(self, params, topic_index, streams, name, block=4096):
+        super().__init__(params, topic_index, streams, name)
+        self.gaps = streams.draws(Exponential(mean_value=1.0 / params.rate_per_s), name, "arrivals")
+        self.block = block
+        self._future = np.empty(0)
+        self._last = float(params.start_s)
+
+    def _times_until(self, until_s):
+        while len(self._future) == 0 or self._future[-1] < until_s:
+            steps = np.concatenate([[self._last], self.gaps.take(self.block)])
+            new = np.cumsum(steps)[1:]
+            self._last = float(new[-1])
+            self._future = np.concatenate([self._future, new])
+        cut = int(np.searchsorted(self._future, until_s, side="left"))
+        out, self._future = self._future[:cut], self._future[cut:]
+        return out
+
+
+class ConstantSource(_Source):
+    """Period 1/rate; the first message at ``start_s`` plus a uniform phase in one period."""
+
+    def __init__(self, params, topic_index, streams, name):
+        super().__init__(params, topic_index, streams, name)
+        phase = streams.generator(name, "phase").random()
+        self.period = 1.0 / params.rate_per_s
+        self.first = params.start_s + phase * self.period
+        self.k = 0
+
+    def _times_until(self, until_s):
+        if until_s <= self.first:
+            return np.empty(0)
+        last = int(np.ceil((until_s - self.first) / self.period))
+        ks = np.arange(self.k, last)
+        times = self.first + ks * self.period
+        times = times[times < until_s]
+        self.k += len(times)
+        return times
+
+
+class ScheduleSource(_Source):
+    """Explicit (time, size, topic) arrays."""
+
+    def __init__(self, params, topic_index, streams, name):
+        super().__init__(params, topic_index, streams, name)
+        pos = {t: i for i, t in enumerate(params.topics)}
+        self.times = np.asarray(params.schedule_time_s, dtype=float)
+        self.size_arr = np.asarray(params.schedule_size_bytes, dtype=np.int64)
+        self.topic_arr = self.topic_index[[pos[t] for t in params.schedule_topic]] \
+            if len(self.times) else np.empty(0, np.int64)
+        self.k = 0
+
+    def emit_until(self, until_s):
+        end = int(np.searchsorted(self.times, until_s, side="left"))
+        sl = slice(self.k, max(end, self.k))
+        self.k = max(end, self.k)
+        return self.times[sl], self.size_arr[sl], self.topic_arr[sl]
+
+
+def make_source(params, topic_index, streams, name):
+    """The source for ``params.arrival``."""
+    kind = {"poisson": PoissonSource, "constant": ConstantSource, "schedule": ScheduleSource}[params.arrival]
+    return kind(params, topic_index, streams, name)

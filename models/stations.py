@@ -1,0 +1,148 @@
+"""Runtime stations built from the parameter objects.
+
+Each class overrides the hooks of :class:`sim.station.Station`; the queueing
+itself (FIFO arithmetic or event-driven) is the discipline's business.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from sim import kernels as K
+from sim.disciplines import FifoDiscipline, Overflow, QueueDiscipline
+from sim.distributions import Constant
+from sim.station import Station
+
+from .protocol import framing_bytes
+
+__all__ = ["LinkStation", "BrokerStation", "SubscriberStation", "make_discipline"]
+
+
+def make_discipline(*, servers, capacity_messages, capacity_bytes, overflow, idle_extra_s=0.0):
+    """FIFO arithmetic unless the overflow policy needs an event-driven queue."""
+    kind = QueueDiscipline if overflow == Overflow.DROP_OLDEST else FifoDiscipline
+    return kind(servers=servers, capacity_messages=capacity_messages,
+                capacity_bytes=capacity_bytes, overflow=overflow, idle_extra_s=idle_extra_s)
+
+
+class LinkStation(Station):
+    """Transmitter (FIFO, drop-tail) then propagation with jitter and loss.
+
+    Parameters
+    ----------
+    name : str
+    params : models.link.LinkParams
+    protocol : str
+        Framing protocol (see :mod:`models.protocol`).
+    topic_bytes : numpy.ndarray
+        Topic length in bytes per flow.
+    streams : sim.rng.StreamFactory
+    window : (float, float)
+    queue_messages, queue_bytes : int or None
+        Effective transmit-queue limits (link's own, or the broker's
+        per-client queue on a broker-to-subscriber link).
+    """
+
+    def __init__(self, name, params, *, protocol, topic_bytes, streams, window,
+                 queue_messages=None, queue_bytes=None):
+        disc = FifoDiscipline(servers=1, capacity_messages=queue_messages,
+                              capacity_bytes=queue_bytes, overflow=Overflow.DROP_NEWEST)
+        super().__init__(name, "link", disc, window=window)
+        self.params = params
+        self.protocol = protocol
+        self.topic_bytes = topic_bytes
+        self.jitter = streams.draws(params.jitter_s, name, "jitter")
+        self.loss = streams.draws(_UNIFORM, name, "loss")
+        self._last = np.zeros(1)
+
+    def wire_bytes(self, packets):
+        topic = self.topic_bytes[self.plan.flow[packets.visit]]
+        return packets.size + framing_bytes(self.protocol, packets.size, topic) + self.params.overhead_bytes
+
+    def service_s(self, packets):
+        return self.wire_bytes(packets) / self.params.bandwidth_Bps
+
+    def buffer_bytes(self, packets):
+        return self.wire_bytes(packets).astype(np.float64)
+
+    def after_service(self, served):
+        n = len(served.depart)
+        delay = self.params.latency_s + self.jitter.take(n)
+        lost = self.loss.take(n) < self.params.loss_probability
+        code = np.zeros(n, dtype=np.int64)
+        arrive = np.empty(n)
+        K.propagate(self._last, served.depart, code, delay, lost, arrive)
+        return arrive, code
+
+    @property
+    def lookahead_s(self):
+        p = self.params
+        return p.latency_s + p.jitter_s.min_value + p.overhead_bytes / p.bandwidth_Bps
+
+
+class _Uniform(Constant):
+    """U[0, 1) draws for loss decisions."""
+
+    is_constant = False
+
+    def sample(self, rng, n):
+        return rng.random(n)
+
+
+_UNIFORM = _Uniform(value=0.5)
+
+
+class BrokerStation(Station):
+    """A broker's workers; demand per message as in :mod:`models.broker`.
+
+    Parameters
+    ----------
+    name : str
+    params : models.broker.BrokerParams
+    filters : int
+        Subscription filters installed on this broker.
+    streams : sim.rng.StreamFactory
+    window : (float, float)
+    """
+
+    def __init__(self, name, params, *, filters, streams, window):
+        cap = None if params.queue_messages is None else params.queue_messages + params.workers
+        disc = make_discipline(servers=params.workers, capacity_messages=cap,
+                               capacity_bytes=params.queue_bytes, overflow=params.overflow,
+                               idle_extra_s=params.idle_wakeup_cost_s)
+        super().__init__(name, "broker", disc, servers=params.workers, window=window)
+        self.params = params
+        self.filters = int(filters)
+        self.ingress = streams.draws(params.ingress_cost_s, name, "ingress")
+        self.match = streams.draws(params.match_cost_s, name, "match")
+        self.delivery = streams.draws(params.delivery_cost_s, name, "delivery")
+
+    def service_s(self, packets):
+        p = self.params
+        n = len(packets)
+        matched = self.plan.matched[packets.visit]
+        copies = self.plan.n_children[packets.visit]
+        demand = self.ingress.take(n) + matched * self.match.take(n) + copies * self.delivery.take(n)
+        demand = demand + p.per_byte_cost_s * (packets.size * (1 + copies))
+        return demand + p.filter_scan_cost_s * self.filters
+
+    @property
+    def lookahead_s(self):
+        return self.params.ingress_cost_s.min_value
+
+
+class SubscriberStation(Station):
+    """A subscriber handling messages one at a time, with a receive buffer."""
+
+    def __init__(self, name, params, *, streams, window):
+        disc = FifoDiscipline(servers=1, capacity_messages=params.buffer_messages,
+                              overflow=Overflow.DROP_NEWEST)
+        super().__init__(name, "subscriber", disc, window=window)
+        self.params = params
+        self.processing = streams.draws(params.processing_s, name, "processing")
+
+    def service_s(self, packets):
+        return self.processing.take(len(packets))
+
+    @property
+    def lookahead_s(self):
+        return self.params.processing_s.min_value

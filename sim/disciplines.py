@@ -1,0 +1,233 @@
+"""How messages wait at a station: FIFO arithmetic or an event-driven queue.
+
+Both disciplines take arrival-ordered batches with known service times and
+return what left service (:class:`Served`) and what was dropped. The fast
+path hands them large batches; the reference driver hands them one message at
+a time (and calls them with an empty batch at service completions). Their
+logic is the same either way.
+"""
+from __future__ import annotations
+
+import heapq
+import math
+from collections import deque
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import kernels as K
+from .packets import Packets
+
+__all__ = ["Served", "FifoDiscipline", "QueueDiscipline", "Overflow"]
+
+
+class Overflow:
+    """Overflow policies of a finite buffer."""
+
+    DROP_NEWEST = "drop_newest"
+    DROP_OLDEST = "drop_oldest"
+    BACKPRESSURE = "backpressure"
+    ALL = (DROP_NEWEST, DROP_OLDEST, BACKPRESSURE)
+
+
+@dataclass
+class Served:
+    """Outcome of a batch at a discipline.
+
+    ``packets`` left service (their ``t`` is the arrival time at the station),
+    with ``admit``, ``start`` and ``depart`` times; ``dropped`` packets with
+    ``drop_t`` and ``drop_code``.
+    """
+
+    packets: Packets
+    admit: np.ndarray
+    start: np.ndarray
+    depart: np.ndarray
+    dropped: Packets
+    drop_t: np.ndarray
+    drop_code: np.ndarray
+
+
+def _capacity(limit):
+    return -1 if limit is None else int(limit)
+
+
+class FifoDiscipline:
+    """c FIFO servers, optional buffer in messages and bytes, computed by arithmetic.
+
+    Parameters
+    ----------
+    servers : int
+        Number of servers (worker threads, cores).
+    capacity_messages, capacity_bytes : int or None
+        Most messages / bytes in the station (waiting plus in service).
+    overflow : str
+        ``Overflow.DROP_NEWEST`` or ``Overflow.BACKPRESSURE``.
+    idle_extra_s : float
+        Extra service time of a message that finds its server idle (wake-up
+        cost of an event loop), s.
+    """
+
+    event_driven = False
+
+    def __init__(self, *, servers=1, capacity_messages=None, capacity_bytes=None,
+                 overflow=Overflow.DROP_NEWEST, idle_extra_s=0.0):
+        policy = {Overflow.DROP_NEWEST: K.POLICY_DROP_NEWEST,
+                  Overflow.BACKPRESSURE: K.POLICY_BACKPRESSURE}[overflow]
+        cap_b = math.inf if capacity_bytes is None else float(capacity_bytes)
+        self.fs = np.array([0.0, 0.0, cap_b, float(idle_extra_s)])
+        self.ist = np.array([0, _capacity(capacity_messages), policy], dtype=np.int64)
+        self.free = np.zeros(int(servers))
+        heap_len = max(16, self.ist[K.CAP_MSGS] + 1)
+        self.hdep = np.empty(heap_len)
+        self.hsize = np.empty(heap_len)
+
+    def run(self, packets, service, size, horizon):
+        n = len(packets)
+        admit, start, dep = np.empty(n), np.empty(n), np.empty(n)
+        code = np.empty(n, dtype=np.int64)
+        i = 0
+        while True:
+            i = K.fifo_run(self.fs, self.ist, self.free, self.hdep, self.hsize, packets.t,
+                           service, size, i, admit, start, dep, code)
+            if i == n:
+                break
+            self.hdep = np.concatenate([self.hdep, np.empty_like(self.hdep)])
+            self.hsize = np.concatenate([self.hsize, np.empty_like(self.hsize)])
+        ok = code == K.OK
+        if ok.all():
+            return Served(packets, admit, start, dep, Packets.empty(), np.empty(0),
+                          np.empty(0, dtype=np.int64))
+        bad = ~ok
+        return Served(packets.take(ok), admit[ok], start[ok], dep[ok],
+                      packets.take(bad), packets.t[bad], code[bad])
+
+    def next_wake(self):
+        """FIFO stations never need a wake-up event."""
+        return None
+
+
+class QueueDiscipline:
+    """Event-driven station: non-preemptive priorities, drop-oldest, finite buffer.
+
+    Used where the service order or the fate of a waiting message is not known
+    on arrival. Messages are served by priority (higher first), FIFO within a
+    priority. Completions at time t are handled before arrivals at time t.
+
+    Parameters
+    ----------
+    servers : int
+    capacity_messages, capacity_bytes : int or None
+        Most messages / bytes in the station (waiting plus in service).
+    overflow : str
+        ``Overflow.DROP_NEWEST`` or ``Overflow.DROP_OLDEST`` (evicts the
+        message that has waited longest).
+    idle_extra_s : float
+        As for :class:`FifoDiscipline`.
+    """
+
+    event_driven = True
+
+    def __init__(self, *, servers=1, capacity_messages=None, capacity_bytes=None,
+                 overflow=Overflow.DROP_OLDEST, idle_extra_s=0.0):
+        if overflow == Overflow.BACKPRESSURE:
+            raise ValueError("back-pressure is handled by FifoDiscipline")
+        self.servers = int(servers)
+        self.cap_msgs = math.inf if capacity_messages is None else int(capacity_messages)
+        self.cap_bytes = math.inf if capacity_bytes is None else float(capacity_bytes)
+        self.drop_oldest = overflow == Overflow.DROP_OLDEST
+        self.idle_extra_s = float(idle_extra_s)
+        self.busy = []            # heap of (completion time, size)
+        self.waiting = {}         # priority -> deque of entries
+        self.n_waiting = 0
+        self.bytes_in = 0.0
+        self.seq = 0
+        self._out = []
+        self._drops = []
+
+    # --- state changes -------------------------------------------------
+    def _start(self, entry, t):
+        seq, row, service, size, prio, arrival = entry
+        dep = t + service
+        heapq.heappush(self.busy, (dep, seq, size))
+        self._out.append((row, arrival, t, dep))
+
+    def _pop_next(self):
+        prio = max(p for p, q in self.waiting.items() if q)
+        entry = self.waiting[prio].popleft()
+        self.n_waiting -= 1
+        return entry
+
+    def advance(self, t):
+        """Complete services finishing at or before ``t`` and start waiting ones."""
+        while self.busy and self.busy[0][0] <= t:
+            done, _, size = heapq.heappop(self.busy)
+            self.bytes_in -= size
+            if self.n_waiting:
+                self._start(self._pop_next(), done)
+
+    def _evict_oldest(self, t):
+        heads = [(q[0][0], p) for p, q in self.waiting.items() if q]
+        _, prio = min(heads)
+        seq, row, service, size, p, arrival = self.waiting[prio].popleft()
+        self.n_waiting -= 1
+        self.bytes_in -= size
+        self._drops.append((row, t, K.DROP_OLDEST))
+
+    def _full(self, size):
+        in_station = len(self.busy) + self.n_waiting
+        return in_station >= self.cap_msgs or self.bytes_in + size > self.cap_bytes
+
+    def arrive(self, t, row, service, size, prio):
+        if self._full(size):
+            can_evict = self.drop_oldest and self.n_waiting
+            while can_evict and self._full(size) and self.n_waiting:
+                self._evict_oldest(t)
+            if self._full(size):
+                code = K.DROP_FULL if len(self.busy) + self.n_waiting >= self.cap_msgs else K.DROP_BYTES
+                self._drops.append((row, t, code))
+                return
+        self.bytes_in += size
+        entry = (self.seq, row, service, size, prio, t)
+        self.seq += 1
+        if len(self.busy) < self.servers:
+            entry = (entry[0], row, service + self.idle_extra_s, size, prio, t)
+            self._start(entry, t)
+        else:
+            self.waiting.setdefault(prio, deque()).append(entry)
+            self.n_waiting += 1
+
+    # --- batch interface -------------------------------------------------
+    def run(self, packets, service, size, horizon, priority=None):
+        prio = np.zeros(len(packets), dtype=np.int64) if priority is None else priority
+        rows = list(zip(packets.t.tolist(), packets.msg.tolist(), packets.visit.tolist(),
+                        packets.size.tolist(), packets.pub_t.tolist()))
+        for i, row in enumerate(rows):
+            t = row[0]
+            self.advance(t)
+            self.arrive(t, row, float(service[i]), float(size[i]), int(prio[i]))
+        self.advance(horizon)
+        return self._collect()
+
+    def _collect(self):
+        out, drops = self._out, self._drops
+        self._out, self._drops = [], []
+        served = _rows_to_packets([o[0] for o in out])
+        times = np.array([o[1:] for o in out], dtype=float).reshape(-1, 3)
+        dropped = _rows_to_packets([d[0] for d in drops])
+        return Served(served, times[:, 0], times[:, 1], times[:, 2], dropped,
+                      np.array([d[1] for d in drops], dtype=float),
+                      np.array([d[2] for d in drops], dtype=np.int64))
+
+    def next_wake(self):
+        """Next completion time after which a waiting message starts, if any."""
+        if self.n_waiting and self.busy:
+            return self.busy[0][0]
+        return None
+
+
+def _rows_to_packets(rows):
+    if not rows:
+        return Packets.empty()
+    t, msg, visit, size, pub_t = zip(*rows)
+    return Packets(t, msg, visit, size, pub_t)

@@ -1,0 +1,376 @@
+"""Distributions of service times, sizes and delays, as frozen parameter objects.
+
+Each distribution knows its mean, squared coefficient of variation (``scv``)
+and lower bound, and samples with an explicit :class:`numpy.random.Generator`.
+Values are in the unit of the field that holds them (seconds for times, bytes
+for sizes). :func:`parse_distribution` reads the forms accepted at the edges:
+a plain value (``2ms``), ``exp(1ms)``, ``uniform(1ms, 3ms)``,
+``lognormal(1ms, 0.5)`` (mean, cv), ``gamma(1ms, 0.5)`` (mean, cv),
+``const(2ms)``, ``shifted(10us, exp(1ms))``, or a mapping
+``{dist: exponential, mean: 1ms}``.
+"""
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+from .errors import ConfigError
+
+__all__ = [
+    "Distribution", "Constant", "Exponential", "Uniform", "LogNormal", "Gamma",
+    "Empirical", "Shifted", "parse_distribution",
+]
+
+
+class Distribution:
+    """Base of all distributions; subclasses are frozen dataclasses."""
+
+    is_constant = False
+
+    @property
+    def mean(self) -> float:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    @property
+    def scv(self) -> float:
+        """Squared coefficient of variation, Var/mean^2."""
+        raise NotImplementedError
+
+    @property
+    def min_value(self) -> float:
+        """Smallest value the distribution can take."""
+        return 0.0
+
+    def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
+        """Draw ``n`` values."""
+        raise NotImplementedError
+
+
+def _check_nonneg(name, value):
+    if not (isinstance(value, (int, float)) and math.isfinite(value) and value >= 0):
+        raise ConfigError(name, value, "a finite number >= 0")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Constant(Distribution):
+    """Always ``value``."""
+
+    value: float
+    is_constant = True
+
+    def __post_init__(self):
+        _check_nonneg("value", self.value)
+
+    @property
+    def mean(self):
+        return float(self.value)
+
+    @property
+    def scv(self):
+        return 0.0
+
+    @property
+    def min_value(self):
+        return float(self.value)
+
+    def sample(self, rng, n):
+        return np.full(n, float(self.value))
+
+    def __str__(self):
+        return f"const({self.value!r})"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Exponential(Distribution):
+    """Exponential with the given mean (rate = 1/mean)."""
+
+    mean_value: float
+
+    def __post_init__(self):
+        _check_nonneg("mean", self.mean_value)
+
+    @property
+    def mean(self):
+        return float(self.mean_value)
+
+    @property
+    def scv(self):
+        return 1.0
+
+    def sample(self, rng, n):
+        return rng.exponential(self.mean_value, n)
+
+    def __str__(self):
+        return f"exp({self.mean_value!r})"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Uniform(Distribution):
+    """Uniform on [low, high)."""
+
+    low: float
+    high: float
+
+    def __post_init__(self):
+        _check_nonneg("low", self.low)
+        _check_nonneg("high", self.high)
+        if self.high < self.low:
+            raise ConfigError("high", self.high, f"a value >= low ({self.low!r})")
+
+    @property
+    def mean(self):
+        return 0.5 * (self.low + self.high)
+
+    @property
+    def scv(self):
+        m = self.mean
+        return 0.0 if m == 0 else (self.high - self.low) ** 2 / 12.0 / m**2
+
+    @property
+    def min_value(self):
+        return float(self.low)
+
+    def sample(self, rng, n):
+        return rng.uniform(self.low, self.high, n)
+
+    def __str__(self):
+        return f"uniform({self.low!r}, {self.high!r})"
+
+
+@dataclass(frozen=True, kw_only=True)
+class LogNormal(Distribution):
+    """Log-normal given by its mean and coefficient of variation ``cv``."""
+
+    mean_value: float
+    cv: float
+
+    def __post_init__(self):
+        _check_nonneg("mean", self.mean_value)
+        _check_nonneg("cv", self.cv)
+
+    @property
+    def mean(self):
+        return float(self.mean_value)
+
+    @property
+    def scv(self):
+        return float(self.cv) ** 2
+
+    def sample(self, rng, n):
+        sigma2 = math.log1p(self.cv**2)
+        mu = math.log(self.mean_value) - sigma2 / 2 if self.mean_value > 0 else -math.inf
+        return rng.lognormal(mu, math.sqrt(sigma2), n)
+
+    def __str__(self):
+        return f"lognormal({self.mean_value!r}, cv={self.cv!r})"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Gamma(Distribution):
+    """Gamma given by its mean and coefficient of variation ``cv`` (> 0)."""
+
+    mean_value: float
+    cv: float
+
+    def __post_init__(self):
+        _check_nonneg("mean", self.mean_value)
+        if not (isinstance(self.cv, (int, float)) and self.cv > 0):
+            raise ConfigError("cv", self.cv, "a number > 0")
+
+    @property
+    def mean(self):
+        return float(self.mean_value)
+
+    @property
+    def scv(self):
+        return float(self.cv) ** 2
+
+    def sample(self, rng, n):
+        shape = 1.0 / self.cv**2
+        return rng.gamma(shape, self.mean_value / shape, n)
+
+    def __str__(self):
+        return f"gamma({self.mean_value!r}, cv={self.cv!r})"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Empirical(Distribution):
+    """Resampling of observed values (with replacement, equal weights)."""
+
+    values: tuple = field(repr=False)
+
+    def __post_init__(self):
+        arr = np.asarray(self.values, dtype=float)
+        if arr.size == 0 or not np.all(np.isfinite(arr)) or np.any(arr < 0):
+            raise ConfigError("values", f"<{arr.size} values>", "a non-empty list of finite numbers >= 0")
+        object.__setattr__(self, "values", tuple(arr.tolist()))
+
+    @property
+    def mean(self):
+        return float(np.mean(self.values))
+
+    @property
+    def scv(self):
+        m = self.mean
+        return 0.0 if m == 0 else float(np.var(self.values)) / m**2
+
+    @property
+    def min_value(self):
+        return float(min(self.values))
+
+    def sample(self, rng, n):
+        arr = np.asarray(self.values)
+        return arr[rng.integers(0, arr.size, n)]
+
+    def __str__(self):
+        return f"empirical(n={len(self.values)}, mean={self.mean!r})"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Shifted(Distribution):
+    """``offset`` plus a draw of ``base`` (a floor plus a variable part)."""
+
+    offset: float
+    base: Distribution
+
+    def __post_init__(self):
+        _check_nonneg("offset", self.offset)
+
+    @property
+    def is_constant(self):
+        return self.base.is_constant
+
+    @property
+    def mean(self):
+        return self.offset + self.base.mean
+
+    @property
+    def scv(self):
+        m = self.mean
+        return 0.0 if m == 0 else self.base.scv * self.base.mean**2 / m**2
+
+    @property
+    def min_value(self):
+        return self.offset + self.base.min_value
+
+    def sample(self, rng, n):
+        return self.offset + self.base.sample(rng, n)
+
+    def __str__(self):
+        return f"shifted({self.offset!r}, {self.base})"
+
+
+_CALL = re.compile(r"^\s*([a-zA-Z_]+)\s*\((.*)\)\s*$")
+_ALIASES = {
+    "const": "constant", "constant": "constant", "det": "constant", "deterministic": "constant",
+    "exp": "exponential", "exponential": "exponential", "uniform": "uniform",
+    "lognormal": "lognormal", "gamma": "gamma", "shifted": "shifted", "empirical": "empirical",
+}
+
+
+def _split_args(text):
+    """Split ``a, b(c, d), e`` at top-level commas."""
+    parts, depth, cur = [], 0, ""
+    for ch in text:
+        if ch == "," and depth == 0:
+            parts.append(cur.strip())
+            cur = ""
+            continue
+        depth += ch == "("
+        depth -= ch == ")"
+        cur += ch
+    if cur.strip():
+        parts.append(cur.strip())
+    return parts
+
+
+def _args_to_mapping(kind, args):
+    names = {
+        "constant": ["value"], "exponential": ["mean"], "uniform": ["low", "high"],
+        "lognormal": ["mean", "cv"], "gamma": ["mean", "cv"], "shifted": ["offset", "base"],
+        "empirical": [],
+    }[kind]
+    out = {}
+    for i, arg in enumerate(args):
+        if "=" in arg and "(" not in arg.split("=", 1)[0]:
+            key, val = arg.split("=", 1)
+            out[key.strip()] = val.strip()
+        elif i < len(names):
+            out[names[i]] = arg
+        else:
+            raise ConfigError("distribution", f"{kind}({', '.join(args)})", "fewer arguments")
+    return out
+
+
+def _build(kind, spec, unit, field_name):
+    def val(key):
+        if key not in spec:
+            raise ConfigError(f"{field_name}.{key}", None, f"a value (required by {kind})")
+        return unit(spec[key], f"{field_name}.{key}")
+
+    def num(key):
+        try:
+            return float(spec[key])
+        except (KeyError, TypeError, ValueError):
+            raise ConfigError(f"{field_name}.{key}", spec.get(key), "a number") from None
+
+    try:
+        if kind == "constant":
+            return Constant(value=val("value"))
+        if kind == "exponential":
+            return Exponential(mean_value=val("mean"))
+        if kind == "uniform":
+            return Uniform(low=val("low"), high=val("high"))
+        if kind == "lognormal":
+            return LogNormal(mean_value=val("mean"), cv=num("cv"))
+        if kind == "gamma":
+            return Gamma(mean_value=val("mean"), cv=num("cv"))
+        if kind == "shifted":
+            return Shifted(offset=val("offset"),
+                           base=parse_distribution(spec.get("base"), unit, f"{field_name}.base"))
+        if kind == "empirical":
+            return Empirical(values=tuple(unit(v, f"{field_name}.values") for v in spec.get("values", ())))
+    except ConfigError as err:
+        if err.field.startswith(field_name):
+            raise
+        raise ConfigError(f"{field_name}.{err.field}", err.value, err.expected) from None
+    raise ConfigError(field_name, kind, f"one of {sorted(set(_ALIASES.values()))}")
+
+
+def parse_distribution(spec, unit: Callable, field_name: str = "distribution") -> Distribution:
+    """Read a distribution from a number, string or mapping.
+
+    Parameters
+    ----------
+    spec : Distribution, number, str or dict
+        See the module docstring for the accepted forms.
+    unit : callable
+        ``unit(value, field) -> float`` converting one value to SI, for example
+        :func:`sim.units.parse_duration_s`.
+    field_name : str
+        Name used in error messages.
+
+    Returns
+    -------
+    Distribution
+    """
+    if isinstance(spec, Distribution):
+        return spec
+    if isinstance(spec, dict):
+        spec = dict(spec)
+        kind = _ALIASES.get(str(spec.pop("dist", spec.pop("kind", ""))).lower())
+        if kind is None:
+            raise ConfigError(f"{field_name}.dist", spec, f"one of {sorted(set(_ALIASES.values()))}")
+        return _build(kind, spec, unit, field_name)
+    if isinstance(spec, str):
+        match = _CALL.match(spec)
+        if match:
+            kind = _ALIASES.get(match.group(1).lower())
+            if kind is None:
+                raise ConfigError(field_name, spec, f"a distribution, one of {sorted(set(_ALIASES.values()))}")
+            return _build(kind, _args_to_mapping(kind, _split_args(match.group(2))), unit, field_name)
+    return Constant(value=unit(spec, field_name))

@@ -1,0 +1,267 @@
+"""The two drivers: the fast batch path and the event-by-event reference.
+
+Both run the same stations (:mod:`sim.station`) on the same route plan and
+hand every station its arrivals in the same order: by time, then by (message,
+visit). They differ only in how they get there.
+
+* :class:`BatchDriver` processes whole batches station by station. Time is cut
+  into chunks of publications; a station processes every arrival earlier than
+  the chunk's end (its *horizon*) and keeps later ones for the next chunk.
+  Stations are visited in topological order of their strongly connected
+  components; inside a cycle (two brokers forwarding to each other) horizons
+  come from a conservative lookahead bound (Chandy & Misra 1979): a station
+  may process arrivals earlier than the least time any packet can still reach
+  it.
+* :class:`ReferenceDriver` is a SimPy simulation with one event per hop in
+  global time order, ties broken by the same (message, visit) key. It exists
+  to test the fast path.
+"""
+from __future__ import annotations
+
+import heapq
+import itertools
+import math
+
+import networkx as nx
+import numpy as np
+import simpy
+
+from .packets import Packets
+
+__all__ = ["BatchDriver", "ReferenceDriver"]
+
+
+def _route(network, sink, station, out):
+    """Record deliveries and drops of a station's output; return child packets."""
+    plan = network.plan
+    dep = out.departed
+    if len(out.dropped):
+        sink.add_dropped(out.dropped, out.drop_t, station.index, out.drop_code)
+    if len(dep) == 0:
+        return dep
+    leaf = plan.is_delivery[dep.visit]
+    if leaf.any():
+        sink.add_delivered(dep.take(leaf))
+        dep = dep.take(~leaf)
+    return plan.expand(dep)[0] if len(dep) else dep
+
+
+class BatchDriver:
+    """Fast path: batches of messages, FIFO hops by arithmetic.
+
+    Parameters
+    ----------
+    network : sim.network.Network
+    sink : sim.records.RecordSink or sim.records.StreamSink
+    chunk_messages : int
+        Target publications per chunk; bounds memory for long runs.
+    """
+
+    def __init__(self, network, sink, *, chunk_messages=250_000):
+        self.net = network
+        self.sink = sink
+        self.chunk_messages = int(chunk_messages)
+        self.inbox = [[] for _ in network.stations]
+        self._components = self._station_components()
+
+    def _station_components(self):
+        g = nx.DiGraph()
+        g.add_nodes_from(range(len(self.net.stations)))
+        g.add_edges_from(self.net.plan.station_edges())
+        cond = nx.condensation(g)
+        comps = []
+        for c in nx.topological_sort(cond):
+            members = sorted(cond.nodes[c]["members"])
+            cyclic = len(members) > 1 or g.has_edge(members[0], members[0])
+            comps.append((members, cyclic, g.subgraph(members).copy() if cyclic else None))
+        return comps
+
+    # --- driving ---------------------------------------------------------
+    def run(self, until_s, *, drain=True, progress=None):
+        """Publish until ``until_s`` and process; with ``drain`` let every
+        message finish. ``progress(done_s, total_s)`` is called per chunk."""
+        rate = self.net.mean_publish_rate_per_s
+        chunk_s = until_s if rate <= 0 else max(self.chunk_messages / rate, 1e-9)
+        t0 = 0.0
+        while t0 < until_s:
+            t1 = min(t0 + chunk_s, until_s)
+            self._publish(t1)
+            self._process_all(t1)
+            t0 = t1
+            if progress:
+                progress(t1, until_s)
+        if drain:
+            self._publish(until_s)
+            self._process_all(math.inf)
+        return self.sink
+
+    def _publish(self, until_s):
+        pubs = self.net.publications(until_s)
+        if len(pubs):
+            self.sink.add_published(pubs)
+            self._dispatch(pubs)
+
+    def _dispatch(self, packets):
+        if len(packets) == 0:
+            return
+        station = self.net.plan.station[packets.visit]
+        if np.all(station == station[0]):
+            self.inbox[int(station[0])].append(packets)
+            return
+        order = np.argsort(station, kind="stable")
+        sorted_st = station[order]
+        cuts = np.flatnonzero(np.diff(sorted_st)) + 1
+        for part in np.split(order, cuts):
+            self.inbox[int(station[part[0]])].append(packets.take(part))
+
+    def _process_all(self, horizon):
+        for members, cyclic, sub in self._components:
+            if cyclic:
+                self._process_cycle(members, sub, horizon)
+            else:
+                self._process_station(members[0], horizon)
+
+    def _process_station(self, s, horizon):
+        station = self.net.stations[s]
+        parts = self.inbox[s]
+        if not parts and not station.discipline.event_driven:
+            return False
+        cat = Packets.concat(parts)
+        early = cat.t < horizon
+        self.inbox[s] = [cat.take(~early)] if not early.all() else []
+        batch = cat.take(early) if not early.all() else cat
+        if len(batch) == 0 and not (station.discipline.event_driven and station.next_wake() is not None):
+            return False
+        out = station.process(batch.sorted(self.net.plan.n_visits), horizon)
+        self._dispatch(_route(self.net, self.sink, station, out))
+        return True
+
+    def _pending_s(self, s):
+        t = min((float(p.t.min()) for p in self.inbox[s] if len(p)), default=math.inf)
+        wake = self.net.stations[s].next_wake()
+        return t if wake is None else min(t, wake)
+
+    def _horizons(self, members, sub, bound):
+        """Least time a packet can still arrive at each member (Bellman-Ford)."""
+        look = {s: self.net.stations[s].lookahead_s for s in members}
+        pend = {s: self._pending_s(s) for s in members}
+        h = {s: bound for s in members}
+        for s in members:
+            for u in sub.successors(s):
+                h[u] = min(h[u], pend[s] + look[s])
+        for _ in range(len(members)):
+            changed = False
+            for s, u in sub.edges:
+                if h[s] + look[s] < h[u]:
+                    h[u] = h[s] + look[s]
+                    changed = True
+            if not changed:
+                break
+        return h
+
+    def _process_cycle(self, members, sub, horizon):
+        while any(self._pending_s(s) < horizon for s in members):
+            h = self._horizons(members, sub, horizon)
+            progressed = False
+            for s in members:
+                if self._pending_s(s) < h[s]:
+                    progressed |= self._process_station(s, h[s])
+            if not progressed:
+                names = [self.net.stations[s].name for s in members]
+                raise RuntimeError(f"stations {names} form a cycle with zero delay; give a link latency > 0")
+
+    def in_flight_deliveries(self):
+        """Deliveries still owed by packets held in inboxes or queues."""
+        leaves = self.net.plan.leaves
+        held = sum(int(leaves[p.visit].sum()) for parts in self.inbox for p in parts)
+        return held + sum(_held_deliveries(st, leaves) for st in self.net.stations)
+
+
+def _held_deliveries(station, leaves):
+    disc = station.discipline
+    if not disc.event_driven:
+        return 0
+    return sum(int(leaves[e[1][2]]) for q in disc.waiting.values() for e in q)
+
+
+class ReferenceDriver:
+    """Reference: SimPy, one event per hop, global (time, message, visit) order.
+
+    Publishers are SimPy processes that emit at their publication times. A hop
+    is a SimPy timeout that delivers one packet to a station; packets due at
+    the same instant are processed in key order by a zero-delay flush event.
+    Event-driven stations get a wake-up event at each service completion after
+    which a waiting message starts.
+    """
+
+    def __init__(self, network, sink):
+        self.net = network
+        self.sink = sink
+        self.env = simpy.Environment()
+        self.pending = []
+        self._flush_due = False
+        self._counter = itertools.count()
+        self._wakes = set()
+        self._in_transit = {}
+
+    def run(self, until_s, *, drain=True, progress=None):
+        pubs = self.net.publications(until_s)
+        self.sink.add_published(pubs)
+        pub_of = self.net.plan.flow_publisher[self.net.plan.flow[pubs.visit]]
+        for p in np.unique(pub_of):
+            self.env.process(self._publisher(pubs.take(pub_of == p)))
+        self.env.run(until=None if drain else until_s)
+        return self.sink
+
+    def _publisher(self, packets):
+        for i in range(len(packets)):
+            t = float(packets.t[i])
+            if t > self.env.now:
+                yield self.env.timeout(t - self.env.now)
+            self._arrive_now(packets.take(slice(i, i + 1)))
+
+    def _key(self, p):
+        return int(p.msg[0]) * self.net.plan.n_visits + int(p.visit[0])
+
+    def _arrive_now(self, packet, _event=None):
+        self._in_transit.pop(id(packet), None)
+        heapq.heappush(self.pending, (self._key(packet), next(self._counter), packet))
+        if not self._flush_due:
+            self._flush_due = True
+            self.env.timeout(0).callbacks.append(self._flush)
+
+    def _send(self, packets):
+        for i in range(len(packets)):
+            p = packets.take(slice(i, i + 1))
+            delay = float(p.t[0]) - self.env.now
+            if delay <= 0:
+                self._arrive_now(p)
+            else:
+                self._in_transit[id(p)] = p
+                self.env.timeout(delay).callbacks.append(lambda ev, p=p: self._arrive_now(p))
+
+    def _flush(self, _event):
+        self._flush_due = False
+        while self.pending:
+            _, _, packet = heapq.heappop(self.pending)
+            station = self.net.stations[int(self.net.plan.station[packet.visit[0]])]
+            self._serve(station, packet)
+
+    def _serve(self, station, packet):
+        out = station.process(packet, self.env.now)
+        self._send(_route(self.net, self.sink, station, out))
+        wake = station.next_wake()
+        if wake is not None and (station.index, wake) not in self._wakes:
+            self._wakes.add((station.index, wake))
+            ev = self.env.timeout(wake - self.env.now)
+            ev.callbacks.append(lambda ev, st=station, w=wake: self._wake(st, w))
+
+    def _wake(self, station, wake):
+        self._wakes.discard((station.index, wake))
+        self._serve(station, Packets.empty())
+
+    def in_flight_deliveries(self):
+        leaves = self.net.plan.leaves
+        held = sum(int(leaves[p.visit].sum()) for p in self._in_transit.values())
+        held += sum(int(leaves[p.visit].sum()) for _, _, p in self.pending)
+        return held + sum(_held_deliveries(st, leaves) for st in self.net.stations)

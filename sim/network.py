@@ -1,0 +1,86 @@
+"""A compiled network: stations, route plan and publication sources.
+
+:class:`Network` is what the drivers run. It is built from a topology by
+:func:`models.compile.build_network`; nothing here knows about brokers or
+links, only about stations, visits and sources.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .packets import Packets
+
+__all__ = ["Network"]
+
+
+class Network:
+    """Runtime network.
+
+    Parameters
+    ----------
+    stations : list of sim.station.Station
+    plan : sim.routing.RoutePlan
+    sources : list
+        One per publisher, in publisher-index order; each has
+        ``emit_until(t_s) -> (times_s, sizes_bytes, topic_indices)`` returning
+        the not yet emitted publications before ``t_s`` in time order, and a
+        ``mean_rate_per_s`` attribute.
+    names : dict
+        ``{"publisher": [...], "subscriber": [...], "topic": [...]}``.
+    sp_ratio : float
+        sum_i P(t_i) S(t_i) / sum_i P(t_i) (SYSTEMS.md §4).
+    window : (float, float)
+        Measurement window, s.
+    """
+
+    def __init__(self, stations, plan, sources, *, names, sp_ratio, window, parameters=None):
+        self.stations = list(stations)
+        self.plan = plan
+        self.sources = list(sources)
+        self.names = names
+        self.sp_ratio = float(sp_ratio)
+        self.window = window
+        self.parameters = parameters if parameters is not None else []
+        for i, st in enumerate(self.stations):
+            st.bind(i, plan)
+        n_pub = len(self.sources)
+        n_topic = len(names["topic"])
+        self._flow_of = np.full((max(n_pub, 1), max(n_topic, 1)), -1, dtype=np.int64)
+        self._flow_of[plan.flow_publisher, plan.flow_topic] = np.arange(len(plan.flow_root))
+        self._seq = np.zeros(n_pub, dtype=np.int64)
+
+    @property
+    def mean_publish_rate_per_s(self) -> float:
+        return float(sum(s.mean_rate_per_s for s in self.sources))
+
+    def publications(self, until_s) -> Packets:
+        """All publications before ``until_s`` not yet returned, as packets at
+        their route roots. Message ids are ``seq * n_publishers + publisher``,
+        so they do not depend on how time is cut into chunks."""
+        n_pub = len(self.sources)
+        parts = []
+        for p, src in enumerate(self.sources):
+            times, sizes, topics = src.emit_until(until_s)
+            if len(times) == 0:
+                continue
+            flows = self._flow_of[p, topics]
+            if np.any(flows < 0):
+                bad = self.names["topic"][int(topics[flows < 0][0])]
+                raise RuntimeError(f"publisher {self.names['publisher'][p]} has no route for topic {bad}")
+            seq = self._seq[p] + np.arange(len(times))
+            self._seq[p] += len(times)
+            parts.append(Packets(times, seq * n_pub + p, self.plan.flow_root[flows], sizes, times))
+        return Packets.concat(parts)
+
+    def delivery_frame_columns(self, packets):
+        """Columns describing delivered or dropped packets, names resolved."""
+        plan = self.plan
+        flow = plan.flow[packets.visit]
+        return {
+            "msg": packets.msg,
+            "publisher": plan.flow_publisher[flow],
+            "topic": plan.flow_topic[flow],
+            "size_bytes": packets.size,
+            "hops": plan.depth[packets.visit] + 1,
+            "publish_time_s": packets.pub_t,
+        }

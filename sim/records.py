@@ -1,0 +1,258 @@
+"""Where results go: full per-message records, or flat-memory streaming tallies.
+
+Both sinks take the same calls from the drivers (``add_published``,
+``add_delivered``, ``add_dropped``) and answer the same questions
+(:meth:`latency_quantiles_s`, :meth:`counts`, :meth:`throughput_series`), so
+the summary does not care which one ran. :class:`RecordSink` keeps every
+delivery and drop and turns them into pandas DataFrames.
+:class:`StreamSink` keeps counters, a log-binned latency histogram (relative
+resolution about 1.2 %) and per-bin throughput counts, so its memory does not
+grow with the number of messages.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from . import kernels as K
+
+__all__ = ["RecordSink", "StreamSink", "LatencyHistogram"]
+
+
+class _Tally:
+    """Counters shared by both sinks: what was owed and what was lost, by cause."""
+
+    def __init__(self, network, series_bin_s):
+        self.net = network
+        self.w0, self.w1 = network.window
+        self.series_bin_s = float(series_bin_s)
+        self.published = 0
+        self.expected = 0
+        self.delivered = 0
+        self.delivered_egress = 0
+        self.lost = {}
+        self._series = {"published": np.zeros(0, np.int64), "delivered": np.zeros(0, np.int64)}
+
+    def _in(self, t):
+        return (t >= self.w0) & (t < self.w1)
+
+    def _bin(self, name, t):
+        b = np.floor(t / self.series_bin_s).astype(np.int64)
+        b = b[b >= 0]
+        if len(b) == 0:
+            return
+        counts = np.bincount(b)
+        old = self._series[name]
+        if len(counts) > len(old):
+            old = np.concatenate([old, np.zeros(len(counts) - len(old), np.int64)])
+        old[:len(counts)] += counts
+        self._series[name] = old
+
+    def add_published(self, packets):
+        inw = self._in(packets.pub_t)
+        self.published += int(inw.sum())
+        self.expected += int(self.net.plan.leaves[packets.visit][inw].sum())
+        self._bin("published", packets.pub_t)
+        self._published_hook(packets)
+
+    def add_delivered(self, packets):
+        self.delivered += int(self._in(packets.pub_t).sum())
+        self.delivered_egress += int(self._in(packets.t).sum())
+        self._bin("delivered", packets.t)
+        self._delivered_hook(packets)
+
+    def add_dropped(self, packets, drop_t, station, code):
+        inw = self._in(packets.pub_t)
+        lost = self.net.plan.leaves[packets.visit]
+        for c in np.unique(code[inw]).tolist():
+            self.lost[c] = self.lost.get(c, 0) + int(lost[inw & (code == c)].sum())
+        self._dropped_hook(packets, drop_t, station, code)
+
+    def _published_hook(self, packets):
+        pass
+
+    def _delivered_hook(self, packets):
+        pass
+
+    def _dropped_hook(self, packets, drop_t, station, code):
+        pass
+
+    def counts(self):
+        """Messages published, deliveries owed / made / lost by cause, in the window."""
+        out = {"published": self.published, "expected_deliveries": self.expected,
+               "delivered": self.delivered, "egress_deliveries": self.delivered_egress}
+        for c, name in K.CAUSE_NAMES.items():
+            out[f"lost_{name}"] = self.lost.get(c, 0)
+        return out
+
+    def throughput_series(self):
+        """Published and delivered messages per second, per time bin (DataFrame)."""
+        n = max(len(v) for v in self._series.values())
+        pad = {k: np.concatenate([v, np.zeros(n - len(v), np.int64)]) for k, v in self._series.items()}
+        return pd.DataFrame({
+            "time_s": np.arange(n) * self.series_bin_s,
+            "published_per_s": pad["published"] / self.series_bin_s,
+            "delivered_per_s": pad["delivered"] / self.series_bin_s,
+        })
+
+
+class RecordSink(_Tally):
+    """Keeps every delivery and drop; exact quantiles and DataFrames."""
+
+    def __init__(self, network, series_bin_s=1.0):
+        super().__init__(network, series_bin_s)
+        self._delivered = []
+        self._dropped = []
+
+    def _delivered_hook(self, packets):
+        self._delivered.append(packets)
+
+    def _dropped_hook(self, packets, drop_t, station, code):
+        self._dropped.append((packets, np.asarray(drop_t, float), station, np.asarray(code)))
+
+    def deliveries(self) -> pd.DataFrame:
+        """One row per delivered copy: publish and delivery time, latency,
+        publisher, subscriber, topic, size, hops, message id. Sorted by
+        (delivery time, message, subscriber)."""
+        from .packets import Packets
+
+        pk = Packets.concat(self._delivered)
+        cols = self.net.delivery_frame_columns(pk)
+        df = pd.DataFrame({
+            "publish_time_s": pk.pub_t,
+            "delivery_time_s": pk.t,
+            "latency_s": pk.t - pk.pub_t,
+            "publisher": _names(self.net.names["publisher"], cols["publisher"]),
+            "subscriber": _names(self.net.names["subscriber"], self.net.plan.subscriber[pk.visit]),
+            "topic": _names(self.net.names["topic"], cols["topic"]),
+            "size_bytes": pk.size,
+            "hops": cols["hops"],
+            "msg": pk.msg,
+        })
+        return df.sort_values(["delivery_time_s", "msg", "subscriber"], kind="stable",
+                              ignore_index=True)
+
+    def drops(self) -> pd.DataFrame:
+        """One row per dropped copy: where, when, why, and how many deliveries it cost."""
+        from .packets import Packets
+
+        if not self._dropped:
+            pk, t, st, code = Packets.empty(), np.empty(0), np.empty(0, np.int64), np.empty(0, np.int64)
+        else:
+            pk = Packets.concat([d[0] for d in self._dropped])
+            t = np.concatenate([d[1] for d in self._dropped])
+            st = np.concatenate([np.full(len(d[0]), d[2]) for d in self._dropped])
+            code = np.concatenate([d[3] for d in self._dropped])
+        cols = self.net.delivery_frame_columns(pk)
+        station_names = [s.name for s in self.net.stations]
+        df = pd.DataFrame({
+            "publish_time_s": pk.pub_t,
+            "drop_time_s": t,
+            "publisher": _names(self.net.names["publisher"], cols["publisher"]),
+            "topic": _names(self.net.names["topic"], cols["topic"]),
+            "size_bytes": pk.size,
+            "hops": cols["hops"],
+            "place": _names(station_names, st),
+            "cause": _names([K.CAUSE_NAMES.get(c, "?") for c in range(max(K.CAUSE_NAMES) + 1)], code),
+            "lost_deliveries": self.net.plan.leaves[pk.visit],
+            "msg": pk.msg,
+        })
+        return df.sort_values(["drop_time_s", "msg"], kind="stable", ignore_index=True)
+
+    def _window_latencies(self):
+        lat = [p.t[self._in(p.pub_t)] - p.pub_t[self._in(p.pub_t)] for p in self._delivered]
+        return np.concatenate(lat) if lat else np.empty(0)
+
+    def latency_stats(self, quantiles=(0.5, 0.9, 0.99)):
+        """Mean, quantiles and max latency of window messages, s (exact)."""
+        lat = self._window_latencies()
+        if len(lat) == 0:
+            return {"mean": math.nan, "max": math.nan, **{q: math.nan for q in quantiles}}
+        qs = np.quantile(lat, quantiles, method="inverted_cdf")
+        return {"mean": float(lat.mean()), "max": float(lat.max()),
+                **{q: float(v) for q, v in zip(quantiles, qs)}}
+
+    def latency_ecdf(self):
+        """(latency_s sorted, cumulative fraction) of window messages."""
+        lat = np.sort(self._window_latencies())
+        return lat, np.arange(1, len(lat) + 1) / max(len(lat), 1)
+
+
+def _names(table, idx):
+    idx = np.asarray(idx, dtype=np.int64)
+    cats = list(table)
+    if len(idx) and idx.min() < 0:
+        cats = cats + [""]
+        idx = np.where(idx < 0, len(cats) - 1, idx)
+    return pd.Categorical.from_codes(idx, categories=pd.Index(cats).astype(str), validate=False) \
+        if len(set(cats)) == len(cats) else np.asarray(cats, dtype=object)[idx]
+
+
+class LatencyHistogram:
+    """Log-binned histogram of non-negative values (s), fixed memory.
+
+    Bins are ``per_decade`` per factor of ten between ``low`` and ``high``;
+    values below ``low`` (including zero) fall in bin 0, above ``high`` in the
+    last bin. Exact count, sum, min and max are kept alongside.
+    """
+
+    def __init__(self, low=1e-9, high=1e5, per_decade=200):
+        self.edges = np.logspace(math.log10(low), math.log10(high),
+                                 int(round(math.log10(high / low) * per_decade)) + 1)
+        self.counts = np.zeros(len(self.edges) + 1, dtype=np.int64)
+        self.n = 0
+        self.total = 0.0
+        self.min = math.inf
+        self.max = -math.inf
+
+    def add(self, values):
+        if len(values) == 0:
+            return
+        self.counts += np.bincount(np.searchsorted(self.edges, values, side="right"),
+                                   minlength=len(self.counts))
+        self.n += len(values)
+        self.total += float(values.sum())
+        self.min = min(self.min, float(values.min()))
+        self.max = max(self.max, float(values.max()))
+
+    def quantile(self, q):
+        """Value below which a fraction ``q`` lies (bin geometric midpoint, clamped)."""
+        if self.n == 0:
+            return math.nan
+        rank = max(1, math.ceil(q * self.n))
+        b = int(np.searchsorted(np.cumsum(self.counts), rank))
+        if b == 0:
+            return self.min
+        lo = self.edges[b - 1]
+        hi = self.edges[b] if b < len(self.edges) else self.max
+        return float(min(max(math.sqrt(lo * hi), self.min), self.max))
+
+    def ecdf(self):
+        upper = np.concatenate([self.edges, [self.max]])
+        frac = np.cumsum(self.counts) / max(self.n, 1)
+        keep = self.counts > 0
+        return np.minimum(upper[keep], self.max), frac[keep]
+
+
+class StreamSink(_Tally):
+    """Counters and histograms only: memory independent of run length in messages."""
+
+    def __init__(self, network, series_bin_s=1.0):
+        super().__init__(network, series_bin_s)
+        self.hist = LatencyHistogram()
+
+    def _delivered_hook(self, packets):
+        inw = self._in(packets.pub_t)
+        self.hist.add(packets.t[inw] - packets.pub_t[inw])
+
+    def latency_stats(self, quantiles=(0.5, 0.9, 0.99)):
+        """Mean and max exact; quantiles within the histogram's resolution."""
+        if self.hist.n == 0:
+            return {"mean": math.nan, "max": math.nan, **{q: math.nan for q in quantiles}}
+        return {"mean": self.hist.total / self.hist.n, "max": self.hist.max,
+                **{q: self.hist.quantile(q) for q in quantiles}}
+
+    def latency_ecdf(self):
+        return self.hist.ecdf()

@@ -1,0 +1,123 @@
+"""Static route trees: where each copy of a message goes.
+
+A *flow* is a (publisher, topic) pair. Its route tree lists the stations a
+message of that flow visits: the publisher's uplink, a broker, the copies sent
+on to subscribers or neighbour brokers, down to the subscriber stations where
+copies are delivered. Each node of a tree is a *visit*. Visits are numbered in
+depth-first pre-order, so a child always has a larger number than its parent;
+packets at the same time are processed by (message id, visit), a total order
+that both drivers use, so simultaneous events resolve identically.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+__all__ = ["Hop", "RoutePlan"]
+
+
+@dataclass
+class Hop:
+    """One node of a route tree while it is being built.
+
+    Parameters
+    ----------
+    station : int
+        Index of the station visited.
+    matched : int
+        Subscriptions matched at this visit (brokers; 0 elsewhere).
+    subscriber : int
+        Subscriber index if the copy is delivered when it leaves this visit,
+        else -1.
+    ingress : bool
+        True at the first broker visit after the publisher (counts as ingress).
+    children : list of Hop
+    """
+
+    station: int
+    matched: int = 0
+    subscriber: int = -1
+    ingress: bool = False
+    children: list = field(default_factory=list)
+
+
+class RoutePlan:
+    """All route trees, flattened into arrays indexed by visit.
+
+    Attributes
+    ----------
+    station, parent, depth, matched, subscriber, leaves, flow : ndarray
+        Per visit. ``leaves`` is the number of deliveries below (and at) a
+        visit, used to count deliveries lost with a dropped copy.
+    child_ptr, child_idx : ndarray
+        Children in CSR form: children of ``v`` are
+        ``child_idx[child_ptr[v]:child_ptr[v+1]]``.
+    flow_publisher, flow_topic, flow_root : ndarray
+        Per flow.
+    """
+
+    def __init__(self, flows):
+        """``flows``: iterable of (publisher index, topic index, root Hop)."""
+        rows, children, flow_rows = [], [], []
+        for f, (pub, topic, root) in enumerate(flows):
+            flow_rows.append((pub, topic, len(rows)))
+            self._flatten(root, -1, 0, f, rows, children)
+        cols = list(zip(*rows)) if rows else [()] * 7
+        (self.station, self.parent, self.depth, self.matched, self.subscriber,
+         self.ingress, self.flow) = (np.asarray(c, dtype=np.int64) for c in cols)
+        self.ingress = self.ingress.astype(bool)
+        counts = np.array([len(c) for c in children], dtype=np.int64)
+        self.child_ptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+        self.child_idx = np.array([c for cs in children for c in cs], dtype=np.int64)
+        self.n_children = counts
+        self.leaves = self._count_leaves()
+        fr = np.asarray(flow_rows, dtype=np.int64).reshape(-1, 3)
+        self.flow_publisher, self.flow_topic, self.flow_root = fr[:, 0], fr[:, 1], fr[:, 2]
+        self.is_delivery = self.subscriber >= 0
+
+    @staticmethod
+    def _flatten(hop, parent, depth, flow, rows, children):
+        v = len(rows)
+        rows.append((hop.station, parent, depth, hop.matched, hop.subscriber, hop.ingress, flow))
+        children.append([])
+        for child in hop.children:
+            children[v].append(len(rows))
+            RoutePlan._flatten(child, v, depth + 1, flow, rows, children)
+
+    def _count_leaves(self):
+        leaves = self.is_delivery_array().astype(np.int64)
+        for v in range(len(self.station) - 1, -1, -1):  # children come after parents
+            p = self.parent[v]
+            if p >= 0:
+                leaves[p] += leaves[v]
+        return leaves
+
+    def is_delivery_array(self):
+        return np.asarray(self.subscriber) >= 0
+
+    @property
+    def n_visits(self) -> int:
+        return len(self.station)
+
+    def station_edges(self):
+        """Set of (from station, to station) pairs used by any route."""
+        par = self.parent[self.parent >= 0]
+        child = np.nonzero(self.parent >= 0)[0]
+        return set(zip(self.station[par].tolist(), self.station[child].tolist()))
+
+    def expand(self, packets):
+        """Copies of departing packets at each child visit, in input order.
+
+        Returns ``(children, parent_index)``: the child packets (same time,
+        message, size) and, for each, the index of its parent packet.
+        """
+        n = self.n_children[packets.visit]
+        total = int(n.sum())
+        parent_index = np.repeat(np.arange(len(packets)), n)
+        first = np.repeat(self.child_ptr[packets.visit], n)
+        offset = np.arange(total) - np.repeat(np.cumsum(n) - n, n)
+        child_visit = self.child_idx[first + offset]
+        taken = packets.take(parent_index)
+        taken.visit = child_visit
+        return taken, parent_index

@@ -1,0 +1,148 @@
+"""Run one replication of a topology and summarise it.
+
+>>> result = simulate(graph, duration_s=10, warmup_s=1, seed=7)   # doctest: +SKIP
+>>> result.summary()            # one dict of headline figures
+>>> result.deliveries()         # one row per delivered copy (record="full")
+>>> result.stations()           # utilization and queue length per station
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import pandas as pd
+
+from .drivers import BatchDriver, ReferenceDriver
+from .errors import ConfigError
+from .records import RecordSink, StreamSink
+
+__all__ = ["simulate", "RunResult", "DRIVERS", "RECORDS"]
+
+DRIVERS = {"batch": BatchDriver, "reference": ReferenceDriver}
+RECORDS = {"full": RecordSink, "stream": StreamSink}
+
+
+@dataclass
+class RunResult:
+    """What a run produced: the network, the sink and the run settings."""
+
+    network: object
+    sink: object
+    driver: object
+    duration_s: float
+    window: tuple
+
+    def deliveries(self) -> pd.DataFrame:
+        self._need_full("deliveries")
+        return self.sink.deliveries()
+
+    def drops(self) -> pd.DataFrame:
+        self._need_full("drops")
+        return self.sink.drops()
+
+    def _need_full(self, what):
+        if not isinstance(self.sink, RecordSink):
+            raise ConfigError("record", "stream", f"record='full' to get per-message {what}")
+
+    def stations(self) -> pd.DataFrame:
+        """Per station: role, utilization, mean waiting messages, drops, over the window."""
+        rows = [{"station": s.name, "role": s.role, **s.stats.record()} for s in self.network.stations]
+        return pd.DataFrame(rows)
+
+    def parameters(self) -> pd.DataFrame:
+        """Every component's parameters and their provenance."""
+        return pd.DataFrame(self.network.parameters)
+
+    def latency_ecdf(self) -> pd.DataFrame:
+        x, f = self.sink.latency_ecdf()
+        return pd.DataFrame({"latency_s": x, "fraction": f})
+
+    def throughput_series(self) -> pd.DataFrame:
+        return self.sink.throughput_series()
+
+    def summary(self) -> dict:
+        """Headline figures over the measurement window (SYSTEMS.md §4 definitions).
+
+        ``ingress_per_s``: messages from publishers arriving at their first
+        broker; ``egress_per_s``: copies delivered to subscribers;
+        ``sustainability``: egress / (ingress x sp_ratio), >= 0.99 means the
+        load is under the limit; latency of messages published in the window;
+        ``loss_rate``: lost / owed deliveries of those messages, in total and
+        by cause.
+        """
+        span = self.window[1] - self.window[0]
+        counts = self.sink.counts()
+        ingress = sum(s.stats.ingress_arrivals for s in self.network.stations) / span
+        egress = counts["egress_deliveries"] / span
+        sp = self.network.sp_ratio
+        lat = self.sink.latency_stats((0.5, 0.9, 0.99))
+        owed = counts["expected_deliveries"]
+        lost = {k: v for k, v in counts.items() if k.startswith("lost_")}
+        out = {
+            "window_s": span,
+            "published": counts["published"],
+            "ingress_per_s": ingress,
+            "egress_per_s": egress,
+            "sp_ratio": sp,
+            "sustainability": egress / (ingress * sp) if ingress * sp > 0 else math.nan,
+            "latency_mean_s": lat["mean"],
+            "latency_p50_s": lat[0.5],
+            "latency_p90_s": lat[0.9],
+            "latency_p99_s": lat[0.99],
+            "latency_max_s": lat["max"],
+            "expected_deliveries": owed,
+            "delivered": counts["delivered"],
+            "loss_rate": sum(lost.values()) / owed if owed else math.nan,
+        }
+        for key, n in lost.items():
+            out[f"loss_rate_{key[5:]}"] = n / owed if owed else math.nan
+        return out
+
+
+def _check_window(duration_s, warmup_s, cooldown_s):
+    for name, value in (("duration_s", duration_s), ("warmup_s", warmup_s), ("cooldown_s", cooldown_s)):
+        if not (isinstance(value, (int, float)) and math.isfinite(value) and value >= 0):
+            raise ConfigError(name, value, "a finite number of seconds >= 0")
+    if warmup_s + cooldown_s >= duration_s:
+        raise ConfigError("warmup_s", warmup_s, f"warmup + cooldown < duration ({duration_s} s)")
+    return (float(warmup_s), float(duration_s - cooldown_s))
+
+
+def simulate(topology, *, duration_s, warmup_s=0.0, cooldown_s=0.0, seed=0, replication=0,
+             driver="batch", record="full", drain=True, series_bin_s=None, progress=None,
+             chunk_messages=250_000):
+    """Simulate ``duration_s`` seconds of publications on a topology.
+
+    Parameters
+    ----------
+    topology : networkx.Graph
+        See :mod:`models.topology`.
+    duration_s, warmup_s, cooldown_s : float
+        Publications happen in [0, duration_s); statistics use
+        [warmup_s, duration_s - cooldown_s).
+    seed, replication : int
+        Same seed and replication, same results.
+    driver : {"batch", "reference"}
+        Fast path or SimPy reference (for tests; slow).
+    record : {"full", "stream"}
+        Keep every record, or only streaming tallies (flat memory).
+    drain : bool
+        Let messages in flight at ``duration_s`` finish.
+    series_bin_s : float, optional
+        Bin of the throughput time series; default duration / 100.
+    progress : callable, optional
+        ``progress(simulated_s, total_s)``, batch driver only.
+    """
+    from models.compile import build_network
+
+    window = _check_window(duration_s, warmup_s, cooldown_s)
+    if driver not in DRIVERS:
+        raise ConfigError("driver", driver, f"one of {sorted(DRIVERS)}")
+    if record not in RECORDS:
+        raise ConfigError("record", record, f"one of {sorted(RECORDS)}")
+    net = build_network(topology, seed=seed, replication=replication, window=window)
+    sink = RECORDS[record](net, series_bin_s or duration_s / 100)
+    drv = DRIVERS[driver](net, sink) if driver == "reference" else BatchDriver(
+        net, sink, chunk_messages=chunk_messages)
+    drv.run(duration_s, drain=drain, progress=progress)
+    return RunResult(net, sink, drv, duration_s, window)

@@ -1,0 +1,167 @@
+"""Runtime stations: a discipline plus small hook methods.
+
+A :class:`Station` owns a discipline (:mod:`sim.disciplines`) and defines, by
+overriding hooks, how long a message needs (:meth:`Station.service_s`), how
+much buffer it takes (:meth:`Station.buffer_bytes`) and what happens after
+service (:meth:`Station.after_service`, e.g. a link's propagation delay).
+Models in :mod:`models.stations` subclass it; the drivers only call
+:meth:`Station.process`.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import kernels as K
+from .packets import Packets
+
+__all__ = ["Station", "StationOutput", "StationStats"]
+
+
+@dataclass
+class StationOutput:
+    """Packets that left a station (``t`` = time they reach the next place)
+    and packets dropped there (with time and cause code)."""
+
+    departed: Packets
+    dropped: Packets
+    drop_t: np.ndarray
+    drop_code: np.ndarray
+
+
+def _overlap_s(a, b, w0, w1):
+    """Total length of the intervals [a, b) inside the window [w0, w1], s."""
+    if len(a) == 0:
+        return 0.0
+    return float(np.clip(np.minimum(b, w1) - np.maximum(a, w0), 0.0, None).sum())
+
+
+class StationStats:
+    """Streaming counters and time integrals of a station over a window.
+
+    Integrals are exact: each message adds the part of its waiting, blocking
+    and service intervals that falls in [w0, w1].
+    """
+
+    def __init__(self, window, servers):
+        self.w0, self.w1 = window
+        self.servers = servers
+        self.arrivals = 0
+        self.ingress_arrivals = 0
+        self.served = 0
+        self.drops = {}
+        self.busy_s = 0.0
+        self.waiting_s = 0.0
+        self.blocked_s = 0.0
+
+    def _in_window(self, t):
+        return (t >= self.w0) & (t < self.w1)
+
+    def add(self, arrivals, ingress_mask, served, dropped_t, dropped_code):
+        inw = self._in_window(arrivals)
+        self.arrivals += int(inw.sum())
+        self.ingress_arrivals += int((inw & ingress_mask).sum())
+        self.served += int(self._in_window(served.start).sum())
+        self.busy_s += _overlap_s(served.start, served.depart, self.w0, self.w1)
+        self.waiting_s += _overlap_s(served.admit, served.start, self.w0, self.w1)
+        self.blocked_s += _overlap_s(served.packets.t, served.admit, self.w0, self.w1)
+        if len(dropped_code):
+            codes, counts = np.unique(dropped_code[self._in_window(dropped_t)], return_counts=True)
+            for c, n in zip(codes.tolist(), counts.tolist()):
+                self.drops[c] = self.drops.get(c, 0) + n
+
+    def record(self):
+        """Figures over the window: utilization, mean queue, drops by cause."""
+        span = max(self.w1 - self.w0, 1e-300)
+        row = {
+            "arrivals": self.arrivals,
+            "served": self.served,
+            "utilization": self.busy_s / (self.servers * span),
+            "mean_waiting": self.waiting_s / span,
+            "mean_in_service": self.busy_s / span,
+            "mean_blocked": self.blocked_s / span,
+        }
+        for code, name in K.CAUSE_NAMES.items():
+            row[f"drops_{name}"] = self.drops.get(code, 0)
+        return row
+
+
+class Station:
+    """Base runtime station.
+
+    Parameters
+    ----------
+    name : str
+        Unique name shown in outputs.
+    role : str
+        What it models (``"link"``, ``"broker"``, ``"subscriber"``, ...).
+    discipline : FifoDiscipline or QueueDiscipline
+    servers : int
+        Number of servers, for utilization.
+    window : (float, float)
+        Measurement window, s.
+    """
+
+    def __init__(self, name, role, discipline, *, servers=1, window=(0.0, np.inf)):
+        self.name = name
+        self.role = role
+        self.discipline = discipline
+        self.stats = StationStats(window, servers)
+        self.index = -1
+        self.plan = None
+
+    # --- hooks -----------------------------------------------------------
+    def bind(self, index, plan):
+        """Called once by the network with this station's index and the route plan."""
+        self.index = index
+        self.plan = plan
+
+    def service_s(self, packets) -> np.ndarray:
+        """Service time of each packet, s (drawn in arrival order)."""
+        raise NotImplementedError
+
+    def buffer_bytes(self, packets) -> np.ndarray:
+        """Bytes each packet occupies in the buffer."""
+        return packets.size.astype(np.float64)
+
+    def priority(self, packets):
+        """Priority of each packet (event-driven disciplines only); None = all equal."""
+        return None
+
+    def after_service(self, served):
+        """Time each served packet reaches the next place, and its code."""
+        return served.depart, np.zeros(len(served.depart), dtype=np.int64)
+
+    @property
+    def lookahead_s(self) -> float:
+        """Lower bound of (time at next place - arrival), s."""
+        return 0.0
+
+    # --- driver interface ------------------------------------------------
+    def process(self, packets, horizon):
+        """Serve an arrival-ordered batch; advance event-driven state to ``horizon``."""
+        service = self.service_s(packets)
+        size = self.buffer_bytes(packets)
+        if self.discipline.event_driven:
+            served = self.discipline.run(packets, service, size, horizon, self.priority(packets))
+        else:
+            served = self.discipline.run(packets, service, size, horizon)
+        ingress = self.plan.ingress[packets.visit]
+        self.stats.add(packets.t, ingress, served, served.drop_t, served.drop_code)
+        arrive, code = self.after_service(served)
+        ok = code == K.OK
+        departed = served.packets.take(ok).with_time(arrive[ok])
+        if ok.all():
+            return StationOutput(departed, served.dropped, served.drop_t, served.drop_code)
+        lost = ~ok
+        dropped = Packets.concat([served.dropped, served.packets.take(lost)])
+        drop_t = np.concatenate([served.drop_t, served.depart[lost]])
+        drop_code = np.concatenate([served.drop_code, code[lost]])
+        self.stats.drops[K.DROP_LOSS] = self.stats.drops.get(K.DROP_LOSS, 0) + int(
+            self.stats._in_window(served.depart[lost]).sum())
+        return StationOutput(departed, dropped, drop_t, drop_code)
+
+    def next_wake(self):
+        """Time the station needs attention with no arrival (event-driven only)."""
+        return self.discipline.next_wake()
