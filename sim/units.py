@@ -306,7 +306,17 @@ def _format_scaled(x, scale, digits):
     for threshold, factor, symbol in scale:
         if abs(x) >= threshold:
             break
-    return f"{x / factor:.{digits}g} {symbol}"
+    return f"{_significant_text(x / factor, digits)} {symbol}"
+
+
+def _significant_text(x, digits):
+    """Shortest text of ``x`` rounded to ``digits`` significant digits.
+
+    ``330.0`` is written ``"330"`` (not ``"3.3e+02"`` as ``format(x, ".2g")``
+    would); exponents appear only for very large or small numbers.
+    """
+    text = repr(float(f"{x:.{digits}g}"))
+    return text[:-2] if text.endswith(".0") else text
 
 
 def format_duration_s(x: float, digits: int = 4) -> str:

@@ -1,0 +1,163 @@
+"""The ``pubsim`` command.
+
+``pubsim run SCENARIO.yaml [--out DIR]`` runs every replication of a
+scenario with a progress bar, prints the summary, the parameters with their
+provenance and the busiest stations, and writes to DIR: per replication
+``rep-NNN/`` with ``deliveries.parquet``, ``drops.parquet``, ``stations.csv``,
+``throughput.csv``, ``latency_cdf.png``, ``throughput.png`` and, last,
+``summary.json``; a finished replication (its ``summary.json`` present) is
+not run again, so an interrupted study resumes where it stopped. Bad input
+prints one line and exits with status 2.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from .errors import ConfigError
+
+__all__ = ["main"]
+
+_HEADLINE = [
+    ("published", "{:,.0f}"), ("ingress_per_s", "{:,.0f}"), ("egress_per_s", "{:,.0f}"),
+    ("sp_ratio", "{:.2f}"), ("sustainability", "{:.4f}"),
+    ("latency_mean_s", "ms"), ("latency_p50_s", "ms"), ("latency_p90_s", "ms"),
+    ("latency_p99_s", "ms"), ("latency_max_s", "ms"), ("loss_rate", "{:.4%}"),
+]
+
+
+def _fmt(value, spec):
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "-"
+    if spec == "ms":
+        return f"{value * 1e3:.3f} ms"
+    return spec.format(value)
+
+
+def _summary_table(name, summaries):
+    table = Table(title=f"{name}: summary over the measurement window")
+    table.add_column("metric")
+    for i in range(len(summaries)):
+        table.add_column(f"rep {i}", justify="right")
+    if len(summaries) > 1:
+        table.add_column("mean ± 95% CI", justify="right")
+    keys = _HEADLINE + [(k, "{:.4%}") for k in summaries[0] if k.startswith("loss_rate_")]
+    for key, spec in keys:
+        row = [key] + [_fmt(s.get(key), spec) for s in summaries]
+        if len(summaries) > 1:
+            vals = np.array([s.get(key, math.nan) for s in summaries], dtype=float)
+            half = 1.96 * vals.std(ddof=1) / math.sqrt(len(vals))
+            row.append(f"{_fmt(vals.mean(), spec)} ± {_fmt(half, spec)}")
+        table.add_row(*row)
+    return table
+
+
+def _parameter_table(result):
+    """Components grouped by kind and provenance; placeholders in red."""
+    table = Table(title="parameters and provenance")
+    for col in ("kind", "components", "provenance"):
+        table.add_column(col, overflow="fold")
+    params = result.parameters()
+    for (kind, prov, placeholder), grp in params.groupby(["kind", "provenance", "placeholder"], sort=False):
+        names = list(grp["component"])
+        shown = ", ".join(names[:3]) + (f", ... ({len(names)} in all)" if len(names) > 3 else "")
+        table.add_row(kind, shown, prov, style="bold red" if placeholder else None)
+    return table
+
+
+def _station_table(result, top=8):
+    st = result.stations().sort_values("utilization", ascending=False).head(top)
+    table = Table(title=f"busiest stations (top {top})")
+    for col in ("station", "utilization", "mean waiting", "drops"):
+        table.add_column(col, justify="right" if col != "station" else "left")
+    for row in st.itertuples():
+        drops = sum(getattr(row, c) for c in st.columns if c.startswith("drops_"))
+        table.add_row(row.station, f"{row.utilization:.3f}", f"{row.mean_waiting:.2f}", f"{drops:,}")
+    return table
+
+
+def _write(result, rep_dir):
+    from . import figures
+
+    rep_dir.mkdir(parents=True, exist_ok=True)
+    if hasattr(result.sink, "deliveries"):
+        result.deliveries().to_parquet(rep_dir / "deliveries.parquet")
+        result.drops().to_parquet(rep_dir / "drops.parquet")
+    result.stations().to_csv(rep_dir / "stations.csv", index=False)
+    result.throughput_series().to_csv(rep_dir / "throughput.csv", index=False)
+    result.parameters().assign(parameters=lambda d: d.parameters.map(json.dumps, na_action="ignore")).to_csv(
+        rep_dir / "parameters.csv", index=False)
+    for name, fig in (("latency_cdf.png", figures.latency_cdf({"simulated": result.latency_ecdf()})),
+                      ("throughput.png", figures.throughput(result.throughput_series(), result.window))):
+        fig.savefig(rep_dir / name, dpi=110)
+    (rep_dir / "summary.json").write_text(json.dumps(result.summary(), indent=2))
+
+
+def _run(args, console):
+    from .scenario import load_scenario
+
+    scenario = load_scenario(args.scenario)
+    overrides = {k: v for k, v in (("driver", args.driver), ("record", args.record)) if v}
+    summaries, last = [], None
+    with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.percentage:>5.1f}%"),
+                  TimeElapsedColumn(), console=console, transient=False) as progress:
+        for rep in range(scenario.replications):
+            rep_dir = Path(args.out) / f"rep-{rep:03d}" if args.out else None
+            if rep_dir and (rep_dir / "summary.json").exists():
+                summaries.append(json.loads((rep_dir / "summary.json").read_text()))
+                console.print(f"replication {rep}: already done in {rep_dir}, skipped")
+                continue
+            task = progress.add_task(f"replication {rep}", total=scenario.run["duration_s"])
+            result = scenario.simulate(rep, progress=lambda done, total, t=task: progress.update(t, completed=done),
+                                       **overrides)
+            progress.update(task, completed=scenario.run["duration_s"])
+            summaries.append(result.summary())
+            last = result
+            if rep_dir:
+                _write(result, rep_dir)
+    console.print(_summary_table(scenario.name, summaries))
+    if last is not None:
+        console.print(_parameter_table(last))
+        console.print(_station_table(last))
+    if args.out:
+        pd.DataFrame(summaries).assign(replication=range(len(summaries))).to_csv(
+            Path(args.out) / "summary.csv", index=False)
+        console.print(f"results written to {args.out}")
+    return 0
+
+
+def build_parser():
+    parser = argparse.ArgumentParser(prog="pubsim", description="Simulate publish/subscribe middleware networks.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    run = sub.add_parser("run", help="run a scenario file")
+    run.add_argument("scenario", help="scenario YAML file")
+    run.add_argument("--out", help="directory for records, figures and summaries")
+    run.add_argument("--driver", choices=["batch", "reference"], help="override the scenario's driver")
+    run.add_argument("--record", choices=["full", "stream"], help="override the scenario's record mode")
+    return parser
+
+
+def main(argv=None):
+    args = build_parser().parse_args(argv)
+    console = Console()
+    try:
+        return _run(args, console)
+    except ConfigError as err:
+        print(f"pubsim: error: {err}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("pubsim: interrupted; finished replications are kept", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,234 @@
+"""Scenario files: a YAML description of a topology, a load and a run.
+
+A scenario is read with ``yaml.safe_load`` and checked field by field; every
+error is one line naming the field and the value. Layout::
+
+    name: quickstart
+    seed: 42
+    replications: 1
+    run: {duration: 20s, warmup: 4s, cooldown: 0s, record: full, driver: batch}
+    topology:
+      builder: star            # star | chain | graphml
+      protocol: mqtt
+      broker: {preset: mosquitto-placeholder, queue_messages: 1000}
+      link: {preset: gigabit-lan}
+      publishers:
+        - {name: "gw{i}", count: 20, topics: ["weather/gw{i}"], rate_per_s: 3k/s, size_bytes: 36B}
+      subscribers:
+        - {name: "app{i}", count: 60, subscriptions: ["weather/gw{i//3}"]}
+
+Client groups expand ``count`` copies; ``{i}``, ``{i//N}`` and ``{i%N}`` in
+names, topics, filters and ``broker`` are replaced by the copy index
+expressions. Parameter fields are those of :mod:`models.broker`,
+:mod:`models.link` and :mod:`models.client` (units in the names, human
+strings accepted). ``chain`` takes ``brokers`` (a list of groups with a
+``name``), ``bridge`` (a link), ``forwarding`` and a ``broker`` key on every
+client group; ``graphml`` takes ``path`` (relative to the scenario file).
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from .errors import ConfigError
+from .units import parse_duration_s
+
+__all__ = ["Scenario", "load_scenario", "parse_scenario"]
+
+_TOP_KEYS = {"name", "description", "seed", "replications", "run", "topology"}
+_RUN_KEYS = {"duration", "warmup", "cooldown", "record", "driver", "drain", "series_bin"}
+
+
+@dataclass(frozen=True, kw_only=True)
+class Scenario:
+    """A parsed scenario: a topology and run settings."""
+
+    name: str
+    description: str
+    seed: int
+    replications: int
+    topology: object
+    run: dict
+
+    def simulate(self, replication=0, **overrides):
+        """Run one replication (keyword arguments override ``run`` settings)."""
+        from .run import simulate
+
+        kwargs = {**self.run, **overrides}
+        return simulate(self.topology, seed=self.seed, replication=replication, **kwargs)
+
+
+_EXPR = re.compile(r"\{i(?:\s*(//|%)\s*(\d+))?\}")
+
+
+def _expand_text(text, i):
+    def sub(m):
+        op, n = m.group(1), m.group(2)
+        if op is None:
+            return str(i)
+        return str(i // int(n) if op == "//" else i % int(n))
+    return _EXPR.sub(sub, text) if isinstance(text, str) else text
+
+
+def _expand_value(value, i):
+    if isinstance(value, str):
+        return _expand_text(value, i)
+    if isinstance(value, list):
+        return [_expand_value(v, i) for v in value]
+    return value
+
+
+def _expand_groups(groups, path):
+    """Expand client groups with ``count`` into one mapping per client."""
+    if not isinstance(groups, list):
+        raise ConfigError(path, groups, "a list of client groups")
+    out = []
+    for k, group in enumerate(groups):
+        where = f"{path}[{k}]"
+        if not isinstance(group, dict) or "name" not in group:
+            raise ConfigError(where, group, "a mapping with at least a name")
+        group = dict(group)
+        count = group.pop("count", 1)
+        if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+            raise ConfigError(f"{where}.count", count, "an integer >= 1")
+        for i in range(count):
+            out.append((where, {key: _expand_value(v, i) for key, v in group.items()}))
+    return out
+
+
+def _params(cls, kind, spec, path):
+    from models import presets
+    from models.params import from_mapping
+
+    if not isinstance(spec, dict):
+        raise ConfigError(path, spec, f"a mapping of {cls.__name__} fields")
+    return from_mapping(cls, presets.apply(kind, spec), path)
+
+
+def _clients(groups, cls, path, need_broker):
+    clients = {}
+    for where, spec in _expand_groups(groups, path):
+        name = str(spec.pop("name"))
+        broker = spec.pop("broker", None)
+        if need_broker and broker is None:
+            raise ConfigError(f"{where}.broker", None, "the name of the broker this client attaches to")
+        if name in clients:
+            raise ConfigError(f"{where}.name", name, "a unique client name")
+        params = _params(cls, "client", spec, f"{where}({name})")
+        clients[name] = (str(broker), params) if need_broker else params
+    return clients
+
+
+def _star(spec, path):
+    from models.broker import BrokerParams
+    from models.client import PublisherParams, SubscriberParams
+    from models.link import LinkParams
+    from models.topology import star
+
+    _only(spec, {"builder", "protocol", "broker", "link", "publishers", "subscribers"}, path)
+    return star(broker=_params(BrokerParams, "broker", spec.get("broker", {}), f"{path}.broker"),
+                link=_params(LinkParams, "link", spec.get("link", {}), f"{path}.link"),
+                publishers=_clients(spec.get("publishers", []), PublisherParams, f"{path}.publishers", False),
+                subscribers=_clients(spec.get("subscribers", []), SubscriberParams, f"{path}.subscribers", False),
+                protocol=spec.get("protocol", "mqtt"))
+
+
+def _chain(spec, path):
+    from models.broker import BrokerParams
+    from models.client import PublisherParams, SubscriberParams
+    from models.link import LinkParams
+    from models.topology import chain
+
+    _only(spec, {"builder", "protocol", "forwarding", "brokers", "bridge", "link",
+                 "publishers", "subscribers"}, path)
+    brokers = {}
+    for where, group in _expand_groups(spec.get("brokers", []), f"{path}.brokers"):
+        name = str(group.pop("name"))
+        brokers[name] = _params(BrokerParams, "broker", group, f"{where}({name})")
+    return chain(brokers=brokers,
+                 bridge=_params(LinkParams, "link", spec.get("bridge", {}), f"{path}.bridge"),
+                 link=_params(LinkParams, "link", spec.get("link", {}), f"{path}.link"),
+                 publishers=_clients(spec.get("publishers", []), PublisherParams, f"{path}.publishers", True),
+                 subscribers=_clients(spec.get("subscribers", []), SubscriberParams, f"{path}.subscribers", True),
+                 forwarding=spec.get("forwarding", "subscription"), protocol=spec.get("protocol", "mqtt"))
+
+
+def _graphml(spec, path, base_dir):
+    from models.topology import read_graphml
+
+    _only(spec, {"builder", "path"}, path)
+    if "path" not in spec:
+        raise ConfigError(f"{path}.path", None, "the GraphML file to load")
+    return read_graphml(Path(base_dir) / spec["path"])
+
+
+def _only(spec, allowed, path):
+    unknown = sorted(set(spec) - allowed)
+    if unknown:
+        raise ConfigError(f"{path}.{unknown[0]}", spec[unknown[0]], f"one of {sorted(allowed)}")
+
+
+def _run_settings(spec):
+    spec = spec or {}
+    if not isinstance(spec, dict):
+        raise ConfigError("run", spec, "a mapping")
+    _only(spec, _RUN_KEYS, "run")
+    if "duration" not in spec:
+        raise ConfigError("run.duration", None, "a duration such as 20s")
+    out = {
+        "duration_s": parse_duration_s(spec["duration"], "run.duration"),
+        "warmup_s": parse_duration_s(spec.get("warmup", 0), "run.warmup"),
+        "cooldown_s": parse_duration_s(spec.get("cooldown", 0), "run.cooldown"),
+        "record": spec.get("record", "full"),
+        "driver": spec.get("driver", "batch"),
+        "drain": bool(spec.get("drain", True)),
+    }
+    if "series_bin" in spec:
+        out["series_bin_s"] = parse_duration_s(spec["series_bin"], "run.series_bin")
+    return out
+
+
+def parse_scenario(data, base_dir="."):
+    """Build a :class:`Scenario` from an already loaded mapping."""
+    if not isinstance(data, dict):
+        raise ConfigError("scenario", type(data).__name__, "a YAML mapping at the top level")
+    _only(data, _TOP_KEYS, "scenario")
+    topo = data.get("topology")
+    if not isinstance(topo, dict):
+        raise ConfigError("topology", topo, "a mapping with a builder")
+    builders = {"star": _star, "chain": _chain}
+    builder = topo.get("builder", "star")
+    if builder == "graphml":
+        graph = _graphml(topo, "topology", base_dir)
+    elif builder in builders:
+        graph = builders[builder](topo, "topology")
+    else:
+        raise ConfigError("topology.builder", builder, "one of ['chain', 'graphml', 'star']")
+    seed = data.get("seed", 0)
+    reps = data.get("replications", 1)
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise ConfigError("seed", seed, "an integer >= 0")
+    if isinstance(reps, bool) or not isinstance(reps, int) or reps < 1:
+        raise ConfigError("replications", reps, "an integer >= 1")
+    return Scenario(name=str(data.get("name", "scenario")), description=str(data.get("description", "")),
+                    seed=seed, replications=reps, topology=graph, run=_run_settings(data.get("run")))
+
+
+def load_scenario(path):
+    """Read and check a scenario file (safe YAML loader)."""
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as err:
+        raise ConfigError(str(path), "unreadable", err.strerror or str(err)) from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
+        problem = getattr(err, "problem", None) or str(err).splitlines()[0]
+        raise ConfigError(where, "malformed YAML", problem) from None
+    return parse_scenario(data, base_dir=path.parent)
