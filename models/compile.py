@@ -78,8 +78,9 @@ class _Builder:
             self._link(("down", s), f"link:{b}->{s}", link,
                        queue_messages=_tighter(link.queue_messages, bp.client_queue_messages),
                        queue_bytes=_tighter(link.queue_bytes, bp.client_queue_bytes))
-            self._station(("sub", s), SubscriberStation(f"subscriber:{s}", self._p(s),
-                                                       streams=self.streams, window=self.window))
+            if not _passthrough(self._p(s)):
+                self._station(("sub", s), SubscriberStation(f"subscriber:{s}", self._p(s),
+                                                           streams=self.streams, window=self.window))
 
     def _wanted(self, broker, came_from, topic):
         """Neighbour brokers a copy is forwarded to from ``broker``."""
@@ -99,11 +100,16 @@ class _Builder:
         table = self.tables[broker]
         hop = Hop(self.index[("broker", broker)], matched=len(table.match(topic)), ingress=ingress)
         for s in table.subscribers(topic):
-            sub = Hop(self.index[("sub", s)], subscriber=self.subs.index(s))
-            hop.children.append(Hop(self.index[("down", s)], children=[sub]))
+            who = self.subs.index(s)
+            if ("sub", s) in self.index:
+                down = Hop(self.index[("down", s)], link=True,
+                           children=[Hop(self.index[("sub", s)], subscriber=who)])
+            else:  # delivered when it leaves the downlink
+                down = Hop(self.index[("down", s)], link=True, subscriber=who)
+            hop.children.append(down)
         for n in self._wanted(broker, came_from, topic):
             nxt = self._broker_hop(n, broker, topic, ingress=False)
-            hop.children.append(Hop(self.index[("bridge", broker, n)], children=[nxt]))
+            hop.children.append(Hop(self.index[("bridge", broker, n)], link=True, children=[nxt]))
         return hop
 
     def flows(self):
@@ -111,7 +117,8 @@ class _Builder:
         for i, p in enumerate(self.pubs):
             home = T.home_broker(self.g, p)
             for topic in self._p(p).topics:
-                root = Hop(self.index[("up", p)], children=[self._broker_hop(home, None, topic, True)])
+                root = Hop(self.index[("up", p)], link=True,
+                           children=[self._broker_hop(home, None, topic, True)])
                 out.append((i, self.topics.index(topic), root))
         return out
 
@@ -121,6 +128,12 @@ class _Builder:
         n_sub = {t: sum(len(self.tables[b].subscribers(t)) for b in self.brokers) for t in self.topics}
         total = sum(n_pub.values())
         return sum(n_pub[t] * n_sub[t] for t in self.topics) / total if total else 0.0
+
+
+def _passthrough(sub):
+    """A subscriber that takes no time and has no buffer limit is not a station:
+    its copies are delivered as they leave the downlink."""
+    return sub.processing_s.is_constant and sub.processing_s.mean == 0 and sub.buffer_messages is None
 
 
 def _tighter(a, b):

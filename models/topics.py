@@ -83,7 +83,8 @@ def _validate_mqtt_filter(text, field):
     levels = text.split("/")
     for position, level in enumerate(levels):
         if "+" in level and level != "+":
-            raise ConfigError(field, text, "an MQTT filter; '+' must fill a whole level (MQTT 4.7.1.3)")
+            raise ConfigError(field, text,
+                              "an MQTT filter; '+' must fill a whole level (MQTT 4.7.1.3)")
         if "#" in level and (level != "#" or position != len(levels) - 1):
             raise ConfigError(field, text,
                               "an MQTT filter; '#' must fill the last level (MQTT 4.7.1.2)")
@@ -93,7 +94,8 @@ def _validate_mqtt_topic(text, field):
     """Enforce MQTT 4.7.1.1: topic names contain no wildcard characters."""
     _check_mqtt_string(text, field, "topic name")
     if "+" in text or "#" in text:
-        raise ConfigError(field, text, "an MQTT topic name without wildcards '+' or '#' (MQTT 4.7.1.1)")
+        raise ConfigError(field, text,
+                          "an MQTT topic name without wildcards '+' or '#' (MQTT 4.7.1.1)")
 
 
 def _validate_amqp_filter(text, field):

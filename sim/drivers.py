@@ -40,10 +40,13 @@ def _route(network, sink, station, out):
     if len(dep) == 0:
         return dep
     leaf = plan.is_delivery[dep.visit]
+    if leaf.all():
+        sink.add_delivered(dep)
+        return Packets.empty()
     if leaf.any():
         sink.add_delivered(dep.take(leaf))
         dep = dep.take(~leaf)
-    return plan.expand(dep)[0] if len(dep) else dep
+    return plan.expand(dep)[0]
 
 
 class BatchDriver:
@@ -108,7 +111,8 @@ class BatchDriver:
         if np.all(station == station[0]):
             self.inbox[int(station[0])].append(packets)
             return
-        order = np.argsort(station, kind="stable")
+        small = station.astype(np.uint16) if station.max() < 2**16 else station
+        order = np.argsort(small, kind="stable")  # radix sort for 16-bit keys
         sorted_st = station[order]
         cuts = np.flatnonzero(np.diff(sorted_st)) + 1
         for part in np.split(order, cuts):

@@ -81,6 +81,6 @@ class Network:
             "publisher": plan.flow_publisher[flow],
             "topic": plan.flow_topic[flow],
             "size_bytes": packets.size,
-            "hops": plan.depth[packets.visit] + 1,
+            "hops": plan.hops[packets.visit],
             "publish_time_s": packets.pub_t,
         }

@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .packets import Packets
+
 __all__ = ["Hop", "RoutePlan"]
 
 
@@ -32,6 +34,8 @@ class Hop:
         else -1.
     ingress : bool
         True at the first broker visit after the publisher (counts as ingress).
+    link : bool
+        True if the station is a link (counted in a delivery's hops).
     children : list of Hop
     """
 
@@ -39,6 +43,7 @@ class Hop:
     matched: int = 0
     subscriber: int = -1
     ingress: bool = False
+    link: bool = False
     children: list = field(default_factory=list)
 
 
@@ -47,8 +52,9 @@ class RoutePlan:
 
     Attributes
     ----------
-    station, parent, depth, matched, subscriber, leaves, flow : ndarray
-        Per visit. ``leaves`` is the number of deliveries below (and at) a
+    station, parent, depth, hops, matched, subscriber, leaves, flow : ndarray
+        Per visit. ``hops`` counts the links crossed up to and including the
+        visit. ``leaves`` is the number of deliveries below (and at) a
         visit, used to count deliveries lost with a dropped copy.
     child_ptr, child_idx : ndarray
         Children in CSR form: children of ``v`` are
@@ -63,10 +69,11 @@ class RoutePlan:
         for f, (pub, topic, root) in enumerate(flows):
             flow_rows.append((pub, topic, len(rows)))
             self._flatten(root, -1, 0, f, rows, children)
-        cols = list(zip(*rows)) if rows else [()] * 7
+        cols = list(zip(*rows)) if rows else [()] * 8
         (self.station, self.parent, self.depth, self.matched, self.subscriber,
-         self.ingress, self.flow) = (np.asarray(c, dtype=np.int64) for c in cols)
+         self.ingress, self.link, self.flow) = (np.asarray(c, dtype=np.int64) for c in cols)
         self.ingress = self.ingress.astype(bool)
+        self.hops = self._count_hops()
         counts = np.array([len(c) for c in children], dtype=np.int64)
         self.child_ptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
         self.child_idx = np.array([c for cs in children for c in cs], dtype=np.int64)
@@ -79,7 +86,7 @@ class RoutePlan:
     @staticmethod
     def _flatten(hop, parent, depth, flow, rows, children):
         v = len(rows)
-        rows.append((hop.station, parent, depth, hop.matched, hop.subscriber, hop.ingress, flow))
+        rows.append((hop.station, parent, depth, hop.matched, hop.subscriber, hop.ingress, hop.link, flow))
         children.append([])
         for child in hop.children:
             children[v].append(len(rows))
@@ -92,6 +99,13 @@ class RoutePlan:
             if p >= 0:
                 leaves[p] += leaves[v]
         return leaves
+
+    def _count_hops(self):
+        hops = self.link.copy()
+        for v in range(len(hops)):  # parents come before children
+            if self.parent[v] >= 0:
+                hops[v] += hops[self.parent[v]]
+        return hops
 
     def is_delivery_array(self):
         return np.asarray(self.subscriber) >= 0
@@ -113,6 +127,9 @@ class RoutePlan:
         message, size) and, for each, the index of its parent packet.
         """
         n = self.n_children[packets.visit]
+        if np.all(n == 1):  # one child each: share the other arrays
+            child = self.child_idx[self.child_ptr[packets.visit]]
+            return Packets(packets.t, packets.msg, child, packets.size, packets.pub_t), None
         total = int(n.sum())
         parent_index = np.repeat(np.arange(len(packets)), n)
         first = np.repeat(self.child_ptr[packets.visit], n)

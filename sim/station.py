@@ -30,18 +30,28 @@ class StationOutput:
     drop_code: np.ndarray
 
 
-def _overlap_s(a, b, w0, w1):
-    """Total length of the intervals [a, b) inside the window [w0, w1], s."""
+_TICKS_PER_S = 2.0**32  # integrals are summed in integer ticks of 2^-32 s (0.23 ns)
+
+
+def _overlap_ticks(a, b, w0, w1):
+    """Total length of the intervals [a, b) inside the window [w0, w1], in ticks.
+
+    Each interval is rounded to whole ticks and the ticks are summed as
+    integers, so the total does not depend on how messages were batched:
+    both drivers get bit-identical statistics.
+    """
     if len(a) == 0:
-        return 0.0
-    return float(np.clip(np.minimum(b, w1) - np.maximum(a, w0), 0.0, None).sum())
+        return 0
+    length = np.clip(np.minimum(b, w1) - np.maximum(a, w0), 0.0, None)
+    return int(np.rint(length * _TICKS_PER_S).astype(np.int64).sum())
 
 
 class StationStats:
     """Streaming counters and time integrals of a station over a window.
 
-    Integrals are exact: each message adds the part of its waiting, blocking
-    and service intervals that falls in [w0, w1].
+    Integrals are exact to a tick (2^-32 s) per message: each message adds
+    the part of its waiting, blocking and service intervals that falls in
+    [w0, w1].
     """
 
     def __init__(self, window, servers):
@@ -51,9 +61,9 @@ class StationStats:
         self.ingress_arrivals = 0
         self.served = 0
         self.drops = {}
-        self.busy_s = 0.0
-        self.waiting_s = 0.0
-        self.blocked_s = 0.0
+        self.busy_ticks = 0
+        self.waiting_ticks = 0
+        self.blocked_ticks = 0
 
     def _in_window(self, t):
         return (t >= self.w0) & (t < self.w1)
@@ -63,9 +73,9 @@ class StationStats:
         self.arrivals += int(inw.sum())
         self.ingress_arrivals += int((inw & ingress_mask).sum())
         self.served += int(self._in_window(served.start).sum())
-        self.busy_s += _overlap_s(served.start, served.depart, self.w0, self.w1)
-        self.waiting_s += _overlap_s(served.admit, served.start, self.w0, self.w1)
-        self.blocked_s += _overlap_s(served.packets.t, served.admit, self.w0, self.w1)
+        self.busy_ticks += _overlap_ticks(served.start, served.depart, self.w0, self.w1)
+        self.waiting_ticks += _overlap_ticks(served.admit, served.start, self.w0, self.w1)
+        self.blocked_ticks += _overlap_ticks(served.packets.t, served.admit, self.w0, self.w1)
         if len(dropped_code):
             codes, counts = np.unique(dropped_code[self._in_window(dropped_t)], return_counts=True)
             for c, n in zip(codes.tolist(), counts.tolist()):
@@ -73,14 +83,14 @@ class StationStats:
 
     def record(self):
         """Figures over the window: utilization, mean queue, drops by cause."""
-        span = max(self.w1 - self.w0, 1e-300)
+        span = max(self.w1 - self.w0, 1e-300) * _TICKS_PER_S
         row = {
             "arrivals": self.arrivals,
             "served": self.served,
-            "utilization": self.busy_s / (self.servers * span),
-            "mean_waiting": self.waiting_s / span,
-            "mean_in_service": self.busy_s / span,
-            "mean_blocked": self.blocked_s / span,
+            "utilization": self.busy_ticks / (self.servers * span),
+            "mean_waiting": self.waiting_ticks / span,
+            "mean_in_service": self.busy_ticks / span,
+            "mean_blocked": self.blocked_ticks / span,
         }
         for code, name in K.CAUSE_NAMES.items():
             row[f"drops_{name}"] = self.drops.get(code, 0)

@@ -1,0 +1,73 @@
+"""Speed of the fast path and the reference driver on the standard pub/sub star.
+
+100 Poisson publishers -> one broker (exponential service, mean 1 ms, buffer
+1000 messages, drop newest) -> fan-out 10 over links of 0.1 ms transmission
+(1250-byte messages at 12.5 MB/s) and 1 ms propagation, at 80 % and 120 %
+load. Prints published messages per second of wall time, loss and mean
+latency for both drivers, measured in the same run, and their speed ratio.
+
+    python benchmarks/star_benchmark.py [--messages 1000000] [--reference-messages 20000]
+"""
+from __future__ import annotations
+
+import argparse
+import resource
+import time
+
+from models import topology as T
+from models.broker import BrokerParams
+from models.client import PublisherParams, SubscriberParams
+from models.link import LinkParams
+from sim.distributions import Constant, Exponential
+from sim.run import simulate
+
+SERVICE_S = 1e-3
+N_PUB, FANOUT = 100, 10
+
+
+def star(load):
+    broker = BrokerParams(ingress_cost_s=Exponential(mean_value=SERVICE_S), queue_messages=1000)
+    rate = load / SERVICE_S / N_PUB
+    pubs = {f"p{i}": PublisherParams(topics=("bench/t",), rate_per_s=rate, size_bytes=Constant(value=1250))
+            for i in range(N_PUB)}
+    subs = {f"s{i}": SubscriberParams(subscriptions=("bench/t",)) for i in range(FANOUT)}
+    link = LinkParams(latency_s=1e-3, bandwidth_Bps=12.5e6)  # 1250 B -> 0.1 ms
+    return T.star(broker=broker, publishers=pubs, subscribers=subs, link=link, protocol="none")
+
+
+def measure(graph, load, messages, driver):
+    duration = messages * SERVICE_S / load
+    t0 = time.perf_counter()
+    r = simulate(graph, duration_s=duration, warmup_s=duration * 0.05, seed=1, driver=driver, record="stream")
+    wall = time.perf_counter() - t0
+    s = r.summary()
+    published = r.sink._series["published"].sum()
+    return {"driver": driver, "load": load, "published": int(published), "wall_s": wall,
+            "msgs_per_wall_s": published / wall, "loss_rate": s["loss_rate"],
+            "latency_mean_ms": s["latency_mean_s"] * 1e3}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--messages", type=int, default=1_000_000, help="published messages per fast-path run")
+    ap.add_argument("--reference-messages", type=int, default=20_000, help="per reference run")
+    args = ap.parse_args()
+    simulate(star(0.8), duration_s=0.5, seed=0)  # compile numba kernels outside the timing
+    rows = []
+    for load in (0.8, 1.2):
+        g = star(load)
+        rows.append(measure(g, load, args.messages, "batch"))
+        rows.append(measure(g, load, args.reference_messages, "reference"))
+    print(f"{'driver':>10} {'load':>5} {'published':>10} {'wall s':>8} {'msg/s wall':>12} "
+          f"{'loss':>8} {'mean lat ms':>11}")
+    for r in rows:
+        print(f"{r['driver']:>10} {r['load']:>5.0%} {r['published']:>10,} {r['wall_s']:>8.2f} "
+              f"{r['msgs_per_wall_s']:>12,.0f} {r['loss_rate']:>8.2%} {r['latency_mean_ms']:>11.3f}")
+    for load in (0.8, 1.2):
+        fast, ref = (r for r in rows if r["load"] == load)
+        print(f"speed ratio fast/reference at {load:.0%}: {fast['msgs_per_wall_s'] / ref['msgs_per_wall_s']:,.0f}x")
+    print(f"peak RSS: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:,.0f} MiB")
+
+
+if __name__ == "__main__":
+    main()

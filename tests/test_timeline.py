@@ -1,0 +1,122 @@
+"""Hand-computed event timelines on tiny scenarios, for both drivers.
+
+Links: 1 MB/s (1 ms per 1000 bytes), 10 ms propagation, no framing
+(protocol "none"), no overhead. Broker: 2 ms per message unless stated.
+"""
+from __future__ import annotations
+
+import pytest
+
+from models import topology as T
+from models.broker import BrokerParams
+from models.client import PublisherParams, SubscriberParams
+from models.link import LinkParams
+from sim.distributions import Constant
+from sim.run import simulate
+
+LINK = LinkParams(latency_s=0.010, bandwidth_Bps=1e6)
+
+
+def _run(times, sizes, *, link=LINK, protocol="none", driver="batch", topic="a", subs=1, **broker):
+    broker.setdefault("ingress_cost_s", Constant(value=0.002))
+    pub = PublisherParams(topics=(topic,), arrival="schedule", schedule_time_s=tuple(times),
+                          schedule_size_bytes=tuple(sizes), schedule_topic=(topic,) * len(times))
+    g = T.star(broker=BrokerParams(**broker), publishers={"p": pub},
+               subscribers={f"s{i}": SubscriberParams(subscriptions=(topic,)) for i in range(subs)},
+               link=link, protocol=protocol)
+    return simulate(g, duration_s=1.0, seed=1, driver=driver)
+
+
+def _times(result):
+    d = result.deliveries().sort_values(["msg", "subscriber"])
+    return [round(x, 9) for x in d["delivery_time_s"]]
+
+
+@pytest.fixture(params=["batch", "reference"])
+def driver(request):
+    return request.param
+
+
+def test_two_messages_queue_at_the_broker(driver):
+    # msg1: uplink 0->1ms, +10ms -> broker 11ms, served 11->13, downlink 13->14, +10 -> 24 ms
+    # msg2: uplink 1->2ms, broker at 12ms waits for msg1, served 13->15, downlink 15->16, -> 26 ms
+    r = _run([0.0, 0.001], [1000, 1000], driver=driver)
+    assert _times(r) == [0.024, 0.026]
+    assert list(r.deliveries()["hops"]) == [2, 2]  # uplink and downlink
+
+
+def test_uplink_serialization_queues_back_to_back_messages(driver):
+    # both published at 0: uplink sends 0->1 ms and 1->2 ms
+    # broker: 11->13, 13->15 (msg2 arrives 12, waits); downlink 13->14, 15->16
+    r = _run([0.0, 0.0], [1000, 1000], driver=driver)
+    assert _times(r) == [0.024, 0.026]
+
+
+def test_full_buffer_drops_newest(driver):
+    # capacity 1 in the broker (queue 0 + 1 worker): msg2 arrives at 12 ms while
+    # msg1 is served (11->13): dropped. msg3 arrives at 13 ms as msg1 leaves: admitted.
+    r = _run([0.0, 0.001, 0.002], [1000] * 3, queue_messages=0, driver=driver)
+    assert _times(r) == [0.024, 0.026]
+    drops = r.drops()
+    assert list(drops["cause"]) == ["buffer_full"]
+    assert list(drops["drop_time_s"].round(9)) == [0.012]
+    assert list(drops["place"]) == ["broker:broker"]
+
+
+def test_backpressure_delays_instead_of_dropping(driver):
+    # msg2 held by its publisher until msg1 leaves at 13 ms: served 13->15;
+    # msg3 (arrives 13) waits until msg2 leaves at 15: served 15->17.
+    r = _run([0.0, 0.001, 0.002], [1000] * 3, queue_messages=0, overflow="backpressure", driver=driver)
+    assert _times(r) == [0.024, 0.026, 0.028]
+    assert len(r.drops()) == 0
+    broker = r.stations().set_index("station").loc["broker:broker"]
+    assert broker["mean_blocked"] == pytest.approx((0.001 + 0.002) / 1.0)
+
+
+def test_drop_oldest_evicts_the_waiting_message(driver):
+    # 100-byte messages: uplink 0.1 ms. Broker arrivals 10.1, 11.1, 11.6 ms.
+    # msg1 served 10.1->12.1; msg2 waits; msg3 finds the station full (queue 1
+    # + 1 in service) and evicts msg2; msg3 served 12.1->14.1.
+    # deliveries: msg1 12.1+0.1+10 = 22.2 ms, msg3 14.1+0.1+10 = 24.2 ms
+    r = _run([0.0, 0.001, 0.0015], [100] * 3, queue_messages=1, overflow="drop_oldest", driver=driver)
+    assert _times(r) == [0.0222, 0.0242]
+    drops = r.drops()
+    assert list(drops["cause"]) == ["dropped_oldest"]
+    assert list(drops["drop_time_s"].round(9)) == [0.0116]
+
+
+def test_wakeup_cost_only_when_idle(driver):
+    # msg1 finds the broker idle: 2 + 0.5 ms; msg2 arrives while busy: 2 ms.
+    # msg1: broker 11->13.5, downlink 13.5->14.5 -> 24.5; msg2: 13.5->15.5 -> 26.5
+    r = _run([0.0, 0.001], [1000, 1000], idle_wakeup_cost_s=0.0005, driver=driver)
+    assert _times(r) == [0.0245, 0.0265]
+
+
+def test_two_workers_serve_in_parallel(driver):
+    # msg2 arrives at 12 ms and takes the second worker: 12->14, downlink 14->15 -> 25 ms
+    r = _run([0.0, 0.001], [1000, 1000], workers=2, driver=driver)
+    assert _times(r) == [0.024, 0.025]
+
+
+def test_fanout_copies_share_the_broker_demand(driver):
+    # 3 subscribers: demand = ingress 2 ms + 3 x delivery 1 ms = 5 ms: broker 11->16
+    # each downlink is its own link: 16->17, +10 -> 27 ms for every subscriber
+    r = _run([0.0], [1000], subs=3, delivery_cost_s=Constant(value=0.001), driver=driver)
+    assert _times(r) == [0.027] * 3
+
+
+def test_mqtt_framing_and_overhead_on_the_wire(driver):
+    # payload 10 B on topic "ab": MQTT PUBLISH = 1 + 1 (remaining length 14)
+    # + 2 + 2 (topic) = 6 bytes of framing; + 4 overhead = 20 bytes at 1000 B/s = 20 ms
+    link = LinkParams(latency_s=0.0, bandwidth_Bps=1000.0, overhead_bytes=4)
+    r = _run([0.0], [10], link=link, protocol="mqtt", topic="ab", ingress_cost_s=Constant(value=0.0),
+             driver=driver)
+    assert _times(r) == [0.040]
+
+
+def test_link_transmit_queue_drops_tail(driver):
+    # uplink queue of 1: msg2 (published at 0.5 ms while msg1 is on the wire until 1 ms) is dropped
+    link = LinkParams(latency_s=0.010, bandwidth_Bps=1e6, queue_messages=1)
+    r = _run([0.0, 0.0005, 0.0011], [1000] * 3, link=link, driver=driver)
+    assert len(r.deliveries()) == 2
+    assert list(r.drops()["place"]) == ["link:p->broker"]
