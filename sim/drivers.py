@@ -32,21 +32,23 @@ __all__ = ["BatchDriver", "ReferenceDriver"]
 
 
 def _route(network, sink, station, out):
-    """Record deliveries and drops of a station's output; return child packets."""
+    """Record deliveries and drops of a station's output.
+
+    Returns the child copies as ``[(station index, Packets)]``."""
     plan = network.plan
     dep = out.departed
     if len(out.dropped):
         sink.add_dropped(out.dropped, out.drop_t, station.index, out.drop_code)
     if len(dep) == 0:
-        return dep
+        return []
     leaf = plan.is_delivery[dep.visit]
     if leaf.all():
         sink.add_delivered(dep)
-        return Packets.empty()
+        return []
     if leaf.any():
         sink.add_delivered(dep.take(leaf))
         dep = dep.take(~leaf)
-    return plan.expand(dep)[0]
+    return plan.children_by_station(dep)
 
 
 class BatchDriver:
@@ -102,21 +104,11 @@ class BatchDriver:
         pubs = self.net.publications(until_s)
         if len(pubs):
             self.sink.add_published(pubs)
-            self._dispatch(pubs)
+            self._dispatch(self.net.plan.group_by_station(pubs))
 
-    def _dispatch(self, packets):
-        if len(packets) == 0:
-            return
-        station = self.net.plan.station[packets.visit]
-        if np.all(station == station[0]):
-            self.inbox[int(station[0])].append(packets)
-            return
-        small = station.astype(np.uint16) if station.max() < 2**16 else station
-        order = np.argsort(small, kind="stable")  # radix sort for 16-bit keys
-        sorted_st = station[order]
-        cuts = np.flatnonzero(np.diff(sorted_st)) + 1
-        for part in np.split(order, cuts):
-            self.inbox[int(station[part[0]])].append(packets.take(part))
+    def _dispatch(self, groups):
+        for station, packets in groups:
+            self.inbox[station].append(packets)
 
     def _process_all(self, horizon):
         for members, cyclic, sub in self._components:
@@ -234,7 +226,8 @@ class ReferenceDriver:
             self._flush_due = True
             self.env.timeout(0).callbacks.append(self._flush)
 
-    def _send(self, packets):
+    def _send(self, groups):
+        packets = Packets.concat([p for _, p in groups])
         for i in range(len(packets)):
             p = packets.take(slice(i, i + 1))
             delay = float(p.t[0]) - self.env.now

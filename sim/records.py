@@ -199,6 +199,7 @@ class LatencyHistogram:
     """
 
     def __init__(self, low=1e-9, high=1e5, per_decade=200):
+        self.low, self.per_decade = low, per_decade
         self.edges = np.logspace(math.log10(low), math.log10(high),
                                  int(round(math.log10(high / low) * per_decade)) + 1)
         self.counts = np.zeros(len(self.edges) + 1, dtype=np.int64)
@@ -210,8 +211,10 @@ class LatencyHistogram:
     def add(self, values):
         if len(values) == 0:
             return
-        self.counts += np.bincount(np.searchsorted(self.edges, values, side="right"),
-                                   minlength=len(self.counts))
+        with np.errstate(divide="ignore"):
+            pos = np.floor(np.log10(values / self.low) * self.per_decade) + 1
+        idx = np.clip(np.nan_to_num(pos, neginf=0.0), 0, len(self.edges)).astype(np.int64)
+        self.counts += np.bincount(idx, minlength=len(self.counts))
         self.n += len(values)
         self.total += float(values.sum())
         self.min = min(self.min, float(values.min()))

@@ -120,6 +120,47 @@ class RoutePlan:
         child = np.nonzero(self.parent >= 0)[0]
         return set(zip(self.station[par].tolist(), self.station[child].tolist()))
 
+    def children_by_station(self, packets):
+        """Child copies of departing packets, grouped by the station they go to.
+
+        Returns a list of ``(station, Packets)``. When every packet has the
+        same number ``k`` of children and the j-th child of every packet goes
+        to the same station (a broker fanning out to the same subscribers),
+        the groups share the parents' arrays and only the visit differs: no
+        copying.
+        """
+        if len(packets) == 0:
+            return []
+        n = self.n_children[packets.visit]
+        k = int(n[0])
+        if k > 0 and np.all(n == k):
+            first = self.child_ptr[packets.visit]
+            groups = []
+            for j in range(k):
+                child = self.child_idx[first + j]
+                station = self.station[child]
+                if not np.all(station == station[0]):
+                    groups = None
+                    break
+                groups.append((int(station[0]), Packets(packets.t, packets.msg, child,
+                                                         packets.size, packets.pub_t)))
+            if groups is not None:
+                return groups
+        children, _ = self.expand(packets)
+        return self.group_by_station(children)
+
+    def group_by_station(self, packets):
+        """``[(station, Packets)]`` of packets at their visits' stations, order kept."""
+        if len(packets) == 0:
+            return []
+        station = self.station[packets.visit]
+        if np.all(station == station[0]):
+            return [(int(station[0]), packets)]
+        small = station.astype(np.uint16) if station.max() < 2**16 else station
+        order = np.argsort(small, kind="stable")  # radix sort for 16-bit keys
+        cuts = np.flatnonzero(np.diff(station[order])) + 1
+        return [(int(station[part[0]]), packets.take(part)) for part in np.split(order, cuts)]
+
     def expand(self, packets):
         """Copies of departing packets at each child visit, in input order.
 
