@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 
 from sim.disciplines import Overflow
 from sim.distributions import Constant, Distribution
+from sim.errors import ConfigError
 
 from .params import check_fields
 from .provenance import ASSUMED, Provenance
@@ -65,6 +66,10 @@ class BrokerParams:
         nothing is lost, the wait counts in latency).
     topic_syntax : str
         ``mqtt``, ``amqp`` or ``prefix`` (ZeroMQ).
+    scheduling : str
+        ``fifo``, or ``priority``: waiting messages are served by their
+        publisher's priority (higher first, FIFO within a priority,
+        non-preemptive), as in YAMI4's outgoing queues (SYSTEMS.md §1).
     provenance : Provenance
     """
 
@@ -83,10 +88,13 @@ class BrokerParams:
                           metadata={"unit": "choice", "choices": Overflow.ALL})
     topic_syntax: str = field(default="mqtt",
                               metadata={"unit": "choice", "choices": tuple(s.value for s in TopicSyntax)})
+    scheduling: str = field(default="fifo", metadata={"unit": "choice", "choices": ("fifo", "priority")})
     provenance: Provenance = field(default=ASSUMED, metadata={"unit": "provenance"})
 
     def __post_init__(self):
         check_fields(self)
+        if self.scheduling == "priority" and self.overflow == Overflow.BACKPRESSURE:
+            raise ConfigError("overflow", self.overflow, "drop_newest or drop_oldest with priority scheduling")
 
     @property
     def mean_demand_s(self):

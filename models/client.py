@@ -43,6 +43,9 @@ class PublisherParams:
         Time of the first possible publication, s.
     schedule_time_s, schedule_size_bytes, schedule_topic : tuple
         The explicit schedule (``arrival="schedule"``): times must not decrease.
+    priority : int
+        Message priority, higher first (YAMI4 uses 0..2); only brokers with
+        ``scheduling="priority"`` look at it.
     provenance : Provenance
     """
 
@@ -55,6 +58,7 @@ class PublisherParams:
     schedule_time_s: tuple = field(default=(), metadata={"unit": "raw"})
     schedule_size_bytes: tuple = field(default=(), metadata={"unit": "raw"})
     schedule_topic: tuple = field(default=(), metadata={"unit": "raw"})
+    priority: int = field(default=0, metadata={"unit": "count"})
     provenance: Provenance = field(default=ASSUMED, metadata={"unit": "provenance"})
 
     def __post_init__(self):

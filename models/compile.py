@@ -174,7 +174,8 @@ def build_network(g, *, seed, replication=0, window=(0.0, np.inf)):
     streams = StreamFactory(seed, replication)
     b = _Builder(g, streams, window)
     b.build_stations()
-    plan = RoutePlan(b.flows())
+    flows = b.flows()
+    plan = RoutePlan(flows, flow_priority=[b._p(b.pubs[f[0]]).priority for f in flows])
     flow_topic_bytes = b.topic_bytes[plan.flow_topic] if len(plan.flow_topic) else np.empty(0, np.int64)
     for st in b.stations:
         if isinstance(st, LinkStation):

@@ -17,9 +17,10 @@ from .protocol import framing_bytes
 __all__ = ["LinkStation", "BrokerStation", "SubscriberStation", "make_discipline"]
 
 
-def make_discipline(*, servers, capacity_messages, capacity_bytes, overflow, idle_extra_s=0.0):
-    """FIFO arithmetic unless the overflow policy needs an event-driven queue."""
-    kind = QueueDiscipline if overflow == Overflow.DROP_OLDEST else FifoDiscipline
+def make_discipline(*, servers, capacity_messages, capacity_bytes, overflow, idle_extra_s=0.0,
+                    priority=False):
+    """FIFO arithmetic unless priorities or drop-oldest need an event-driven queue."""
+    kind = QueueDiscipline if (priority or overflow == Overflow.DROP_OLDEST) else FifoDiscipline
     return kind(servers=servers, capacity_messages=capacity_messages,
                 capacity_bytes=capacity_bytes, overflow=overflow, idle_extra_s=idle_extra_s)
 
@@ -108,7 +109,8 @@ class BrokerStation(Station):
         cap = None if params.queue_messages is None else params.queue_messages + params.workers
         disc = make_discipline(servers=params.workers, capacity_messages=cap,
                                capacity_bytes=params.queue_bytes, overflow=params.overflow,
-                               idle_extra_s=params.idle_wakeup_cost_s)
+                               idle_extra_s=params.idle_wakeup_cost_s,
+                               priority=params.scheduling == "priority")
         super().__init__(name, "broker", disc, servers=params.workers, window=window)
         self.params = params
         self.filters = int(filters)
@@ -124,6 +126,11 @@ class BrokerStation(Station):
         demand = self.ingress.take(n) + matched * self.match.take(n) + copies * self.delivery.take(n)
         demand = demand + p.per_byte_cost_s * (packets.size * (1 + copies))
         return demand + p.filter_scan_cost_s * self.filters
+
+    def priority(self, packets):
+        if self.params.scheduling != "priority":
+            return None
+        return self.plan.flow_priority[self.plan.flow[packets.visit]]
 
     @property
     def lookahead_s(self):

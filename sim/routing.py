@@ -63,8 +63,9 @@ class RoutePlan:
         Per flow.
     """
 
-    def __init__(self, flows):
-        """``flows``: iterable of (publisher index, topic index, root Hop)."""
+    def __init__(self, flows, flow_priority=None):
+        """``flows``: iterable of (publisher index, topic index, root Hop);
+        ``flow_priority``: priority of each flow's messages (default 0)."""
         rows, children, flow_rows = [], [], []
         for f, (pub, topic, root) in enumerate(flows):
             flow_rows.append((pub, topic, len(rows)))
@@ -82,6 +83,8 @@ class RoutePlan:
         fr = np.asarray(flow_rows, dtype=np.int64).reshape(-1, 3)
         self.flow_publisher, self.flow_topic, self.flow_root = fr[:, 0], fr[:, 1], fr[:, 2]
         self.is_delivery = self.subscriber >= 0
+        self.flow_priority = (np.zeros(len(self.flow_root), dtype=np.int64) if flow_priority is None
+                              else np.asarray(flow_priority, dtype=np.int64))
 
     @staticmethod
     def _flatten(hop, parent, depth, flow, rows, children):

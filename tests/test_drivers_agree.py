@@ -54,6 +54,16 @@ def policy_star(overflow, workers):
     return T.star(broker=broker, publishers=pubs, subscribers=subs, link=link)
 
 
+def priority_star():
+    """YAMI4-like priorities at a broker that drops the oldest waiting message."""
+    broker = BrokerParams(ingress_cost_s=Exponential(mean_value=3e-4), scheduling="priority",
+                          queue_messages=6, overflow="drop_oldest")
+    pubs = {f"p{prio}": PublisherParams(topics=("q",), rate_per_s=1500.0, priority=prio,
+                                        size_bytes=Constant(value=1024)) for prio in (0, 1, 2)}
+    subs = {"slow": SubscriberParams(subscriptions=("q",), processing_s=Constant(value=2e-4))}
+    return T.star(broker=broker, publishers=pubs, subscribers=subs, link=LAN)
+
+
 def two_way_chain(forwarding):
     """Three brokers, publishers at both ends: copies flow both ways (a cycle of stations)."""
     brokers = {f"b{i}": BrokerParams(ingress_cost_s=Exponential(mean_value=1e-4),
@@ -77,6 +87,7 @@ CASES = {
     "drop-newest-2-workers": (lambda: policy_star("drop_newest", 2), 0.4),
     "drop-oldest": (lambda: policy_star("drop_oldest", 1), 0.4),
     "backpressure": (lambda: policy_star("backpressure", 1), 0.4),
+    "priority-drop-oldest": (priority_star, 0.4),
     "chain-flood": (lambda: two_way_chain("flood"), 0.4),
     "chain-subscription": (lambda: two_way_chain("subscription"), 0.4),
 }

@@ -124,3 +124,29 @@ def test_utilization_and_queue_length_match_theory():
 def test_topology_builder_gives_one_broker_station():
     g = single_queue(rate_per_s=10.0, service=Constant(value=1e-3))
     assert len(T.brokers(g)) == 1
+
+
+def test_nonpreemptive_priority_waits_cobham():
+    """Two priority classes at one broker: mean waits per class (Cobham 1954)."""
+    from models.broker import BrokerParams
+    from models.client import PublisherParams, SubscriberParams
+
+    from .builders import ZERO_LINK
+
+    mu = 1000.0
+    lams = {2: 300.0, 0: 500.0}  # priority 2 (served first) and 0
+    broker = BrokerParams(ingress_cost_s=Exponential(mean_value=1 / mu), scheduling="priority")
+    pubs = {f"prio{p}": PublisherParams(topics=(f"t{p}",), rate_per_s=lam, priority=p) for p, lam in lams.items()}
+    subs = {f"s{p}": SubscriberParams(subscriptions=(f"t{p}",)) for p in lams}
+    g = T.star(broker=broker, publishers=pubs, subscribers=subs, link=ZERO_LINK, protocol="none")
+    expected = theory.mm1_priority_nonpreemptive_wait_mean_s([lams[2], lams[0]], [mu, mu]) + 1 / mu
+
+    def per_class(r):
+        d = r.deliveries().query("publish_time_s >= 2")
+        return d.groupby("publisher", observed=True)["latency_s"].mean()
+
+    runs = [per_class(simulate(g, duration_s=30, warmup_s=2, seed=808, replication=r)) for r in range(REPS)]
+    for name, exp in (("prio2", expected[0]), ("prio0", expected[1])):
+        _assert_matches(np.array([run[name] for run in runs]), exp, rel=0.05)
+    # and the high class really waits less than FIFO would make it
+    assert expected[0] < theory.mm1_sojourn_mean_s(800.0, mu) < expected[1]
