@@ -142,8 +142,8 @@ class Uniform(Distribution):
 
 
 @dataclass(frozen=True, kw_only=True)
-class LogNormal(Distribution):
-    """Log-normal given by its mean and coefficient of variation ``cv``."""
+class _MeanCV(Distribution):
+    """A two-parameter family given by its mean and coefficient of variation."""
 
     mean_value: float
     cv: float
@@ -160,41 +160,32 @@ class LogNormal(Distribution):
     def scv(self):
         return float(self.cv) ** 2
 
+    def __str__(self):
+        return f"{type(self).__name__.lower()}({self.mean_value!r}, cv={self.cv!r})"
+
+
+@dataclass(frozen=True, kw_only=True)
+class LogNormal(_MeanCV):
+    """Log-normal given by its mean and coefficient of variation ``cv``."""
+
     def sample(self, rng, n):
         sigma2 = math.log1p(self.cv**2)
         mu = math.log(self.mean_value) - sigma2 / 2 if self.mean_value > 0 else -math.inf
         return rng.lognormal(mu, math.sqrt(sigma2), n)
 
-    def __str__(self):
-        return f"lognormal({self.mean_value!r}, cv={self.cv!r})"
-
 
 @dataclass(frozen=True, kw_only=True)
-class Gamma(Distribution):
+class Gamma(_MeanCV):
     """Gamma given by its mean and coefficient of variation ``cv`` (> 0)."""
 
-    mean_value: float
-    cv: float
-
     def __post_init__(self):
-        _check_nonneg("mean", self.mean_value)
-        if not (isinstance(self.cv, (int, float)) and self.cv > 0):
+        super().__post_init__()
+        if not self.cv > 0:
             raise ConfigError("cv", self.cv, "a number > 0")
-
-    @property
-    def mean(self):
-        return float(self.mean_value)
-
-    @property
-    def scv(self):
-        return float(self.cv) ** 2
 
     def sample(self, rng, n):
         shape = 1.0 / self.cv**2
         return rng.gamma(shape, self.mean_value / shape, n)
-
-    def __str__(self):
-        return f"gamma({self.mean_value!r}, cv={self.cv!r})"
 
 
 @dataclass(frozen=True, kw_only=True)
