@@ -1,0 +1,187 @@
+"""Calibrators in the scikit-learn style: settings in the constructor,
+``fit(measurements)`` sets ``params_`` and ``residuals_``, nothing hidden.
+
+Measurements are a tidy table, one row per measured run, with at least:
+
+``broker``, ``payload_bytes``, ``fanout``, ``cpu_cap_fraction`` (NaN or 1 =
+one whole core), ``ingress_rate_per_s``, ``egress_rate_per_s``,
+``demand_s_per_ingress`` (broker CPU seconds per ingress message, by the
+utilization law), ``latency_p50_s``; optionally
+``wakeups_per_ingress`` (voluntary context switches per ingress message).
+
+Broker demand model (see :mod:`models.broker`)::
+
+    demand per ingress message = ingress + fanout * delivery
+                                 + payload * (1 + fanout) * per_byte
+                                 + idle_wakeup * P(worker idle at arrival)
+
+The last term is what makes CPU per message fall with load (issue #3:
+Mosquitto ~21 us at 1k msg/s, ~8 us at 40k msg/s): an event-loop broker
+pays a wake-up per message when idle. ``P(idle at arrival)`` is estimated per
+run either as ``1 - U`` with ``U = ingress_rate * demand / cap`` (PASTA) or,
+with ``wake_regressor="wakeups"``, as the measured voluntary context switches
+per ingress message. The model is linear in its four costs, so they are fitted
+by non-negative least squares (Lawson & Hanson 1974, ``scipy.optimize.nnls``)
+with rows weighted by 1 / demand (relative errors).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+from scipy.optimize import nnls
+
+from sim.errors import ConfigError
+
+__all__ = ["BrokerDemandCalibrator", "LatencyFloorCalibrator", "REQUIRED_COLUMNS"]
+
+REQUIRED_COLUMNS = ("payload_bytes", "fanout", "ingress_rate_per_s", "demand_s_per_ingress")
+COSTS = ("ingress_cost_s", "delivery_cost_s", "per_byte_cost_s", "idle_wakeup_cost_s")
+
+
+def _check(measurements, columns):
+    if not isinstance(measurements, pd.DataFrame):
+        raise ConfigError("measurements", type(measurements).__name__, "a pandas DataFrame, one row per run")
+    missing = [c for c in columns if c not in measurements.columns]
+    if missing:
+        raise ConfigError(f"measurements.{missing[0]}", None, f"a column (needed: {list(columns)})")
+    if len(measurements) == 0:
+        raise ConfigError("measurements", "0 runs", "at least one run")
+
+
+def cap_of(measurements):
+    """CPU available to the broker per run, in cores (NaN cap = one core)."""
+    if "cpu_cap_fraction" not in measurements:
+        return np.ones(len(measurements))
+    return measurements["cpu_cap_fraction"].fillna(1.0).to_numpy(dtype=float)
+
+
+class BrokerDemandCalibrator:
+    """Fit the per-message CPU demand of one broker from measured runs.
+
+    Parameters
+    ----------
+    wake_regressor : {"idle_fraction", "wakeups"}
+        How P(worker idle at arrival) is estimated per run (module docstring).
+    fit_per_byte : bool
+        Fit the per-byte cost (needs runs with different payload sizes).
+    fit_delivery : bool
+        Fit the per-delivery cost separately (needs different fan-outs);
+        otherwise delivery cost is folded into the ingress cost at the
+        fan-out of the data.
+
+    Attributes
+    ----------
+    params_ : dict
+        ``ingress_cost_s``, ``delivery_cost_s``, ``per_byte_cost_s``,
+        ``idle_wakeup_cost_s`` (s, s, s/byte, s) and ``n_runs``.
+    residuals_ : pandas.Series
+        Measured minus fitted demand per run, s.
+    """
+
+    def __init__(self, *, wake_regressor="idle_fraction", fit_per_byte=True, fit_delivery=True):
+        if wake_regressor not in ("idle_fraction", "wakeups"):
+            raise ConfigError("wake_regressor", wake_regressor, "idle_fraction or wakeups")
+        self.wake_regressor = wake_regressor
+        self.fit_per_byte = fit_per_byte
+        self.fit_delivery = fit_delivery
+
+    def _design(self, m):
+        fanout = m["fanout"].to_numpy(dtype=float)
+        payload = m["payload_bytes"].to_numpy(dtype=float)
+        demand = m["demand_s_per_ingress"].to_numpy(dtype=float)
+        if self.wake_regressor == "wakeups":
+            idle = np.clip(m["wakeups_per_ingress"].to_numpy(dtype=float), 0.0, 1.0)
+        else:
+            busy = m["ingress_rate_per_s"].to_numpy(dtype=float) * demand / cap_of(m)
+            idle = np.clip(1.0 - busy, 0.0, 1.0)
+        cols = [np.ones_like(fanout), fanout, payload * (1 + fanout), idle]
+        keep = [True, self.fit_delivery, self.fit_per_byte, True]
+        return np.column_stack([c for c, k in zip(cols, keep) if k]), [n for n, k in zip(COSTS, keep) if k]
+
+    def fit(self, measurements):
+        cols = REQUIRED_COLUMNS + (("wakeups_per_ingress",) if self.wake_regressor == "wakeups" else ())
+        _check(measurements, cols)
+        m = measurements.reset_index(drop=True)
+        x, names = self._design(m)
+        y = m["demand_s_per_ingress"].to_numpy(dtype=float)
+        if len(y) < x.shape[1]:
+            raise ConfigError("measurements", f"{len(y)} runs", f"at least {x.shape[1]} runs for {names}")
+        w = 1.0 / np.maximum(y, 1e-12)
+        coef, _ = nnls(x * w[:, None], y * w)
+        params = dict.fromkeys(COSTS, 0.0)
+        params.update(zip(names, coef.tolist()))
+        self.params_ = {**params, "n_runs": len(y)}
+        self.residuals_ = pd.Series(y - x @ coef, name="demand_residual_s")
+        return self
+
+    def predict(self, measurements):
+        """Fitted demand per ingress message of each run, s."""
+        x, names = self._design(measurements.reset_index(drop=True))
+        return x @ np.array([self.params_[n] for n in names])
+
+    def capacity_per_s(self, *, payload_bytes, fanout, cap=1.0, workers=1):
+        """Ingress rate at which the workers are always busy (no wake-ups), msg/s."""
+        p = self.params_
+        busy = (p["ingress_cost_s"] + fanout * p["delivery_cost_s"]
+                + payload_bytes * (1 + fanout) * p["per_byte_cost_s"])
+        return math.inf if busy <= 0 else cap * workers / busy
+
+
+class LatencyFloorCalibrator:
+    """Loopback link model from the latency of lightly loaded runs.
+
+    At low load queueing is negligible, so a message's latency is the
+    broker's demand plus two loopback "links" (publisher to broker, broker to
+    subscriber) that also carry the client stacks. Per run, with ``d`` the
+    broker demand per message::
+
+        floor  = latency_p01 - d           (both links, fixed part)
+        excess = latency - latency_p01     (both links, variable part)
+
+    Each link gets ``latency_s = floor / 2`` and a gamma jitter whose mean is
+    half the mean excess and whose cv is ``sqrt(2)`` times the excess cv: the
+    sum of two independent gamma(k, theta) is gamma(2k, theta), so two such
+    links reproduce the measured mean and variance of the excess.
+
+    Parameters
+    ----------
+    max_utilization : float
+        Runs whose broker utilization exceeds this are ignored (the least
+        loaded run is used when none qualifies).
+
+    Attributes
+    ----------
+    params_ : dict
+        ``link_latency_s`` (s), ``jitter_mean_s`` (s), ``jitter_cv``,
+        ``n_runs``.
+    residuals_ : pandas.Series
+        One-way floor of each run used minus the fitted one, s.
+    """
+
+    COLUMNS = REQUIRED_COLUMNS + ("latency_p01_s", "latency_mean_s", "latency_std_s")
+
+    def __init__(self, *, max_utilization=0.1):
+        self.max_utilization = max_utilization
+
+    def fit(self, measurements, demand_s=None):
+        """Fit from runs; ``demand_s`` overrides the measured demand per run (s)."""
+        _check(measurements, self.COLUMNS)
+        m = measurements.reset_index(drop=True)
+        demand = m["demand_s_per_ingress"].to_numpy(dtype=float) if demand_s is None else np.asarray(demand_s)
+        util = m["ingress_rate_per_s"].to_numpy(dtype=float) * demand / cap_of(m)
+        low = util <= self.max_utilization
+        if not low.any():
+            low = util <= util.min()
+        p01 = m["latency_p01_s"].to_numpy(dtype=float)[low]
+        floor = p01 - demand[low]
+        excess_mean = m["latency_mean_s"].to_numpy(dtype=float)[low] - p01
+        excess_std = m["latency_std_s"].to_numpy(dtype=float)[low]
+        one_way = max(float(np.median(floor)) / 2.0, 0.0)
+        mean = max(float(np.median(excess_mean)), 0.0)
+        cv = float(np.median(excess_std / np.maximum(excess_mean, 1e-12))) * math.sqrt(2.0)
+        self.params_ = {"link_latency_s": one_way, "jitter_mean_s": mean / 2.0,
+                        "jitter_cv": cv if mean > 0 else 0.0, "n_runs": int(low.sum())}
+        self.residuals_ = pd.Series(floor / 2.0 - one_way, name="one_way_residual_s")
+        return self

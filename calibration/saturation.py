@@ -1,0 +1,169 @@
+"""Saturation: the sustainability rule and the interval search of SYSTEMS.md §4.
+
+A load is *sustainable* when ``egress / (ingress x sp_ratio) >= 0.99``
+counted within the measurement window (Banno et al. 2017); below that,
+pending messages grow. The limit of a broker is found by measuring with
+publish intervals that double (1, 2, 4, 8 ... ms in the paper) until one is
+sustainable, then dividing ``[x/2, x]`` into 20 steps and measuring each:
+the smallest sustainable interval gives the limit, with at most 5 % error.
+
+The search takes any ``measure(interval_s) -> record`` callable, so it runs
+the same on a real broker (:mod:`calibration.runner`) and on the simulator.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from sim.errors import ConfigError
+
+__all__ = ["SUSTAINABLE_RATIO", "is_sustainable", "latency_trend_s_per_s",
+           "SearchResult", "interval_search"]
+
+SUSTAINABLE_RATIO = 0.99
+
+
+def is_sustainable(record, *, ratio=SUSTAINABLE_RATIO, max_trend=None):
+    """Whether a measured or simulated run was under the limit.
+
+    Parameters
+    ----------
+    record : mapping
+        Needs ``sustainability`` (egress / (ingress x sp_ratio) in the window).
+        ``delivery_ratio`` (egress / (offered x sp_ratio)), when present, must
+        pass the same rule: a publisher slowed by back-pressure (TCP flow
+        control, AMQP credit) lowers ingress with egress, so ingress alone
+        hides the overload. ``latency_trend_s_per_s`` is used when
+        ``max_trend`` is given.
+    ratio : float
+        The 0.99 rule of SYSTEMS.md §4.
+    max_trend : float or None
+        Queue-growth rule: a latency that rises faster than this many seconds
+        per second of send time marks the run as saturated even when egress
+        keeps up within the window (the backlog is still growing).
+    """
+    for key in ("sustainability", "delivery_ratio"):
+        value = record.get(key, math.nan if key == "sustainability" else 1.0)
+        if not (value >= ratio):
+            return False
+    if max_trend is not None:
+        trend = record.get("latency_trend_s_per_s", 0.0)
+        if trend > max_trend:
+            return False
+    return True
+
+
+def latency_trend_s_per_s(t_send_s, latency_s):
+    """Least-squares slope of latency against send time (s per s).
+
+    Near zero below saturation; about ``1 - capacity / offered`` above it,
+    where every message waits behind a backlog that grows linearly.
+    """
+    t = np.asarray(t_send_s, dtype=float)
+    y = np.asarray(latency_s, dtype=float)
+    if t.size < 3 or np.ptp(t) == 0:
+        return 0.0
+    return float(np.polyfit(t - t.mean(), y, 1)[0])
+
+
+@dataclass(frozen=True, kw_only=True)
+class SearchResult:
+    """Outcome of :func:`interval_search`.
+
+    Attributes
+    ----------
+    interval_s : float
+        Smallest sustainable publish interval found, s (per publisher).
+    rate_per_s : float
+        Limit as an offered rate, ``publishers / interval_s``, msg/s.
+    error_bound : float
+        Relative resolution of the limit, ``step / interval_s``.
+    records : list of dict
+        Every measurement, in the order taken, with ``interval_s``,
+        ``phase`` (``doubling`` or ``refine``) and ``sustainable`` added.
+    saturated_everywhere : bool
+        No tried interval was sustainable (limit below the search range).
+    limit_reached : bool
+        Some tried interval was unsustainable; False when even the first
+        (smallest) interval was sustainable, so the limit lies above the
+        search range and ``rate_per_s`` is only a lower bound.
+    """
+
+    interval_s: float
+    rate_per_s: float
+    error_bound: float
+    records: list = field(default_factory=list)
+    saturated_everywhere: bool = False
+    limit_reached: bool = True
+
+
+def _check_search(start_interval_s, max_doublings, steps):
+    if not (start_interval_s > 0 and math.isfinite(start_interval_s)):
+        raise ConfigError("start_interval_s", start_interval_s, "a positive number of seconds")
+    if not (isinstance(max_doublings, int) and max_doublings >= 0):
+        raise ConfigError("max_doublings", max_doublings, "an integer >= 0")
+    if not (isinstance(steps, int) and steps >= 1):
+        raise ConfigError("steps", steps, "an integer >= 1")
+
+
+def interval_search(measure, *, start_interval_s, publishers=1, max_doublings=12, steps=20,
+                    stop_at_first_failure=False, sustainable=is_sustainable):
+    """Find a broker's limit by the interval search of SYSTEMS.md §4.
+
+    Parameters
+    ----------
+    measure : callable
+        ``measure(interval_s) -> dict`` runs one measurement with every
+        publisher sending one message per ``interval_s`` seconds.
+    start_interval_s : float
+        First (smallest) interval tried, s; the paper starts at 1 ms.
+    publishers : int
+        Publishers, to express the limit as a total rate.
+    max_doublings : int
+        Give up after this many doublings without a sustainable run.
+    steps : int
+        Steps dividing ``[x/2, x]``; 20 in the paper (5 % resolution).
+    stop_at_first_failure : bool
+        Measure the refine grid from ``x`` downwards and stop at the first
+        unsustainable point instead of measuring all of it (saves time when
+        sustainability is monotone in the rate; the paper measures all).
+    sustainable : callable
+        ``sustainable(record) -> bool``; defaults to the 0.99 rule.
+
+    Returns
+    -------
+    SearchResult
+    """
+    _check_search(start_interval_s, max_doublings, steps)
+    records = []
+
+    def run(interval_s, phase):
+        rec = dict(measure(interval_s))
+        rec.update(interval_s=interval_s, phase=phase, sustainable=bool(sustainable(rec)))
+        records.append(rec)
+        return rec["sustainable"]
+
+    x = start_interval_s
+    for _ in range(max_doublings + 1):
+        if run(x, "doubling"):
+            break
+        x *= 2.0
+    else:
+        return SearchResult(interval_s=math.nan, rate_per_s=math.nan, error_bound=math.nan,
+                            records=records, saturated_everywhere=True, limit_reached=True)
+    best = x
+    if x > start_interval_s:  # [x/2, x]: x/2 already failed, x passed
+        grid = x / 2.0 + (x / 2.0) * np.arange(1, steps) / steps
+        for interval_s in grid[::-1]:
+            ok = run(float(interval_s), "refine")
+            if ok:
+                best = min(best, float(interval_s))
+            elif stop_at_first_failure:
+                break
+        step = x / 2.0 / steps
+    else:
+        step = 0.0  # the smallest interval tried is sustainable: limit not reached
+    return SearchResult(interval_s=best, rate_per_s=publishers / best, error_bound=step / best,
+                        records=records, limit_reached=x > start_interval_s)

@@ -1,0 +1,121 @@
+"""Calibrators recover known parameters from synthetic measurements."""
+import numpy as np
+import pandas as pd
+import pytest
+
+from calibration.fit import BrokerDemandCalibrator, LatencyFloorCalibrator
+from sim.errors import ConfigError
+
+TRUE = {"ingress_cost_s": 5e-6, "delivery_cost_s": 2e-6, "per_byte_cost_s": 1e-9,
+        "idle_wakeup_cost_s": 13e-6}
+
+
+def synthetic_runs(rng, noise=0.0, cap=1.0):
+    """Runs whose demand follows the model exactly (up to relative noise).
+
+    The idle term uses the PASTA estimate 1 - U, which depends on the demand
+    itself: solve d = b + w (1 - r d / cap) for d.
+    """
+    rows = []
+    for payload in (64, 1024, 4096):
+        for fanout in (1, 2, 5):
+            for rate in (1e3, 5e3, 2e4):
+                busy = (TRUE["ingress_cost_s"] + fanout * TRUE["delivery_cost_s"]
+                        + payload * (1 + fanout) * TRUE["per_byte_cost_s"])
+                w = TRUE["idle_wakeup_cost_s"]
+                d = (busy + w) / (1 + w * rate / cap)
+                if rate * d / cap >= 1:
+                    continue
+                d *= 1 + noise * rng.standard_normal()
+                rows.append({"payload_bytes": payload, "fanout": fanout, "ingress_rate_per_s": rate,
+                             "cpu_cap_fraction": cap, "demand_s_per_ingress": d,
+                             "latency_p01_s": 40e-6 + d, "latency_mean_s": 50e-6 + d,
+                             "latency_std_s": 5e-6})
+    return pd.DataFrame(rows)
+
+
+def test_exact_data_gives_exact_parameters():
+    runs = synthetic_runs(np.random.default_rng(1))
+    cal = BrokerDemandCalibrator().fit(runs)
+    for name, value in TRUE.items():
+        assert cal.params_[name] == pytest.approx(value, rel=1e-6), name
+    assert np.abs(cal.residuals_).max() < 1e-12
+    assert cal.params_["n_runs"] == len(runs)
+
+
+def test_noisy_data_gives_close_parameters():
+    runs = synthetic_runs(np.random.default_rng(2), noise=0.02)
+    cal = BrokerDemandCalibrator().fit(runs)
+    assert cal.params_["ingress_cost_s"] == pytest.approx(TRUE["ingress_cost_s"], rel=0.25)
+    assert cal.params_["idle_wakeup_cost_s"] == pytest.approx(TRUE["idle_wakeup_cost_s"], rel=0.15)
+    assert cal.params_["delivery_cost_s"] == pytest.approx(TRUE["delivery_cost_s"], rel=0.25)
+
+
+def test_load_dependence_is_captured():
+    # demand per message falls with load (the Mosquitto 21 us -> 8 us effect)
+    runs = synthetic_runs(np.random.default_rng(3))
+    one = runs[(runs.payload_bytes == 64) & (runs.fanout == 1)].sort_values("ingress_rate_per_s")
+    assert one.demand_s_per_ingress.is_monotonic_decreasing
+    cal = BrokerDemandCalibrator().fit(runs)
+    pred = cal.predict(one)
+    assert pred == pytest.approx(one.demand_s_per_ingress.to_numpy(), rel=1e-6)
+
+
+def test_capacity_is_busy_demand_scaled_by_cap():
+    cal = BrokerDemandCalibrator().fit(synthetic_runs(np.random.default_rng(4)))
+    busy = TRUE["ingress_cost_s"] + TRUE["delivery_cost_s"] + 64 * 2 * TRUE["per_byte_cost_s"]
+    assert cal.capacity_per_s(payload_bytes=64, fanout=1) == pytest.approx(1 / busy, rel=1e-6)
+    assert cal.capacity_per_s(payload_bytes=64, fanout=1, cap=0.2) == pytest.approx(0.2 / busy, rel=1e-6)
+
+
+def test_cap_enters_the_idle_estimate():
+    runs = synthetic_runs(np.random.default_rng(5), cap=0.2)
+    cal = BrokerDemandCalibrator().fit(runs)
+    assert cal.params_["idle_wakeup_cost_s"] == pytest.approx(TRUE["idle_wakeup_cost_s"], rel=1e-6)
+
+
+def test_wakeup_regressor_uses_measured_switches():
+    runs = synthetic_runs(np.random.default_rng(6))
+    util = runs.ingress_rate_per_s * runs.demand_s_per_ingress
+    runs["wakeups_per_ingress"] = 1 - util
+    cal = BrokerDemandCalibrator(wake_regressor="wakeups").fit(runs)
+    assert cal.params_["idle_wakeup_cost_s"] == pytest.approx(TRUE["idle_wakeup_cost_s"], rel=1e-6)
+
+
+def test_without_delivery_or_per_byte_folds_costs():
+    runs = synthetic_runs(np.random.default_rng(7))
+    runs = runs[(runs.payload_bytes == 64) & (runs.fanout == 1)]
+    cal = BrokerDemandCalibrator(fit_delivery=False, fit_per_byte=False).fit(runs)
+    assert cal.params_["delivery_cost_s"] == 0 and cal.params_["per_byte_cost_s"] == 0
+    folded = TRUE["ingress_cost_s"] + TRUE["delivery_cost_s"] + 128 * TRUE["per_byte_cost_s"]
+    assert cal.params_["ingress_cost_s"] == pytest.approx(folded, rel=1e-6)
+
+
+def test_latency_floor_uses_low_load_runs():
+    runs = synthetic_runs(np.random.default_rng(8))
+    cal = LatencyFloorCalibrator(max_utilization=0.05).fit(runs)
+    assert cal.params_["link_latency_s"] == pytest.approx(20e-6, rel=1e-6)
+    assert cal.params_["jitter_mean_s"] == pytest.approx(5e-6, rel=1e-6)
+    assert cal.params_["jitter_cv"] == pytest.approx(0.5 * 2 ** 0.5, rel=1e-6)
+    assert 1 <= cal.params_["n_runs"] < len(runs)
+
+
+def test_two_gamma_jitters_reproduce_the_excess():
+    # the sum of two fitted per-link jitters has the measured mean and std
+    from sim.distributions import Gamma
+    runs = synthetic_runs(np.random.default_rng(10))
+    p = LatencyFloorCalibrator(max_utilization=0.05).fit(runs).params_
+    g = Gamma(mean_value=p["jitter_mean_s"], cv=p["jitter_cv"])
+    x = g.sample(np.random.default_rng(0), 200_000) + g.sample(np.random.default_rng(1), 200_000)
+    assert x.mean() == pytest.approx(10e-6, rel=0.01)
+    assert x.std() == pytest.approx(5e-6, rel=0.02)
+
+
+def test_bad_measurements_name_the_column():
+    with pytest.raises(ConfigError, match="measurements.fanout"):
+        BrokerDemandCalibrator().fit(pd.DataFrame({"payload_bytes": [1], "ingress_rate_per_s": [1],
+                                                   "demand_s_per_ingress": [1e-5]}))
+    with pytest.raises(ConfigError, match="wake_regressor"):
+        BrokerDemandCalibrator(wake_regressor="magic")
+    with pytest.raises(ConfigError, match="at least 4 runs"):
+        BrokerDemandCalibrator().fit(synthetic_runs(np.random.default_rng(9)).head(2))

@@ -1,0 +1,88 @@
+"""The interval search of SYSTEMS.md §4 against oracles with a known limit."""
+import math
+
+import numpy as np
+import pytest
+
+from calibration.saturation import interval_search, is_sustainable, latency_trend_s_per_s
+from sim.errors import ConfigError
+
+
+def oracle(limit_interval_s, calls=None):
+    """A broker that keeps up exactly when interval >= limit_interval_s."""
+    def measure(interval_s):
+        if calls is not None:
+            calls.append(interval_s)
+        return {"sustainability": 1.0 if interval_s >= limit_interval_s else 0.9}
+    return measure
+
+
+@pytest.mark.parametrize("limit_s", [1.37e-3, 2.0e-3, 5.5e-3, 0.0101, 0.0639])
+def test_search_finds_limit_within_five_percent(limit_s):
+    res = interval_search(oracle(limit_s), start_interval_s=1e-3, publishers=4)
+    assert res.limit_reached and not res.saturated_everywhere
+    assert res.interval_s >= limit_s  # never reports an unsustainable interval
+    assert (res.interval_s - limit_s) / res.interval_s <= 0.05 + 1e-12
+    assert res.error_bound <= 0.05 + 1e-12
+    assert res.rate_per_s == pytest.approx(4 / res.interval_s)
+
+
+def test_search_follows_the_paper_grid():
+    calls = []
+    interval_search(oracle(5.5e-3, calls), start_interval_s=1e-3, steps=20)
+    assert calls[:4] == [1e-3, 2e-3, 4e-3, 8e-3]  # doubling until 8 ms passes
+    refine = calls[4:]
+    assert len(refine) == 19  # [4, 8] ms in 20 steps: 19 inner points
+    assert refine == pytest.approx(sorted(4e-3 + 0.2e-3 * np.arange(1, 20))[::-1])
+
+
+def test_stop_at_first_failure_measures_less_and_agrees():
+    full, short = [], []
+    a = interval_search(oracle(5.5e-3, full), start_interval_s=1e-3)
+    b = interval_search(oracle(5.5e-3, short), start_interval_s=1e-3, stop_at_first_failure=True)
+    assert a.interval_s == b.interval_s
+    assert len(short) < len(full)
+
+
+def test_noisy_non_monotone_takes_smallest_sustainable():
+    # a lucky sustainable point below an unsustainable one: the paper's rule keeps it
+    def measure(interval_s):
+        ok = interval_s >= 6e-3 or math.isclose(interval_s, 4.4e-3)
+        return {"sustainability": 1.0 if ok else 0.5}
+    res = interval_search(measure, start_interval_s=1e-3)
+    assert res.interval_s == pytest.approx(4.4e-3)
+
+
+def test_limit_above_range_and_below_range_are_flagged():
+    fast = interval_search(oracle(1e-4), start_interval_s=1e-3)
+    assert not fast.limit_reached and fast.interval_s == 1e-3
+    slow = interval_search(oracle(10.0), start_interval_s=1e-3, max_doublings=3)
+    assert slow.saturated_everywhere and math.isnan(slow.rate_per_s)
+    assert len(slow.records) == 4
+
+
+def test_records_are_tagged():
+    res = interval_search(oracle(3e-3), start_interval_s=1e-3, steps=4)
+    phases = [r["phase"] for r in res.records]
+    assert phases[:3] == ["doubling"] * 3 and set(phases[3:]) == {"refine"}
+    assert [r["sustainable"] for r in res.records[:3]] == [False, False, True]
+
+
+def test_sustainability_rule_and_trend():
+    assert is_sustainable({"sustainability": 0.99})
+    assert not is_sustainable({"sustainability": 0.9899})
+    assert not is_sustainable({"sustainability": math.nan})
+    assert not is_sustainable({"sustainability": 1.0, "delivery_ratio": 0.8})  # back-pressured
+    assert is_sustainable({"sustainability": 1.0, "delivery_ratio": 0.995})
+    assert not is_sustainable({"sustainability": 1.0, "latency_trend_s_per_s": 0.2}, max_trend=0.01)
+    t = np.linspace(0, 10, 200)
+    assert latency_trend_s_per_s(t, 0.001 + 0.3 * t) == pytest.approx(0.3)
+    assert abs(latency_trend_s_per_s(t, np.full_like(t, 0.002))) < 1e-12
+
+
+@pytest.mark.parametrize("kw", [{"start_interval_s": 0}, {"start_interval_s": 1e-3, "steps": 0},
+                                {"start_interval_s": 1e-3, "max_doublings": -1}])
+def test_bad_settings_name_the_field(kw):
+    with pytest.raises(ConfigError) as err:
+        interval_search(oracle(1e-3), **kw)
+    assert next(iter(k for k in kw if k != "start_interval_s" or kw[k] == 0)) in str(err.value)
