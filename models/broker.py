@@ -54,6 +54,12 @@ class BrokerParams:
         number of subscriptions), s.
     idle_wakeup_cost_s : float
         Extra cost of a message that finds its worker idle, s.
+    cpu_fraction : float
+        Share of one core each worker gets, in (0, 1] (a cgroup CPU quota, a
+        small VM). All costs are CPU seconds at a whole core; a worker's
+        service time is cost / ``cpu_fraction``: the long-run rate of a
+        quota. The quota's period-scale stalls (a throttled worker pauses
+        until the next period) are not modelled.
     queue_messages, queue_bytes : int or None
         Limit of the shared ingress queue (messages waiting for a worker, plus
         those in service), messages / bytes; None = unlimited.
@@ -80,6 +86,7 @@ class BrokerParams:
     per_byte_cost_s: float = field(default=0.0, metadata={"unit": "float"})
     filter_scan_cost_s: float = field(default=0.0, metadata={"unit": "float"})
     idle_wakeup_cost_s: float = field(default=0.0, metadata={"unit": "duration"})
+    cpu_fraction: float = field(default=1.0, metadata={"unit": "cpu_fraction"})
     queue_messages: int | None = field(default=None, metadata={"unit": "optional_count"})
     queue_bytes: int | None = field(default=None, metadata={"unit": "optional_size"})
     client_queue_messages: int | None = field(default=None, metadata={"unit": "optional_count"})
@@ -99,4 +106,5 @@ class BrokerParams:
     @property
     def mean_demand_s(self):
         """Mean demand of a message with one match and one copy, s (for quick sizing)."""
-        return self.ingress_cost_s.mean + self.match_cost_s.mean + self.delivery_cost_s.mean
+        cpu_s = self.ingress_cost_s.mean + self.match_cost_s.mean + self.delivery_cost_s.mean
+        return cpu_s / self.cpu_fraction

@@ -63,6 +63,16 @@ def _float(value, field):
     return x
 
 
+def _cpu_fraction(value, field):
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        raise ConfigError(field, value, "a fraction of one core in (0, 1]") from None
+    if not 0.0 < x <= 1.0:
+        raise ConfigError(field, value, "a fraction of one core in (0, 1]")
+    return x
+
+
 def _strings(value, field):
     if isinstance(value, str):
         value = [v for v in value.split(";") if v]
@@ -84,6 +94,7 @@ READERS = {
     "optional_size": _optional(units.parse_size_bytes),
     "probability": _probability,
     "float": _float,
+    "cpu_fraction": _cpu_fraction,
     "strings": _strings,
     "provenance": parse_provenance,
 }

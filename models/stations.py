@@ -109,7 +109,7 @@ class BrokerStation(Station):
         cap = None if params.queue_messages is None else params.queue_messages + params.workers
         disc = make_discipline(servers=params.workers, capacity_messages=cap,
                                capacity_bytes=params.queue_bytes, overflow=params.overflow,
-                               idle_extra_s=params.idle_wakeup_cost_s,
+                               idle_extra_s=params.idle_wakeup_cost_s / params.cpu_fraction,
                                priority=params.scheduling == "priority")
         super().__init__(name, "broker", disc, servers=params.workers, window=window)
         self.params = params
@@ -125,7 +125,8 @@ class BrokerStation(Station):
         copies = self.plan.n_children[packets.visit]
         demand = self.ingress.take(n) + matched * self.match.take(n) + copies * self.delivery.take(n)
         demand = demand + p.per_byte_cost_s * (packets.size * (1 + copies))
-        return demand + p.filter_scan_cost_s * self.filters
+        cpu_s = demand + p.filter_scan_cost_s * self.filters
+        return cpu_s if p.cpu_fraction == 1.0 else cpu_s / p.cpu_fraction
 
     def priority(self, packets):
         if self.params.scheduling != "priority":
@@ -134,7 +135,7 @@ class BrokerStation(Station):
 
     @property
     def lookahead_s(self):
-        return self.params.ingress_cost_s.min_value
+        return self.params.ingress_cost_s.min_value / self.params.cpu_fraction
 
 
 class SubscriberStation(Station):

@@ -66,7 +66,11 @@ class RunResult:
         ``ingress_per_s``: messages from publishers arriving at their first
         broker; ``egress_per_s``: copies delivered to subscribers;
         ``sustainability``: egress / (ingress x sp_ratio), >= 0.99 means the
-        load is under the limit; latency of messages published in the window;
+        load is under the limit; ``offered_per_s``: messages published in the
+        window per second; ``delivery_ratio``: egress / (offered x sp_ratio),
+        the same rule against what publishers offered (under back-pressure
+        ingress falls to what the broker accepts, so only this ratio shows
+        the overload); latency of messages published in the window;
         ``loss_rate``: lost / owed deliveries of those messages, in total and
         by cause.
         """
@@ -85,6 +89,9 @@ class RunResult:
             "egress_per_s": egress,
             "sp_ratio": sp,
             "sustainability": egress / (ingress * sp) if ingress * sp > 0 else math.nan,
+            "offered_per_s": counts["published"] / span,
+            "delivery_ratio": egress * span / (counts["published"] * sp) if counts["published"] * sp > 0
+            else math.nan,
             "latency_mean_s": lat["mean"],
             "latency_p50_s": lat[0.5],
             "latency_p90_s": lat[0.9],

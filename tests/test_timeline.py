@@ -120,3 +120,12 @@ def test_link_transmit_queue_drops_tail(driver):
     r = _run([0.0, 0.0005, 0.0011], [1000] * 3, link=link, driver=driver)
     assert len(r.deliveries()) == 2
     assert list(r.drops()["place"]) == ["link:p->broker"]
+
+
+def test_cpu_fraction_stretches_service_and_wakeup(driver):
+    # 2 ms of CPU at a quarter core = 8 ms of service; the 1 ms wake-up of an
+    # idle worker becomes 4 ms. msg1: broker 11 ms, idle: served 11->23
+    # (8 + 4), downlink 23->24, +10 -> 34 ms. msg2 arrives 12 ms, worker busy
+    # (no wake-up): served 23->31, downlink 31->32 -> 42 ms.
+    r = _run([0.0, 0.001], [1000, 1000], cpu_fraction=0.25, idle_wakeup_cost_s=0.001, driver=driver)
+    assert _times(r) == [0.034, 0.042]
