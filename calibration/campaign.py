@@ -1,0 +1,348 @@
+"""Measurement campaigns: which runs to make, and where their results go.
+
+A campaign file (YAML) names the brokers, the run timing, the search
+settings and a list of configurations (payload, publishers, subscribers,
+topics, fan-out, CPU cap, and ``split``: ``train`` or ``holdout``). For every
+(broker, configuration) pair the campaign makes
+
+1. light runs at fixed low rates (latency floor, wake-up cost),
+2. the interval search of SYSTEMS.md §4 (saturation limit),
+3. runs at fractions of the limit found (latency below, loss above it).
+
+Results are tidy files in one directory: ``runs.csv`` (one row per run),
+``latency.parquet`` (a random subsample of each run's latencies, for CDFs
+and KS distances), ``saturation.csv`` (one row per pair) and ``meta.json``
+(host, CPU, kernel, broker versions, campaign spec, date). A pair is the
+unit of work: its results are written under ``pairs/`` as soon as it
+finishes, so an interrupted campaign resumes at the first unfinished pair.
+"""
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import json
+import math
+import platform
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import yaml
+
+from sim.errors import ConfigError
+from sim.units import parse_duration_s, parse_rate_per_s, parse_size_bytes
+
+from .saturation import interval_search, is_sustainable
+
+__all__ = ["RunSpec", "Campaign", "load_campaign", "parse_campaign", "run_campaign",
+           "read_results", "host_metadata"]
+
+KINDS = ("mosquitto", "nats", "rabbitmq-mqtt", "zmq-proxy")
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunSpec:
+    """One measurement: a broker under one offered load.
+
+    Parameters
+    ----------
+    broker : str
+        Broker kind (``mosquitto``, ``nats``, ``rabbitmq-mqtt``, ``zmq-proxy``).
+    config : str
+        Name of the configuration in the campaign.
+    payload_bytes, publishers, subscribers, topics, fanout : int
+        Workload shape; every topic has ``fanout`` subscribers.
+    rate_per_s : float
+        Offered load over all publishers, msg/s.
+    duration_s, warmup_s, cooldown_s : float
+        Run length and the parts discarded at each end, s.
+    cpu_cap_fraction : float or None
+        CPU quota of the broker in cores (None: uncapped).
+    qos : int
+        MQTT QoS (0 or 1).
+    phase : str
+        ``light``, ``doubling``, ``refine`` or ``fraction``.
+    """
+
+    broker: str
+    config: str
+    payload_bytes: int
+    publishers: int
+    subscribers: int
+    topics: int
+    fanout: int
+    rate_per_s: float
+    duration_s: float
+    warmup_s: float
+    cooldown_s: float
+    cpu_cap_fraction: float | None = None
+    qos: int = 0
+    phase: str = "light"
+
+    def as_row(self):
+        return dataclasses.asdict(self)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Configuration:
+    """A workload shape measured on every broker of the campaign."""
+
+    name: str
+    payload_bytes: int
+    publishers: int
+    subscribers: int
+    topics: int
+    fanout: int
+    cpu_cap_fraction: float | None
+    split: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class Campaign:
+    """A parsed campaign file (see the module docstring)."""
+
+    name: str
+    brokers: tuple
+    configurations: tuple
+    duration_s: float
+    warmup_s: float
+    cooldown_s: float
+    light_rates_per_s: tuple
+    start_rate_per_s: float
+    steps: int
+    max_doublings: int
+    fractions: tuple
+    broker_cpus: tuple
+    client_cpus: tuple
+    spec: dict = field(default_factory=dict)
+
+    def pairs(self):
+        """(broker, configuration) pairs in the order they are measured."""
+        return [(b, c) for c in self.configurations for b in self.brokers]
+
+    def run_spec(self, broker, config, rate_per_s, phase):
+        return RunSpec(broker=broker, config=config.name, payload_bytes=config.payload_bytes,
+                       publishers=config.publishers, subscribers=config.subscribers,
+                       topics=config.topics, fanout=config.fanout, rate_per_s=float(rate_per_s),
+                       duration_s=self.duration_s, warmup_s=self.warmup_s, cooldown_s=self.cooldown_s,
+                       cpu_cap_fraction=config.cpu_cap_fraction, phase=phase)
+
+
+def _int(spec, key, path, minimum=1):
+    value = spec.get(key)
+    if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
+        raise ConfigError(f"{path}.{key}", value, f"an integer >= {minimum}")
+    return value
+
+
+def _configuration(spec, path):
+    if not isinstance(spec, dict) or "name" not in spec:
+        raise ConfigError(path, spec, "a mapping with a name")
+    known = {"name", "payload_bytes", "publishers", "subscribers", "topics", "fanout",
+             "cpu_cap_fraction", "split"}
+    unknown = sorted(set(spec) - known)
+    if unknown:
+        raise ConfigError(f"{path}.{unknown[0]}", spec[unknown[0]], f"one of {sorted(known)}")
+    c = Configuration(
+        name=str(spec["name"]),
+        payload_bytes=parse_size_bytes(spec.get("payload_bytes", 64), f"{path}.payload_bytes"),
+        publishers=_int(spec, "publishers", path) if "publishers" in spec else 1,
+        subscribers=_int(spec, "subscribers", path) if "subscribers" in spec else 1,
+        topics=_int(spec, "topics", path) if "topics" in spec else 1,
+        fanout=_int(spec, "fanout", path) if "fanout" in spec else 1,
+        cpu_cap_fraction=spec.get("cpu_cap_fraction"),
+        split=spec.get("split", "train"))
+    if c.payload_bytes < 20:
+        raise ConfigError(f"{path}.payload_bytes", c.payload_bytes, "at least 20 bytes (sequence + timestamp header)")
+    if c.fanout > c.subscribers:
+        raise ConfigError(f"{path}.fanout", c.fanout, f"at most subscribers ({c.subscribers})")
+    if c.cpu_cap_fraction is not None and not (isinstance(c.cpu_cap_fraction, (int, float))
+                                               and 0 < c.cpu_cap_fraction <= 1):
+        raise ConfigError(f"{path}.cpu_cap_fraction", c.cpu_cap_fraction, "a fraction of a core in (0, 1]")
+    if c.split not in ("train", "holdout"):
+        raise ConfigError(f"{path}.split", c.split, "train or holdout")
+    return c
+
+
+def parse_campaign(data):
+    """Check a campaign mapping (from YAML) and return a :class:`Campaign`."""
+    if not isinstance(data, dict):
+        raise ConfigError("campaign", type(data).__name__, "a YAML mapping")
+    brokers = data.get("brokers")
+    if not isinstance(brokers, list) or not brokers:
+        raise ConfigError("brokers", brokers, f"a non-empty list of {list(KINDS)}")
+    for i, b in enumerate(brokers):
+        if b not in KINDS:
+            raise ConfigError(f"brokers[{i}]", b, f"one of {list(KINDS)}")
+    configs = data.get("configurations")
+    if not isinstance(configs, list) or not configs:
+        raise ConfigError("configurations", configs, "a non-empty list of configurations")
+    parsed = tuple(_configuration(c, f"configurations[{i}]") for i, c in enumerate(configs))
+    names = [c.name for c in parsed]
+    if len(set(names)) != len(names):
+        raise ConfigError("configurations.name", names, "unique names")
+    run = data.get("run", {})
+    search = data.get("search", {})
+    return Campaign(
+        name=str(data.get("name", "campaign")),
+        brokers=tuple(brokers), configurations=parsed,
+        duration_s=parse_duration_s(run.get("duration", "3s"), "run.duration"),
+        warmup_s=parse_duration_s(run.get("warmup", "1s"), "run.warmup"),
+        cooldown_s=parse_duration_s(run.get("cooldown", "0.5s"), "run.cooldown"),
+        light_rates_per_s=tuple(parse_rate_per_s(r, "light_rates") for r in data.get("light_rates", [500])),
+        start_rate_per_s=parse_rate_per_s(search.get("start_rate", "64000/s"), "search.start_rate"),
+        steps=_int(search, "steps", "search") if "steps" in search else 10,
+        max_doublings=_int(search, "max_doublings", "search", 0) if "max_doublings" in search else 6,
+        fractions=tuple(float(f) for f in data.get("fractions", [0.5, 0.8, 1.2])),
+        broker_cpus=tuple(data.get("broker_cpus", [1])),
+        client_cpus=tuple(data.get("client_cpus", [0])),
+        spec=data)
+
+
+def load_campaign(path):
+    """Read and check a campaign file."""
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as err:
+        raise ConfigError(str(path), "unreadable", err.strerror or str(err)) from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as err:
+        raise ConfigError(str(path), "malformed YAML", str(err).splitlines()[0]) from None
+    return parse_campaign(data)
+
+
+def host_metadata():
+    """Host facts recorded with every campaign."""
+    cpu = "unknown"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    import os
+    return {"host": platform.node(), "cpu": cpu, "cores": os.cpu_count(),
+            "kernel": platform.release(), "python": platform.python_version(),
+            "date": datetime.date.today().isoformat()}
+
+
+def _pair_id(broker, config):
+    return f"{broker}__{config.name}"
+
+
+def _measure_pair(campaign, broker, config, measure):
+    """All runs of one pair: light runs, interval search, fractions of the limit."""
+    rows, samples = [], []
+
+    def run(rate_per_s, phase):
+        spec = campaign.run_spec(broker, config, rate_per_s, phase)
+        row, sample = measure(spec)
+        row = {**spec.as_row(), **row, "run": len(rows)}
+        row["sustainable"] = is_sustainable(row)
+        rows.append(row)
+        samples.append(pd.DataFrame({"run": row["run"], "latency_s": np.asarray(sample, dtype=np.float32)}))
+        return row
+
+    for rate in campaign.light_rates_per_s:
+        run(rate, "light")
+    pubs = config.publishers
+    result = interval_search(lambda interval_s: run(pubs / interval_s, "search"),
+                             start_interval_s=pubs / campaign.start_rate_per_s, publishers=pubs,
+                             max_doublings=campaign.max_doublings, steps=campaign.steps,
+                             stop_at_first_failure=True)
+    searched = [r for r in rows if r["phase"] == "search"]
+    for r, rec in zip(searched, result.records, strict=True):
+        r["phase"], r["sustainable"] = rec["phase"], rec["sustainable"]
+    if result.limit_reached and not result.saturated_everywhere:
+        for frac in campaign.fractions:
+            run(frac * result.rate_per_s, "fraction")
+    sat = {"broker": broker, "config": config.name, "split": config.split,
+           "limit_rate_per_s": result.rate_per_s, "error_bound": result.error_bound,
+           "limit_reached": result.limit_reached, "saturated_everywhere": result.saturated_everywhere,
+           "limit_ingress_per_s": max((r["ingress_rate_per_s"] for r in rows if r.get("sustainable")),
+                                      default=math.nan)}
+    return rows, samples, sat
+
+
+def run_campaign(campaign, out_dir, measure, *, progress=None, metadata=None):
+    """Measure every unfinished pair, writing each as soon as it finishes.
+
+    Parameters
+    ----------
+    campaign : Campaign
+    out_dir : path
+        Result directory (created; finished pairs found there are skipped).
+    measure : callable
+        ``measure(RunSpec) -> (row dict, latency sample array)``; rows need
+        ``ingress_rate_per_s``, ``sustainability`` and ``delivery_ratio``.
+        The real harness is :func:`calibration.runner.measure_run`; tests pass fakes.
+    progress : callable or None
+        ``progress(done, total, label)`` after each pair.
+    metadata : dict or None
+        Extra facts for ``meta.json`` (broker versions...).
+
+    Returns
+    -------
+    pathlib.Path
+        ``out_dir``; read it with :func:`read_results`.
+    """
+    out = Path(out_dir)
+    (out / "pairs").mkdir(parents=True, exist_ok=True)
+    pairs = campaign.pairs()
+    for i, (broker, config) in enumerate(pairs):
+        pid = _pair_id(broker, config)
+        done = out / "pairs" / f"{pid}.json"
+        if not done.exists():
+            rows, samples, sat = _measure_pair(campaign, broker, config, measure)
+            for r in rows:
+                r["split"] = config.split
+            pd.concat(samples, ignore_index=True).assign(broker=broker, config=config.name).to_parquet(
+                out / "pairs" / f"{pid}.latency.parquet", index=False)
+            tmp = done.with_suffix(".tmp")
+            tmp.write_text(json.dumps({"runs": rows, "saturation": sat}, default=_json_default))
+            tmp.replace(done)  # atomic: a pair is either finished or not
+        if progress is not None:
+            progress(i + 1, len(pairs), pid)
+    _write_tables(out, campaign, metadata or {})
+    return out
+
+
+def _json_default(value):
+    if isinstance(value, (np.integer,)):
+        return int(value)
+    if isinstance(value, (np.floating,)):
+        return float(value)
+    if isinstance(value, (np.bool_,)):
+        return bool(value)
+    if isinstance(value, tuple):
+        return list(value)
+    raise TypeError(f"not JSON serialisable: {type(value).__name__}")
+
+
+def _write_tables(out, campaign, metadata):
+    runs, sats, lats = [], [], []
+    for broker, config in campaign.pairs():
+        pid = _pair_id(broker, config)
+        data = json.loads((out / "pairs" / f"{pid}.json").read_text())
+        runs.extend(data["runs"])
+        sats.append(data["saturation"])
+        lats.append(pd.read_parquet(out / "pairs" / f"{pid}.latency.parquet"))
+    pd.DataFrame(runs).to_csv(out / "runs.csv", index=False)
+    pd.DataFrame(sats).to_csv(out / "saturation.csv", index=False)
+    pd.concat(lats, ignore_index=True).to_parquet(out / "latency.parquet", index=False)
+    meta = {**host_metadata(), **metadata, "campaign": campaign.name, "spec": campaign.spec}
+    (out / "meta.json").write_text(json.dumps(meta, indent=2, default=_json_default))
+
+
+def read_results(out_dir):
+    """``(runs, saturation, latency, meta)`` of a finished campaign directory."""
+    out = Path(out_dir)
+    for name in ("runs.csv", "saturation.csv", "latency.parquet", "meta.json"):
+        if not (out / name).exists():
+            raise ConfigError("campaign results", str(out / name), "a finished campaign directory")
+    return (pd.read_csv(out / "runs.csv"), pd.read_csv(out / "saturation.csv"),
+            pd.read_parquet(out / "latency.parquet"), json.loads((out / "meta.json").read_text()))

@@ -1,0 +1,105 @@
+"""Campaign files, result tables and resume, with a fake broker of known capacity."""
+import json
+
+import numpy as np
+import pytest
+
+from calibration.campaign import parse_campaign, read_results, run_campaign
+from sim.errors import ConfigError
+
+SPEC = {
+    "name": "fake",
+    "brokers": ["mosquitto", "zmq-proxy"],
+    "run": {"duration": "2s", "warmup": "0.5s", "cooldown": "0.2s"},
+    "light_rates": ["100/s", "1000/s"],
+    "search": {"start_rate": "64000/s", "steps": 10, "max_doublings": 8},
+    "fractions": [0.5, 1.2],
+    "configurations": [
+        {"name": "small", "payload_bytes": 64, "fanout": 1},
+        {"name": "wide", "payload_bytes": 64, "subscribers": 4, "topics": 2, "fanout": 2,
+         "cpu_cap_fraction": 0.2, "split": "holdout"},
+    ],
+}
+CAPACITY = {"mosquitto": 20_000.0, "zmq-proxy": 45_000.0}
+
+
+class FakeBroker:
+    """Delivers min(offered, capacity / fanout) and counts its calls."""
+
+    def __init__(self, fail_after=None):
+        self.calls = []
+        self.fail_after = fail_after
+
+    def __call__(self, spec):
+        if self.fail_after is not None and len(self.calls) >= self.fail_after:
+            raise KeyboardInterrupt
+        self.calls.append(spec)
+        cap = CAPACITY[spec.broker] / spec.fanout * (spec.cpu_cap_fraction or 1.0)
+        ingress = min(spec.rate_per_s, cap)
+        row = {"ingress_rate_per_s": ingress, "egress_rate_per_s": ingress * spec.fanout,
+               "sustainability": 1.0, "delivery_ratio": ingress / spec.rate_per_s,
+               "demand_s_per_ingress": 1 / cap}
+        return row, np.full(10, 1e-4)
+
+
+def test_parse_campaign_defaults_and_pairs():
+    c = parse_campaign(SPEC)
+    assert c.duration_s == 2.0 and c.light_rates_per_s == (100.0, 1000.0)
+    assert [(b, cfg.name) for b, cfg in c.pairs()] == [
+        ("mosquitto", "small"), ("zmq-proxy", "small"), ("mosquitto", "wide"), ("zmq-proxy", "wide")]
+    assert c.configurations[1].split == "holdout"
+
+
+@pytest.mark.parametrize("patch, field", [
+    ({"brokers": ["mosquito"]}, "brokers[0]"),
+    ({"brokers": []}, "brokers"),
+    ({"configurations": [{"name": "x", "fanout": 3, "subscribers": 2}]}, "configurations[0].fanout"),
+    ({"configurations": [{"name": "x", "payload_bytes": "8B"}]}, "configurations[0].payload_bytes"),
+    ({"configurations": [{"name": "x", "split": "test"}]}, "configurations[0].split"),
+    ({"configurations": [{"name": "x", "cpu_cap_fraction": 2}]}, "configurations[0].cpu_cap_fraction"),
+    ({"configurations": [{"name": "x", "fanuot": 1}]}, "configurations[0].fanuot"),
+    ({"run": {"duration": "-1s"}}, "run.duration"),
+])
+def test_bad_campaign_names_the_field(patch, field):
+    with pytest.raises(ConfigError) as err:
+        parse_campaign({**SPEC, **patch})
+    assert err.value.field == field
+    assert "\n" not in str(err.value)
+
+
+def test_campaign_finds_each_limit_and_writes_tables(tmp_path):
+    fake = FakeBroker()
+    run_campaign(parse_campaign(SPEC), tmp_path, fake, metadata={"versions": {"mosquitto": "test"}})
+    runs, sat, lat, meta = read_results(tmp_path)
+    sat = sat.set_index(["broker", "config"])
+    for broker, cap in CAPACITY.items():
+        for cfg, fanout, frac in (("small", 1, 1.0), ("wide", 2, 0.2)):
+            limit = cap / fanout * frac
+            found = sat.loc[(broker, cfg), "limit_rate_per_s"]
+            # the largest sustainable rate of a 10-step grid: at most the capacity, within 10 %
+            assert limit * 0.9 - 1e-9 <= found <= limit * (1 + 1e-9), (broker, cfg, found, limit)
+    assert set(runs["phase"]) == {"light", "doubling", "refine", "fraction"}
+    assert set(runs.loc[runs.config == "wide", "split"]) == {"holdout"}
+    assert len(lat) == 10 * len(runs)
+    assert meta["versions"] == {"mosquitto": "test"} and meta["campaign"] == "fake"
+    # above the limit the fraction-1.2 run is flagged unsustainable, below it sustainable
+    frac = runs[runs.phase == "fraction"].sort_values("rate_per_s")
+    assert list(frac.groupby(["broker", "config"]).sustainable.apply(list).iloc[0]) == [True, False]
+
+
+def test_interrupted_campaign_resumes_without_remeasuring(tmp_path):
+    first = FakeBroker()
+    run_campaign(parse_campaign(SPEC), tmp_path / "full", first)
+    per_pair = len(first.calls) // 4
+    broken = FakeBroker(fail_after=per_pair + 3)  # dies inside the second pair
+    with pytest.raises(KeyboardInterrupt):
+        run_campaign(parse_campaign(SPEC), tmp_path / "resumed", broken)
+    finished = sorted(p.name for p in (tmp_path / "resumed" / "pairs").glob("*.json"))
+    assert finished == ["mosquitto__small.json"]
+    again = FakeBroker()
+    run_campaign(parse_campaign(SPEC), tmp_path / "resumed", again)
+    assert all((s.broker, s.config) != ("mosquitto", "small") for s in again.calls)
+    a = read_results(tmp_path / "full")[0]
+    b = read_results(tmp_path / "resumed")[0]
+    assert a.equals(b)
+    assert json.loads((tmp_path / "resumed" / "meta.json").read_text())["campaign"] == "fake"
