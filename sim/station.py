@@ -51,7 +51,8 @@ class StationStats:
 
     Integrals are exact to a tick (2^-32 s) per message: each message adds
     the part of its waiting, blocking and service intervals that falls in
-    [w0, w1].
+    [w0, w1]. ``wakeups`` counts messages that found a server idle (started
+    service the moment they were admitted): an event loop's wake-ups.
     """
 
     def __init__(self, window, servers):
@@ -60,6 +61,7 @@ class StationStats:
         self.arrivals = 0
         self.ingress_arrivals = 0
         self.served = 0
+        self.wakeups = 0
         self.drops = {}
         self.busy_ticks = 0
         self.waiting_ticks = 0
@@ -72,7 +74,9 @@ class StationStats:
         inw = self._in_window(arrivals)
         self.arrivals += int(inw.sum())
         self.ingress_arrivals += int((inw & ingress_mask).sum())
-        self.served += int(self._in_window(served.start).sum())
+        started = self._in_window(served.start)
+        self.served += int(started.sum())
+        self.wakeups += int((started & (served.start == served.admit)).sum())
         self.busy_ticks += _overlap_ticks(served.start, served.depart, self.w0, self.w1)
         self.waiting_ticks += _overlap_ticks(served.admit, served.start, self.w0, self.w1)
         self.blocked_ticks += _overlap_ticks(served.packets.t, served.admit, self.w0, self.w1)
@@ -87,6 +91,7 @@ class StationStats:
         row = {
             "arrivals": self.arrivals,
             "served": self.served,
+            "wakeups": self.wakeups,
             "utilization": self.busy_ticks / (self.servers * span),
             "mean_waiting": self.waiting_ticks / span,
             "mean_in_service": self.busy_ticks / span,

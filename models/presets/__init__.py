@@ -1,5 +1,8 @@
 """Named parameter sets shipped with pubsim, each with its provenance.
 
+Hand-written presets live in ``brokers.yaml`` and ``links.yaml``; calibrated
+profiles, one file per broker written by ``pubsim calibrate``, in
+``calibrated/*.yaml`` as ``{broker: {name: ...}, link: {name: ...}}``.
 ``load("broker", "mosquitto-placeholder")`` returns the mapping of a preset;
 :func:`apply` merges a preset with overrides and records the overrides in the
 provenance note.
@@ -20,8 +23,14 @@ _FILES = {"broker": "brokers.yaml", "link": "links.yaml"}
 def _all(kind):
     if kind not in _FILES:
         raise ConfigError("preset kind", kind, f"one of {sorted(_FILES)}")
-    text = resources.files(__package__).joinpath(_FILES[kind]).read_text()
-    return yaml.safe_load(text)
+    root = resources.files(__package__)
+    presets = yaml.safe_load(root.joinpath(_FILES[kind]).read_text())
+    calibrated = root.joinpath("calibrated")
+    if calibrated.is_dir():
+        for entry in sorted(calibrated.iterdir(), key=lambda e: e.name):
+            if entry.name.endswith(".yaml"):
+                presets.update((yaml.safe_load(entry.read_text()) or {}).get(kind, {}))
+    return presets
 
 
 def names(kind):

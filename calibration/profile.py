@@ -1,0 +1,112 @@
+"""Calibrated profiles: fitted broker and loopback-link presets with provenance.
+
+A profile is a mapping ``{"broker": {name: fields}, "link": {name: fields}}``
+in the preset format of :mod:`models.presets`; saved as
+``models/presets/calibrated/<name>.yaml`` it is loaded by name like any
+preset (``preset: mosquitto``). This module builds the mapping and its YAML
+text; writing the file is the caller's choice (``pubsim calibrate`` does it).
+"""
+from __future__ import annotations
+
+import yaml
+
+from models.broker import BrokerParams
+from models.link import LinkParams
+from models.params import from_mapping
+
+__all__ = ["BROKER_MODELS", "build_profile", "profile_yaml", "check_profile"]
+
+# What the harness cannot fit: the broker's architecture (from its documentation).
+BROKER_MODELS = {
+    "mosquitto": {"workers": 1, "topic_syntax": "mqtt", "overflow": "backpressure",
+                  "why": "single-threaded event loop (mosquitto.conf(5)); TCP flow control "
+                         "slows publishers when it falls behind"},
+    "nats": {"workers": 1, "topic_syntax": "mqtt", "overflow": "backpressure",
+             "why": "one core under the harness's CPU cap; subjects matched as tokens "
+                    "(NATS '.' and '*' mapped onto MQTT-style filters by the harness)"},
+    "rabbitmq-mqtt": {"workers": 1, "topic_syntax": "mqtt", "overflow": "backpressure",
+                      "why": "Erlang schedulers share the capped core; credit flow throttles publishers"},
+    "zmq-proxy": {"workers": 1, "topic_syntax": "prefix", "overflow": "drop_newest",
+                  "why": "zmq.proxy is one thread; PUB sockets drop at the high-water mark"},
+}
+
+
+def _us(x):
+    return f"{x * 1e6:.4g}us"
+
+
+def build_profile(*, name, broker_kind, demand_params, link_params, metadata):
+    """The preset mapping of one calibrated broker and its loopback link.
+
+    Parameters
+    ----------
+    name : str
+        Preset name (the broker preset; the link is ``loopback-<name>``).
+    broker_kind : str
+        A key of :data:`BROKER_MODELS`.
+    demand_params : dict
+        ``params_`` of :class:`calibration.fit.BrokerDemandCalibrator` (s, s/byte).
+    link_params : dict
+        ``params_`` of :class:`calibration.fit.LatencyFloorCalibrator` (s).
+    metadata : dict
+        ``data`` (campaign files), ``date``, ``host``, ``cpu``, ``kernel``,
+        ``broker_version``, ``cpu_cap_fraction``, ``n_runs``, ``rms_residual_s``.
+    """
+    model = BROKER_MODELS[broker_kind]
+    where = (f"{metadata['host']} ({metadata['cpu']}, kernel {metadata['kernel']}), "
+             f"{broker_kind} {metadata['broker_version']}, broker capped at "
+             f"{metadata['cpu_cap_fraction']} core")
+    broker = {
+        "workers": model["workers"],
+        "ingress_cost_s": _us(demand_params["ingress_cost_s"]),
+        "delivery_cost_s": _us(demand_params["delivery_cost_s"]),
+        "per_byte_cost_s": float(demand_params["per_byte_cost_s"]),
+        "idle_wakeup_cost_s": _us(demand_params["idle_wakeup_cost_s"]),
+        "topic_syntax": model["topic_syntax"],
+        "overflow": model["overflow"],
+        "provenance": {
+            "source": "measured",
+            "reference": metadata["data"],
+            "date": metadata["date"],
+            "note": (f"CPU s per message by the utilization law from /proc, fitted by NNLS over "
+                     f"{metadata['n_runs']} training runs (rms residual "
+                     f"{metadata['rms_residual_s'] * 1e6:.3g} us); costs are CPU seconds of a whole "
+                     f"core: set cpu_fraction for a capped broker. {where}. Workers, topic syntax "
+                     f"and overflow from the broker's design: {model['why']}."),
+        },
+    }
+    jitter = (f"gamma({link_params['jitter_mean_s']:.6g}, cv={max(link_params['jitter_cv'], 1e-3):.4g})"
+              if link_params["jitter_mean_s"] > 0 else "const(0)")
+    link = {
+        "latency_s": _us(link_params["link_latency_s"]),
+        "jitter_s": jitter,
+        "bandwidth_Bps": "inf",
+        "overhead_bytes": 40,
+        "provenance": {
+            "source": "measured",
+            "reference": metadata["data"],
+            "date": metadata["date"],
+            "note": (f"one-way loopback including the harness's client stack, from the latency of "
+                     f"{link_params['n_runs']} lightly loaded runs minus the broker demand; jitter "
+                     f"gamma so two links reproduce the measured excess over the 1st percentile. "
+                     f"Bandwidth not limiting on loopback (assumption); overhead = IPv4 + TCP headers. "
+                     f"{where}."),
+        },
+    }
+    return {"broker": {name: broker}, "link": {f"loopback-{name}": link}}
+
+
+def check_profile(profile):
+    """Build every parameter object of a profile (raises ConfigError on a bad field)."""
+    for name, fields in profile.get("broker", {}).items():
+        from_mapping(BrokerParams, fields, f"broker.{name}")
+    for name, fields in profile.get("link", {}).items():
+        from_mapping(LinkParams, fields, f"link.{name}")
+    return profile
+
+
+def profile_yaml(profile):
+    """YAML text of a profile, with a header saying how it was made."""
+    head = ("# Calibrated by `pubsim calibrate` from pubsim's own measurements (see provenance).\n"
+            "# Re-run the campaign and the fit: see calibration/README.md.\n")
+    return head + yaml.safe_dump(check_profile(profile), sort_keys=False, width=100)

@@ -1,0 +1,177 @@
+"""Fit profiles from a campaign and compare the simulator with the measurements.
+
+:func:`fit_profiles` fits one broker profile per broker kind on the
+``train`` runs of a campaign. :func:`validate` simulates every measured
+configuration with those profiles (the same star of publishers, broker and
+subscribers, the same offered loads, the broker at the same CPU cap) and
+reports, per broker and configuration:
+
+- saturation: the interval search of SYSTEMS.md §4 run on the simulator
+  against the measured limit (error %);
+- below saturation, per run: latency p50 / p90 / p99 error (%) and the
+  two-sample Kolmogorov-Smirnov distance of the latency distributions;
+- above saturation, per run: the shortfall ``1 - delivery_ratio`` (deliveries
+  missing against what was offered, whether lost or held back by flow
+  control) and the loss rate, errors in percentage points.
+
+Rows carry the configuration's ``split`` so that held-out results are read
+apart from the fitted ones.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from scipy.stats import ks_2samp
+
+from models import topology as T
+from models.broker import BrokerParams
+from models.client import PublisherParams, SubscriberParams
+from models.link import LinkParams
+from models.params import from_mapping
+from .fit import BrokerDemandCalibrator, LatencyFloorCalibrator
+from .profile import build_profile
+from .saturation import interval_search, is_sustainable
+from .workload import topic_assignment
+
+__all__ = ["fit_profiles", "topology_for", "simulate_run", "validate", "Validation", "TARGETS"]
+
+# Accuracy targets on held-out configurations (issue #3).
+TARGETS = {"saturation_error_pct": 10.0, "p50_error_pct": 25.0, "p99_error_pct": 25.0}
+
+
+def fit_profiles(runs, meta, *, split="train"):
+    """One calibrated profile per broker kind, fitted on ``runs[split]``.
+
+    Returns
+    -------
+    dict
+        broker kind -> profile mapping (:func:`calibration.profile.build_profile`).
+    """
+    profiles = {}
+    train = runs[(runs["split"] == split) & (runs["ingress_rate_per_s"] > 0)]
+    for kind, rows in train.groupby("broker"):
+        wake = ("wakeups" if "wakeups_per_ingress" in rows and rows.wakeups_per_ingress.notna().all()
+                else "idle_fraction")
+        demand = BrokerDemandCalibrator(wake_regressor=wake, fit_per_byte=rows.payload_bytes.nunique() > 1,
+                                        fit_delivery=rows.fanout.nunique() > 1).fit(rows)
+        floor = LatencyFloorCalibrator().fit(rows, demand_s=demand.predict(rows))
+        caps = sorted({c for c in rows.cpu_cap_fraction.fillna(1.0)})
+        md = {"data": f"calibration/data/{meta.get('campaign', 'campaign')}/runs.csv (split={split})",
+              "date": meta.get("date", ""), "host": meta.get("host", "?"), "cpu": meta.get("cpu", "?"),
+              "kernel": meta.get("kernel", "?"),
+              "broker_version": meta.get("versions", {}).get(kind, "?"),
+              "cpu_cap_fraction": ", ".join(f"{c:g}" for c in caps),
+              "n_runs": demand.params_["n_runs"],
+              "rms_residual_s": float(np.sqrt(np.mean(demand.residuals_ ** 2)))}
+        profiles[kind] = build_profile(name=kind, broker_kind=kind, demand_params=demand.params_,
+                                       link_params=floor.params_, metadata=md)
+    return profiles
+
+
+def topology_for(row, profile):
+    """The simulated twin of a measured run: a star with the calibrated broker."""
+    kind = row["broker"]
+    (bname, bfields), = profile["broker"].items()
+    (lname, lfields), = profile["link"].items()
+    cap = row.get("cpu_cap_fraction")
+    cap = 1.0 if cap is None or (isinstance(cap, float) and math.isnan(cap)) else float(cap)
+    broker = from_mapping(BrokerParams, {**bfields, "cpu_fraction": cap}, f"broker.{bname}")
+    link = from_mapping(LinkParams, dict(lfields), f"link.{lname}")
+    pub_topics, sub_filters = topic_assignment(
+        publishers=int(row["publishers"]), subscribers=int(row["subscribers"]),
+        topics=int(row["topics"]), fanout=int(row["fanout"]))
+    rate = float(row["rate_per_s"]) / int(row["publishers"])
+    pubs = {f"pub{i}": PublisherParams(topics=tuple(t), arrival="constant", rate_per_s=rate,
+                                       size_bytes=int(row["payload_bytes"]))
+            for i, t in enumerate(pub_topics)}
+    subs = {f"sub{j}": SubscriberParams(subscriptions=tuple(f)) for j, f in enumerate(sub_filters)}
+    protocol = {"zmq-proxy": "zmq", "nats": "none"}.get(kind, "mqtt")
+    return T.star(broker=broker, publishers=pubs, subscribers=subs, link=link, protocol=protocol)
+
+
+def simulate_run(row, profile, *, seed=0, sample=2000):
+    """Simulate one measured run; ``(measurement-style row, latency sample)``."""
+    from .virtual import VirtualHarness
+
+    return VirtualHarness({row["broker"]: profile}, seed=seed, sample=sample)(row)
+
+
+def _pct(sim, meas):
+    return 100.0 * (sim - meas) / meas if meas else math.nan
+
+
+def _simulated_limit(rows, profile, seed, steps):
+    row = rows.iloc[0].to_dict()
+    pubs = int(row["publishers"])
+    start = rows["rate_per_s"].max()
+
+    def measure(interval_s):
+        return simulate_run({**row, "rate_per_s": pubs / interval_s}, profile, seed=seed, sample=1)[0]
+
+    return interval_search(measure, start_interval_s=pubs / start, publishers=pubs, steps=steps,
+                           stop_at_first_failure=True, max_doublings=10)
+
+
+@dataclass(frozen=True)
+class Validation:
+    """Result of :func:`validate`.
+
+    Attributes
+    ----------
+    per_pair : DataFrame
+        Measured and simulated saturation limit per (broker, config).
+    per_run : DataFrame
+        Latency or shortfall comparison per measured run.
+    simulated_latency : dict
+        (broker, config) -> {run: simulated latency sample, s}.
+    """
+
+    per_pair: pd.DataFrame
+    per_run: pd.DataFrame
+    simulated_latency: dict
+
+
+def validate(runs, saturation, latency, profiles, *, seed=0, steps=10, progress=None):
+    """Compare simulation with measurement (see the module docstring).
+
+    ``progress(done, total, label)`` is called after each pair.
+    """
+    pairs, per_run, samples = [], [], {}
+    groups = [(k, g) for k, g in runs.groupby(["broker", "config"], sort=False) if k[0] in profiles]
+    sat = saturation.set_index(["broker", "config"])
+    for done, ((kind, config), rows) in enumerate(groups):
+        profile = profiles[kind]
+        samples[(kind, config)] = {}
+        meas_limit = sat.loc[(kind, config), "limit_rate_per_s"]
+        sim = _simulated_limit(rows, profile, seed, steps)
+        split = rows["split"].iloc[0]
+        pairs.append({"broker": kind, "config": config, "split": split,
+                      "measured_limit_per_s": meas_limit, "simulated_limit_per_s": sim.rate_per_s,
+                      "saturation_error_pct": _pct(sim.rate_per_s, meas_limit)})
+        for _, r in rows.iterrows():
+            summ, lat_sim = simulate_run(r.to_dict(), profile, seed=seed)
+            samples[(kind, config)][r["run"]] = lat_sim
+            lat_meas = latency[(latency.broker == kind) & (latency.config == config)
+                               & (latency.run == r["run"])]["latency_s"].to_numpy(dtype=float)
+            rec = {"broker": kind, "config": config, "split": split, "run": r["run"], "phase": r["phase"],
+                   "rate_per_s": r["rate_per_s"], "below_saturation": bool(r["sustainable"]),
+                   "measured_egress_per_s": r["egress_rate_per_s"], "simulated_egress_per_s": summ["egress_rate_per_s"]}
+            if rec["below_saturation"] and lat_meas.size and lat_sim.size:
+                for q in ("p50", "p90", "p99"):
+                    m, s = r[f"latency_{q}_s"], summ[f"latency_{q}_s"]
+                    rec.update({f"measured_{q}_s": m, f"simulated_{q}_s": s, f"{q}_error_pct": _pct(s, m)})
+                rec["ks_distance"] = float(ks_2samp(lat_meas, lat_sim).statistic)
+            else:
+                rec.update({
+                    "measured_shortfall": 1 - r["delivery_ratio"],
+                    "simulated_shortfall": 1 - summ["delivery_ratio"],
+                    "shortfall_error_pp": 100 * ((1 - summ["delivery_ratio"]) - (1 - r["delivery_ratio"])),
+                    "loss_error_pp": 100 * (summ["loss_rate"] - r.get("loss_rate", 0.0)),
+                    "simulated_sustainable": is_sustainable(summ)})
+            per_run.append(rec)
+        if progress is not None:
+            progress(done + 1, len(groups), f"{kind}__{config}")
+    return Validation(pd.DataFrame(pairs), pd.DataFrame(per_run), samples)

@@ -1,0 +1,93 @@
+"""Measurement rows from the simulator: the harness's simulated twin.
+
+:class:`VirtualHarness` answers ``measure(RunSpec)`` like the real harness
+(:func:`calibration.runner.measure_run`), with the same row fields, by
+simulating a broker profile. Uses: the calibrated model's side of
+validation, a virtual benchmark (SYSTEMS.md §4 search on the simulator), and
+tests of the fit-validate pipeline against a known ground truth.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from sim.run import simulate
+
+__all__ = ["ROW_FIELDS", "result_row", "VirtualHarness"]
+
+# Fields every measurement row carries (real and virtual), SI units.
+ROW_FIELDS = ("offered_per_s", "ingress_rate_per_s", "egress_rate_per_s", "sustainability",
+              "delivery_ratio", "loss_rate", "latency_p01_s", "latency_p50_s", "latency_p90_s",
+              "latency_p99_s", "latency_mean_s", "latency_std_s", "latency_max_s",
+              "demand_s_per_ingress", "wakeups_per_ingress", "broker_utilization")
+
+
+def latency_fields(latency_s):
+    """Quantiles, mean, std and max of a latency array, s (NaN when empty)."""
+    lat = np.asarray(latency_s, dtype=float)
+    if lat.size == 0:
+        return {f"latency_{k}_s": math.nan for k in ("p01", "p50", "p90", "p99", "mean", "std", "max")}
+    q = np.quantile(lat, [0.01, 0.5, 0.9, 0.99])
+    return {"latency_p01_s": q[0], "latency_p50_s": q[1], "latency_p90_s": q[2], "latency_p99_s": q[3],
+            "latency_mean_s": lat.mean(), "latency_std_s": lat.std(), "latency_max_s": lat.max()}
+
+
+def window_latencies(result):
+    """Latencies of deliveries of messages published in the result's window, s."""
+    d = result.deliveries()
+    w0, w1 = result.window
+    inw = (d["publish_time_s"] >= w0) & (d["publish_time_s"] < w1)
+    return d.loc[inw, "latency_s"].to_numpy()
+
+
+def result_row(result, *, broker_station="broker:broker", cpu_fraction=1.0):
+    """A measurement row (:data:`ROW_FIELDS`) from a simulation result."""
+    s = result.summary()
+    st = result.stations().set_index("station").loc[broker_station]
+    span = result.window[1] - result.window[0]
+    cpu_s = st["mean_in_service"] * span * cpu_fraction
+    row = {"offered_per_s": s["offered_per_s"], "ingress_rate_per_s": s["ingress_per_s"],
+           "egress_rate_per_s": s["egress_per_s"], "sustainability": s["sustainability"],
+           "delivery_ratio": s["delivery_ratio"], "loss_rate": s["loss_rate"],
+           "demand_s_per_ingress": cpu_s / st["served"] if st["served"] else math.nan,
+           "wakeups_per_ingress": st["wakeups"] / st["served"] if st["served"] else math.nan,
+           "broker_utilization": st["utilization"] * cpu_fraction}
+    row.update(latency_fields(window_latencies(result)))
+    return row
+
+
+class VirtualHarness:
+    """``measure(RunSpec) -> (row, latency sample)`` on the simulator.
+
+    Parameters
+    ----------
+    profiles : dict
+        Broker kind -> profile mapping (:mod:`calibration.profile`).
+    seed : int
+        Base seed; each run gets its own replication number.
+    sample : int
+        Latencies kept per run (random subsample), as the real harness.
+    """
+
+    def __init__(self, profiles, *, seed=0, sample=1000):
+        self.profiles = profiles
+        self.seed = seed
+        self.sample = sample
+        self.runs = 0
+
+    def __call__(self, spec):
+        from .validate import topology_for
+
+        row = spec.as_row() if hasattr(spec, "as_row") else dict(spec)
+        g = topology_for(row, self.profiles[row["broker"]])
+        res = simulate(g, duration_s=row["duration_s"], warmup_s=row["warmup_s"],
+                       cooldown_s=row["cooldown_s"], seed=self.seed, replication=self.runs)
+        self.runs += 1
+        cap = row.get("cpu_cap_fraction") or 1.0
+        out = result_row(res, cpu_fraction=cap)
+        lat = window_latencies(res)
+        rng = np.random.default_rng([self.seed, self.runs])
+        if lat.size > self.sample:
+            lat = rng.choice(lat, self.sample, replace=False)
+        return out, lat

@@ -1,0 +1,77 @@
+"""Measure -> fit -> validate against a known ground truth (the virtual harness).
+
+The simulator plays the broker with known costs; the campaign, the fit and
+the validation must then recover those costs and report small errors. A
+wrong fit (a profile with doubled costs) must show large errors.
+"""
+import numpy as np
+import pytest
+
+from calibration.campaign import parse_campaign, read_results, run_campaign
+from calibration.profile import build_profile
+from calibration.validate import fit_profiles, validate
+from calibration.virtual import VirtualHarness
+
+TRUE = {"ingress_cost_s": 6e-6, "delivery_cost_s": 3e-6, "per_byte_cost_s": 2e-9,
+        "idle_wakeup_cost_s": 10e-6}
+LINK = {"link_latency_s": 30e-6, "jitter_mean_s": 5e-6, "jitter_cv": 1.0, "n_runs": 1}
+META = {"data": "virtual", "date": "", "host": "virtual", "cpu": "-", "kernel": "-",
+        "broker_version": "truth", "cpu_cap_fraction": 0.2, "n_runs": 0, "rms_residual_s": 0.0}
+
+CAMPAIGN = {
+    "name": "virtual", "brokers": ["mosquitto"],
+    "run": {"duration": "1.2s", "warmup": "0.3s", "cooldown": "0.1s"},
+    "light_rates": ["300/s", "1000/s"],
+    "search": {"start_rate": "64000/s", "steps": 10, "max_doublings": 8},
+    "fractions": [0.5, 0.8, 1.3],
+    "configurations": [
+        {"name": "f1-64", "payload_bytes": 64, "subscribers": 1, "fanout": 1, "cpu_cap_fraction": 0.2},
+        {"name": "f1-1024", "payload_bytes": 1024, "subscribers": 1, "fanout": 1, "cpu_cap_fraction": 0.2},
+        {"name": "f3-64", "payload_bytes": 64, "subscribers": 3, "fanout": 3, "cpu_cap_fraction": 0.2},
+        {"name": "f2-256", "payload_bytes": 256, "publishers": 2, "subscribers": 2, "topics": 2,
+         "fanout": 2, "cpu_cap_fraction": 0.3, "split": "holdout"},
+    ],
+}
+
+
+def profile(scale=1.0):
+    return build_profile(name="mosquitto", broker_kind="mosquitto",
+                         demand_params={k: v * scale for k, v in TRUE.items()}, link_params=LINK,
+                         metadata=META)
+
+
+@pytest.fixture(scope="module")
+def measured(tmp_path_factory):
+    out = tmp_path_factory.mktemp("virtual")
+    run_campaign(parse_campaign(CAMPAIGN), out, VirtualHarness({"mosquitto": profile()}, seed=3))
+    return read_results(out)
+
+
+def test_fit_recovers_the_true_costs(measured):
+    runs, _, _, meta = measured
+    fitted = fit_profiles(runs, meta)["mosquitto"]["broker"]["mosquitto"]
+    from models.params import from_mapping
+    from models.broker import BrokerParams
+    p = from_mapping(BrokerParams, fitted, "fitted")
+    assert p.ingress_cost_s.mean == pytest.approx(TRUE["ingress_cost_s"], rel=0.1)
+    assert p.delivery_cost_s.mean == pytest.approx(TRUE["delivery_cost_s"], rel=0.1)
+    assert p.idle_wakeup_cost_s == pytest.approx(TRUE["idle_wakeup_cost_s"], rel=0.1)
+    assert p.provenance.source.value == "measured"
+
+
+def test_validation_of_the_fitted_profile_is_accurate(measured):
+    runs, sat, lat, meta = measured
+    v = validate(runs, sat, lat, fit_profiles(runs, meta))
+    assert set(v.per_pair.split) == {"train", "holdout"}
+    assert v.per_pair.saturation_error_pct.abs().max() <= 10
+    below = v.per_run[v.per_run.below_saturation]
+    assert below.p50_error_pct.abs().median() <= 10
+    assert below.ks_distance.median() <= 0.2
+    above = v.per_run[~v.per_run.below_saturation]
+    assert len(above) and above.shortfall_error_pp.abs().median() <= 5
+
+
+def test_validation_exposes_a_wrong_profile(measured):
+    runs, sat, lat, _ = measured
+    v = validate(runs, sat, lat, {"mosquitto": profile(scale=2.0)})
+    assert v.per_pair.saturation_error_pct.max() <= -35  # twice the cost: about half the limit
