@@ -343,6 +343,6 @@ def read_results(out_dir):
     out = Path(out_dir)
     for name in ("runs.csv", "saturation.csv", "latency.parquet", "meta.json"):
         if not (out / name).exists():
-            raise ConfigError("campaign results", str(out / name), "a finished campaign directory")
+            raise ConfigError("results", str(out), f"a finished campaign directory ({name} is missing)")
     return (pd.read_csv(out / "runs.csv"), pd.read_csv(out / "saturation.csv"),
             pd.read_parquet(out / "latency.parquet"), json.loads((out / "meta.json").read_text()))

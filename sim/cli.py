@@ -1,5 +1,8 @@
 """The ``pubsim`` command.
 
+Commands: ``run`` (below); ``measure``, ``calibrate`` and ``validate``
+(:mod:`calibration.cli`).
+
 ``pubsim run SCENARIO.yaml [--out DIR]`` runs every replication of a
 scenario with a progress bar, prints the summary, the parameters with their
 provenance and the busiest stations, and writes to DIR: per replication
@@ -143,19 +146,24 @@ def build_parser():
     run.add_argument("--out", help="directory for records, figures and summaries")
     run.add_argument("--driver", choices=["batch", "reference"], help="override the scenario's driver")
     run.add_argument("--record", choices=["full", "stream"], help="override the scenario's record mode")
+    run.set_defaults(func=_run)
+    from calibration.cli import add_commands as calibration_commands
+
+    calibration_commands(sub)
     return parser
 
 
 def main(argv=None):
     args = build_parser().parse_args(argv)
-    console = Console()
+    # a pipe or a file gets wide tables rather than words cut to fit 80 columns
+    console = Console() if sys.stdout.isatty() else Console(width=200)
     try:
-        return _run(args, console)
+        return args.func(args, console)
     except ConfigError as err:
         print(f"pubsim: error: {err}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print("pubsim: interrupted; finished replications are kept", file=sys.stderr)
+        print("pubsim: interrupted; finished work is kept and resumed on the next run", file=sys.stderr)
         return 130
 
 

@@ -4,7 +4,7 @@ The simulator plays the broker with known costs; the campaign, the fit and
 the validation must then recover those costs and report small errors. A
 wrong fit (a profile with doubled costs) must show large errors.
 """
-import numpy as np
+import pandas as pd
 import pytest
 
 from calibration.campaign import parse_campaign, read_results, run_campaign
@@ -47,6 +47,11 @@ def measured(tmp_path_factory):
     return read_results(out)
 
 
+@pytest.fixture(scope="module")
+def results_dir(measured, tmp_path_factory):
+    return tmp_path_factory.getbasetemp() / "virtual0"
+
+
 def test_fit_recovers_the_true_costs(measured):
     runs, _, _, meta = measured
     fitted = fit_profiles(runs, meta)["mosquitto"]["broker"]["mosquitto"]
@@ -75,3 +80,24 @@ def test_validation_exposes_a_wrong_profile(measured):
     runs, sat, lat, _ = measured
     v = validate(runs, sat, lat, {"mosquitto": profile(scale=2.0)})
     assert v.per_pair.saturation_error_pct.max() <= -35  # twice the cost: about half the limit
+
+
+def test_calibrate_and_validate_commands(results_dir, tmp_path, capsys):
+    from sim.cli import main
+    assert main(["calibrate", str(results_dir)]) == 0
+    out = capsys.readouterr().out
+    assert "source: measured" in out and "loopback-mosquitto" in out
+    assert main(["validate", str(results_dir), "--report", str(tmp_path / "rep")]) == 0
+    out = capsys.readouterr().out
+    assert "f2-256" in out and "holdout" in out
+    acc = pd.read_csv(tmp_path / "rep" / "accuracy.csv")
+    assert len(acc) == 4 and acc.meets_saturation_error_pct.all()
+    assert (tmp_path / "rep" / "cdf-mosquitto-f1-64.png").stat().st_size > 1000
+    assert (tmp_path / "rep" / "saturation-mosquitto-f2-256.png").exists()
+
+
+def test_validate_on_a_missing_directory_is_one_line(tmp_path, capsys):
+    from sim.cli import main
+    assert main(["validate", str(tmp_path / "nothing")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("pubsim: error: results") and "\n" not in err and "runs.csv" in err
