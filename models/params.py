@@ -108,8 +108,8 @@ def _read(fld, value, path):
         if text not in choices:
             raise ConfigError(path, value, f"one of {list(choices)}")
         return text
-    if unit == "raw":
-        return value
+    if unit == "raw":  # list-valued fields checked by the class itself; lists become tuples
+        return tuple(value) if isinstance(value, list) else value
     return READERS[unit](value, path)
 
 
@@ -139,6 +139,13 @@ def from_mapping(cls, mapping, path):
         return cls(**kwargs)
     except ConfigError as err:
         raise ConfigError(f"{path}.{err.field}", err.value, err.expected) from None
+    except (TypeError, ValueError) as err:
+        # a check in the class tripped on a value no reader converted (a "raw" field)
+        raw = [k for k in kwargs if fields[k].metadata.get("unit") == "raw"]
+        if len(raw) == 1:
+            raise ConfigError(f"{path}.{raw[0]}", mapping[raw[0]], f"a valid value ({err})") from None
+        raise ConfigError(path, {k: mapping[k] for k in raw} or mapping,
+                          f"valid {cls.__name__} fields ({err})") from None
 
 
 def check_fields(obj, path=""):

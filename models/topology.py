@@ -21,20 +21,31 @@ Edge attributes
 
 In a GraphML file the same keys hold flat values: ``kind`` and the
 parameter fields (with units in their names, e.g. ``latency_s``), strings
-with units accepted (``"2ms"``, ``"100Mbit/s"``).
+with units accepted (``"2ms"``, ``"100Mbit/s"``). Lists of strings (topics,
+subscriptions) are ``;``-separated; list-valued fields without a unit
+(``topic_weights``, ``schedule_*``) are JSON lists; a distribution is its
+text form (``exp(0.001)``) or, for empirical ones, a JSON mapping
+``{"dist": "empirical", "values": [...]}``; the provenance is held in
+``provenance_source``, ``provenance_reference``, ``provenance_date`` and
+``provenance_note``. :func:`write_graphml` then :func:`read_graphml` gives
+back an equal topology.
 """
 from __future__ import annotations
 
+import dataclasses
 import enum
+import json
 
 import networkx as nx
 
+from sim.distributions import Distribution, Empirical, Shifted
 from sim.errors import ConfigError
 
 from .broker import BrokerParams
 from .client import PublisherParams, SubscriberParams
 from .link import LinkParams
 from .params import from_mapping, to_mapping
+from .provenance import ASSUMED
 from .protocol import PROTOCOLS
 from .topics import TopicSyntax, validate_filter, validate_topic
 
@@ -103,9 +114,12 @@ def _check_node(g, n):
         raise ConfigError(f"node {n!r}.{PARAMS}", type(params).__name__, _PARAM_CLASS[kind].__name__)
     degree = g.degree(n)
     if kind is not NodeKind.BROKER:
-        if degree != 1 or _kind(g, home_broker(g, n)) is not NodeKind.BROKER:
-            raise ConfigError(f"node {n!r}", f"{degree} links",
-                              f"exactly one link, to a broker ({kind.value}s attach to one broker)")
+        expected = f"exactly one link, to a broker ({kind.value}s attach to one broker)"
+        if degree != 1:
+            raise ConfigError(f"node {n!r}", f"{degree} links", expected)
+        other = home_broker(g, n)
+        if _kind(g, other) is not NodeKind.BROKER:
+            raise ConfigError(f"node {n!r}", f"linked to {_kind(g, other).value} {other!r}", expected)
     return kind
 
 
@@ -114,12 +128,13 @@ def _check_topics(g, n, kind):
     if kind is NodeKind.BROKER:
         return
     syntax = TopicSyntax(g.nodes[home_broker(g, n)][PARAMS].topic_syntax)
-    if kind is NodeKind.PUBLISHER:
-        for t in params.topics:
-            validate_topic(syntax, t)
-    else:
-        for f in params.subscriptions:
-            validate_filter(syntax, f)
+    attr, check = (("topics", validate_topic) if kind is NodeKind.PUBLISHER
+                   else ("subscriptions", validate_filter))
+    for text in getattr(params, attr):
+        try:
+            check(syntax, text)
+        except ConfigError as err:
+            raise ConfigError(f"node {n!r}.{attr}", err.value, err.expected) from None
 
 
 def validate(g):
@@ -142,10 +157,26 @@ def validate(g):
     broker_graph = g.subgraph(brokers(g))
     if broker_graph.number_of_nodes() == 0:
         raise ConfigError("topology", "no broker", "at least one broker node")
-    if not nx.is_tree(broker_graph):
-        raise ConfigError("topology", "brokers form a cycle or are disconnected",
-                          "brokers connected as a tree")
+    _check_tree(broker_graph)
     return g
+
+
+def _check_tree(broker_graph):
+    """Brokers must form a tree: name a link that closes a cycle, or a broker cut off."""
+    try:
+        cycle = nx.find_cycle(broker_graph)
+    except nx.NetworkXNoCycle:
+        cycle = None
+    if cycle:
+        u, v = cycle[-1][:2]
+        loop = " - ".join(str(a) for a, _ in cycle) + f" - {cycle[0][0]}"
+        raise ConfigError(f"edge ({u!r}, {v!r})", f"closes the cycle {loop}",
+                          "brokers connected as a tree (no cycles, SYSTEMS.md §3)")
+    parts = sorted((sorted(c, key=str) for c in nx.connected_components(broker_graph)),
+                   key=lambda c: (-len(c), [str(n) for n in c]))
+    if len(parts) > 1:
+        raise ConfigError(f"node {parts[1][0]!r}", f"not connected to broker {parts[0][0]!r}",
+                          "brokers connected as a tree (one component)")
 
 
 def _add(g, name, kind, params):
@@ -168,6 +199,8 @@ def star(*, broker, publishers, subscribers, link, broker_name="broker", protoco
     for kind, group in ((NodeKind.PUBLISHER, publishers), (NodeKind.SUBSCRIBER, subscribers)):
         for name, params in group.items():
             _add(g, name, kind, params)
+            if isinstance(link, dict) and name not in link:
+                raise ConfigError(f"link[{name!r}]", None, f"the LinkParams of {kind.value} {name!r}")
             g.add_edge(name, broker_name, **{PARAMS: link[name] if isinstance(link, dict) else link})
     return validate(g)
 
@@ -201,31 +234,100 @@ def chain(*, brokers, bridge, publishers, subscribers, link, forwarding="subscri
     return validate(g)
 
 
+_PROVENANCE_KEYS = ("source", "reference", "date", "note")
+_NX_GRAPH_DEFAULTS = ("node_default", "edge_default")
+
+
+def _dist_mapping(d):
+    """A distribution as a mapping :func:`~sim.distributions.parse_distribution` reads back."""
+    if isinstance(d, Empirical):
+        return {"dist": "empirical", "values": list(d.values)}
+    if isinstance(d, Shifted):
+        return {"dist": "shifted", "offset": d.offset, "base": _dist_mapping(d.base)}
+    return str(d)
+
+
+def _has_empirical(d):
+    return isinstance(d, Empirical) or (isinstance(d, Shifted) and _has_empirical(d.base))
+
+
+def _flat(params):
+    """GraphML attributes of a parameter object (``None`` values and empty lists omitted)."""
+    out = {}
+    plain = to_mapping(params)
+    for fld in dataclasses.fields(params):
+        value = getattr(params, fld.name)
+        unit = fld.metadata.get("unit")
+        if value is None:
+            continue
+        if unit == "provenance":
+            if value != ASSUMED:
+                for key in _PROVENANCE_KEYS:
+                    text = getattr(value, key)
+                    out[f"provenance_{key}"] = text.value if key == "source" else text
+        elif unit == "raw":
+            if value != ():
+                out[fld.name] = json.dumps(list(value) if isinstance(value, tuple) else value)
+        elif isinstance(value, Distribution) and _has_empirical(value):
+            out[fld.name] = json.dumps(_dist_mapping(value))
+        else:
+            out[fld.name] = plain[fld.name]
+    return out
+
+
+def _unflat(cls, data, where):
+    """Parameter object of class ``cls`` from flat GraphML attributes."""
+    data = dict(data)
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    prov = {key: data.pop(f"provenance_{key}") for key in _PROVENANCE_KEYS if f"provenance_{key}" in data}
+    if prov:
+        data["provenance"] = prov
+    for name, value in data.items():
+        fld = fields.get(name)
+        if fld is None or not isinstance(value, str):
+            continue
+        unit = fld.metadata.get("unit")
+        if unit == "raw" or (unit in ("duration_dist", "size_dist") and value.lstrip().startswith("{")):
+            try:
+                data[name] = json.loads(value)
+            except json.JSONDecodeError:
+                if unit != "raw":
+                    raise ConfigError(f"{where}.{name}", value, "a distribution (JSON mapping)") from None
+                data[name] = [v for v in value.split(";") if v]
+    return from_mapping(cls, data, where)
+
+
 def read_graphml(path):
     """Load a topology from GraphML with flat attributes (see module docstring)."""
     try:
         raw = nx.read_graphml(path)
     except Exception as err:  # networkx raises several parser errors
         raise ConfigError(str(path), type(err).__name__, f"a GraphML file ({err})") from None
-    g = nx.Graph(**raw.graph)
+    if raw.is_directed() or raw.is_multigraph():
+        raw = nx.Graph(raw)
+    g = nx.Graph(**{k: v for k, v in raw.graph.items() if k not in _NX_GRAPH_DEFAULTS})
+    for u, v in raw.edges:
+        for end in (u, v):
+            if not raw.nodes[end]:  # only an edge names it: not declared with a kind
+                raise ConfigError(f"edge ({u!r}, {v!r})", end, "a link between declared nodes (dangling link)")
     for n, data in raw.nodes(data=True):
         data = dict(data)
         if KIND not in data:
             raise ConfigError(f"node {n!r}.{KIND}", None, f"one of {[k.value for k in NodeKind]}")
         kind = _kind(raw, n)
         data.pop(KIND)
-        g.add_node(n, **{KIND: kind.value, PARAMS: from_mapping(_PARAM_CLASS[kind], data, f"node {n!r}")})
+        g.add_node(n, **{KIND: kind.value, PARAMS: _unflat(_PARAM_CLASS[kind], data, f"node {n!r}")})
     for u, v, data in raw.edges(data=True):
-        g.add_edge(u, v, **{PARAMS: from_mapping(LinkParams, dict(data), f"edge ({u!r}, {v!r})")})
+        g.add_edge(u, v, **{PARAMS: _unflat(LinkParams, data, f"edge ({u!r}, {v!r})")})
     return validate(g)
 
 
 def write_graphml(g, path):
-    """Save a topology as GraphML with flat attributes (``None`` values omitted)."""
+    """Save a topology as GraphML with flat attributes (see module docstring);
+    :func:`read_graphml` reads it back to an equal topology."""
     flat = nx.Graph(**g.graph)
     for n, data in g.nodes(data=True):
-        attrs = {k: v for k, v in to_mapping(data[PARAMS]).items() if v is not None}
-        flat.add_node(n, **{KIND: data[KIND]}, **attrs)
+        flat.add_node(n, **{KIND: getattr(data[KIND], "value", data[KIND])}, **_flat(data[PARAMS]))
     for u, v, data in g.edges(data=True):
-        flat.add_edge(u, v, **{k: v for k, v in to_mapping(data[PARAMS]).items() if v is not None})
+        flat.add_edge(u, v, **_flat(data[PARAMS]))
     nx.write_graphml(flat, path)

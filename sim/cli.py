@@ -6,17 +6,21 @@ Commands: ``run`` (below); ``measure``, ``calibrate`` and ``validate``
 ``pubsim run SCENARIO.yaml [--out DIR]`` runs every replication of a
 scenario with a progress bar, prints the summary, the parameters with their
 provenance and the busiest stations, and writes to DIR: per replication
-``rep-NNN/`` with ``deliveries.parquet``, ``drops.parquet``, ``stations.csv``,
-``throughput.csv``, ``latency_cdf.png``, ``throughput.png`` and, last,
-``summary.json``; a finished replication (its ``summary.json`` present) is
-not run again, so an interrupted study resumes where it stopped. Bad input
-prints one line and exits with status 2.
+``rep-NNN/`` with ``deliveries.parquet``, ``drops.parquet`` (with
+``record: full``), ``stations.csv``, ``throughput.csv``, ``parameters.csv``,
+``latency_cdf.png``, ``throughput.png`` and, last, ``summary.json``; and
+``summary.csv`` with one row per replication. A finished replication (its
+``summary.json`` present and readable) is not run again, so an interrupted
+study resumes where it stopped. Bad input (scenario or command line) prints
+one line, ``pubsim: error: ...``, and exits with status 2; a file that cannot
+be written prints one line and exits with status 1.
 """
 from __future__ import annotations
 
 import argparse
 import json
 import math
+import os
 import sys
 from pathlib import Path
 
@@ -102,21 +106,36 @@ def _write(result, rep_dir):
     for name, fig in (("latency_cdf.png", figures.latency_cdf({"simulated": result.latency_ecdf()})),
                       ("throughput.png", figures.throughput(result.throughput_series(), result.window))):
         fig.savefig(rep_dir / name, dpi=110)
-    (rep_dir / "summary.json").write_text(json.dumps(result.summary(), indent=2))
+    # summary.json marks the replication finished: write it whole or not at all
+    tmp = rep_dir / "summary.json.tmp"
+    tmp.write_text(json.dumps(result.summary(), indent=2))
+    os.replace(tmp, rep_dir / "summary.json")
+
+
+def _finished(rep_dir):
+    """The summary of a finished replication in ``rep_dir``, or None."""
+    try:
+        summary = json.loads((rep_dir / "summary.json").read_text())
+    except (OSError, ValueError):  # absent, or cut short by a crash: run it again
+        return None
+    return summary if isinstance(summary, dict) else None
 
 
 def _run(args, console):
     from .scenario import load_scenario
 
     scenario = load_scenario(args.scenario)
+    if args.out and Path(args.out).exists() and not Path(args.out).is_dir():
+        raise ConfigError("--out", args.out, "a directory (or a path where one can be made)")
     overrides = {k: v for k, v in (("driver", args.driver), ("record", args.record)) if v}
     summaries, last = [], None
     with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.percentage:>5.1f}%"),
                   TimeElapsedColumn(), console=console, transient=False) as progress:
         for rep in range(scenario.replications):
             rep_dir = Path(args.out) / f"rep-{rep:03d}" if args.out else None
-            if rep_dir and (rep_dir / "summary.json").exists():
-                summaries.append(json.loads((rep_dir / "summary.json").read_text()))
+            done = _finished(rep_dir) if rep_dir else None
+            if done is not None:
+                summaries.append(done)
                 console.print(f"replication {rep}: already done in {rep_dir}, skipped")
                 continue
             task = progress.add_task(f"replication {rep}", total=scenario.run["duration_s"])
@@ -138,8 +157,15 @@ def _run(args, console):
     return 0
 
 
+class _Parser(argparse.ArgumentParser):
+    """Command-line mistakes are bad input too: one line on stderr, status 2."""
+
+    def error(self, message):
+        self.exit(2, f"pubsim: error: {message} (see '{self.prog} --help')\n")
+
+
 def build_parser():
-    parser = argparse.ArgumentParser(prog="pubsim", description="Simulate publish/subscribe middleware networks.")
+    parser = _Parser(prog="pubsim", description="Simulate publish/subscribe middleware networks.")
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="run a scenario file")
     run.add_argument("scenario", help="scenario YAML file")
@@ -162,6 +188,11 @@ def main(argv=None):
     except ConfigError as err:
         print(f"pubsim: error: {err}", file=sys.stderr)
         return 2
+    except OSError as err:
+        if args.func is not _run:
+            raise
+        print(f"pubsim: error: {err}", file=sys.stderr)  # results cannot be written (disk full, permissions)
+        return 1
     except KeyboardInterrupt:
         print("pubsim: interrupted; finished work is kept and resumed on the next run", file=sys.stderr)
         return 130

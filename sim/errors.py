@@ -23,4 +23,10 @@ class ConfigError(ValueError):
         self.field = field
         self.value = value
         self.expected = expected
-        super().__init__(f"{field}: {value!r} is invalid: {expected}")
+        super().__init__(_one_line(f"{field}: {value!r} is invalid: {expected}"))
+
+
+def _one_line(text):
+    """``text`` with line breaks (from a wrapped library message) folded into spaces."""
+    lines = text.splitlines()
+    return text if len(lines) == 1 else " ".join(part.strip() for part in lines if part.strip())

@@ -21,7 +21,10 @@ Client groups expand ``count`` copies; ``{i}``, ``{i//N}`` and ``{i%N}`` in
 names, topics, filters and ``broker`` are replaced by the copy index
 expressions. Parameter fields are those of :mod:`models.broker`,
 :mod:`models.link` and :mod:`models.client` (units in the names, human
-strings accepted). ``chain`` takes ``brokers`` (a list of groups with a
+strings accepted); broker and link mappings may name a ``preset``
+(:mod:`models.presets`) whose fields the others override, client groups
+may not. ``run`` needs ``duration`` > 0 and warmup + cooldown shorter than
+it. ``chain`` takes ``brokers`` (a list of groups with a
 ``name``), ``bridge`` (a link), ``forwarding`` and a ``broker`` key on every
 client group; ``graphml`` takes ``path`` (relative to the scenario file).
 """
@@ -94,31 +97,47 @@ def _expand_groups(groups, path):
         count = group.pop("count", 1)
         if isinstance(count, bool) or not isinstance(count, int) or count < 1:
             raise ConfigError(f"{where}.count", count, "an integer >= 1")
+        for key, v in group.items():
+            for text in (v if isinstance(v, list) else [v]):
+                for m in _EXPR.finditer(text) if isinstance(text, str) else ():
+                    if m.group(2) is not None and int(m.group(2)) == 0:
+                        raise ConfigError(f"{where}.{key}", v, "{i//N} or {i%N} with N >= 1")
         for i in range(count):
             out.append((where, {key: _expand_value(v, i) for key, v in group.items()}))
     return out
 
 
 def _params(cls, kind, spec, path):
+    """Parameters of class ``cls`` from a mapping; ``kind`` (``broker``,
+    ``link``) allows a ``preset`` key, clients have no presets."""
     from models import presets
     from models.params import from_mapping
 
     if not isinstance(spec, dict):
         raise ConfigError(path, spec, f"a mapping of {cls.__name__} fields")
-    return from_mapping(cls, presets.apply(kind, spec), path)
+    if kind is not None:
+        try:
+            spec = presets.apply(kind, spec)
+        except ConfigError as err:  # name the preset field where it was written
+            field = f"{path}.preset" if err.field == f"{kind}.preset" else f"{path}.{err.field}"
+            raise ConfigError(field, err.value, err.expected) from None
+    return from_mapping(cls, spec, path)
 
 
-def _clients(groups, cls, path, need_broker):
+def _clients(groups, cls, path, brokers=None):
+    """Clients of one kind; with ``brokers`` (names), each names the broker it attaches to."""
     clients = {}
     for where, spec in _expand_groups(groups, path):
         name = str(spec.pop("name"))
         broker = spec.pop("broker", None)
-        if need_broker and broker is None:
+        if brokers is not None and broker is None:
             raise ConfigError(f"{where}.broker", None, "the name of the broker this client attaches to")
+        if brokers is not None and str(broker) not in brokers:
+            raise ConfigError(f"{where}({name}).broker", broker, f"one of the brokers {list(brokers)}")
         if name in clients:
             raise ConfigError(f"{where}.name", name, "a unique client name")
-        params = _params(cls, "client", spec, f"{where}({name})")
-        clients[name] = (str(broker), params) if need_broker else params
+        params = _params(cls, None, spec, f"{where}({name})")
+        clients[name] = (str(broker), params) if brokers is not None else params
     return clients
 
 
@@ -131,8 +150,8 @@ def _star(spec, path):
     _only(spec, {"builder", "protocol", "broker", "link", "publishers", "subscribers"}, path)
     return star(broker=_params(BrokerParams, "broker", spec.get("broker", {}), f"{path}.broker"),
                 link=_params(LinkParams, "link", spec.get("link", {}), f"{path}.link"),
-                publishers=_clients(spec.get("publishers", []), PublisherParams, f"{path}.publishers", False),
-                subscribers=_clients(spec.get("subscribers", []), SubscriberParams, f"{path}.subscribers", False),
+                publishers=_clients(spec.get("publishers", []), PublisherParams, f"{path}.publishers"),
+                subscribers=_clients(spec.get("subscribers", []), SubscriberParams, f"{path}.subscribers"),
                 protocol=spec.get("protocol", "mqtt"))
 
 
@@ -147,12 +166,15 @@ def _chain(spec, path):
     brokers = {}
     for where, group in _expand_groups(spec.get("brokers", []), f"{path}.brokers"):
         name = str(group.pop("name"))
+        if name in brokers:
+            raise ConfigError(f"{where}.name", name, "a unique broker name")
         brokers[name] = _params(BrokerParams, "broker", group, f"{where}({name})")
     return chain(brokers=brokers,
                  bridge=_params(LinkParams, "link", spec.get("bridge", {}), f"{path}.bridge"),
                  link=_params(LinkParams, "link", spec.get("link", {}), f"{path}.link"),
-                 publishers=_clients(spec.get("publishers", []), PublisherParams, f"{path}.publishers", True),
-                 subscribers=_clients(spec.get("subscribers", []), SubscriberParams, f"{path}.subscribers", True),
+                 publishers=_clients(spec.get("publishers", []), PublisherParams, f"{path}.publishers", brokers),
+                 subscribers=_clients(spec.get("subscribers", []), SubscriberParams, f"{path}.subscribers",
+                                      brokers),
                  forwarding=spec.get("forwarding", "subscription"), protocol=spec.get("protocol", "mqtt"))
 
 
@@ -171,8 +193,17 @@ def _only(spec, allowed, path):
         raise ConfigError(f"{path}.{unknown[0]}", spec[unknown[0]], f"one of {sorted(allowed)}")
 
 
+def _choice(spec, key, choices):
+    value = spec.get(key, choices[0])
+    if value not in choices:
+        raise ConfigError(f"run.{key}", value, f"one of {list(choices)}")
+    return value
+
+
 def _run_settings(spec):
-    spec = spec or {}
+    from .run import DRIVERS, RECORDS
+
+    spec = {} if spec is None else spec
     if not isinstance(spec, dict):
         raise ConfigError("run", spec, "a mapping")
     _only(spec, _RUN_KEYS, "run")
@@ -182,12 +213,21 @@ def _run_settings(spec):
         "duration_s": parse_duration_s(spec["duration"], "run.duration"),
         "warmup_s": parse_duration_s(spec.get("warmup", 0), "run.warmup"),
         "cooldown_s": parse_duration_s(spec.get("cooldown", 0), "run.cooldown"),
-        "record": spec.get("record", "full"),
-        "driver": spec.get("driver", "batch"),
-        "drain": bool(spec.get("drain", True)),
+        "record": _choice(spec, "record", ["full"] + sorted(set(RECORDS) - {"full"})),
+        "driver": _choice(spec, "driver", ["batch"] + sorted(set(DRIVERS) - {"batch"})),
+        "drain": spec.get("drain", True),
     }
+    if not isinstance(out["drain"], bool):
+        raise ConfigError("run.drain", out["drain"], "true or false")
+    if not out["duration_s"] > 0:
+        raise ConfigError("run.duration", spec["duration"], "a duration > 0")
+    if out["warmup_s"] + out["cooldown_s"] >= out["duration_s"]:
+        raise ConfigError("run.warmup", spec.get("warmup", 0),
+                          f"warmup + cooldown shorter than the duration ({spec['duration']})")
     if "series_bin" in spec:
         out["series_bin_s"] = parse_duration_s(spec["series_bin"], "run.series_bin")
+        if not out["series_bin_s"] > 0:
+            raise ConfigError("run.series_bin", spec["series_bin"], "a duration > 0")
     return out
 
 
@@ -217,18 +257,36 @@ def parse_scenario(data, base_dir="."):
                     seed=seed, replications=reps, topology=graph, run=_run_settings(data.get("run")))
 
 
+def _yaml_error(path, text, err):
+    """One-line error for unparsable YAML: file:line:column, the offending line, the problem."""
+    mark = getattr(err, "problem_mark", None)
+    context_mark = getattr(err, "context_mark", None)
+    where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
+    lines = text.splitlines()
+    shown = ""
+    for m in (context_mark, mark):  # the line that opened the broken construct, else the one where it broke
+        if m is not None and m.line < len(lines) and lines[m.line].strip():
+            shown = lines[m.line].strip()
+            break
+    problem = getattr(err, "problem", None) or str(err).splitlines()[0]
+    context = getattr(err, "context", None) or ""
+    if context and context_mark is not None:
+        context += f" opened at line {context_mark.line + 1}"
+    expected = f"valid YAML ({context + ': ' if context else ''}{problem})"
+    return ConfigError(where, f"malformed YAML: {shown[:100]}" if shown else "malformed YAML", expected)
+
+
 def load_scenario(path):
     """Read and check a scenario file (safe YAML loader)."""
     path = Path(path)
     try:
-        text = path.read_text()
+        text = path.read_text(encoding="utf-8")
     except OSError as err:
         raise ConfigError(str(path), "unreadable", err.strerror or str(err)) from None
+    except UnicodeDecodeError as err:
+        raise ConfigError(str(path), "not UTF-8 text", f"a YAML file ({err.reason} at byte {err.start})") from None
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
-        problem = getattr(err, "problem", None) or str(err).splitlines()[0]
-        raise ConfigError(where, "malformed YAML", problem) from None
+        raise _yaml_error(path, text, err) from None
     return parse_scenario(data, base_dir=path.parent)
