@@ -1,0 +1,160 @@
+"""One measured run on a real broker -> one tidy row and a latency sample.
+
+:class:`RealHarness` is the ``measure`` callable of
+:func:`calibration.campaign.run_campaign`: for each :class:`RunSpec` it makes
+sure the right broker runs (started on a free loopback port under the
+campaign's CPU pinning and cap; restarted when the broker or the cap
+changes), samples the broker's CPU from ``/proc`` before and after, drives
+the load with :func:`calibration.harness.loadgen.run_load`, and returns the
+row fields of :data:`calibration.virtual.ROW_FIELDS` plus the broker's
+wake-ups and the load generator's own health.
+
+Demand per ingress message is the broker's CPU time over the whole run
+(warm-up and drain included) divided by every message the publishers sent
+in that time (utilization law, U = X D).
+"""
+from __future__ import annotations
+
+import math
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from .saturation import latency_trend_s_per_s
+from .virtual import latency_fields
+
+__all__ = ["RealHarness"]
+
+
+class RealHarness:
+    """``measure(RunSpec) -> (row, latency sample)`` on real brokers.
+
+    Parameters
+    ----------
+    campaign : calibration.campaign.Campaign
+        For the CPU pinning of broker and clients.
+    workdir : path or None
+        Where broker configs and logs go (a temporary directory if None).
+    sample : int
+        Latencies kept per run (uniform random subsample), for CDFs.
+    seed : int
+        Seed of the subsampling.
+    """
+
+    def __init__(self, campaign, *, workdir=None, sample=1000, seed=0):
+        self.campaign = campaign
+        self.sample = sample
+        self.rng = np.random.default_rng(seed)
+        self._tmp = None if workdir else tempfile.TemporaryDirectory(prefix="pubsim-measure-")
+        self.workdir = Path(workdir or self._tmp.name)
+        self.broker = None
+        self._key = None
+        self.versions = {}
+        self.on_run = None  # optional callback(spec, row), e.g. a progress log
+
+    # -- broker lifecycle -------------------------------------------------
+    def _ensure_broker(self, spec):
+        from .harness.brokers import BrokerSpec, start_broker
+
+        key = (spec.broker, spec.cpu_cap_fraction, spec.config)
+        if self._key == key and self.broker is not None:
+            return self.broker
+        self.close_broker()
+        bspec = BrokerSpec(kind=spec.broker, port=0, cpus=tuple(self.campaign.broker_cpus) or None,
+                           cpu_cap_fraction=spec.cpu_cap_fraction)
+        wd = self.workdir / f"{spec.broker}-{spec.config}"
+        wd.mkdir(parents=True, exist_ok=True)
+        self.broker = start_broker(bspec, wd)
+        self.versions[spec.broker] = self.broker.version
+        self._key = key
+        return self.broker
+
+    def close_broker(self):
+        if self.broker is not None:
+            self.broker.stop()
+        self.broker, self._key = None, None
+
+    def close(self):
+        self.close_broker()
+        if self._tmp is not None:
+            self._tmp.cleanup()
+            self._tmp = None
+
+    def __enter__(self):
+        from .harness.brokers import install_signal_cleanup
+
+        install_signal_cleanup()
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+    def metadata(self):
+        """Facts for the campaign's ``meta.json``: CPU control, pinning, versions."""
+        from .harness.cpu import detect_cpu_control
+
+        control, reason = detect_cpu_control()
+        return {"cpu_control": control, "cpu_control_note": reason, "versions": self.versions,
+                "broker_cpus": list(self.campaign.broker_cpus),
+                "client_cpus": list(self.campaign.client_cpus),
+                "socket_options": "TCP_NODELAY on clients; mosquitto set_tcp_nodelay true"}
+
+    # -- one run ----------------------------------------------------------
+    def _load_spec(self, spec, broker):
+        from .harness.loadgen import LoadSpec
+
+        cpus = tuple(self.campaign.client_cpus) or None
+        return LoadSpec(protocol=broker.protocol, pub_port=broker.pub_port, sub_port=broker.sub_port,
+                        publishers=spec.publishers, subscribers=spec.subscribers, topics=spec.topics,
+                        fanout=spec.fanout, payload_bytes=spec.payload_bytes, qos=spec.qos,
+                        rate_per_s=spec.rate_per_s, duration_s=spec.duration_s, warmup_s=spec.warmup_s,
+                        cooldown_s=spec.cooldown_s, pub_cpus=cpus, sub_cpus=cpus)
+
+    def __call__(self, spec):
+        from .harness import procstat
+        from .harness.loadgen import run_load
+
+        broker = self._ensure_broker(spec)
+        before = procstat.sample(broker.pid)
+        result = run_load(self._load_spec(spec, broker))
+        after = procstat.sample(broker.pid)
+        cpu = procstat.diff(before, after)
+        row = self._row(spec, result, cpu)
+        lat = np.asarray(result.latencies_s())
+        if lat.size > self.sample:
+            lat = self.rng.choice(lat, self.sample, replace=False)
+        if self.on_run is not None:
+            self.on_run(spec, row)
+        return row, lat
+
+    @staticmethod
+    def _row(spec, result, cpu):
+        s = result.summary()
+        window = spec.duration_s - spec.warmup_s - spec.cooldown_s
+        sent = max(int(s["sent_total"]), 1)
+        d = result.deliveries
+        if "duplicate" in d:
+            d = d[~d["duplicate"].astype(bool)]
+        row = {
+            "offered_per_s": spec.rate_per_s,
+            "ingress_rate_per_s": s["ingress_rate_per_s"],
+            "egress_rate_per_s": s["egress_rate_per_s"],
+            "sustainability": s["sustainability"],
+            "delivery_ratio": s["delivery_ratio"],
+            "loss_rate": s["loss_rate"],
+            "duplicates": s["duplicates"],
+            "generator_saturated": bool(s["generator_saturated"]),
+            "subscriber_saturated": bool(s["subscriber_saturated"]),
+            "publisher_lag_max_s": s["publisher_lag_max_s"],
+            "demand_s_per_ingress": cpu["cpu_time_s"] / sent,
+            "wakeups_per_ingress": cpu["voluntary_switches"] / sent,
+            "broker_cpu_s": cpu["cpu_time_s"],
+            "broker_utilization": cpu["cpu_time_s"] / cpu["wall_s"] if cpu["wall_s"] > 0 else math.nan,
+            "sent_total": sent,
+            "window_s": window,
+            "latency_trend_s_per_s": latency_trend_s_per_s(d["t_send_s"], d["latency_s"]) if len(d) else 0.0,
+        }
+        row.update(latency_fields(d["latency_s"].to_numpy()))
+        return row

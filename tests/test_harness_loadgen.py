@@ -1,0 +1,261 @@
+"""Load generator: LoadSpec validation, workload shape, and short runs on real brokers.
+
+The broker runs start ``mosquitto`` / ``nats-server`` on a free loopback port
+(with :func:`calibration.harness.brokers.start_broker` when that module is
+available, else directly) and a small XSUB/XPUB proxy for ZeroMQ; they are
+skipped, naming the binary, when it is not installed. Each run is 1 s of
+publishing at 2k msg/s.
+"""
+import multiprocessing as mp
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+from calibration.harness.loadgen import (PROBE_SEQ, RECORD_DTYPE, HarnessError, LoadSpec, _flag_records,
+                                         batch_size, run_load, subscriber_topics, topic_of)
+from sim.errors import ConfigError
+
+SBIN_PATH = os.pathsep.join([os.environ.get("PATH", ""), "/usr/sbin", "/usr/local/sbin", "/sbin"])
+
+
+def _which(binary):
+    return shutil.which(binary, path=SBIN_PATH)
+
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _wait_port(port, proc, timeout=10.0):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if proc.poll() is not None:
+            raise RuntimeError(f"broker exited with code {proc.returncode}")
+        try:
+            socket.create_connection(("127.0.0.1", port), 0.2).close()
+            return
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError(f"nothing listens on port {port}")
+
+
+class _Broker:
+    def __init__(self, port, stop):
+        self.pub_port = self.sub_port = port
+        self.stop = stop
+
+
+def _start(kind, binary, argv, tmp_path_factory):
+    path = _which(binary)
+    if path is None:
+        pytest.skip(f"{binary} not installed (scripts/install_brokers.sh)")
+    try:
+        from calibration.harness.brokers import BrokerSpec, start_broker
+    except ImportError:
+        start_broker = None
+    if start_broker is not None:
+        rb = start_broker(BrokerSpec(kind=kind, port=0), tmp_path_factory.mktemp(kind))
+        return _Broker(rb.pub_port, rb.stop)
+    port = _free_port()
+    proc = subprocess.Popen([path, *argv(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def stop():
+        proc.terminate()
+        try:
+            proc.wait(5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+    try:
+        _wait_port(port, proc)
+    except BaseException:
+        stop()
+        raise
+    return _Broker(port, stop)
+
+
+@pytest.fixture(scope="module")
+def mosquitto(tmp_path_factory):
+    b = _start("mosquitto", "mosquitto", lambda p: ["-p", str(p)], tmp_path_factory)
+    yield b
+    b.stop()
+
+
+@pytest.fixture(scope="module")
+def nats(tmp_path_factory):
+    b = _start("nats", "nats-server", lambda p: ["-a", "127.0.0.1", "-p", str(p)], tmp_path_factory)
+    yield b
+    b.stop()
+
+
+PROXY = r"""
+import zmq
+ctx = zmq.Context()
+xsub, xpub = ctx.socket(zmq.XSUB), ctx.socket(zmq.XPUB)
+a = xsub.bind_to_random_port("tcp://127.0.0.1")
+b = xpub.bind_to_random_port("tcp://127.0.0.1")
+print(a, b, flush=True)
+zmq.proxy(xsub, xpub)
+"""
+
+
+@pytest.fixture(scope="module")
+def zmq_proxy():
+    proc = subprocess.Popen([sys.executable, "-c", PROXY], stdout=subprocess.PIPE, text=True)
+    try:
+        xsub, xpub = map(int, proc.stdout.readline().split())
+        yield xsub, xpub
+    finally:
+        proc.terminate()
+        proc.wait(5)
+
+
+# ---------------------------------------------------------------------------------------------
+# Specification and workload (no broker)
+
+GOOD = dict(protocol="mqtt", pub_port=1883, rate_per_s=1000.0, duration_s=1.0)
+
+
+@pytest.mark.parametrize("change, field", [
+    ({"protocol": "amqp"}, "protocol"),
+    ({"publishers": 0}, "publishers"),
+    ({"subscribers": 1.5}, "subscribers"),
+    ({"topics": True}, "topics"),
+    ({"fanout": 3, "subscribers": 2}, "fanout"),
+    ({"payload_bytes": 19}, "payload_bytes"),
+    ({"qos": 2}, "qos"),
+    ({"protocol": "nats", "qos": 1}, "qos"),
+    ({"rate_per_s": 0}, "rate_per_s"),
+    ({"rate_per_s": float("inf")}, "rate_per_s"),
+    ({"duration_s": -1}, "duration_s"),
+    ({"warmup_s": 0.6, "cooldown_s": 0.4}, "warmup_s"),
+    ({"pub_port": None}, "pub_port"),
+    ({"pub_port": 70000}, "pub_port"),
+    ({"protocol": "zmq", "sub_port": None}, "sub_port"),
+    ({"zmq_mode": "p2p"}, "zmq_mode"),
+    ({"zmq_hwm": -1}, "zmq_hwm"),
+    ({"drain_s": -0.1}, "drain_s"),
+    ({"max_batch": 0}, "max_batch"),
+    ({"pub_cpus": ()}, "pub_cpus"),
+    ({"sub_cpus": (10_000,)}, "sub_cpus"),
+])
+def test_loadspec_rejects(change, field):
+    with pytest.raises(ConfigError) as e:
+        LoadSpec(**{**GOOD, **change})
+    assert e.value.field == field
+    assert "\n" not in str(e.value)
+
+
+def test_loadspec_accepts_and_defaults():
+    s = LoadSpec(**GOOD, pub_cpus=[0])
+    assert s.pub_cpus == (0,) and s.sub_port_effective == 1883 and s.window_s == 1.0
+    z = LoadSpec(protocol="zmq", zmq_mode="direct", rate_per_s=10, duration_s=1)
+    assert z.pub_port is None and z.sub_port_effective is None
+
+
+@pytest.mark.parametrize("subs, topics, fanout", [(1, 1, 1), (2, 2, 1), (2, 2, 2), (3, 5, 2), (5, 2, 3), (4, 7, 4)])
+def test_every_topic_has_fanout_subscribers(subs, topics, fanout):
+    spec = LoadSpec(**{**GOOD, "subscribers": subs, "topics": topics, "fanout": fanout})
+    per_sub = subscriber_topics(spec)
+    counts = np.bincount([k for ks in per_sub for k in ks], minlength=topics)
+    assert counts.tolist() == [fanout] * topics
+    assert all(len(set(ks)) == len(ks) for ks in per_sub)
+    # publishers cycle over every topic
+    assert {topic_of(1, s, topics) for s in range(topics)} == set(range(topics))
+
+
+@pytest.mark.parametrize("rate, topics, expect", [(1000, 1, 1), (2000, 2, 2), (5000, 7, 1), (100_000, 7, 98),
+                                                  (1e9, 1, 256), (500, 3, 1)])
+def test_batch_size(rate, topics, expect):
+    assert batch_size(LoadSpec(**{**GOOD, "rate_per_s": rate, "topics": topics})) == expect
+
+
+def test_duplicates_and_out_of_order_flags():
+    rec = np.zeros(7, RECORD_DTYPE)
+    rec["pub"] = [0, 0, 1, 0, 0, 1, 0]
+    rec["seq"] = [0, 2, 0, 1, 2, 0, 3]
+    dup, ooo = _flag_records(rec)
+    assert dup.tolist() == [False, False, False, False, True, True, False]
+    assert ooo.tolist() == [False, False, False, True, False, False, False]
+    assert PROBE_SEQ == 2**64 - 1
+
+
+def test_unreachable_broker_raises_and_leaves_no_child():
+    spec = LoadSpec(protocol="mqtt", pub_port=_free_port(), rate_per_s=100, duration_s=0.5, setup_timeout_s=5)
+    with pytest.raises(HarnessError, match="Connection refused|ConnectionRefused"):
+        run_load(spec)
+    assert mp.active_children() == []
+
+
+# ---------------------------------------------------------------------------------------------
+# Real brokers
+
+
+def _check(result, fanout):
+    s = result.summary()
+    d = result.deliveries
+    assert s["scheduled_in_window"] == 2000
+    # a batch sent more than one interval late can cross a window edge
+    assert abs(s["published_in_window"] - 2000) <= 2 * s["batch"]
+    assert s["delivered"] == s["published_in_window"] * fanout == s["expected_deliveries"]
+    assert s["lost"] == 0 and s["duplicates"] == 0 and s["loss_rate"] == 0.0
+    assert not s["generator_behind"] and not s["generator_saturated"]
+    assert s["drain_complete"]
+    assert (d["latency_s"] > 0).all()
+    assert 0 < s["latency_p50_s"] <= s["latency_p99_s"] < 0.05
+    assert s["ingress_rate_per_s"] == pytest.approx(2000, rel=0.01)
+    assert s["egress_rate_per_s"] == pytest.approx(s["ingress_rate_per_s"] * fanout)
+    assert list(d.columns[:7]) == ["subscriber", "publisher", "seq", "topic", "t_send_s", "t_recv_s", "latency_s"]
+    # each subscriber got exactly the messages of its topics
+    topics = subscriber_topics(result.spec)
+    for j, ks in enumerate(topics):
+        got = d[d["subscriber"] == j]
+        assert set(got["topic"]) <= set(ks)
+        assert (got["topic"] == topic_of(got["publisher"], got["seq"], result.spec.topics)).all()
+    assert mp.active_children() == []
+    return s
+
+
+def _spec(**kw):
+    return LoadSpec(**{"rate_per_s": 2000.0, "duration_s": 1.0, "publishers": 1, "subscribers": 2, "topics": 2,
+                       "payload_bytes": 64, **kw})
+
+
+@pytest.mark.brokers
+@pytest.mark.parametrize("fanout", [1, 2])
+def test_mosquitto_no_loss(mosquitto, fanout):
+    _check(run_load(_spec(protocol="mqtt", pub_port=mosquitto.pub_port, fanout=fanout)), fanout)
+
+
+@pytest.mark.brokers
+def test_mosquitto_qos1_warmup_window(mosquitto):
+    spec = _spec(protocol="mqtt", pub_port=mosquitto.pub_port, fanout=1, qos=1, duration_s=1.4, warmup_s=0.2,
+                 cooldown_s=0.2)
+    r = run_load(spec)
+    _check(r, 1)
+    assert r.sent.sum() == pytest.approx(2800, abs=2)
+    assert r.deliveries["t_send_s"].between(0.2, 1.2).all()
+
+
+@pytest.mark.brokers
+@pytest.mark.parametrize("fanout", [1, 2])
+def test_nats_no_loss(nats, fanout):
+    _check(run_load(_spec(protocol="nats", pub_port=nats.pub_port, fanout=fanout)), fanout)
+
+
+def test_zmq_proxy_no_loss(zmq_proxy):
+    xsub, xpub = zmq_proxy
+    _check(run_load(_spec(protocol="zmq", pub_port=xsub, sub_port=xpub, fanout=2)), 2)
+
+
+def test_zmq_direct_no_loss():
+    _check(run_load(_spec(protocol="zmq", zmq_mode="direct", fanout=1)), 1)
