@@ -1,7 +1,8 @@
 """The ``pubsim`` command.
 
 Commands: ``run`` (below); ``measure``, ``calibrate`` and ``validate``
-(:mod:`calibration.cli`).
+(:mod:`calibration.cli`); ``trace inspect`` and ``trace convert``
+(:mod:`models.loads.cli`).
 
 ``pubsim run SCENARIO.yaml [--out DIR]`` runs every replication of a
 scenario with a progress bar, prints the summary, the parameters with their
@@ -176,6 +177,9 @@ def build_parser():
     from calibration.cli import add_commands as calibration_commands
 
     calibration_commands(sub)
+    from models.loads.cli import add_commands as trace_commands
+
+    trace_commands(sub)
     return parser
 
 
