@@ -1,0 +1,779 @@
+"""Start, watch and stop real brokers on loopback ports for measurement.
+
+:func:`start_broker` writes a broker's configuration into a work directory,
+starts the broker in its own session (process group), optionally pinned to
+cores (``taskset -c``) and capped to a CPU fraction (a cgroup, see
+:mod:`.cpu`), waits until its TCP port(s) accept connections and returns a
+:class:`RunningBroker`. :func:`broker` is the same as a context manager.
+
+Kinds
+-----
+``mosquitto``
+    ``mosquitto -c mosquitto.conf``: ``listener PORT 127.0.0.1``, anonymous,
+    TCP_NODELAY, no persistence, ``$SYS`` every second (read it with
+    :func:`read_mosquitto_sys`), log file ``mosquitto.log``.
+``nats``
+    ``nats-server -c nats.conf -a 127.0.0.1 -p PORT``, log file ``nats.log``.
+``rabbitmq-mqtt``
+    RabbitMQ with the ``rabbitmq_mqtt`` plugin, MQTT on PORT, AMQP listener
+    off; node name, Mnesia, logs, Erlang cookie (``HOME``) all inside the
+    work directory; its own ``epmd`` on a free port (so nothing escapes the
+    cleanup). Starting takes several seconds (allowed: 60 s). ``pid`` is
+    the Erlang VM (``beam.smp``), not the start-up shell script.
+``zmq-proxy``
+    ``python -m calibration.harness.zmqproxy``: ``zmq.proxy(XSUB, XPUB)``;
+    publishers connect to ``pub_port`` (XSUB), subscribers to ``sub_port``
+    (XPUB).
+
+``BrokerSpec.options`` adds lines to the configuration file (mosquitto
+``key value``, NATS ``key: value``, RabbitMQ ``key = value``); for
+``zmq-proxy`` the only option is ``hwm`` (both sides' high-water mark).
+
+Cleanup
+-------
+Every started broker is in a registry (:func:`live_brokers`) until stopped.
+An :mod:`atexit` handler stops those left at interpreter exit, and
+:func:`install_signal_cleanup` makes SIGINT / SIGTERM stop them before the
+previous handler runs (KeyboardInterrupt for SIGINT, death for SIGTERM).
+Stopping sends SIGTERM to the broker's process group and to every
+descendant it had, waits, then SIGKILLs what is left, and removes its cgroup.
+"""
+from __future__ import annotations
+
+import atexit
+import contextlib
+import os
+import re
+import shutil
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import Mapping
+
+from sim.errors import ConfigError
+
+from .cpu import CpuCap, cores
+
+__all__ = ["KINDS", "BrokerSpec", "RunningBroker", "broker", "install_signal_cleanup", "live_brokers",
+           "read_mosquitto_sys", "start_broker", "stop_all"]
+
+KINDS = ("mosquitto", "nats", "rabbitmq-mqtt", "zmq-proxy")
+PROTOCOLS = {"mosquitto": "mqtt", "nats": "nats", "rabbitmq-mqtt": "mqtt", "zmq-proxy": "zmq"}
+BINARIES = {"mosquitto": "mosquitto", "nats": "nats-server", "rabbitmq-mqtt": "rabbitmq-server", "zmq-proxy": None}
+START_TIMEOUT_S = {"mosquitto": 10.0, "nats": 10.0, "rabbitmq-mqtt": 60.0, "zmq-proxy": 15.0}
+HOST = "127.0.0.1"
+_PROJECT_ROOT = Path(__file__).resolve().parents[2]
+_RABBITMQ_SERVER = Path("/usr/lib/rabbitmq/bin/rabbitmq-server")  # Debian: /usr/sbin's wrapper su's to rabbitmq
+_PORT_RETRIES = 3
+
+_LIVE = {}  # id(RunningBroker) -> RunningBroker: the only global state (for cleanup)
+
+
+# -- specification ---------------------------------------------------------
+@dataclass(frozen=True, kw_only=True)
+class BrokerSpec:
+    """What broker to start and under which CPU constraints.
+
+    Parameters
+    ----------
+    kind : {"mosquitto", "nats", "rabbitmq-mqtt", "zmq-proxy"}
+    port : int
+        Loopback TCP port; 0 picks a free one (zmq-proxy: the XSUB port,
+        the XPUB port is always picked free).
+    cpus : tuple of int or None
+        Core ids to pin the broker to (``taskset -c``); None: no pinning.
+    cpu_cap_fraction : float or None
+        CPU bandwidth cap in cores, in ``(0, number of cores]`` (cgroup);
+        None: uncapped.
+    options : mapping
+        Extra configuration lines (see the module docstring).
+    """
+
+    kind: str
+    port: int = 0
+    cpus: tuple | None = None
+    cpu_cap_fraction: float | None = None
+    options: Mapping[str, object] = field(default_factory=dict)
+
+    def __post_init__(self):
+        if self.kind not in KINDS:
+            raise ConfigError("kind", self.kind, f"one of {', '.join(KINDS)}")
+        if not isinstance(self.port, int) or isinstance(self.port, bool) or not 0 <= self.port <= 65535:
+            raise ConfigError("port", self.port, "an integer in [0, 65535] (0: pick a free port)")
+        if self.cpus is not None:
+            object.__setattr__(self, "cpus", _check_cpus(self.cpus))
+        if self.cpu_cap_fraction is not None:
+            n = len(cores())
+            f = self.cpu_cap_fraction
+            if not isinstance(f, (int, float)) or isinstance(f, bool) or not 0 < f <= n:
+                raise ConfigError("cpu_cap_fraction", f, f"a number of cores in (0, {n}] or None")
+        if not isinstance(self.options, Mapping):
+            raise ConfigError("options", self.options, "a mapping of configuration keys to values")
+        object.__setattr__(self, "options", MappingProxyType(dict(self.options)))
+
+
+def _check_cpus(cpus):
+    usable = cores()
+    try:
+        ids = tuple(sorted({int(c) for c in cpus}))
+    except (TypeError, ValueError):
+        ids = None
+    if not ids or not set(ids) <= set(usable):
+        raise ConfigError("cpus", cpus, f"a non-empty tuple of core ids among {usable} or None")
+    return ids
+
+
+# -- the running broker ----------------------------------------------------
+class RunningBroker:
+    """A broker process started by :func:`start_broker`.
+
+    Attributes
+    ----------
+    kind : str
+    pid : int
+        The process doing the broker's work (sample its CPU with
+        :func:`calibration.harness.procstat.sample`).
+    port : int
+        Main port (zmq-proxy: the XSUB port).
+    pub_port, sub_port : int
+        Where publishers / subscribers connect (equal to ``port`` except
+        for zmq-proxy).
+    protocol : {"mqtt", "nats", "zmq"}
+    version : str
+    config_path, log_path, workdir : pathlib.Path
+    cpus : tuple of int or None
+    cpu_cap : calibration.harness.cpu.CpuCap or None
+    """
+
+    def __init__(self, *, spec, procs, ports, files, version, cap):
+        self.spec = spec
+        self.kind = spec.kind
+        self.protocol = PROTOCOLS[spec.kind]
+        self._procs = procs  # main process first, then helpers (rabbitmq: epmd)
+        self.pid = procs[0].pid
+        self.port = self.pub_port = ports[0]
+        self.sub_port = ports[1] if spec.kind == "zmq-proxy" else ports[0]
+        self.config_path, self.log_path, self.out_path = files
+        self.workdir = self.config_path.parent
+        self.version = version
+        self.cpus = spec.cpus
+        self.cpu_cap = cap
+        self._owner = os.getpid()
+        self._stopped = False
+        _LIVE[id(self)] = self
+
+    def __repr__(self):
+        state = "stopped" if self._stopped else "running"
+        return (f"RunningBroker({self.kind} {self.version}, pid {self.pid}, "
+                f"pub_port {self.pub_port}, sub_port {self.sub_port}, {state})")
+
+    @property
+    def stopped(self):
+        """True once :meth:`stop` has run."""
+        return self._stopped
+
+    @property
+    def returncode(self):
+        """Exit status of the started process (negative: killed by that signal); None while it runs."""
+        return self._procs[0].poll()
+
+    def alive(self):
+        """True while the main broker process runs."""
+        return not self._stopped and self._procs[0].poll() is None and not _dead(self.pid)
+
+    def log_tail(self, lines=20):
+        """Last ``lines`` lines of the broker's log and console output."""
+        parts = []
+        for path in dict.fromkeys((self.log_path, self.out_path)):
+            text = _tail(path, lines)
+            if text:
+                parts.append(f"--- {path.name} ---\n{text}")
+        return "\n".join(parts) or "(no log output)"
+
+    def stop(self, timeout_s=5.0):
+        """Terminate the broker and its helpers, remove its cgroup. Idempotent.
+
+        Parameters
+        ----------
+        timeout_s : float
+            Grace period after SIGTERM before SIGKILL, s.
+        """
+        if self._stopped:
+            return
+        try:
+            for proc in self._procs:
+                _terminate_tree(proc, timeout_s)
+            if self.cpu_cap is not None:
+                self.cpu_cap.remove()
+        finally:
+            self._stopped = True
+            _LIVE.pop(id(self), None)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
+        return False
+
+
+def live_brokers():
+    """Brokers started by this process and not yet stopped.
+
+    Returns
+    -------
+    list of RunningBroker
+    """
+    return [b for b in _LIVE.values() if b._owner == os.getpid()]
+
+
+def stop_all(timeout_s=5.0):
+    """Stop every live broker of this process; errors go to stderr."""
+    for b in live_brokers():
+        try:
+            b.stop(timeout_s)
+        except Exception as err:  # cleanup must go on with the others
+            print(f"pubsim: could not stop {b!r}: {err}", file=sys.stderr)
+
+
+atexit.register(stop_all)
+
+
+def install_signal_cleanup(signals=(signal.SIGINT, signal.SIGTERM)):
+    """Make ``signals`` stop all live brokers, then do what they did before.
+
+    SIGINT then raises KeyboardInterrupt (Python's default); a signal with
+    the default action (SIGTERM) is re-raised so the process still dies of
+    it. Idempotent; call it from the main thread.
+
+    Parameters
+    ----------
+    signals : iterable of signal.Signals
+    """
+    for signum in signals:
+        previous = signal.getsignal(signum)
+        if getattr(previous, "_pubsim_cleanup", False):
+            continue
+        signal.signal(signum, _cleanup_handler(previous))
+
+
+def _cleanup_handler(previous):
+    def handler(signum, frame):
+        stop_all()
+        if callable(previous):
+            previous(signum, frame)
+        elif previous in (signal.SIG_DFL, None):
+            signal.signal(signum, signal.SIG_DFL)
+            os.kill(os.getpid(), signum)
+
+    handler._pubsim_cleanup = True
+    return handler
+
+
+# -- processes -------------------------------------------------------------
+def _proc_stat(pid):
+    """``(state, ppid)`` of ``pid`` or None when it does not exist."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            text = f.read()
+    except (FileNotFoundError, ProcessLookupError):
+        return None
+    fields = text[text.rindex(")") + 2:].split()
+    return fields[0], int(fields[1])
+
+
+def _dead(pid):
+    st = _proc_stat(pid)
+    return st is None or st[0] in "ZX"
+
+
+def _descendants(pid):
+    """Pids of all live descendants of ``pid`` (from ``/proc``)."""
+    children = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            st = _proc_stat(int(entry))
+            if st is not None:
+                children.setdefault(st[1], []).append(int(entry))
+    found, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), ()):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
+def _comm(pid):
+    try:
+        return Path(f"/proc/{pid}/comm").read_text().strip()
+    except OSError:
+        return ""
+
+
+def _signal_all(proc, pids, sig):
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, sig)
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, sig)
+
+
+def _wait_dead(proc, pids, timeout_s):
+    deadline = time.monotonic() + timeout_s
+    while True:
+        proc.poll()
+        if proc.returncode is not None and all(_dead(p) for p in pids):
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.02)
+
+
+def _terminate_tree(proc, timeout_s):
+    """SIGTERM ``proc``'s group and descendants; SIGKILL after ``timeout_s``; reap ``proc``."""
+    pids = _descendants(proc.pid) if proc.poll() is None else []
+    _signal_all(proc, pids, signal.SIGTERM)
+    if not _wait_dead(proc, pids, timeout_s):
+        _signal_all(proc, pids + _descendants(proc.pid), signal.SIGKILL)
+        _wait_dead(proc, pids, 5.0)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(1.0)
+
+
+def _tail(path, lines):
+    try:
+        text = Path(path).read_text(errors="replace")
+    except OSError:
+        return ""
+    return "\n".join(text.splitlines()[-lines:])
+
+
+# -- ports -----------------------------------------------------------------
+def _free_ports(n):
+    """``n`` distinct free loopback TCP ports (held open together while chosen)."""
+    socks = []
+    try:
+        for _ in range(n):
+            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            s.bind((HOST, 0))
+            socks.append(s)
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for s in socks:
+            s.close()
+
+
+def _accepts(port):
+    try:
+        with socket.create_connection((HOST, port), timeout=0.5):
+            return True
+    except OSError:
+        return False
+
+
+def _listen_inodes(port):
+    """Socket inodes listening on TCP ``port`` (IPv4 and IPv6), from ``/proc/net``."""
+    inodes = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            rows = Path(table).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for row in rows:
+            cols = row.split()
+            if cols[3] == "0A" and int(cols[1].rsplit(":", 1)[1], 16) == port:
+                inodes.add(cols[9])
+    return inodes
+
+
+def _owns_listener(pid, port):
+    """True when ``pid`` or one of its descendants holds the listening socket of ``port``."""
+    links = {f"socket:[{inode}]" for inode in _listen_inodes(port)}
+    for p in [pid, *_descendants(pid)]:
+        try:
+            fds = os.listdir(f"/proc/{p}/fd")
+        except OSError:
+            continue
+        for fd in fds:
+            with contextlib.suppress(OSError):
+                if os.readlink(f"/proc/{p}/fd/{fd}") in links:
+                    return True
+    return False
+
+
+def _wait_ports(proc, ports, timeout_s, what):
+    """Wait until ``proc`` (or a descendant) listens on every port and it accepts connections.
+
+    Raises RuntimeError if ``proc`` exits, TimeoutError after ``timeout_s``.
+    """
+    deadline = time.monotonic() + timeout_s
+    pending = list(ports)
+    while pending:
+        if proc.poll() is not None:
+            raise RuntimeError(f"{what} exited with code {proc.returncode} before port(s) {pending} opened")
+        if _owns_listener(proc.pid, pending[0]) and _accepts(pending[0]):
+            pending.pop(0)
+            continue
+        if time.monotonic() >= deadline:
+            raise TimeoutError(f"{what}: port(s) {pending} not accepting connections after {timeout_s:g} s")
+        time.sleep(0.05)
+
+
+# -- versions --------------------------------------------------------------
+def _run_text(argv):
+    try:
+        out = subprocess.run(argv, capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+    return (out.stdout + out.stderr).strip()
+
+
+def broker_version(kind):
+    """Version of the installed broker of ``kind`` (``"unknown"`` if it cannot be told)."""
+    if kind == "mosquitto":
+        m = re.search(r"version\s+(\S+)", _run_text(["mosquitto", "-h"]).split("\n")[0])
+    elif kind == "nats":
+        m = re.search(r"v?(\d+\.\d+\.\d+\S*)", _run_text(["nats-server", "--version"]))
+    elif kind == "rabbitmq-mqtt":
+        m = re.search(r"(\S+)", _run_text(["dpkg-query", "-W", "-f=${Version}", "rabbitmq-server"]))
+    else:
+        import zmq
+
+        return zmq.zmq_version()
+    return m.group(1) if m else "unknown"
+
+
+# -- per-kind launch plans -------------------------------------------------
+@dataclass(frozen=True, kw_only=True)
+class _Plan:
+    argv: list
+    ports: list  # main port first; all must accept connections
+    config_path: Path
+    log_path: Path
+    env: dict = field(default_factory=dict)
+    helpers: list = field(default_factory=list)  # (argv, port) started first, e.g. epmd
+
+
+def _mosquitto_plan(spec, workdir, ports):
+    conf, log = workdir / "mosquitto.conf", workdir / "mosquitto.log"
+    lines = [f"listener {ports[0]} {HOST}", "allow_anonymous true", "set_tcp_nodelay true",
+             "max_queued_messages 1000000", "sys_interval 1", "persistence false", "user root",
+             f"log_dest file {log}", "log_type error", "log_type warning", "log_type notice",
+             "log_type information", "log_timestamp true"]
+    lines += [f"{k} {v}" for k, v in spec.options.items()]
+    _write(conf, lines)
+    return _Plan(argv=[_which("mosquitto"), "-c", str(conf)], ports=ports[:1], config_path=conf, log_path=log)
+
+
+def _nats_plan(spec, workdir, ports):
+    conf, log = workdir / "nats.conf", workdir / "nats.log"
+    lines = [f'log_file: "{log}"', "logtime: true"]
+    lines += [f"{k}: {v}" for k, v in spec.options.items()]
+    _write(conf, lines)
+    argv = [_which("nats-server"), "-c", str(conf), "-a", HOST, "-p", str(ports[0])]
+    return _Plan(argv=argv, ports=ports[:1], config_path=conf, log_path=log)
+
+
+def _rabbitmq_plan(spec, workdir, ports):
+    mqtt, dist, epmd = ports[:3]
+    conf, log, plugins = workdir / "rabbitmq.conf", workdir / "rabbit.log", workdir / "enabled_plugins"
+    lines = ["listeners.tcp = none", f"mqtt.listeners.tcp.default = {HOST}:{mqtt}", "mqtt.allow_anonymous = true",
+             "mqtt.tcp_listen_options.nodelay = true", "log.console = false", "log.file.level = info"]
+    lines += [f"{k} = {v}" for k, v in spec.options.items()]
+    _write(conf, lines)
+    _write(plugins, ["[rabbitmq_mqtt]."])
+    home = workdir / "home"
+    home.mkdir(exist_ok=True)
+    env = {"HOME": str(home), "RABBITMQ_NODENAME": f"pubsim{mqtt}@localhost", "RABBITMQ_CONFIG_FILE": str(conf),
+           "RABBITMQ_ENABLED_PLUGINS_FILE": str(plugins), "RABBITMQ_MNESIA_BASE": str(workdir / "mnesia"),
+           "RABBITMQ_LOG_BASE": str(workdir / "log"), "RABBITMQ_LOGS": str(log),
+           "RABBITMQ_PID_FILE": str(workdir / "rabbit.pid"),
+           "RABBITMQ_CONF_ENV_FILE": str(workdir / "rabbitmq-env.conf"),  # absent: ignore /etc's
+           "RABBITMQ_ADVANCED_CONFIG_FILE": str(workdir / "advanced.config"),
+           "RABBITMQ_DIST_PORT": str(dist), "ERL_EPMD_PORT": str(epmd), "ERL_EPMD_ADDRESS": HOST,
+           "RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS": "-kernel inet_dist_use_interface {127,0,0,1}"}
+    server = str(_RABBITMQ_SERVER) if _RABBITMQ_SERVER.exists() else _which("rabbitmq-server")
+    helper = ([_which("epmd"), "-port", str(epmd), "-address", HOST], epmd)
+    return _Plan(argv=[server], ports=[mqtt], config_path=conf, log_path=log, env=env, helpers=[helper])
+
+
+def _zmq_plan(spec, workdir, ports):
+    unknown = set(spec.options) - {"hwm"}
+    if unknown:
+        raise ConfigError("options", dict(spec.options), "only 'hwm' for zmq-proxy")
+    conf, log = workdir / "zmq-proxy.args", workdir / "zmq-proxy.out"
+    argv = [sys.executable, "-m", "calibration.harness.zmqproxy", "--xsub", str(ports[0]), "--xpub", str(ports[1])]
+    if "hwm" in spec.options:
+        argv += ["--hwm", str(int(spec.options["hwm"]))]
+    _write(conf, argv)
+    path = os.pathsep.join(p for p in (str(_PROJECT_ROOT), os.environ.get("PYTHONPATH", "")) if p)
+    return _Plan(argv=argv, ports=ports[:2], config_path=conf, log_path=log, env={"PYTHONPATH": path})
+
+
+_PLANS = {"mosquitto": _mosquitto_plan, "nats": _nats_plan, "rabbitmq-mqtt": _rabbitmq_plan,
+          "zmq-proxy": _zmq_plan}
+_PORTS_NEEDED = {"mosquitto": 1, "nats": 1, "rabbitmq-mqtt": 3, "zmq-proxy": 2}
+
+
+def _write(path, lines):
+    path.write_text("\n".join(lines) + "\n")
+
+
+def _which(binary):
+    path = shutil.which(binary) or shutil.which(binary, path="/usr/sbin:/usr/bin:/sbin:/bin")
+    if path is None:
+        raise RuntimeError(f"{binary} is not installed (run scripts/install_brokers.sh)")
+    return path
+
+
+def _ports_for(spec):
+    extra = _PORTS_NEEDED[spec.kind] - (1 if spec.port else 0)
+    free = [p for p in _free_ports(extra + 1) if p != spec.port][:extra]
+    return ([spec.port] if spec.port else []) + free
+
+
+# -- starting --------------------------------------------------------------
+def _wrap(argv, spec, cap):
+    """Prefix ``argv`` with the cgroup entry and ``taskset`` pinning (pid kept by ``exec``)."""
+    if spec.cpus is not None:
+        argv = [_which("taskset"), "-c", ",".join(map(str, spec.cpus))] + argv
+    if cap is not None:
+        argv = ["/bin/sh", "-c", 'echo $$ > "$0" && exec "$@"', str(cap.procs_file)] + argv
+    return argv
+
+
+def _popen(argv, env, workdir, out):
+    return subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, cwd=workdir,
+                            env={**os.environ, **env}, start_new_session=True)
+
+
+def _launch(spec, workdir, plan, cap, what):
+    """Start helpers then the broker; returns ``(procs, out_path)``; stops what it started on error."""
+    out_path = workdir / f"{spec.kind}.out"
+    procs = []
+    try:
+        with open(out_path, "ab") as out:
+            for argv, port in plan.helpers:
+                procs.append(_popen(_wrap(argv, spec, cap), plan.env, workdir, out))
+                _wait_ports(procs[-1], [port], 10.0, f"{what} helper {Path(argv[0]).name}")
+            procs.insert(0, _popen(_wrap(plan.argv, spec, cap), plan.env, workdir, out))
+    except BaseException:
+        for proc in procs:
+            _terminate_tree(proc, 2.0)
+        raise
+    return procs, out_path
+
+
+def _work_pid(kind, proc):
+    """The pid doing the broker's work: the Erlang VM for RabbitMQ, else the started process."""
+    if kind != "rabbitmq-mqtt":
+        return proc.pid
+    beams = [p for p in _descendants(proc.pid) if _comm(p) == "beam.smp"]
+    if not beams:
+        raise RuntimeError(f"rabbitmq-mqtt (pid {proc.pid}): no beam.smp process found under it")
+    return beams[0]
+
+
+def _start_once(spec, workdir, cap):
+    ports = _ports_for(spec)
+    what = f"{spec.kind} on port {ports[0]}"
+    plan = _PLANS[spec.kind](spec, workdir, ports)
+    version = broker_version(spec.kind)
+    procs, out_path = _launch(spec, workdir, plan, cap, what)
+    rb = RunningBroker(spec=spec, procs=procs, ports=ports, version=version, cap=None,
+                       files=(plan.config_path, plan.log_path, out_path))
+    try:
+        _wait_ports(procs[0], plan.ports, START_TIMEOUT_S[spec.kind], what)
+        rb.pid = _work_pid(spec.kind, procs[0])
+        if cap is not None and rb.pid not in cap.pids():
+            raise RuntimeError(f"{what}: pid {rb.pid} is not in cgroup {cap.path}")
+    except BaseException as err:
+        rb.stop(2.0)
+        if isinstance(err, (RuntimeError, TimeoutError)):
+            raise RuntimeError(f"{err}\n{rb.log_tail()}") from err
+        raise
+    return rb
+
+
+def _port_clash(err):
+    return re.search(r"address (already )?in use|eaddrinuse", str(err), re.IGNORECASE) is not None
+
+
+def start_broker(spec, workdir):
+    """Start a broker and wait until it accepts connections.
+
+    Parameters
+    ----------
+    spec : BrokerSpec
+    workdir : path
+        Directory for its configuration, logs and data (created if needed).
+
+    Returns
+    -------
+    RunningBroker
+
+    Raises
+    ------
+    RuntimeError
+        Binary missing, broker exited or did not open its port in time (the
+        message ends with the tail of its log), or no CPU control for a cap.
+    """
+    workdir = Path(workdir).resolve()
+    workdir.mkdir(parents=True, exist_ok=True)
+    cap = None
+    if spec.cpu_cap_fraction is not None:
+        cap = CpuCap(f"{spec.kind}-{os.getpid()}-{time.monotonic_ns()}", spec.cpu_cap_fraction).create()
+    try:
+        for attempt in range(_PORT_RETRIES):
+            try:
+                rb = _start_once(spec, workdir, cap)
+                break
+            except RuntimeError as err:  # a free port taken meanwhile: pick others
+                if spec.port or attempt == _PORT_RETRIES - 1 or not _port_clash(err):
+                    raise
+    except BaseException:
+        if cap is not None:
+            cap.remove()
+        raise
+    rb.cpu_cap = cap
+    return rb
+
+
+@contextlib.contextmanager
+def broker(spec, workdir):
+    """Context manager: :func:`start_broker` on entry, :meth:`RunningBroker.stop` on exit."""
+    rb = start_broker(spec, workdir)
+    try:
+        yield rb
+    finally:
+        rb.stop()
+
+
+# -- mosquitto $SYS over a minimal MQTT 3.1.1 client -------------------------
+def _mqtt_string(text):
+    data = text.encode()
+    return struct.pack("!H", len(data)) + data
+
+
+def _mqtt_packet(first_byte, body):
+    n, length = len(body), bytearray()
+    while True:
+        n, digit = divmod(n, 128)
+        length.append(digit | (0x80 if n else 0))
+        if not n:
+            return bytes([first_byte]) + bytes(length) + body
+
+
+def _recv_exact(sock, n):
+    buf = bytearray()
+    while len(buf) < n:
+        chunk = sock.recv(n - len(buf))
+        if not chunk:
+            raise ConnectionError("broker closed the connection")
+        buf += chunk
+    return bytes(buf)
+
+
+def _read_packet(sock):
+    """``(first byte, body)`` of the next MQTT packet."""
+    first = _recv_exact(sock, 1)[0]
+    length, shift = 0, 0
+    while True:
+        digit = _recv_exact(sock, 1)[0]
+        length |= (digit & 0x7F) << shift
+        shift += 7
+        if not digit & 0x80:
+            break
+    return first, _recv_exact(sock, length)
+
+
+def _parse_publish(first, body):
+    """``(topic, payload, retained)`` of a PUBLISH packet."""
+    (n,) = struct.unpack_from("!H", body)
+    topic = body[2:2 + n].decode(errors="replace")
+    start = 2 + n + (2 if (first >> 1) & 3 else 0)
+    return topic, body[start:].decode(errors="replace"), bool(first & 1)
+
+
+def _number(text):
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
+
+
+def _mqtt_subscribe(port, topic, timeout_s):
+    sock = socket.create_connection((HOST, port), timeout=timeout_s)
+    client_id = f"pubsim-sys-{os.getpid()}-{time.monotonic_ns() % 10**9}"
+    connect = _mqtt_string("MQTT") + bytes([4, 0x02]) + struct.pack("!H", 60) + _mqtt_string(client_id)
+    sock.sendall(_mqtt_packet(0x10, connect))
+    first, body = _read_packet(sock)
+    if first >> 4 != 2 or body[1] != 0:
+        sock.close()
+        raise RuntimeError(f"mosquitto on port {port} refused the $SYS reader (CONNACK {body.hex()})")
+    sock.sendall(_mqtt_packet(0x82, struct.pack("!H", 1) + _mqtt_string(topic) + b"\x00"))
+    return sock
+
+
+def read_mosquitto_sys(port, timeout_s=5.0, *, fresh=True):
+    """Mosquitto's ``$SYS`` counters, by subscribing to ``$SYS/#``.
+
+    Parameters
+    ----------
+    port : int
+        The broker's MQTT port on 127.0.0.1.
+    timeout_s : float
+        Give up after this long, s.
+    fresh : bool
+        Wait for the next periodic update (``sys_interval``, 1 s here) after
+        subscribing, rather than return only the retained values of the
+        last one. Counters that did not change are only in the retained set.
+
+    Returns
+    -------
+    dict
+        Topic -> value (int or float when numeric, else str), e.g.
+        ``$SYS/broker/publish/messages/received``, ``.../publish/messages/sent``,
+        ``.../publish/messages/dropped``, ``$SYS/broker/messages/received``
+        (all packets, including this reader's CONNECT and SUBSCRIBE),
+        ``$SYS/broker/store/messages/count``.
+
+    Raises
+    ------
+    TimeoutError
+        No (fresh) update within ``timeout_s``.
+    """
+    deadline = time.monotonic() + timeout_s
+    sock = _mqtt_subscribe(port, "$SYS/#", timeout_s)
+    values, updated = {}, False
+    try:
+        while True:
+            left = deadline - time.monotonic()
+            if updated:
+                left = min(left, 0.2)  # the rest of this update's burst
+            if left <= 0:
+                break
+            sock.settimeout(left)
+            try:
+                first, body = _read_packet(sock)
+            except socket.timeout:
+                break
+            if first >> 4 == 3:
+                topic, payload, retained = _parse_publish(first, body)
+                values[topic] = _number(payload)
+                updated = updated or not retained or not fresh
+        with contextlib.suppress(OSError):
+            sock.sendall(b"\xe0\x00")
+    finally:
+        sock.close()
+    if not updated:
+        raise TimeoutError(f"mosquitto on port {port}: no {'fresh ' if fresh else ''}$SYS update in {timeout_s:g} s")
+    return values

@@ -1,0 +1,168 @@
+"""CPU accounting from /proc (procstat) and CPU pinning / caps (cpu) on child processes."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+from calibration.harness import procstat
+from calibration.harness.cpu import CpuCap, cores, detect_cpu_control, pin, quota_us
+from sim.errors import ConfigError
+
+# A child that runs commands read from stdin and answers "ok" after each:
+#   busy S  -- burn S s of CPU (process time)      sleep N -- N sleeps of 10 ms
+#   thread S -- a thread burns S s of CPU and exits    spin 0 -- busy loop forever
+WORKER = textwrap.dedent("""
+    import sys, threading, time
+    def burn(s):
+        t0 = time.thread_time()
+        while time.thread_time() - t0 < s:
+            pass
+    print("ready", flush=True)
+    for line in sys.stdin:
+        cmd, arg = line.split()
+        if cmd == "busy":
+            burn(float(arg))
+        elif cmd == "sleep":
+            for _ in range(int(arg)):
+                time.sleep(0.01)
+        elif cmd == "thread":
+            t = threading.Thread(target=burn, args=(float(arg),))
+            t.start()
+            t.join()
+        elif cmd == "spin":
+            while True:
+                pass
+        print("ok", flush=True)
+""")
+
+
+class Worker:
+    def __init__(self):
+        self.proc = subprocess.Popen([sys.executable, "-c", WORKER], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, text=True)
+        assert self.proc.stdout.readline().strip() == "ready"
+        self.pid = self.proc.pid
+
+    def do(self, cmd, wait=True):
+        self.proc.stdin.write(cmd + "\n")
+        self.proc.stdin.flush()
+        if wait:
+            assert self.proc.stdout.readline().strip() == "ok"
+
+    def close(self):
+        self.proc.kill()
+        self.proc.wait()
+
+
+@pytest.fixture
+def worker():
+    w = Worker()
+    yield w
+    w.close()
+
+
+# -- procstat ------------------------------------------------------------------
+def test_busy_child_cpu_time(worker):
+    before = procstat.sample(worker.pid)
+    worker.do("busy 0.3")
+    after = procstat.sample(worker.pid)
+    d = procstat.diff(before, after)
+    assert 0.27 <= d["cpu_time_s"] <= 0.45, d
+    assert 0.29 <= d["run_s"] <= 0.45, d
+    assert d["wall_s"] >= 0.29 and d["wait_s"] >= 0
+    assert 0.5 <= d["utilization"] <= 1.1, d
+    assert before.t_s < after.t_s and after.threads >= 1
+
+
+def test_sleeping_child_switches_voluntarily(worker):
+    before = procstat.sample(worker.pid)
+    worker.do("sleep 20")
+    d = procstat.diff(before, procstat.sample(worker.pid))
+    assert d["voluntary_switches"] >= 20, d
+    assert d["cpu_time_s"] < 0.1 and d["involuntary_switches"] >= 0
+
+
+def test_cpu_time_of_exited_thread_still_counts(worker):
+    before = procstat.sample(worker.pid)
+    worker.do("thread 0.2")
+    deadline = time.monotonic() + 2
+    while (after := procstat.sample(worker.pid)).threads > before.threads:  # joined, not yet gone
+        assert time.monotonic() < deadline, "the burning thread did not exit"
+        time.sleep(0.01)
+    d = procstat.diff(before, after)
+    assert d["cpu_time_s"] >= 0.18, d  # process-level counters keep exited threads' time
+    assert d["run_s"] < 0.1, d  # schedstat covers live threads only
+
+
+def test_vanished_and_zombie_pids_raise(worker):
+    worker.proc.kill()
+    deadline = time.monotonic() + 5
+    while open(f"/proc/{worker.pid}/stat").read().rsplit(")", 1)[1].split()[0] != "Z":
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    with pytest.raises(procstat.ProcessGone, match=str(worker.pid)):
+        procstat.sample(worker.pid)  # zombie
+    worker.proc.wait()
+    with pytest.raises(ProcessLookupError, match="does not exist"):
+        procstat.sample(worker.pid)
+
+
+def test_diff_refuses_different_processes(worker):
+    a = procstat.sample(worker.pid)
+    b = procstat.sample(os.getpid())
+    with pytest.raises(ValueError, match="different processes"):
+        procstat.diff(a, b)
+    with pytest.raises(ValueError, match="out of order"):
+        procstat.diff(procstat.sample(worker.pid), a)
+
+
+# -- cpu -----------------------------------------------------------------------
+def test_detect_cpu_control_gives_a_reason():
+    control, reason = detect_cpu_control()
+    assert control in ("cgroup-v1", "cgroup-v2", None)
+    assert isinstance(reason, str) and reason
+
+
+def test_quota_respects_kernel_minimum():
+    assert quota_us(0.2) == (2000, 10000)
+    assert quota_us(1.5) == (15000, 10000)
+    quota, period = quota_us(0.05)
+    assert quota >= 1000 and quota / period == pytest.approx(0.05)
+
+
+@pytest.mark.parametrize("fraction", [0, -1, len(cores()) + 1, "half"])
+def test_cap_rejects_bad_fraction(fraction):
+    with pytest.raises(ConfigError):
+        CpuCap("bad", fraction)
+
+
+def test_pin_sets_affinity_of_all_threads(worker):
+    pin(worker.pid, [cores()[0]])
+    for tid in os.listdir(f"/proc/{worker.pid}/task"):
+        assert os.sched_getaffinity(int(tid)) == {cores()[0]}
+    with pytest.raises(ConfigError):
+        pin(worker.pid, [99999])
+
+
+def test_cap_limits_busy_child_and_group_is_removed(worker):
+    control, reason = detect_cpu_control()
+    if control is None:
+        pytest.skip(f"no CPU cap available: {reason}")
+    with CpuCap(f"test-{os.getpid()}", 0.2) as cap:
+        assert cap.path.is_dir()
+        cap.add(worker.pid)
+        assert cap.pids() == [worker.pid]
+        worker.do("spin 0", wait=False)
+        time.sleep(0.2)
+        before = procstat.sample(worker.pid)
+        time.sleep(1.5)
+        d = procstat.diff(before, procstat.sample(worker.pid))
+    assert 0.1 <= d["utilization"] <= 0.3, d
+    assert not cap.path.exists()
+    assert worker.proc.poll() is None  # moved back to the parent group, still running
+    cap.remove()  # idempotent
