@@ -135,9 +135,12 @@ class LatencyFloorCalibrator:
     At low load queueing is negligible, so a message's latency is the
     broker's demand plus two loopback "links" (publisher to broker, broker to
     subscriber) that also carry the client stacks. Per run, with ``d`` the
-    broker demand per message (CPU s) and ``c`` its CPU cap (cores)::
+    broker demand per message (CPU s)::
 
-        floor  = latency_p01 - d / c       (both links, fixed part)
+        floor  = latency_p01 - d           (both links, fixed part)
+
+    (a CPU quota does not slow a lightly loaded broker: it runs at full speed
+    until its budget for the period is spent, see :mod:`sim.kernels`)
         excess = latency - latency_p01     (both links, variable part)
 
     Each link gets ``latency_s = floor / 2`` and a gamma jitter whose mean is
@@ -175,7 +178,7 @@ class LatencyFloorCalibrator:
         if not low.any():
             low = util <= util.min()
         p01 = m["latency_p01_s"].to_numpy(dtype=float)[low]
-        floor = p01 - (demand / cap_of(m))[low]
+        floor = p01 - demand[low]
         excess_mean = m["latency_mean_s"].to_numpy(dtype=float)[low] - p01
         excess_std = m["latency_std_s"].to_numpy(dtype=float)[low]
         one_way = max(float(np.median(floor)) / 2.0, 0.0)

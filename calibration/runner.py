@@ -11,7 +11,15 @@ wake-ups and the load generator's own health.
 
 Demand per ingress message is the broker's CPU time over the whole run
 (warm-up and drain included) divided by every message the publishers sent
-in that time (utilization law, U = X D).
+in that time (utilization law, U = X D). CPU time is the scheduler's run
+time from ``/proc/PID/task/*/schedstat`` (nanoseconds); ``utime + stime``
+counts 10 ms ticks, too coarse for short runs at low load.
+
+Egress counts copies received *within* the measurement window (SYSTEMS.md
+§4): on loopback, TCP socket buffers hold megabytes, so an overloaded broker
+can owe a growing backlog that a drain after the run would still deliver;
+counting by receive time exposes it. ``delivery_ratio`` compares that egress
+with what the publishers were asked to offer (``rate_per_s x fanout``).
 """
 from __future__ import annotations
 
@@ -132,26 +140,33 @@ class RealHarness:
     @staticmethod
     def _row(spec, result, cpu):
         s = result.summary()
-        window = spec.duration_s - spec.warmup_s - spec.cooldown_s
+        w0, w1 = result.window_s
+        window = w1 - w0
         sent = max(int(s["sent_total"]), 1)
         d = result.deliveries
         if "duplicate" in d:
             d = d[~d["duplicate"].astype(bool)]
+        in_window = int(((d["t_recv_s"] >= w0) & (d["t_recv_s"] < w1)).sum())
+        egress = in_window / window
+        ingress = s["ingress_rate_per_s"]
+        cpu_s = cpu["run_s"] if cpu.get("run_s", 0) > 0 else cpu["cpu_time_s"]
         row = {
             "offered_per_s": spec.rate_per_s,
-            "ingress_rate_per_s": s["ingress_rate_per_s"],
-            "egress_rate_per_s": s["egress_rate_per_s"],
-            "sustainability": s["sustainability"],
-            "delivery_ratio": s["delivery_ratio"],
+            "ingress_rate_per_s": ingress,
+            "egress_rate_per_s": egress,
+            "egress_any_time_per_s": s["egress_rate_per_s"],
+            "sustainability": egress / (ingress * spec.fanout) if ingress > 0 else math.nan,
+            "delivery_ratio": egress / (spec.rate_per_s * spec.fanout),
             "loss_rate": s["loss_rate"],
             "duplicates": s["duplicates"],
             "generator_saturated": bool(s["generator_saturated"]),
             "subscriber_saturated": bool(s["subscriber_saturated"]),
             "publisher_lag_max_s": s["publisher_lag_max_s"],
-            "demand_s_per_ingress": cpu["cpu_time_s"] / sent,
+            "demand_s_per_ingress": cpu_s / sent,
             "wakeups_per_ingress": cpu["voluntary_switches"] / sent,
-            "broker_cpu_s": cpu["cpu_time_s"],
-            "broker_utilization": cpu["cpu_time_s"] / cpu["wall_s"] if cpu["wall_s"] > 0 else math.nan,
+            "broker_cpu_s": cpu_s,
+            "broker_cpu_ticks_s": cpu["cpu_time_s"],
+            "broker_utilization": cpu_s / cpu["wall_s"] if cpu["wall_s"] > 0 else math.nan,
             "sent_total": sent,
             "window_s": window,
             "latency_trend_s_per_s": latency_trend_s_per_s(d["t_send_s"], d["latency_s"]) if len(d) else 0.0,

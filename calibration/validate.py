@@ -19,6 +19,7 @@ apart from the fitted ones.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -71,6 +72,33 @@ def fit_profiles(runs, meta, *, split="train"):
     return profiles
 
 
+def paced_publisher(row, index, topics):
+    """Publisher ``index`` sending as the load generator paces it.
+
+    The generator sends batches of ``b`` messages (``loadgen.batch_size``),
+    batch ``n`` at ``n b / rate`` s, message ``seq`` on topic
+    ``(seq + index) mod topics``: an explicit schedule reproduces that, so
+    the simulated broker sees the same bursts (and wakes up as often).
+    """
+    from types import SimpleNamespace
+
+    from .harness.loadgen import LoadSpec, batch_size
+
+    defaults = {f.name: f.default for f in dataclasses.fields(LoadSpec)}
+    pubs, k = int(row["publishers"]), len(topics)
+    rate = float(row["rate_per_s"]) / pubs
+    spec = SimpleNamespace(rate_per_s=float(row["rate_per_s"]), publishers=pubs, topics=k,
+                           payload_bytes=int(row["payload_bytes"]), max_batch=defaults["max_batch"],
+                           batch_interval_s=defaults["batch_interval_s"])
+    b = batch_size(spec)
+    n = np.arange(int(rate * float(row["duration_s"])))
+    times = (n // b) * (b / rate)
+    names = np.array(topics, dtype=object)
+    return PublisherParams(topics=topics, arrival="schedule", schedule_time_s=times,
+                           schedule_size_bytes=np.full(n.size, int(row["payload_bytes"])),
+                           schedule_topic=names[(n + index) % k])
+
+
 def topology_for(row, profile):
     """The simulated twin of a measured run: a star with the calibrated broker."""
     kind = row["broker"]
@@ -78,15 +106,16 @@ def topology_for(row, profile):
     (lname, lfields), = profile["link"].items()
     cap = row.get("cpu_cap_fraction")
     cap = 1.0 if cap is None or (isinstance(cap, float) and math.isnan(cap)) else float(cap)
-    broker = from_mapping(BrokerParams, {**bfields, "cpu_fraction": cap}, f"broker.{bname}")
+    from .harness.cpu import quota_us
+
+    period_s = quota_us(cap)[1] / 1e6
+    broker = from_mapping(BrokerParams, {**bfields, "cpu_fraction": cap, "cpu_period_s": period_s},
+                          f"broker.{bname}")
     link = from_mapping(LinkParams, dict(lfields), f"link.{lname}")
     pub_topics, sub_filters = topic_assignment(
         publishers=int(row["publishers"]), subscribers=int(row["subscribers"]),
         topics=int(row["topics"]), fanout=int(row["fanout"]))
-    rate = float(row["rate_per_s"]) / int(row["publishers"])
-    pubs = {f"pub{i}": PublisherParams(topics=tuple(t), arrival="constant", rate_per_s=rate,
-                                       size_bytes=int(row["payload_bytes"]))
-            for i, t in enumerate(pub_topics)}
+    pubs = {f"pub{i}": paced_publisher(row, i, tuple(t)) for i, t in enumerate(pub_topics)}
     subs = {f"sub{j}": SubscriberParams(subscriptions=tuple(f)) for j, f in enumerate(sub_filters)}
     protocol = {"zmq-proxy": "zmq", "nats": "none"}.get(kind, "mqtt")
     return T.star(broker=broker, publishers=pubs, subscribers=subs, link=link, protocol=protocol)

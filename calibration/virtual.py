@@ -41,18 +41,22 @@ def window_latencies(result):
     return d.loc[inw, "latency_s"].to_numpy()
 
 
-def result_row(result, *, broker_station="broker:broker", cpu_fraction=1.0):
-    """A measurement row (:data:`ROW_FIELDS`) from a simulation result."""
+def result_row(result, *, broker_station="broker:broker"):
+    """A measurement row (:data:`ROW_FIELDS`) from a simulation result.
+
+    Demand per message is the broker's whole-run CPU work over the messages
+    it served, as the harness measures it from ``/proc``.
+    """
     s = result.summary()
     st = result.stations().set_index("station").loc[broker_station]
-    span = result.window[1] - result.window[0]
-    cpu_s = st["mean_in_service"] * span * cpu_fraction
+    disc = next(x for x in result.network.stations if x.name == broker_station).discipline
+    served = disc.served_total
     row = {"offered_per_s": s["offered_per_s"], "ingress_rate_per_s": s["ingress_per_s"],
            "egress_rate_per_s": s["egress_per_s"], "sustainability": s["sustainability"],
            "delivery_ratio": s["delivery_ratio"], "loss_rate": s["loss_rate"],
-           "demand_s_per_ingress": cpu_s / st["served"] if st["served"] else math.nan,
+           "demand_s_per_ingress": disc.work_s / served if served else math.nan,
            "wakeups_per_ingress": st["wakeups"] / st["served"] if st["served"] else math.nan,
-           "broker_utilization": st["utilization"] * cpu_fraction}
+           "broker_utilization": st["utilization"]}
     row.update(latency_fields(window_latencies(result)))
     return row
 
@@ -84,8 +88,7 @@ class VirtualHarness:
         res = simulate(g, duration_s=row["duration_s"], warmup_s=row["warmup_s"],
                        cooldown_s=row["cooldown_s"], seed=self.seed, replication=self.runs)
         self.runs += 1
-        cap = row.get("cpu_cap_fraction") or 1.0
-        out = result_row(res, cpu_fraction=cap)
+        out = result_row(res)
         lat = window_latencies(res)
         rng = np.random.default_rng([self.seed, self.runs])
         if lat.size > self.sample:

@@ -55,11 +55,14 @@ class BrokerParams:
     idle_wakeup_cost_s : float
         Extra cost of a message that finds its worker idle, s.
     cpu_fraction : float
-        Share of one core each worker gets, in (0, 1] (a cgroup CPU quota, a
-        small VM). All costs are CPU seconds at a whole core; a worker's
-        service time is cost / ``cpu_fraction``: the long-run rate of a
-        quota. The quota's period-scale stalls (a throttled worker pauses
-        until the next period) are not modelled.
+        CPU quota of the broker, in cores, in (0, 1] (a cgroup CPU quota:
+        ``cpu.cfs_quota_us / cpu.cfs_period_us``). All costs are CPU seconds
+        at full speed. The workers together may work ``cpu_fraction x
+        cpu_period_s`` per period; past that they stall until the next
+        period (Linux CFS bandwidth control; see :mod:`sim.kernels`). 1 (the
+        default) is no quota.
+    cpu_period_s : float
+        Quota period, s (Linux default 100 ms; pubsim's harness uses 10 ms).
     queue_messages, queue_bytes : int or None
         Limit of the shared ingress queue (messages waiting for a worker, plus
         those in service), messages / bytes; None = unlimited.
@@ -87,6 +90,7 @@ class BrokerParams:
     filter_scan_cost_s: float = field(default=0.0, metadata={"unit": "float"})
     idle_wakeup_cost_s: float = field(default=0.0, metadata={"unit": "duration"})
     cpu_fraction: float = field(default=1.0, metadata={"unit": "cpu_fraction"})
+    cpu_period_s: float = field(default=0.1, metadata={"unit": "duration"})
     queue_messages: int | None = field(default=None, metadata={"unit": "optional_count"})
     queue_bytes: int | None = field(default=None, metadata={"unit": "optional_size"})
     client_queue_messages: int | None = field(default=None, metadata={"unit": "optional_count"})
@@ -100,11 +104,15 @@ class BrokerParams:
 
     def __post_init__(self):
         check_fields(self)
+        if self.cpu_fraction < 1.0 and (self.scheduling == "priority" or self.overflow == Overflow.DROP_OLDEST):
+            raise ConfigError("cpu_fraction", self.cpu_fraction,
+                              "1 with priority scheduling or drop_oldest (the CPU quota is modelled for FIFO brokers)")
+        if not self.cpu_period_s > 0:
+            raise ConfigError("cpu_period_s", self.cpu_period_s, "a period > 0 s")
         if self.scheduling == "priority" and self.overflow == Overflow.BACKPRESSURE:
             raise ConfigError("overflow", self.overflow, "drop_newest or drop_oldest with priority scheduling")
 
     @property
     def mean_demand_s(self):
         """Mean demand of a message with one match and one copy, s (for quick sizing)."""
-        cpu_s = self.ingress_cost_s.mean + self.match_cost_s.mean + self.delivery_cost_s.mean
-        return cpu_s / self.cpu_fraction
+        return self.ingress_cost_s.mean + self.match_cost_s.mean + self.delivery_cost_s.mean

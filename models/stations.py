@@ -18,11 +18,17 @@ __all__ = ["LinkStation", "BrokerStation", "SubscriberStation", "make_discipline
 
 
 def make_discipline(*, servers, capacity_messages, capacity_bytes, overflow, idle_extra_s=0.0,
-                    priority=False):
-    """FIFO arithmetic unless priorities or drop-oldest need an event-driven queue."""
-    kind = QueueDiscipline if (priority or overflow == Overflow.DROP_OLDEST) else FifoDiscipline
-    return kind(servers=servers, capacity_messages=capacity_messages,
-                capacity_bytes=capacity_bytes, overflow=overflow, idle_extra_s=idle_extra_s)
+                    priority=False, **quota):
+    """FIFO arithmetic unless priorities or drop-oldest need an event-driven queue.
+
+    ``quota``: ``cpu_quota_s`` and ``cpu_period_s`` (FIFO arithmetic only).
+    """
+    if priority or overflow == Overflow.DROP_OLDEST:
+        return QueueDiscipline(servers=servers, capacity_messages=capacity_messages,
+                               capacity_bytes=capacity_bytes, overflow=overflow, idle_extra_s=idle_extra_s)
+    return FifoDiscipline(servers=servers, capacity_messages=capacity_messages,
+                          capacity_bytes=capacity_bytes, overflow=overflow, idle_extra_s=idle_extra_s,
+                          **quota)
 
 
 class LinkStation(Station):
@@ -92,6 +98,13 @@ class _Uniform(Constant):
 _UNIFORM = _Uniform(value=0.5)
 
 
+def _quota(params):
+    """CPU quota of a broker's workers together, per period (none at a whole core per worker)."""
+    if params.cpu_fraction >= params.workers:
+        return {}
+    return {"cpu_quota_s": params.cpu_fraction * params.cpu_period_s, "cpu_period_s": params.cpu_period_s}
+
+
 class BrokerStation(Station):
     """A broker's workers; demand per message as in :mod:`models.broker`.
 
@@ -109,8 +122,8 @@ class BrokerStation(Station):
         cap = None if params.queue_messages is None else params.queue_messages + params.workers
         disc = make_discipline(servers=params.workers, capacity_messages=cap,
                                capacity_bytes=params.queue_bytes, overflow=params.overflow,
-                               idle_extra_s=params.idle_wakeup_cost_s / params.cpu_fraction,
-                               priority=params.scheduling == "priority")
+                               idle_extra_s=params.idle_wakeup_cost_s,
+                               priority=params.scheduling == "priority", **_quota(params))
         super().__init__(name, "broker", disc, servers=params.workers, window=window)
         self.params = params
         self.filters = int(filters)
@@ -125,8 +138,7 @@ class BrokerStation(Station):
         copies = self.plan.n_children[packets.visit]
         demand = self.ingress.take(n) + matched * self.match.take(n) + copies * self.delivery.take(n)
         demand = demand + p.per_byte_cost_s * (packets.size * (1 + copies))
-        cpu_s = demand + p.filter_scan_cost_s * self.filters
-        return cpu_s if p.cpu_fraction == 1.0 else cpu_s / p.cpu_fraction
+        return demand + p.filter_scan_cost_s * self.filters
 
     def priority(self, packets):
         if self.params.scheduling != "priority":
@@ -135,7 +147,7 @@ class BrokerStation(Station):
 
     @property
     def lookahead_s(self):
-        return self.params.ingress_cost_s.min_value / self.params.cpu_fraction
+        return self.params.ingress_cost_s.min_value
 
 
 class SubscriberStation(Station):

@@ -66,16 +66,22 @@ class FifoDiscipline:
     idle_extra_s : float
         Extra service time of a message that finds its server idle (wake-up
         cost of an event loop), s.
+    cpu_quota_s, cpu_period_s : float
+        CPU quota of the servers together per period, s (inf: none); see
+        :mod:`sim.kernels`.
     """
 
     event_driven = False
 
     def __init__(self, *, servers=1, capacity_messages=None, capacity_bytes=None,
-                 overflow=Overflow.DROP_NEWEST, idle_extra_s=0.0):
+                 overflow=Overflow.DROP_NEWEST, idle_extra_s=0.0, cpu_quota_s=math.inf,
+                 cpu_period_s=0.1):
         policy = {Overflow.DROP_NEWEST: K.POLICY_DROP_NEWEST,
                   Overflow.BACKPRESSURE: K.POLICY_BACKPRESSURE}[overflow]
         cap_b = math.inf if capacity_bytes is None else float(capacity_bytes)
-        self.fs = np.array([0.0, 0.0, cap_b, float(idle_extra_s)])
+        self.fs = np.zeros(K.FS_LEN)
+        self.fs[[K.CAP_BYTES, K.IDLE_EXTRA, K.QUOTA, K.PERIOD]] = (
+            cap_b, float(idle_extra_s), float(cpu_quota_s), float(cpu_period_s))
         self.ist = np.array([0, _capacity(capacity_messages), policy], dtype=np.int64)
         self.free = np.zeros(int(servers))
         heap_len = max(16, self.ist[K.CAP_MSGS] + 1)
@@ -105,6 +111,16 @@ class FifoDiscipline:
     def next_wake(self):
         """FIFO stations never need a wake-up event."""
         return None
+
+    @property
+    def work_s(self):
+        """Service time given so far (CPU s, wake-ups included), whole run."""
+        return float(self.fs[K.WORK])
+
+    @property
+    def served_total(self):
+        """Messages that started service so far, whole run."""
+        return int(self.fs[K.SERVED])
 
 
 class QueueDiscipline:

@@ -15,9 +15,21 @@ bit-identical.
 
 State layout (arrays so that numba can mutate them in place)
 
-* ``fs`` float64[4]: admission floor (FIFO admission under back-pressure),
+* ``fs`` float64[10]: admission floor (FIFO admission under back-pressure),
   bytes in station, byte capacity (inf = none), extra service when a message
-  finds its server idle (wake-up cost, s).
+  finds its server idle (wake-up cost, s); CPU quota per period (s, inf =
+  none), quota period (s), index of the current period, CPU used in it (s);
+  total work served (s) and messages served, over the whole run.
+
+CPU quota (Linux CFS bandwidth control, ``cpu.cfs_quota_us`` /
+``cpu.cfs_period_us``): the servers together may work ``quota`` seconds per
+``period``; a message is served at full speed while budget remains, and
+when the budget is spent its server stalls until the next period starts.
+So a lightly loaded capped broker is as fast as an uncapped one, its
+capacity is ``quota / period`` cores, and near the limit messages wait out
+whole periods (Turner et al., "CPU bandwidth control for CFS", Linux
+Symposium 2010). Budget is charged in service-start order; with several
+servers whose services overlap a period boundary this is an approximation.
 * ``ist`` int64[3]: messages in the heap, message capacity (-1 = none), policy.
 * ``free`` float64[c]: time each server becomes free.
 * ``hdep``/``hsize`` float64[h]: heap of departure times and sizes.
@@ -29,6 +41,8 @@ from numba import njit
 
 # state indices
 ADMIT_FLOOR, BYTES_IN, CAP_BYTES, IDLE_EXTRA = 0, 1, 2, 3
+QUOTA, PERIOD, PERIOD_IDX, USED, WORK, SERVED = 4, 5, 6, 7, 8, 9
+FS_LEN = 10
 N_HEAP, CAP_MSGS, POLICY = 0, 1, 2
 
 # overflow policies understood by the arithmetic kernel
@@ -129,6 +143,41 @@ def _admit(fs, ist, hdep, hsize, arrival, size):
 
 
 @njit(cache=True)
+def quota_finish(fs, start, work):
+    """Finish time of ``work`` CPU seconds started at ``start`` under the quota."""
+    period = fs[PERIOD]
+    quota = fs[QUOTA]
+    p = np.floor(start / period)
+    if p > fs[PERIOD_IDX]:
+        fs[PERIOD_IDX] = p
+        fs[USED] = 0.0
+    p = fs[PERIOD_IDX]
+    t = start
+    remaining = work
+    while True:
+        end = (p + 1.0) * period
+        avail = quota - fs[USED]
+        if avail <= 0.0 or t >= end:
+            p += 1.0
+            fs[USED] = 0.0
+            if t < p * period:
+                t = p * period
+            continue
+        run = remaining
+        if avail < run:
+            run = avail
+        if end - t < run:
+            run = end - t
+        fs[USED] += run
+        remaining -= run
+        t += run
+        if remaining <= 0.0:
+            break
+    fs[PERIOD_IDX] = p
+    return t
+
+
+@njit(cache=True)
 def fifo_offer(fs, ist, free, hdep, hsize, arrival, service, size):
     """Offer one message to a FIFO station.
 
@@ -170,7 +219,12 @@ def fifo_offer(fs, ist, free, hdep, hsize, arrival, service, size):
         start = free[k]
     else:
         service = service + fs[IDLE_EXTRA]
-    depart = start + service
+    fs[WORK] += service
+    fs[SERVED] += 1.0
+    if fs[QUOTA] < np.inf and service > 0.0:
+        depart = quota_finish(fs, start, service)
+    else:
+        depart = start + service
     free[k] = depart
     if limited:
         _heap_push(hdep, hsize, ist[N_HEAP], depart, size)

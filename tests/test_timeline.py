@@ -122,10 +122,19 @@ def test_link_transmit_queue_drops_tail(driver):
     assert list(r.drops()["place"]) == ["link:p->broker"]
 
 
-def test_cpu_fraction_stretches_service_and_wakeup(driver):
-    # 2 ms of CPU at a quarter core = 8 ms of service; the 1 ms wake-up of an
-    # idle worker becomes 4 ms. msg1: broker 11 ms, idle: served 11->23
-    # (8 + 4), downlink 23->24, +10 -> 34 ms. msg2 arrives 12 ms, worker busy
-    # (no wake-up): served 23->31, downlink 31->32 -> 42 ms.
-    r = _run([0.0, 0.001], [1000, 1000], cpu_fraction=0.25, idle_wakeup_cost_s=0.001, driver=driver)
-    assert _times(r) == [0.034, 0.042]
+def test_cpu_quota_stalls_service_until_the_next_period(driver):
+    # quota 0.25 core, period 4 ms: 1 ms of CPU per period. Service 2 ms (+1 ms
+    # wake-up when idle). msg1 reaches the broker at 11 ms, idle: 3 ms of work;
+    # runs 11->12 (budget of [8,12) spent), 12->13 (budget of [12,16) spent),
+    # 16->17: departs 17, downlink 17->18, +10 -> 28 ms. msg2 (arrived 12 ms,
+    # no wake-up) starts 17 with the [16,20) budget spent: 20->21, 24->25;
+    # downlink 25->26 -> 36 ms.
+    r = _run([0.0, 0.001], [1000, 1000], cpu_fraction=0.25, cpu_period_s=0.004,
+             idle_wakeup_cost_s=0.001, driver=driver)
+    assert _times(r) == [0.028, 0.036]
+
+
+def test_light_load_under_a_quota_runs_at_full_speed(driver):
+    # one message per 100 ms period uses 3 ms of a 25 ms budget: no stall
+    r = _run([0.0, 0.2], [1000, 1000], cpu_fraction=0.25, idle_wakeup_cost_s=0.001, driver=driver)
+    assert _times(r) == [0.025, 0.225]
