@@ -58,7 +58,9 @@ class RunSpec:
     duration_s, warmup_s, cooldown_s : float
         Run length and the parts discarded at each end, s.
     cpu_cap_fraction : float or None
-        CPU quota of the broker in cores (None: uncapped).
+        CPU quota of the broker in cores (None: uncapped). In a campaign file
+        a configuration may give one cap per broker
+        (``{mosquitto: 0.2, nats: 0.03, default: 0.1}``).
     qos : int
         MQTT QoS (0 or 1).
     phase : str
@@ -94,8 +96,13 @@ class Configuration:
     subscribers: int
     topics: int
     fanout: int
-    cpu_cap_fraction: float | None
+    cpu_cap_fraction: object  # float, None, or {broker: float}
     split: str
+
+    def cap_for(self, broker):
+        """CPU cap of ``broker`` in this configuration (cores, None = uncapped)."""
+        cap = self.cpu_cap_fraction
+        return cap.get(broker, cap.get("default")) if isinstance(cap, dict) else cap
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -126,7 +133,7 @@ class Campaign:
                        publishers=config.publishers, subscribers=config.subscribers,
                        topics=config.topics, fanout=config.fanout, rate_per_s=float(rate_per_s),
                        duration_s=self.duration_s, warmup_s=self.warmup_s, cooldown_s=self.cooldown_s,
-                       cpu_cap_fraction=config.cpu_cap_fraction, phase=phase)
+                       cpu_cap_fraction=config.cap_for(broker), phase=phase)
 
 
 def _int(spec, key, path, minimum=1):
@@ -157,9 +164,13 @@ def _configuration(spec, path):
         raise ConfigError(f"{path}.payload_bytes", c.payload_bytes, "at least 20 bytes (sequence + timestamp header)")
     if c.fanout > c.subscribers:
         raise ConfigError(f"{path}.fanout", c.fanout, f"at most subscribers ({c.subscribers})")
-    if c.cpu_cap_fraction is not None and not (isinstance(c.cpu_cap_fraction, (int, float))
-                                               and 0 < c.cpu_cap_fraction <= 1):
-        raise ConfigError(f"{path}.cpu_cap_fraction", c.cpu_cap_fraction, "a fraction of a core in (0, 1]")
+    caps = c.cpu_cap_fraction if isinstance(c.cpu_cap_fraction, dict) else {"": c.cpu_cap_fraction}
+    for key, cap in caps.items():
+        where = f"{path}.cpu_cap_fraction" + (f".{key}" if key else "")
+        if key and key not in KINDS + ("default",):
+            raise ConfigError(where, cap, f"a cap per broker: keys among {list(KINDS) + ['default']}")
+        if cap is not None and not (isinstance(cap, (int, float)) and not isinstance(cap, bool) and 0 < cap <= 1):
+            raise ConfigError(where, cap, "a fraction of a core in (0, 1]")
     if c.split not in ("train", "holdout"):
         raise ConfigError(f"{path}.split", c.split, "train or holdout")
     return c

@@ -60,6 +60,7 @@ class RealHarness:
         self._key = None
         self.versions = {}
         self.on_run = None  # optional callback(spec, row), e.g. a progress log
+        self._sys_dropped = 0
 
     # -- broker lifecycle -------------------------------------------------
     def _ensure_broker(self, spec):
@@ -75,6 +76,7 @@ class RealHarness:
         wd.mkdir(parents=True, exist_ok=True)
         self.broker = start_broker(bspec, wd)
         self.versions[spec.broker] = self.broker.version
+        self._sys_dropped = 0
         self._key = key
         return self.broker
 
@@ -130,12 +132,33 @@ class RealHarness:
         after = procstat.sample(broker.pid)
         cpu = procstat.diff(before, after)
         row = self._row(spec, result, cpu)
+        row["broker_dropped"] = self._broker_dropped(broker)
         lat = np.asarray(result.latencies_s())
         if lat.size > self.sample:
             lat = self.rng.choice(lat, self.sample, replace=False)
         if self.on_run is not None:
             self.on_run(spec, row)
         return row, lat
+
+    def _broker_dropped(self, broker):
+        """Messages the broker itself dropped during the run (Mosquitto ``$SYS``), else NaN.
+
+        Mosquitto drops QoS 0 messages to subscribers whose queue is full
+        without telling anyone; its ``$SYS/broker/publish/messages/dropped``
+        counter (cumulative, updated every second) tells loss in the broker
+        apart from loss elsewhere. Costs up to one ``sys_interval`` per run.
+        """
+        if broker.kind != "mosquitto":
+            return math.nan
+        from .harness.brokers import read_mosquitto_sys
+
+        try:
+            total = int(read_mosquitto_sys(broker.pub_port, timeout_s=3.0).get(
+                "$SYS/broker/publish/messages/dropped", 0))
+        except (TimeoutError, OSError):
+            return math.nan
+        dropped, self._sys_dropped = total - self._sys_dropped, total
+        return dropped
 
     @staticmethod
     def _row(spec, result, cpu):

@@ -3,4 +3,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/bootstrap.sh
+# real brokers for the harness tests and the CI smoke measurement (Debian, as root)
+if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    bash scripts/install_brokers.sh
+fi
 exec .venv/bin/python -m pytest "$@"

@@ -58,6 +58,9 @@ def test_parse_campaign_defaults_and_pairs():
     ({"configurations": [{"name": "x", "split": "test"}]}, "configurations[0].split"),
     ({"configurations": [{"name": "x", "cpu_cap_fraction": 2}]}, "configurations[0].cpu_cap_fraction"),
     ({"configurations": [{"name": "x", "fanuot": 1}]}, "configurations[0].fanuot"),
+    ({"configurations": [{"name": "x", "cpu_cap_fraction": {"mosquito": 0.2}}]},
+     "configurations[0].cpu_cap_fraction.mosquito"),
+    ({"configurations": [{"name": "x", "cpu_cap_fraction": {"nats": 0}}]}, "configurations[0].cpu_cap_fraction.nats"),
     ({"run": {"duration": "-1s"}}, "run.duration"),
 ])
 def test_bad_campaign_names_the_field(patch, field):
@@ -65,6 +68,14 @@ def test_bad_campaign_names_the_field(patch, field):
         parse_campaign({**SPEC, **patch})
     assert err.value.field == field
     assert "\n" not in str(err.value)
+
+
+def test_caps_per_broker():
+    c = parse_campaign({**SPEC, "configurations": [
+        {"name": "x", "cpu_cap_fraction": {"mosquitto": 0.2, "default": 0.05}}]})
+    cfg = c.configurations[0]
+    assert c.run_spec("mosquitto", cfg, 100, "light").cpu_cap_fraction == 0.2
+    assert c.run_spec("zmq-proxy", cfg, 100, "light").cpu_cap_fraction == 0.05
 
 
 def test_campaign_finds_each_limit_and_writes_tables(tmp_path):
