@@ -105,6 +105,9 @@ def _validate(args, console):
             cdf_figure(lat, v.per_run, sims, broker=kind, config=config).savefig(out / f"cdf-{kind}-{config}.png")
             saturation_figure(v.per_run, broker=kind, config=config).savefig(
                 out / f"saturation-{kind}-{config}.png")
+            import matplotlib.pyplot as plt
+
+            plt.close("all")
         console.print(f"report in {out}")
     return 0
 

@@ -37,7 +37,8 @@ from sim.errors import ConfigError
 __all__ = ["BrokerDemandCalibrator", "LatencyFloorCalibrator", "REQUIRED_COLUMNS"]
 
 REQUIRED_COLUMNS = ("payload_bytes", "fanout", "ingress_rate_per_s", "demand_s_per_ingress")
-COSTS = ("ingress_cost_s", "delivery_cost_s", "per_byte_cost_s", "idle_wakeup_cost_s")
+COSTS = ("ingress_cost_s", "delivery_cost_s", "per_byte_cost_s", "idle_wakeup_cost_s",
+         "background_cpu_fraction")
 
 
 def _check(measurements, columns):
@@ -70,22 +71,30 @@ class BrokerDemandCalibrator:
         Fit the per-delivery cost separately (needs different fan-outs);
         otherwise delivery cost is folded into the ingress cost at the
         fan-out of the data.
+    fit_background : bool
+        Also fit a background CPU load ``B`` (CPU s per s: timers, runtime
+        housekeeping, ``$SYS`` updates) that adds ``B / rate`` to the demand
+        per message; without it, the inflated demand of the slowest runs is
+        wrongly charged to the per-message costs.
 
     Attributes
     ----------
     params_ : dict
         ``ingress_cost_s``, ``delivery_cost_s``, ``per_byte_cost_s``,
-        ``idle_wakeup_cost_s`` (s, s, s/byte, s) and ``n_runs``.
+        ``idle_wakeup_cost_s``, ``background_cpu_fraction`` (s, s, s/byte, s,
+        cores) and ``n_runs``.
     residuals_ : pandas.Series
         Measured minus fitted demand per run, s.
     """
 
-    def __init__(self, *, wake_regressor="idle_fraction", fit_per_byte=True, fit_delivery=True):
+    def __init__(self, *, wake_regressor="idle_fraction", fit_per_byte=True, fit_delivery=True,
+                 fit_background=False):
         if wake_regressor not in ("idle_fraction", "wakeups"):
             raise ConfigError("wake_regressor", wake_regressor, "idle_fraction or wakeups")
         self.wake_regressor = wake_regressor
         self.fit_per_byte = fit_per_byte
         self.fit_delivery = fit_delivery
+        self.fit_background = fit_background
 
     def _design(self, m):
         fanout = m["fanout"].to_numpy(dtype=float)
@@ -96,8 +105,9 @@ class BrokerDemandCalibrator:
         else:
             busy = m["ingress_rate_per_s"].to_numpy(dtype=float) * demand / cap_of(m)
             idle = np.clip(1.0 - busy, 0.0, 1.0)
-        cols = [np.ones_like(fanout), fanout, payload * (1 + fanout), idle]
-        keep = [True, self.fit_delivery, self.fit_per_byte, True]
+        rate = m["ingress_rate_per_s"].to_numpy(dtype=float)
+        cols = [np.ones_like(fanout), fanout, payload * (1 + fanout), idle, 1.0 / rate]
+        keep = [True, self.fit_delivery, self.fit_per_byte, True, self.fit_background]
         return np.column_stack([c for c, k in zip(cols, keep) if k]), [n for n, k in zip(COSTS, keep) if k]
 
     def fit(self, measurements):
@@ -126,7 +136,36 @@ class BrokerDemandCalibrator:
         p = self.params_
         busy = (p["ingress_cost_s"] + fanout * p["delivery_cost_s"]
                 + payload_bytes * (1 + fanout) * p["per_byte_cost_s"])
-        return math.inf if busy <= 0 else cap * workers / busy
+        return math.inf if busy <= 0 else max(cap * workers - p["background_cpu_fraction"], 0.0) / busy
+
+
+def gamma_from_quantiles(median, p90):
+    """Gamma ``(shape, scale)`` with the given median and 90th percentile.
+
+    The ratio ``p90 / median`` of a gamma falls from infinity to 1 as the
+    shape grows; the shape is found by root finding on that ratio, then the
+    scale matches the median. Returns ``(0, 0)`` when there is no spread.
+    """
+    from scipy.optimize import brentq
+    from scipy.stats import gamma
+
+    if not (median > 0 and p90 > median):
+        return 0.0, 0.0
+    ratio = p90 / median
+
+    def gap(log_k):
+        k = math.exp(log_k)
+        return gamma.ppf(0.9, k) / gamma.ppf(0.5, k) - ratio
+
+    lo, hi = math.log(1e-3), math.log(1e4)
+    if gap(lo) < 0:
+        log_k = lo
+    elif gap(hi) > 0:
+        log_k = hi
+    else:
+        log_k = brentq(gap, lo, hi)
+    k = math.exp(log_k)
+    return k, median / gamma.ppf(0.5, k)
 
 
 class LatencyFloorCalibrator:
@@ -138,15 +177,18 @@ class LatencyFloorCalibrator:
     broker demand per message (CPU s)::
 
         floor  = latency_p01 - d           (both links, fixed part)
+        excess = latency - latency_p01     (both links, variable part)
 
     (a CPU quota does not slow a lightly loaded broker: it runs at full speed
     until its budget for the period is spent, see :mod:`sim.kernels`)
-        excess = latency - latency_p01     (both links, variable part)
 
-    Each link gets ``latency_s = floor / 2`` and a gamma jitter whose mean is
-    half the mean excess and whose cv is ``sqrt(2)`` times the excess cv: the
-    sum of two independent gamma(k, theta) is gamma(2k, theta), so two such
-    links reproduce the measured mean and variance of the excess.
+    Each link gets ``latency_s = floor / 2`` and a gamma jitter. The sum of
+    two independent gamma(k, theta) is gamma(2k, theta): the gamma(2k, theta)
+    whose median and 90th percentile are those of the measured excess
+    (:func:`gamma_from_quantiles`) gives each link's gamma(k, theta).
+    Quantiles rather than mean and variance: loopback latency has rare
+    millisecond outliers (scheduler, timer interrupts) that would inflate a
+    moment fit for every message.
 
     Parameters
     ----------
@@ -163,7 +205,7 @@ class LatencyFloorCalibrator:
         One-way floor of each run used minus the fitted one, s.
     """
 
-    COLUMNS = REQUIRED_COLUMNS + ("latency_p01_s", "latency_mean_s", "latency_std_s")
+    COLUMNS = REQUIRED_COLUMNS + ("latency_p01_s", "latency_p50_s", "latency_p90_s")
 
     def __init__(self, *, max_utilization=0.1):
         self.max_utilization = max_utilization
@@ -177,14 +219,65 @@ class LatencyFloorCalibrator:
         low = util <= self.max_utilization
         if not low.any():
             low = util <= util.min()
-        p01 = m["latency_p01_s"].to_numpy(dtype=float)[low]
-        floor = p01 - demand[low]
-        excess_mean = m["latency_mean_s"].to_numpy(dtype=float)[low] - p01
-        excess_std = m["latency_std_s"].to_numpy(dtype=float)[low]
+        q = {k: m[f"latency_{k}_s"].to_numpy(dtype=float)[low] for k in ("p01", "p50", "p90")}
+        floor = q["p01"] - demand[low]
         one_way = max(float(np.median(floor)) / 2.0, 0.0)
-        mean = max(float(np.median(excess_mean)), 0.0)
-        cv = float(np.median(excess_std / np.maximum(excess_mean, 1e-12))) * math.sqrt(2.0)
-        self.params_ = {"link_latency_s": one_way, "jitter_mean_s": mean / 2.0,
-                        "jitter_cv": cv if mean > 0 else 0.0, "n_runs": int(low.sum())}
+        shape2, scale = gamma_from_quantiles(float(np.median(q["p50"] - q["p01"])),
+                                             float(np.median(q["p90"] - q["p01"])))
+        k = shape2 / 2.0
+        self.params_ = {"link_latency_s": one_way, "jitter_mean_s": k * scale,
+                        "jitter_cv": 1.0 / math.sqrt(k) if k > 0 else 0.0, "n_runs": int(low.sum())}
         self.residuals_ = pd.Series(floor / 2.0 - one_way, name="one_way_residual_s")
+        return self
+
+
+class KneeDemandCalibrator(BrokerDemandCalibrator):
+    """Two-stage fit: busy costs from runs near each limit, wake-ups from the rest.
+
+    Stage 1 fits ``ingress``, ``delivery`` and ``per_byte`` on the
+    ``knee_runs`` highest sustainable loads of each configuration (column
+    ``config``), where the broker is busy and its wake-ups are rare, so its
+    capacity is anchored to what was measured there. Stage 2 fits the
+    wake-up cost (and, with ``fit_background``, a background CPU load) to
+    what stage 1 leaves unexplained in all runs. Both stages are NNLS on
+    relative errors. Used where the one-equation fit charges high-load CPU
+    to wake-ups: multi-threaded brokers (NATS, ZeroMQ's I/O threads) switch
+    threads even when busy.
+
+    Parameters
+    ----------
+    knee_runs : int
+        Sustainable runs per configuration taken as "near the limit".
+    wake_regressor, fit_per_byte, fit_delivery, fit_background
+        As :class:`BrokerDemandCalibrator`.
+    """
+
+    def __init__(self, *, knee_runs=2, **settings):
+        super().__init__(**settings)
+        self.knee_runs = knee_runs
+
+    def fit(self, measurements):
+        cols = REQUIRED_COLUMNS + ("config",) + (
+            ("wakeups_per_ingress",) if self.wake_regressor == "wakeups" else ())
+        _check(measurements, cols)
+        m = measurements.reset_index(drop=True)
+        x, names = self._design(m)
+        y = m["demand_s_per_ingress"].to_numpy(dtype=float)
+        w = 1.0 / np.maximum(y, 1e-12)
+        busy = [i for i, n in enumerate(names) if n in COSTS[:3]]
+        rest = [i for i, n in enumerate(names) if n not in COSTS[:3]]
+        knee = m.groupby("config")["ingress_rate_per_s"].rank(ascending=False, method="first") <= self.knee_runs
+        knee = knee.to_numpy()
+        if knee.sum() < len(busy):
+            raise ConfigError("measurements", f"{int(knee.sum())} runs near a limit",
+                              f"at least {len(busy)} for {[names[i] for i in busy]}")
+        coef = np.zeros(len(names))
+        xb = x[knee][:, busy]
+        coef[busy], _ = nnls(xb * w[knee, None], y[knee] * w[knee])
+        left = y - x[:, busy] @ coef[busy]
+        coef[rest], _ = nnls(x[:, rest] * w[:, None], left * w)
+        params = dict.fromkeys(COSTS, 0.0)
+        params.update(zip(names, coef.tolist()))
+        self.params_ = {**params, "n_runs": len(y), "n_knee_runs": int(knee.sum())}
+        self.residuals_ = pd.Series(y - x @ coef, name="demand_residual_s")
         return self

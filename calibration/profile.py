@@ -70,7 +70,10 @@ def build_profile(*, name, broker_kind, demand_params, link_params, metadata):
             "date": metadata["date"],
             "note": (f"CPU s per message by the utilization law from /proc, fitted by NNLS over "
                      f"{metadata['n_runs']} training runs (rms residual "
-                     f"{metadata['rms_residual_s'] * 1e6:.3g} us); costs are CPU seconds of a whole "
+                     f"{metadata['rms_residual_s'] * 1e6:.3g} us; wake-up regressor: "
+                     f"{metadata.get('wake_regressor', 'measured')}; background CPU "
+                     f"{demand_params.get('background_cpu_fraction', 0.0):.3g} core, not simulated); "
+                     f"costs are CPU seconds of a whole "
                      f"core: set cpu_fraction for a capped broker. {where}. Workers, topic syntax "
                      f"and overflow from the broker's design: {model['why']}."),
         },

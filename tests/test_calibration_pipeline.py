@@ -54,7 +54,7 @@ def results_dir(measured, tmp_path_factory):
 
 def test_fit_recovers_the_true_costs(measured):
     runs, _, _, meta = measured
-    fitted = fit_profiles(runs, meta)["mosquitto"]["broker"]["mosquitto"]
+    fitted = fit_profiles(runs, meta, method="joint", background=False)["mosquitto"]["broker"]["mosquitto"]
     from models.params import from_mapping
     from models.broker import BrokerParams
     p = from_mapping(BrokerParams, fitted, "fitted")
@@ -62,6 +62,17 @@ def test_fit_recovers_the_true_costs(measured):
     assert p.delivery_cost_s.mean == pytest.approx(TRUE["delivery_cost_s"], rel=0.1)
     assert p.idle_wakeup_cost_s == pytest.approx(TRUE["idle_wakeup_cost_s"], rel=0.1)
     assert p.provenance.source.value == "measured"
+
+
+def test_knee_fit_anchors_the_busy_costs(measured):
+    # the default two-stage fit: busy costs from the runs nearest each limit
+    from models.broker import BrokerParams
+    from models.params import from_mapping
+    runs, _, _, meta = measured
+    p = from_mapping(BrokerParams, fit_profiles(runs, meta)["mosquitto"]["broker"]["mosquitto"], "knee")
+    busy = p.ingress_cost_s.mean + p.delivery_cost_s.mean + 128 * p.per_byte_cost_s
+    true = TRUE["ingress_cost_s"] + TRUE["delivery_cost_s"] + 128 * TRUE["per_byte_cost_s"]
+    assert busy == pytest.approx(true, rel=0.1)
 
 
 def test_validation_of_the_fitted_profile_is_accurate(measured):
