@@ -99,8 +99,8 @@ _UNIFORM = _Uniform(value=0.5)
 
 
 def _quota(params):
-    """CPU quota of a broker's workers together, per period (none at a whole core per worker)."""
-    if params.cpu_fraction >= params.workers:
+    """CPU quota of a broker's workers together, per period (``cpu_fraction`` 1 = no quota)."""
+    if params.cpu_fraction >= 1.0:
         return {}
     return {"cpu_quota_s": params.cpu_fraction * params.cpu_period_s, "cpu_period_s": params.cpu_period_s}
 

@@ -379,8 +379,8 @@ def rich_topology():
                            delivery_cost_s=LogNormal(mean_value=5e-5, cv=0.5), queue_messages=200,
                            client_queue_bytes=65536, overflow="drop_oldest", provenance=prov),
         "e1": BrokerParams(ingress_cost_s=Uniform(low=1e-5, high=3e-5), idle_wakeup_cost_s=1.3e-5,
-                           cpu_fraction=0.5, scheduling="priority"),
-        "e2": BrokerParams(ingress_cost_s=Shifted(offset=1e-5, base=Empirical(values=(1e-5, 2e-5, 7e-5)))),
+                           scheduling="priority"),
+        "e2": BrokerParams(cpu_fraction=0.5, cpu_period_s=0.01, ingress_cost_s=Shifted(offset=1e-5, base=Empirical(values=(1e-5, 2e-5, 7e-5)))),
     }
     pubs = {
         "p0": ("e0", PublisherParams(topics=("a/x", "a/y"), rate_per_s=40.0, topic_weights=(1.0, 3.0),
