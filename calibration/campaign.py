@@ -345,7 +345,10 @@ def _write_tables(out, campaign, metadata):
     pd.DataFrame(runs).to_csv(out / "runs.csv", index=False)
     pd.DataFrame(sats).to_csv(out / "saturation.csv", index=False)
     pd.concat(lats, ignore_index=True).to_parquet(out / "latency.parquet", index=False)
+    old = json.loads((out / "meta.json").read_text()) if (out / "meta.json").exists() else {}
     meta = {**host_metadata(), **metadata, "campaign": campaign.name, "spec": campaign.spec}
+    # a resumed campaign starts only the brokers it still measures: keep the others' versions
+    meta["versions"] = {**old.get("versions", {}), **metadata.get("versions", {})}
     (out / "meta.json").write_text(json.dumps(meta, indent=2, default=_json_default))
 
 
