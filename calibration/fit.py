@@ -6,8 +6,10 @@ Measurements are a tidy table, one row per measured run, with at least:
 ``broker``, ``payload_bytes``, ``fanout``, ``cpu_cap_fraction`` (NaN or 1 =
 one whole core), ``ingress_rate_per_s``, ``egress_rate_per_s``,
 ``demand_s_per_ingress`` (broker CPU seconds per ingress message, by the
-utilization law), ``latency_p50_s``; optionally
-``wakeups_per_ingress`` (voluntary context switches per ingress message).
+utilization law); for the latency floor ``latency_p01_s``,
+``latency_p50_s``, ``latency_p90_s``; for the knee fit ``config``;
+optionally ``wakeups_per_ingress`` (voluntary context switches per ingress
+message).
 
 Broker demand model (see :mod:`models.broker`)::
 
@@ -20,7 +22,8 @@ Mosquitto ~21 us at 1k msg/s, ~8 us at 40k msg/s): an event-loop broker
 pays a wake-up per message when idle. ``P(idle at arrival)`` is estimated per
 run either as ``1 - U`` with ``U = ingress_rate * demand / cap`` (PASTA) or,
 with ``wake_regressor="wakeups"``, as the measured voluntary context switches
-per ingress message. The model is linear in its four costs, so they are fitted
+per ingress message. An optional fifth term ``background / rate`` absorbs a
+constant background CPU load. The model is linear in its costs, so they are fitted
 by non-negative least squares (Lawson & Hanson 1974, ``scipy.optimize.nnls``)
 with rows weighted by 1 / demand (relative errors).
 """

@@ -19,7 +19,6 @@ apart from the fitted ones.
 """
 from __future__ import annotations
 
-import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -43,7 +42,11 @@ __all__ = ["fit_profiles", "topology_for", "simulate_run", "validate", "Validati
 TARGETS = {"saturation_error_pct": 10.0, "p50_error_pct": 25.0, "p99_error_pct": 25.0}
 
 
-def _metadata(rows, meta, kind, split, demand, iterations):
+_WAKE_TEXT = {"wakeups": "measured voluntary context switches per message",
+              "idle_fraction": "1 - utilization (PASTA)"}
+
+
+def _metadata(rows, meta, kind, split, demand, wake):
     caps = sorted({c for c in rows.cpu_cap_fraction.fillna(1.0)})
     return {"data": f"calibration/data/{meta.get('campaign', 'campaign')}/runs.csv (split={split})",
             "date": meta.get("date", ""), "host": meta.get("host", "?"), "cpu": meta.get("cpu", "?"),
@@ -52,47 +55,21 @@ def _metadata(rows, meta, kind, split, demand, iterations):
             "cpu_cap_fraction": ", ".join(f"{c:g}" for c in caps),
             "n_runs": demand.params_["n_runs"],
             "rms_residual_s": float(np.sqrt(np.mean(demand.residuals_ ** 2))),
-            "wake_regressor": (("measured voluntary context switches per message" if iterations == 0 else
-                                f"simulated idle arrivals per message ({iterations} fixed-point iterations)")
-                               + ("; busy costs from the 2 sustainable runs nearest each measured limit"
-                                  if "n_knee_runs" in demand.params_ else ""))}
+            "wake_regressor": _WAKE_TEXT[wake] + ("; busy costs from the 2 sustainable runs nearest each "
+                                                  "measured limit" if "n_knee_runs" in demand.params_ else "")}
 
 
-def simulated_wakeups(rows, profile, *, duration_s=1.0, seed=0):
-    """Fraction of messages that find the simulated broker idle, per measured run.
-
-    Runs the twin of each sustainable run for ``duration_s`` (a quarter of it
-    warm-up); unsustainable runs get 0 (a saturated worker is never idle).
-    """
-    out = []
-    for _, r in rows.iterrows():
-        if not bool(r.get("sustainable", True)):
-            out.append(0.0)
-            continue
-        row = {**r.to_dict(), "duration_s": min(duration_s, float(r["duration_s"])),
-               "warmup_s": min(duration_s, float(r["duration_s"])) / 4, "cooldown_s": 0.0}
-        out.append(simulate_run(row, profile, seed=seed, sample=1)[0]["wakeups_per_ingress"])
-    return np.asarray(out, dtype=float)
-
-
-def fit_profiles(runs, meta, *, split="train", iterations=0, background=True, method="knee"):
+def fit_profiles(runs, meta, *, split="train", background=True, method="knee"):
     """One calibrated profile per broker kind, fitted on ``runs[split]``.
 
     ``method="knee"`` fits the busy costs on the runs nearest each measured
     limit and the wake-up cost on the rest (:class:`KneeDemandCalibrator`);
     ``"joint"`` fits all costs at once (:class:`BrokerDemandCalibrator`).
-    The wake-up cost is first regressed on the measured voluntary context
-    switches per message. A multi-threaded broker (NATS, ZeroMQ's I/O
-    threads) switches between its own threads even when busy, which the
-    model's single wake-up per idle arrival does not represent; so the fit is
-    then repeated ``iterations`` times with the regressor replaced by the
-    fraction of messages that find the *simulated* broker idle
-    (:func:`simulated_wakeups`), a fixed point where the fitted costs and the
-    mechanism that applies them agree.
-
-    Only sustainable runs are fitted (see the comment below). With
-    ``background``, a background CPU load is fitted as a nuisance term (see
-    :class:`calibration.fit.BrokerDemandCalibrator`) and shown in the
+    The wake-up cost is regressed on the measured voluntary context
+    switches per message (or ``1 - utilization`` where they were not
+    measured). Only sustainable runs are fitted (see the comment below).
+    With ``background``, a background CPU load is fitted as a nuisance term
+    (see :class:`calibration.fit.BrokerDemandCalibrator`) and shown in the
     provenance note; the simulated broker does not carry it.
 
     Returns
@@ -105,47 +82,32 @@ def fit_profiles(runs, meta, *, split="train", iterations=0, background=True, me
     # served: an overloaded broker drops (ZeroMQ's high-water mark) or still
     # owes part of what it was sent, so only sustainable runs are fitted.
     train = runs[(runs["split"] == split) & (runs["ingress_rate_per_s"] > 0) & runs["sustainable"].astype(bool)]
+    calibrator = KneeDemandCalibrator if method == "knee" else BrokerDemandCalibrator
     for kind, rows in train.groupby("broker"):
         wake = ("wakeups" if "wakeups_per_ingress" in rows and rows.wakeups_per_ingress.notna().all()
                 else "idle_fraction")
-        settings = {"fit_per_byte": rows.payload_bytes.nunique() > 1, "fit_delivery": rows.fanout.nunique() > 1,
-                    "fit_background": background}
-        calibrator = KneeDemandCalibrator if method == "knee" else BrokerDemandCalibrator
-        demand = calibrator(wake_regressor=wake, **settings).fit(rows)
+        demand = calibrator(wake_regressor=wake, fit_per_byte=rows.payload_bytes.nunique() > 1,
+                            fit_delivery=rows.fanout.nunique() > 1, fit_background=background).fit(rows)
         floor = LatencyFloorCalibrator().fit(rows, demand_s=demand.predict(rows))
-        done = 0
-        for done in range(1, iterations + 1):
-            profile = build_profile(name=kind, broker_kind=kind, demand_params=demand.params_,
-                                    link_params=floor.params_, metadata=_metadata(rows, meta, kind, split,
-                                                                                  demand, done - 1))
-            sim_rows = rows.assign(wakeups_per_ingress=simulated_wakeups(rows, profile))
-            demand = calibrator(wake_regressor="wakeups", **settings).fit(sim_rows)
-            floor = LatencyFloorCalibrator().fit(rows, demand_s=demand.predict(sim_rows))
         profiles[kind] = build_profile(name=kind, broker_kind=kind, demand_params=demand.params_,
                                        link_params=floor.params_,
-                                       metadata=_metadata(rows, meta, kind, split, demand, done))
+                                       metadata=_metadata(rows, meta, kind, split, demand, wake))
     return profiles
 
 
 def paced_publisher(row, index, topics):
     """Publisher ``index`` sending as the load generator paces it.
 
-    The generator sends batches of ``b`` messages (``loadgen.batch_size``),
+    The generator sends batches of ``b`` messages (``loadgen.pacing_batch``),
     batch ``n`` at ``n b / rate`` s, message ``seq`` on topic
     ``(seq + index) mod topics``: an explicit schedule reproduces that, so
     the simulated broker sees the same bursts (and wakes up as often).
     """
-    from types import SimpleNamespace
+    from .harness.loadgen import pacing_batch
 
-    from .harness.loadgen import LoadSpec, batch_size
-
-    defaults = {f.name: f.default for f in dataclasses.fields(LoadSpec)}
-    pubs, k = int(row["publishers"]), len(topics)
-    rate = float(row["rate_per_s"]) / pubs
-    spec = SimpleNamespace(rate_per_s=float(row["rate_per_s"]), publishers=pubs, topics=k,
-                           payload_bytes=int(row["payload_bytes"]), max_batch=defaults["max_batch"],
-                           batch_interval_s=defaults["batch_interval_s"])
-    b = batch_size(spec)
+    k = len(topics)
+    rate = float(row["rate_per_s"]) / int(row["publishers"])
+    b = pacing_batch(rate, int(row["payload_bytes"]), k)
     n = np.arange(int(rate * float(row["duration_s"])))
     times = (n // b) * (b / rate)
     names = np.array(topics, dtype=object)

@@ -119,6 +119,8 @@ _CONTROL_PERIOD_NS = 50_000_000
 _START_LEAD_NS = 100_000_000
 _READ_BYTES = 256 * 1024
 _MAX_BATCH_BYTES = 256 * 1024
+BATCH_INTERVAL_S = 0.001  # default pacing interval of a publisher, s
+MAX_BATCH = 256  # default largest batch, messages
 _FLUSH_TIMEOUT_S = 10.0
 _QUIET_NS = 500_000_000
 
@@ -204,8 +206,8 @@ class LoadSpec:
     sub_cpus: tuple | None = None
     drain_s: float | None = None
     max_drain_s: float = 10.0
-    batch_interval_s: float = 0.001
-    max_batch: int = 256
+    batch_interval_s: float = BATCH_INTERVAL_S
+    max_batch: int = MAX_BATCH
     zmq_mode: str = "proxy"
     zmq_hwm: int = 1000
     setup_timeout_s: float = 20.0
@@ -297,12 +299,17 @@ def subscriber_topics(spec):
 
 
 def batch_size(spec):
-    """Messages per batch of one publisher (module docstring, Pacing)."""
-    rate = spec.rate_per_s / spec.publishers
-    pkt = spec.payload_bytes + 64
-    cap = max(1, min(spec.max_batch, _MAX_BATCH_BYTES // pkt))
-    b = int(min(max(1, round(rate * spec.batch_interval_s)), cap))
-    t = spec.topics
+    """Messages per batch of one publisher of ``spec`` (module docstring, Pacing)."""
+    return pacing_batch(spec.rate_per_s / spec.publishers, spec.payload_bytes, spec.topics,
+                        max_batch=spec.max_batch, batch_interval_s=spec.batch_interval_s)
+
+
+def pacing_batch(rate_per_s, payload_bytes, topics, *, max_batch=MAX_BATCH, batch_interval_s=BATCH_INTERVAL_S):
+    """Messages per batch of a publisher sending ``rate_per_s`` (module docstring, Pacing)."""
+    pkt = payload_bytes + 64
+    cap = max(1, min(max_batch, _MAX_BATCH_BYTES // pkt))
+    b = int(min(max(1, round(rate_per_s * batch_interval_s)), cap))
+    t = topics
     if b >= t:
         return b - b % t
     return max(d for d in range(1, b + 1) if t % d == 0)
