@@ -19,7 +19,8 @@ from pathlib import Path
 import pytest
 
 from calibration.harness import brokers as B
-from calibration.harness.brokers import BrokerSpec, broker, live_brokers, read_mosquitto_sys, start_broker
+from calibration.harness.brokers import (BrokerSpec, broker, install_signal_cleanup, live_brokers,
+                                         read_mosquitto_sys, start_broker)
 from calibration.harness.cpu import detect_cpu_control
 from sim.errors import ConfigError
 
@@ -177,8 +178,10 @@ def test_bad_option_fails_fast(tmp_path):
 
 # -- cleanup of a process that is interrupted or exits ---------------------------
 CHILD = textwrap.dedent("""
-    import sys, time
+    import signal, sys, time
     from calibration.harness.brokers import BrokerSpec, install_signal_cleanup, start_broker
+    # Ctrl-C interrupts, as in a terminal, even if this test runs in a job that ignores SIGINT
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     install_signal_cleanup()
     rb = [start_broker(BrokerSpec(kind=k), sys.argv[1] + "/" + k) for k in sys.argv[3:]]
     print(" ".join(str(b.pid) for b in rb), flush=True)
@@ -273,3 +276,16 @@ def test_rabbitmq_mqtt_starts_accepts_mqtt_and_leaves_nothing(tmp_path):
         time.sleep(0.05)
     assert all(_gone(p) for p in tree), [(p, B._comm(p)) for p in tree if not _gone(p)]
     assert not _accepts(rb.port)
+
+
+def test_ignored_signal_stays_ignored():
+    # a job started with '&' from a script ignores SIGINT: cleanup must not make it stop brokers
+    old = signal.signal(signal.SIGUSR1, signal.SIG_IGN)
+    try:
+        install_signal_cleanup(signals=(signal.SIGUSR1,))
+        assert signal.getsignal(signal.SIGUSR1) == signal.SIG_IGN
+        signal.signal(signal.SIGUSR1, signal.SIG_DFL)
+        install_signal_cleanup(signals=(signal.SIGUSR1,))
+        assert getattr(signal.getsignal(signal.SIGUSR1), "_pubsim_cleanup", False)
+    finally:
+        signal.signal(signal.SIGUSR1, old)

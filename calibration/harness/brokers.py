@@ -250,7 +250,9 @@ def install_signal_cleanup(signals=(signal.SIGINT, signal.SIGTERM)):
 
     SIGINT then raises KeyboardInterrupt (Python's default); a signal with
     the default action (SIGTERM) is re-raised so the process still dies of
-    it. Idempotent; call it from the main thread.
+    it. A signal the process ignores (SIGINT in a job started with ``&``
+    from a script) is left ignored: the process goes on, and so must its
+    brokers. Idempotent; call it from the main thread.
 
     Parameters
     ----------
@@ -258,7 +260,7 @@ def install_signal_cleanup(signals=(signal.SIGINT, signal.SIGTERM)):
     """
     for signum in signals:
         previous = signal.getsignal(signum)
-        if getattr(previous, "_pubsim_cleanup", False):
+        if getattr(previous, "_pubsim_cleanup", False) or previous == signal.SIG_IGN:
             continue
         signal.signal(signum, _cleanup_handler(previous))
 
