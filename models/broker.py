@@ -79,6 +79,17 @@ class BrokerParams:
         ``fifo``, or ``priority``: waiting messages are served by their
         publisher's priority (higher first, FIFO within a priority,
         non-preemptive), as in YAMI4's outgoing queues (SYSTEMS.md §1).
+    ack_cost_s : float
+        CPU cost per QoS handshake packet the broker sends or receives
+        (PUBACK, PUBREC, PUBREL, PUBCOMP, AMQP basic.ack), s; default 0
+        (assumption: not measured; handshake packets have no payload).
+    max_inflight_messages : int
+        Most un-acknowledged QoS > 0 messages per client connection (and
+        bridge) it sends on; 0 = no limit. Default 20: Mosquitto
+        ``max_inflight_messages`` (mosquitto.conf(5)).
+    retry_timeout_s : float
+        Resend an unacknowledged packet to a client after this time, s
+        (Mosquitto 1.x ``retry_interval``, default 20 s).
     provenance : Provenance
     """
 
@@ -100,6 +111,9 @@ class BrokerParams:
     topic_syntax: str = field(default="mqtt",
                               metadata={"unit": "choice", "choices": tuple(s.value for s in TopicSyntax)})
     scheduling: str = field(default="fifo", metadata={"unit": "choice", "choices": ("fifo", "priority")})
+    ack_cost_s: float = field(default=0.0, metadata={"unit": "duration"})
+    max_inflight_messages: int = field(default=20, metadata={"unit": "count"})
+    retry_timeout_s: float = field(default=20.0, metadata={"unit": "duration"})
     provenance: Provenance = field(default=ASSUMED, metadata={"unit": "provenance"})
 
     def __post_init__(self):

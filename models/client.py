@@ -46,6 +46,15 @@ class PublisherParams:
     priority : int
         Message priority, higher first (YAMI4 uses 0..2); only brokers with
         ``scheduling="priority"`` look at it.
+    qos : int
+        Publish QoS 0, 1 or 2 (AMQP: 1 = publisher confirms); see :mod:`models.qos`.
+    inflight_messages : int
+        Most un-acknowledged QoS > 0 messages on its connection (0 = no
+        limit). Default 20: Eclipse Paho Python ``max_inflight_messages_set``
+        default.
+    retry_timeout_s : float
+        Resend an unacknowledged packet after this time, s. Default 20 s:
+        Mosquitto's historical ``retry_interval`` (mosquitto.conf(5), 1.x).
     provenance : Provenance
     """
 
@@ -59,10 +68,14 @@ class PublisherParams:
     schedule_size_bytes: tuple = field(default=(), metadata={"unit": "raw"})
     schedule_topic: tuple = field(default=(), metadata={"unit": "raw"})
     priority: int = field(default=0, metadata={"unit": "count"})
+    qos: int = field(default=0, metadata={"unit": "count"})
+    inflight_messages: int = field(default=20, metadata={"unit": "count"})
+    retry_timeout_s: float = field(default=20.0, metadata={"unit": "duration"})
     provenance: Provenance = field(default=ASSUMED, metadata={"unit": "provenance"})
 
     def __post_init__(self):
         check_fields(self)
+        _check_qos(self)
         if not self.topics:
             raise ConfigError("topics", self.topics, "at least one topic")
         if self.arrival != "schedule" and not self.rate_per_s > 0:
@@ -108,15 +121,33 @@ class SubscriberParams:
     buffer_messages : int or None
         Receive buffer (messages waiting plus the one being handled);
         overflow drops the newest.
+    qos : int
+        Granted QoS 0, 1 or 2 of its subscriptions (AMQP: 1 = manual acks).
+        With QoS > 0 it acknowledges after processing, so its receive buffer
+        is the in-flight window (leave ``buffer_messages`` unset).
+    inflight_messages : int or None
+        In-flight window of its connection (AMQP ``basic.qos`` prefetch
+        count); None = the broker's ``max_inflight_messages``.
     provenance : Provenance
     """
 
     subscriptions: tuple = field(metadata={"unit": "strings"})
     processing_s: Distribution = field(default=Constant(value=0.0), metadata={"unit": "duration_dist"})
     buffer_messages: int | None = field(default=None, metadata={"unit": "optional_count"})
+    qos: int = field(default=0, metadata={"unit": "count"})
+    inflight_messages: int | None = field(default=None, metadata={"unit": "optional_count"})
     provenance: Provenance = field(default=ASSUMED, metadata={"unit": "provenance"})
 
     def __post_init__(self):
         check_fields(self)
+        _check_qos(self)
+        if self.qos > 0 and self.buffer_messages is not None:
+            raise ConfigError("buffer_messages", self.buffer_messages,
+                              "unset with qos > 0 (the in-flight window bounds what the client holds)")
         if not self.subscriptions:
             raise ConfigError("subscriptions", self.subscriptions, "at least one topic filter")
+
+
+def _check_qos(params):
+    if params.qos not in (0, 1, 2):
+        raise ConfigError("qos", params.qos, "0, 1 or 2")

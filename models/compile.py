@@ -16,6 +16,8 @@ from sim.rng import StreamFactory
 from sim.routing import Hop, RoutePlan
 
 from . import topology as T
+from .qos_build import broker_handshakes, consumer_folded, qos_link_options, visit_qos
+from .qos_link import QosLinkStation
 from .sources import make_source
 from .stations import BrokerStation, LinkStation, SubscriberStation
 from .topics import SubscriptionTable, TopicSyntax
@@ -53,9 +55,11 @@ class _Builder:
         self.stations.append(station)
 
     def _link(self, key, name, link, **limits):
-        self._station(key, LinkStation(name, link, protocol=self.g.graph[T.PROTOCOL],
-                                       topic_bytes=None, streams=self.streams,
-                                       window=self.window, **limits))
+        qos = qos_link_options(self.g, key)
+        cls, extra = (LinkStation, {}) if qos is None else (QosLinkStation, qos)
+        self._station(key, cls(name, link, protocol=self.g.graph[T.PROTOCOL],
+                               topic_bytes=None, streams=self.streams,
+                               window=self.window, **limits, **extra))
 
     def build_stations(self):
         g = self.g
@@ -78,7 +82,7 @@ class _Builder:
             self._link(("down", s), f"link:{b}->{s}", link,
                        queue_messages=_tighter(link.queue_messages, bp.client_queue_messages),
                        queue_bytes=_tighter(link.queue_bytes, bp.client_queue_bytes))
-            if not _passthrough(self._p(s)):
+            if not (_passthrough(self._p(s)) or consumer_folded(g, s)):
                 self._station(("sub", s), SubscriberStation(f"subscriber:{s}", self._p(s),
                                                            streams=self.streams, window=self.window))
 
@@ -158,6 +162,19 @@ def parameter_table(g):
     return rows
 
 
+def _wire_qos(b, plan):
+    """Hop QoS on QoS links and handshake packets at brokers (see :mod:`models.qos_build`)."""
+    keys = {i: k for k, i in b.index.items()}
+    qos = visit_qos(b.g, plan, keys, b.pubs, b.subs)
+    brokers = {i for k, i in b.index.items() if k[0] == "broker"}
+    acks = broker_handshakes(plan, qos, brokers)
+    for i, st in enumerate(b.stations):
+        if isinstance(st, QosLinkStation):
+            st.visit_qos = qos
+        elif i in brokers and acks.any():
+            st.ack_packets = acks
+
+
 def build_network(g, *, seed, replication=0, window=(0.0, np.inf)):
     """Runtime network of topology ``g`` for one replication.
 
@@ -180,6 +197,7 @@ def build_network(g, *, seed, replication=0, window=(0.0, np.inf)):
     for st in b.stations:
         if isinstance(st, LinkStation):
             st.topic_bytes = flow_topic_bytes
+    _wire_qos(b, plan)
     sources = [make_source(b._p(p), [b.topics.index(t) for t in b._p(p).topics], streams, f"publisher:{p}")
                for p in b.pubs]
     names = {"publisher": b.pubs, "subscriber": b.subs, "topic": b.topics}

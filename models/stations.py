@@ -130,6 +130,7 @@ class BrokerStation(Station):
         self.ingress = streams.draws(params.ingress_cost_s, name, "ingress")
         self.match = streams.draws(params.match_cost_s, name, "match")
         self.delivery = streams.draws(params.delivery_cost_s, name, "delivery")
+        self.ack_packets = None  # QoS handshake packets per visit (models.qos_build), or None
 
     def service_s(self, packets):
         p = self.params
@@ -138,6 +139,8 @@ class BrokerStation(Station):
         copies = self.plan.n_children[packets.visit]
         demand = self.ingress.take(n) + matched * self.match.take(n) + copies * self.delivery.take(n)
         demand = demand + p.per_byte_cost_s * (packets.size * (1 + copies))
+        if self.ack_packets is not None:
+            demand = demand + p.ack_cost_s * self.ack_packets[packets.visit]
         return demand + p.filter_scan_cost_s * self.filters
 
     def priority(self, packets):

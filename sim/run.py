@@ -72,7 +72,8 @@ class RunResult:
         ingress falls to what the broker accepts, so only this ratio shows
         the overload); latency of messages published in the window;
         ``loss_rate``: lost / owed deliveries of those messages, in total and
-        by cause.
+        by cause; ``duplicates``: extra copies of QoS 1 messages received
+        after a lost acknowledgement (not egress; see :mod:`models.qos`).
         """
         span = self.window[1] - self.window[0]
         counts = self.sink.counts()
@@ -100,6 +101,7 @@ class RunResult:
             "expected_deliveries": owed,
             "delivered": counts["delivered"],
             "loss_rate": sum(lost.values()) / owed if owed else math.nan,
+            "duplicates": sum(getattr(s.stats, "duplicates", 0) for s in self.network.stations),
         }
         for key, n in lost.items():
             out[f"loss_rate_{key[5:]}"] = n / owed if owed else math.nan

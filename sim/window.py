@@ -1,0 +1,138 @@
+"""A connection with an in-flight window, by arithmetic (numba).
+
+One step per message of a connection (MQTT client connection, AMQP channel
+to a consumer). The transmitter is the FIFO step of :mod:`sim.kernels` (same
+admission, same buffer), with one more floor on the start of service: at
+most ``W`` acknowledged-delivery messages may be un-acknowledged, so a
+windowed message may start only when a slot is free: the window is ``W``
+slots holding the acknowledgement time of their last message, and the
+message takes the slot freed first (acknowledgements may come out of order
+when a message is resent, so this is the earliest of the last W acks, not
+the ack of message i-W)::
+
+    start_i = max(admit_i, transmitter free, min(slots))
+    depart_i = start_i + service_i
+    reach_i = max(depart_i + delay_i, reach_{i-1})           (in order, TCP)
+    free_i = max(reach_i, free_{i-1}) + processing_i           (consumer)
+    done_i = free_i + extra_i                                  (resends)
+    ack_i = done_i + ack_extra_i + ack_return_i
+
+A resent message (``extra_i`` > 0: whole retry timeouts) does not hold up
+the messages behind it: its processing keeps its place in the consumer's
+queue and only its delivery moves later (approximation: a real consumer
+would process it when it arrives).
+
+and ``ack_i`` replaces ``min(slots)``. The slots are a binary min-heap
+(O(log W) per message). W is Mosquitto's ``max_inflight_messages`` or an
+AMQP ``basic.qos`` prefetch count. Messages not windowed (QoS 0, auto-ack)
+use no slot.
+Without resends and processing, one windowed connection carries at most
+``W / (service + delay + ack_return)`` messages per second (the window
+bound of a sliding-window protocol).
+
+State: the FIFO arrays of :class:`sim.disciplines.FifoDiscipline` (one
+server, no CPU quota) plus ``ring`` float64[max(W, 1)] (the slot heap),
+``wst`` int64[2] (unused, W; W = 0 means no window), ``last`` float64[2]
+(last in-order arrival, consumer free time).
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from . import kernels as K
+
+__all__ = ["window_offer", "window_run", "RING_POS", "RING_W", "LAST_REACH", "CONSUMER_FREE"]
+
+RING_POS, RING_W = 0, 1
+LAST_REACH, CONSUMER_FREE = 0, 1
+
+
+@njit(cache=True)
+def _replace_min(heap, value):
+    """Replace the root of a binary min-heap with ``value`` and sift it down."""
+    n = heap.shape[0]
+    i = 0
+    while True:
+        left = 2 * i + 1
+        if left >= n:
+            break
+        small = left
+        if left + 1 < n and heap[left + 1] < heap[left]:
+            small = left + 1
+        if value <= heap[small]:
+            break
+        heap[i] = heap[small]
+        i = small
+    heap[i] = value
+
+
+@njit(cache=True)
+def window_offer(fs, ist, free, hdep, hsize, ring, wst, last, arrival, service, size,
+                 windowed, lost, delay, extra, processing, ack_extra, ack_return):
+    """Offer one message to a windowed connection.
+
+    Returns ``(admit, start, depart, done, code)``: admission, transmitter
+    start and departure, time it is done at the receiver (delivered), s
+    (-1.0 when dropped or lost), and the outcome code (``K.OK``,
+    ``K.DROP_FULL``/``K.DROP_BYTES``, ``K.DROP_LOSS``, ``K.NEED_GROW``).
+    """
+    limited = ist[K.CAP_MSGS] >= 0 or fs[K.CAP_BYTES] < np.inf
+    admit = arrival
+    if limited:
+        if ist[K.N_HEAP] >= hdep.shape[0]:
+            return -1.0, -1.0, -1.0, -1.0, K.NEED_GROW
+        admit, code = K._admit(fs, ist, hdep, hsize, arrival, size)
+        if code != K.OK:
+            return -1.0, -1.0, -1.0, -1.0, code
+        fs[K.ADMIT_FLOOR] = admit
+    start = admit
+    if free[0] > start:
+        start = free[0]
+    w = wst[RING_W]
+    if windowed and w > 0 and ring[0] > start:
+        start = ring[0]
+    depart = start + service
+    free[0] = depart
+    fs[K.WORK] += service
+    fs[K.SERVED] += 1.0
+    if limited:
+        K._heap_push(hdep, hsize, ist[K.N_HEAP], depart, size)
+        ist[K.N_HEAP] += 1
+        fs[K.BYTES_IN] += size
+    if lost:
+        return admit, start, depart, -1.0, K.DROP_LOSS
+    reach = depart + delay
+    if reach < last[LAST_REACH]:
+        reach = last[LAST_REACH]
+    last[LAST_REACH] = reach
+    done = reach
+    if processing > 0.0 or last[CONSUMER_FREE] > done:
+        if last[CONSUMER_FREE] > done:
+            done = last[CONSUMER_FREE]
+        done = done + processing
+        last[CONSUMER_FREE] = done
+    done = done + extra
+    if windowed and w > 0:
+        _replace_min(ring, done + ack_extra + ack_return)
+    return admit, start, depart, done, K.OK
+
+
+@njit(cache=True)
+def window_run(fs, ist, free, hdep, hsize, ring, wst, last, arrival, service, size, windowed,
+               lost, delay, extra, processing, ack_extra, ack_return, first,
+               out_admit, out_start, out_dep, out_done, out_code):
+    """Apply :func:`window_offer` to messages ``first:`` in order; returns where it stopped."""
+    n = arrival.shape[0]
+    for i in range(first, n):
+        a, s, d, e, c = window_offer(fs, ist, free, hdep, hsize, ring, wst, last, arrival[i],
+                                     service[i], size[i], windowed[i], lost[i], delay[i], extra[i],
+                                     processing[i], ack_extra[i], ack_return)
+        out_code[i] = c
+        if c == K.NEED_GROW:
+            return i
+        out_admit[i] = a
+        out_start[i] = s
+        out_dep[i] = d
+        out_done[i] = e
+    return n
