@@ -135,7 +135,8 @@ class RecordSink(_Tally):
                               ignore_index=True)
 
     def drops(self) -> pd.DataFrame:
-        """One row per dropped copy: where, when, why, and how many deliveries it cost."""
+        """One row per dropped copy: where, when, why, and how many deliveries it cost.
+        Sorted by (drop time, message, place)."""
         from .packets import Packets
 
         if not self._dropped:
@@ -159,7 +160,7 @@ class RecordSink(_Tally):
             "lost_deliveries": self.net.plan.leaves[pk.visit],
             "msg": pk.msg,
         })
-        return df.sort_values(["drop_time_s", "msg"], kind="stable", ignore_index=True)
+        return df.sort_values(["drop_time_s", "msg", "place"], kind="stable", ignore_index=True)
 
     def _window_latencies(self):
         lat = [p.t[self._in(p.pub_t)] - p.pub_t[self._in(p.pub_t)] for p in self._delivered]

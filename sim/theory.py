@@ -34,6 +34,8 @@ __all__ = [
     "mm1k_loss_probability", "mm1k_sojourn_mean_s",
     "erlang_c", "mmc_wait_mean_s", "mmc_sojourn_mean_s",
     "jackson_tandem_sojourn_mean_s", "mm1_priority_nonpreemptive_wait_mean_s",
+    "qos_first_arrival_attempts_mean", "qos1_sends_mean", "qos1_duplicates_mean",
+    "window_throughput_per_s",
 ]
 
 
@@ -488,3 +490,56 @@ def mm1_priority_nonpreemptive_wait_mean_s(arrival_rates_per_s, service_rates_pe
     residual_s = float(np.sum(lams / mus**2))
     sigma_before = np.concatenate(([0.0], sigma[:-1]))
     return residual_s / ((1.0 - sigma_before) * (1.0 - sigma))
+
+
+# --- acknowledged delivery on a lossy link (models.qos) ----------------------
+def _loss(p):
+    p = _real("loss_probability", p, "a probability in [0, 1)")
+    if not 0.0 <= p < 1.0:
+        raise ConfigError("loss_probability", p, "a probability in [0, 1)")
+    return p
+
+
+def qos_first_arrival_attempts_mean(loss_probability) -> float:
+    """Mean sends until a packet lost independently with p first arrives: 1/(1-p)."""
+    return 1.0 / (1.0 - _loss(loss_probability))
+
+
+def qos1_sends_mean(loss_probability) -> float:
+    """Mean PUBLISH sends of a QoS 1 exchange, 1/(1-p)^2.
+
+    Each send ends the exchange only if the PUBLISH and its PUBACK both get
+    through, probability (1-p)^2, independently of earlier sends: the number
+    of sends is geometric with that success probability.
+    """
+    return 1.0 / (1.0 - _loss(loss_probability)) ** 2
+
+
+def qos1_duplicates_mean(loss_probability) -> float:
+    """Mean duplicate deliveries per QoS 1 message, p/(1-p).
+
+    After the PUBLISH first arrives, each PUBACK is lost with p; a lost
+    PUBACK makes the sender resend until the PUBLISH arrives again, which
+    the receiver delivers again and acknowledges again. The number of
+    duplicates D is the number of lost PUBACKs before one gets through:
+    P(D = d) = p^d (1-p), E[D] = p/(1-p). (Check: sends = first arrival
+    1/(1-p) plus D geometric resend runs of mean 1/(1-p) each, total
+    1/(1-p) + p/(1-p)^2 = 1/(1-p)^2, as in :func:`qos1_sends_mean`.)
+    """
+    p = _loss(loss_probability)
+    return p / (1.0 - p)
+
+
+def window_throughput_per_s(window, service_s, round_trip_s) -> float:
+    """Most messages per second of one connection with an in-flight window.
+
+    ``window`` messages may be un-acknowledged; a slot is busy from the
+    start of a message's transmission until its acknowledgement arrives,
+    ``service_s + round_trip_s`` later (round trip: propagation both ways,
+    receiver's processing, acknowledgement's serialization). The transmitter
+    also caps the rate at 1/service: ``min(1/service, W/(service + RTT))``.
+    """
+    w = _positive_int("window", window)
+    service = _positive("service_s", service_s)
+    rtt = _non_negative("round_trip_s", round_trip_s)
+    return min(1.0 / service, w / (service + rtt))

@@ -81,7 +81,35 @@ def two_way_chain(forwarding):
                    forwarding=forwarding)
 
 
+def qos_star():
+    """Mixed QoS 0/1/2 on lossy links: windows, resends, consumers that ack after processing."""
+    broker = BrokerParams(ingress_cost_s=Exponential(mean_value=1e-4), ack_cost_s=5e-6,
+                          max_inflight_messages=4, retry_timeout_s=2e-3, client_queue_messages=30)
+    pubs = {f"p{q}": PublisherParams(topics=(f"q/{q}",), rate_per_s=1500.0, qos=q, inflight_messages=3,
+                                     retry_timeout_s=3e-3, size_bytes=Uniform(low=20, high=400))
+            for q in (0, 1, 2)}
+    subs = {"s0": SubscriberParams(subscriptions=("q/#",), processing_s=Exponential(mean_value=1e-4),
+                                   buffer_messages=8),
+            "s1": SubscriberParams(subscriptions=("q/#",), qos=1, processing_s=Exponential(mean_value=2e-4)),
+            "s2": SubscriberParams(subscriptions=("q/1", "q/2"), qos=2, inflight_messages=2)}
+    link = LinkParams(latency_s=2e-4, bandwidth_Bps=2e6, jitter_s=Exponential(mean_value=5e-5),
+                      loss_probability=0.05)
+    return T.star(broker=broker, publishers=pubs, subscribers=subs, link=link)
+
+
+def qos_chain():
+    """QoS 1 across a bridge (windowed bridge link) in a two-way chain."""
+    g = two_way_chain("subscription")
+    for n in ("left", "right"):
+        p = g.nodes[n][T.PARAMS]
+        g.nodes[n][T.PARAMS] = PublisherParams(topics=p.topics, rate_per_s=p.rate_per_s, arrival=p.arrival,
+                                               size_bytes=p.size_bytes, qos=1, inflight_messages=5)
+    return g
+
+
 CASES = {
+    "qos-mixed-lossy": (qos_star, 0.4),
+    "qos-chain": (qos_chain, 0.4),
     "merged-star": (merged_star, 0.5),
     "simultaneous": (simultaneous_star, 0.3),
     "drop-newest-2-workers": (lambda: policy_star("drop_newest", 2), 0.4),
@@ -108,7 +136,7 @@ def test_batch_equals_reference(case):
     assert len(fast.deliveries()) > 100
 
 
-@pytest.mark.parametrize("case", ["drop-oldest", "chain-flood", "merged-star"])
+@pytest.mark.parametrize("case", ["drop-oldest", "chain-flood", "merged-star", "qos-mixed-lossy"])
 def test_chunk_size_does_not_change_results(case):
     build, duration = CASES[case]
     g = build()
@@ -129,3 +157,11 @@ def test_cases_exercise_what_they_claim():
     assert r.deliveries()["publish_time_s"].duplicated().any()
     r = simulate(CASES["chain-flood"][0](), duration_s=0.4, seed=11)
     assert set(r.deliveries()["hops"]) == {2, 3, 4}  # links crossed: 0, 1 or 2 bridges
+
+
+def test_qos_case_exercises_resends_windows_and_drops():
+    r = simulate(CASES["qos-mixed-lossy"][0](), duration_s=0.4, seed=11)
+    st = r.stations().set_index("station")
+    assert st["duplicates"].sum() > 0 and st["resent_packets"].sum() > 0
+    assert {"buffer_full", "link_loss"} <= set(r.drops()["cause"])
+    assert "subscriber:s1" not in st.index  # QoS 1 subscriber served inside its downlink
