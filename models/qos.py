@@ -20,7 +20,9 @@ PUBREL) and of Eclipse Paho Python (``on_message`` is called on PUBREL).
 AMQP 0-9-1 has one level of acknowledgement: ``qos: 1`` is a consumer in
 manual-ack mode (``basic.ack``, 21 bytes: 8-byte frame envelope, 4 bytes of
 class/method, 8-byte delivery tag, 1 flags byte; AMQP 0-9-1 §4.2, §1.8.3.13)
-or a publisher with confirms; QoS 2 does not exist there.
+or a publisher with confirms; QoS 2 does not exist there. Consumer acks do
+not depend on publisher confirms: an AMQP downlink runs at the consumer's
+level whatever the publisher's.
 
 Assumptions (stated, shown with the parameters):
 

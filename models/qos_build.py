@@ -5,7 +5,7 @@
   timeout and consumer;
 * :func:`visit_qos`: the QoS of every link visit of the route plan
   (publisher's QoS on uplinks and bridges, ``min(publish, granted)`` on
-  downlinks);
+  MQTT downlinks, the consumer's ack mode on AMQP downlinks);
 * :func:`broker_handshakes`: handshake packets a broker handles per visit
   (those of the hop that brought the message plus those of each copy it
   sends), charged at ``BrokerParams.ack_cost_s`` each.
@@ -62,13 +62,14 @@ def visit_qos(g, plan, station_keys, pubs, subs):
     """QoS per visit (0 off links), from the station key of each visit's station."""
     qos = np.zeros(plan.n_visits, dtype=np.int64)
     pub_qos = np.array([_p(g, p).qos for p in pubs], dtype=np.int64)
+    amqp = g.graph[T.PROTOCOL] == "amqp"  # consumer acks do not depend on publisher confirms
     for v in range(plan.n_visits):
         key = station_keys[int(plan.station[v])]
         if key[0] not in ("up", "bridge", "down"):
             continue
         q = pub_qos[plan.flow_publisher[plan.flow[v]]]
         if key[0] == "down":
-            q = min(q, _p(g, key[1]).qos)
+            q = _p(g, key[1]).qos if amqp else min(q, _p(g, key[1]).qos)
         qos[v] = q
     return qos
 
