@@ -128,6 +128,15 @@ class SubscriberParams:
     inflight_messages : int or None
         In-flight window of its connection (AMQP ``basic.qos`` prefetch
         count); None = the broker's ``max_inflight_messages``.
+    online_s : tuple
+        Connection intervals ``((connect_s, disconnect_s), ...)``, ordered
+        and disjoint; empty = always online (see :mod:`models.sessions`).
+    clean_session : bool
+        True: copies published while it is offline are not owed. False:
+        QoS > 0 copies wait at the broker until it reconnects.
+    churn_online_mean_s, churn_offline_mean_s : float
+        Mean online / offline periods of a churn process (exponential,
+        seeded per subscriber, online first); 0 = no churn.
     provenance : Provenance
     """
 
@@ -136,6 +145,10 @@ class SubscriberParams:
     buffer_messages: int | None = field(default=None, metadata={"unit": "optional_count"})
     qos: int = field(default=0, metadata={"unit": "count"})
     inflight_messages: int | None = field(default=None, metadata={"unit": "optional_count"})
+    online_s: tuple = field(default=(), metadata={"unit": "raw"})
+    clean_session: bool = field(default=True, metadata={"unit": "choice", "choices": (True, False)})
+    churn_online_mean_s: float = field(default=0.0, metadata={"unit": "duration"})
+    churn_offline_mean_s: float = field(default=0.0, metadata={"unit": "duration"})
     provenance: Provenance = field(default=ASSUMED, metadata={"unit": "provenance"})
 
     def __post_init__(self):
@@ -144,6 +157,18 @@ class SubscriberParams:
         if self.qos > 0 and self.buffer_messages is not None:
             raise ConfigError("buffer_messages", self.buffer_messages,
                               "unset with qos > 0 (the in-flight window bounds what the client holds)")
+        self._check_sessions()
+
+    def _check_sessions(self):
+        from .sessions import check_intervals
+
+        object.__setattr__(self, "online_s", tuple(tuple(float(x) for x in pair)
+                                                   for pair in np.asarray(check_intervals(self.online_s)).T))
+        if (self.churn_online_mean_s > 0) != (self.churn_offline_mean_s > 0):
+            raise ConfigError("churn_offline_mean_s", self.churn_offline_mean_s,
+                              "> 0 together with churn_online_mean_s (both or neither)")
+        if self.churn_online_mean_s > 0 and self.online_s:
+            raise ConfigError("online_s", self.online_s, "empty with a churn process")
         if not self.subscriptions:
             raise ConfigError("subscriptions", self.subscriptions, "at least one topic filter")
 

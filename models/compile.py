@@ -18,6 +18,7 @@ from sim.routing import Hop, RoutePlan
 from . import topology as T
 from .qos_build import broker_handshakes, consumer_folded, qos_link_options, visit_qos
 from .qos_link import QosLinkStation
+from .sessions import sessions_for
 from .sources import make_source
 from .stations import BrokerStation, LinkStation, SubscriberStation
 from .topics import SubscriptionTable, TopicSyntax
@@ -82,6 +83,7 @@ class _Builder:
             self._link(("down", s), f"link:{b}->{s}", link,
                        queue_messages=_tighter(link.queue_messages, bp.client_queue_messages),
                        queue_bytes=_tighter(link.queue_bytes, bp.client_queue_bytes))
+            self.stations[-1].session = sessions_for(self._p(s), self.streams, f"subscriber:{s}")
             if not (_passthrough(self._p(s)) or consumer_folded(g, s)):
                 self._station(("sub", s), SubscriberStation(f"subscriber:{s}", self._p(s),
                                                            streams=self.streams, window=self.window))

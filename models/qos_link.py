@@ -143,6 +143,9 @@ class QosLinkStation(LinkStation):
             consumer.processing_s, consumer_name, "processing")
         self._counts = None
 
+    def hop_qos(self, packets):
+        return self._qos(packets)
+
     def _qos(self, packets):
         if self.visit_qos is None:
             return np.zeros(len(packets), dtype=np.int64)

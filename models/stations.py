@@ -61,6 +61,18 @@ class LinkStation(Station):
         self.loss = streams.draws(_UNIFORM, name, "loss")
         self._last = np.zeros(1)
 
+    session = None  # models.sessions.Sessions of the subscriber at the end of a downlink
+
+    def hop_qos(self, packets):
+        """QoS of each packet on this link (0 on plain links)."""
+        return np.zeros(len(packets), dtype=np.int64)
+
+    def before_service(self, packets):
+        if self.session is None:
+            return packets, None
+        from .sessions import settle_before_service
+        return settle_before_service(self, packets, self.hop_qos(packets))
+
     def wire_bytes(self, packets):
         topic = self.topic_bytes[self.plan.flow[packets.visit]]
         return packets.size + framing_bytes(self.protocol, packets.size, topic) + self.params.overhead_bytes

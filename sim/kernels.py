@@ -55,6 +55,7 @@ DROP_FULL = 1        # buffer full (messages)
 DROP_BYTES = 2       # buffer full (bytes) or message larger than the buffer
 DROP_LOSS = 3        # random loss on a link
 DROP_OLDEST = 4      # evicted by a newer message (drop-oldest policy)
+NOT_OWED = 5         # subscriber offline, copy not owed (clean session; models.sessions)
 NEED_GROW = -1       # internal: heap arrays too small, grow and resume
 
 CAUSE_NAMES = {
@@ -62,6 +63,7 @@ CAUSE_NAMES = {
     DROP_BYTES: "buffer_bytes",
     DROP_LOSS: "link_loss",
     DROP_OLDEST: "dropped_oldest",
+    NOT_OWED: "offline_not_owed",
 }
 
 

@@ -80,11 +80,18 @@ class _Tally:
         pass
 
     def counts(self):
-        """Messages published, deliveries owed / made / lost by cause, in the window."""
-        out = {"published": self.published, "expected_deliveries": self.expected,
-               "delivered": self.delivered, "egress_deliveries": self.delivered_egress}
+        """Messages published, deliveries owed / made / lost by cause, in the window.
+
+        Copies not owed (a clean-session subscriber was offline) are neither
+        owed nor lost: published x fan-out = delivered + lost + not_owed.
+        """
+        not_owed = self.lost.get(K.NOT_OWED, 0)
+        out = {"published": self.published, "expected_deliveries": self.expected - not_owed,
+               "delivered": self.delivered, "egress_deliveries": self.delivered_egress,
+               "not_owed": not_owed}
         for c, name in K.CAUSE_NAMES.items():
-            out[f"lost_{name}"] = self.lost.get(c, 0)
+            if c != K.NOT_OWED:
+                out[f"lost_{name}"] = self.lost.get(c, 0)
         return out
 
     def throughput_series(self):

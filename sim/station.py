@@ -102,6 +102,16 @@ class StationStats:
         return row
 
 
+class _NoServed:
+    """An empty service outcome (for counting drops made before service)."""
+
+    start = depart = admit = np.empty(0)
+    packets = Packets.empty()
+
+
+_NO_SERVED = _NoServed()
+
+
 class Station:
     """Base runtime station.
 
@@ -144,6 +154,14 @@ class Station:
         """Priority of each packet (event-driven disciplines only); None = all equal."""
         return None
 
+    def before_service(self, packets):
+        """Packets that go on to service, and those settled before it.
+
+        Returns ``(packets, None)`` or ``(packets, (dropped, drop_t, drop_code))``;
+        the kept packets may get later times (held), in the same order.
+        """
+        return packets, None
+
     def after_service(self, served):
         """Time each served packet reaches the next place, and its code."""
         return served.depart, np.zeros(len(served.depart), dtype=np.int64)
@@ -156,6 +174,16 @@ class Station:
     # --- driver interface ------------------------------------------------
     def process(self, packets, horizon):
         """Serve an arrival-ordered batch; advance event-driven state to ``horizon``."""
+        packets, early = self.before_service(packets)
+        out = self._serve(packets, horizon)
+        if early is None:
+            return out
+        self.stats.add(np.empty(0), np.empty(0, bool), _NO_SERVED, early[1], early[2])
+        return StationOutput(out.departed, Packets.concat([early[0], out.dropped]),
+                             np.concatenate([early[1], out.drop_t]),
+                             np.concatenate([early[2], out.drop_code]))
+
+    def _serve(self, packets, horizon):
         service = self.service_s(packets)
         size = self.buffer_bytes(packets)
         if self.discipline.event_driven:

@@ -107,7 +107,20 @@ def qos_chain():
     return g
 
 
+def churn_star():
+    """Subscribers that come and go: clean and persistent sessions, a fixed schedule, QoS 0 and 1."""
+    broker = BrokerParams(ingress_cost_s=Exponential(mean_value=1e-4), client_queue_messages=40)
+    pubs = {f"p{q}": PublisherParams(topics=("c/x",), rate_per_s=2000.0, qos=q) for q in (0, 1)}
+    subs = {"clean": SubscriberParams(subscriptions=("c/#",), churn_online_mean_s=0.03, churn_offline_mean_s=0.02),
+            "keep": SubscriberParams(subscriptions=("c/#",), qos=1, clean_session=False,
+                                     churn_online_mean_s=0.04, churn_offline_mean_s=0.03,
+                                     processing_s=Exponential(mean_value=1e-4)),
+            "fixed": SubscriberParams(subscriptions=("c/x",), online_s=((0.0, 0.1), (0.15, 0.3)))}
+    return T.star(broker=broker, publishers=pubs, subscribers=subs, link=LAN)
+
+
 CASES = {
+    "churn": (churn_star, 0.4),
     "qos-mixed-lossy": (qos_star, 0.4),
     "qos-chain": (qos_chain, 0.4),
     "merged-star": (merged_star, 0.5),
@@ -136,7 +149,7 @@ def test_batch_equals_reference(case):
     assert len(fast.deliveries()) > 100
 
 
-@pytest.mark.parametrize("case", ["drop-oldest", "chain-flood", "merged-star", "qos-mixed-lossy"])
+@pytest.mark.parametrize("case", ["drop-oldest", "chain-flood", "merged-star", "qos-mixed-lossy", "churn"])
 def test_chunk_size_does_not_change_results(case):
     build, duration = CASES[case]
     g = build()
@@ -165,3 +178,10 @@ def test_qos_case_exercises_resends_windows_and_drops():
     assert st["duplicates"].sum() > 0 and st["resent_packets"].sum() > 0
     assert {"buffer_full", "link_loss"} <= set(r.drops()["cause"])
     assert "subscriber:s1" not in st.index  # QoS 1 subscriber served inside its downlink
+
+
+def test_churn_case_exercises_sessions():
+    r = simulate(CASES["churn"][0](), duration_s=0.4, seed=11)
+    drops = r.drops()
+    assert {"clean", "fixed"} <= {p.split("->")[1] for p in drops.loc[drops["cause"] == "offline_not_owed", "place"]}
+    assert "buffer_full" in set(drops["cause"])  # copies held for "keep" overflow its queue on reconnect
