@@ -40,7 +40,7 @@ _HEADLINE = [
     ("sp_ratio", "{:.2f}"), ("sustainability", "{:.4f}"),
     ("latency_mean_s", "ms"), ("latency_p50_s", "ms"), ("latency_p90_s", "ms"),
     ("latency_p99_s", "ms"), ("latency_max_s", "ms"), ("loss_rate", "{:.4%}"),
-    ("duplicates", "{:,.0f}"),
+    ("duplicates", "{:,.0f}"), ("not_owed", "{:,.0f}"),
 ]
 
 

@@ -93,3 +93,13 @@ def test_bad_sessions_are_one_line_errors(kwargs, field):
     with pytest.raises(ConfigError) as err:
         SubscriberParams(subscriptions=("a",), **kwargs)
     assert err.value.field == field and "\n" not in str(err.value)
+
+
+def test_churn_scenario_runs():
+    from pathlib import Path
+
+    from sim.scenario import load_scenario
+
+    sc = load_scenario(Path(__file__).resolve().parents[1] / "experiments" / "churn_sessions.yaml")
+    s = simulate(sc.topology, duration_s=60.0, warmup_s=5.0, seed=sc.seed, record="stream").summary()
+    assert s["not_owed"] > 0 and s["delivered"] > 0
