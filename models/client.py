@@ -51,7 +51,7 @@ class PublisherParams:
     inflight_messages : int
         Most un-acknowledged QoS > 0 messages on its connection (0 = no
         limit). Default 20: Eclipse Paho Python ``max_inflight_messages_set``
-        default.
+        default (AMQP publisher confirms have no such limit: set 0).
     retry_timeout_s : float
         Resend an unacknowledged packet after this time, s. Default 20 s:
         Mosquitto's historical ``retry_interval`` (mosquitto.conf(5), 1.x).

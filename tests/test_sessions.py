@@ -103,3 +103,16 @@ def test_churn_scenario_runs():
     sc = load_scenario(Path(__file__).resolve().parents[1] / "experiments" / "churn_sessions.yaml")
     s = simulate(sc.topology, duration_s=60.0, warmup_s=5.0, seed=sc.seed, record="stream").summary()
     assert s["not_owed"] > 0 and s["delivered"] > 0
+
+
+def test_qos_and_session_fields_survive_graphml(tmp_path):
+    pub = PublisherParams(topics=("a",), rate_per_s=1.0, qos=2, inflight_messages=7, retry_timeout_s=0.3)
+    subs = {"s": SubscriberParams(subscriptions=("a",), qos=1, online_s=ONLINE, clean_session=False,
+                                  inflight_messages=3),
+            "c": SubscriberParams(subscriptions=("a",), churn_online_mean_s=1.0, churn_offline_mean_s=2.0)}
+    g = T.star(broker=BrokerParams(ack_cost_s=1e-5, max_inflight_messages=5, retry_timeout_s=2.0),
+               publishers={"p": pub}, subscribers=subs, link=LINK)
+    T.write_graphml(g, tmp_path / "g.graphml")
+    h = T.read_graphml(tmp_path / "g.graphml")
+    for n in g.nodes:
+        assert h.nodes[n][T.PARAMS] == g.nodes[n][T.PARAMS]
