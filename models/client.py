@@ -55,6 +55,17 @@ class PublisherParams:
     retry_timeout_s : float
         Resend an unacknowledged packet after this time, s. Default 20 s:
         Mosquitto's historical ``retry_interval`` (mosquitto.conf(5), 1.x).
+    offline_s : tuple
+        Outages ``((disconnect_s, reconnect_s), ...)``: unexpected
+        disconnects, nothing published until the reconnect (see :mod:`models.will`).
+    will_topic : str
+        Topic of its Will message, published by the broker at each
+        unexpected disconnect; "" = none.
+    will_size_bytes : float
+        Payload of the Will message, bytes.
+    will_delay_s : float
+        Time from the disconnect to the Will's publication, s (0: TCP reset;
+        keep-alive detection takes up to 1.5 x keep-alive).
     provenance : Provenance
     """
 
@@ -71,6 +82,10 @@ class PublisherParams:
     qos: int = field(default=0, metadata={"unit": "count"})
     inflight_messages: int = field(default=20, metadata={"unit": "count"})
     retry_timeout_s: float = field(default=20.0, metadata={"unit": "duration"})
+    offline_s: tuple = field(default=(), metadata={"unit": "raw"})
+    will_topic: str = field(default="", metadata={"unit": "raw"})
+    will_size_bytes: float = field(default=0.0, metadata={"unit": "size"})
+    will_delay_s: float = field(default=0.0, metadata={"unit": "duration"})
     provenance: Provenance = field(default=ASSUMED, metadata={"unit": "provenance"})
 
     def __post_init__(self):
@@ -87,6 +102,18 @@ class PublisherParams:
                                   f"{len(self.topics)} non-negative weights, not all zero")
         if self.arrival == "schedule":
             self._check_schedule()
+        self._check_outages()
+
+    def _check_outages(self):
+        from .sessions import check_intervals
+
+        try:
+            pairs = np.asarray(check_intervals(self.offline_s)).T
+        except ConfigError as err:
+            raise ConfigError("offline_s", self.offline_s, err.expected) from None
+        object.__setattr__(self, "offline_s", tuple(tuple(float(x) for x in p) for p in pairs))
+        if not isinstance(self.will_topic, str):
+            raise ConfigError("will_topic", self.will_topic, "a topic name (or empty)")
 
     def _check_schedule(self):
         t = np.asarray(self.schedule_time_s, dtype=float)

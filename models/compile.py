@@ -19,6 +19,7 @@ from . import topology as T
 from .qos_build import broker_handshakes, consumer_folded, qos_link_options, visit_qos
 from .qos_link import QosLinkStation
 from .sessions import sessions_for
+from .will import wrap_source
 from .sources import make_source
 from .stations import BrokerStation, LinkStation, SubscriberStation
 from .topics import SubscriptionTable, TopicSyntax
@@ -36,7 +37,7 @@ class _Builder:
         self.pubs = T.clients(g, T.NodeKind.PUBLISHER)
         self.subs = T.clients(g, T.NodeKind.SUBSCRIBER)
         self.brokers = T.brokers(g)
-        self.topics = sorted({t for p in self.pubs for t in self._p(p).topics})
+        self.topics = sorted({t for p in self.pubs for t in _published_topics(self._p(p))})
         self.topic_bytes = np.array([len(t.encode()) for t in self.topics], dtype=np.int64)
         self.tables = {b: self._table(b) for b in self.brokers}
 
@@ -122,7 +123,7 @@ class _Builder:
         out = []
         for i, p in enumerate(self.pubs):
             home = T.home_broker(self.g, p)
-            for topic in self._p(p).topics:
+            for topic in _published_topics(self._p(p)):
                 root = Hop(self.index[("up", p)], link=True,
                            children=[self._broker_hop(home, None, topic, True)])
                 out.append((i, self.topics.index(topic), root))
@@ -134,6 +135,12 @@ class _Builder:
         n_sub = {t: sum(len(self.tables[b].subscribers(t)) for b in self.brokers) for t in self.topics}
         total = sum(n_pub.values())
         return sum(n_pub[t] * n_sub[t] for t in self.topics) / total if total else 0.0
+
+
+def _published_topics(pub):
+    """Topics a publisher's messages may carry: its topics, then its Will topic."""
+    extra = (pub.will_topic,) if pub.will_topic and pub.will_topic not in pub.topics else ()
+    return tuple(pub.topics) + extra
 
 
 def _passthrough(sub):
@@ -200,7 +207,8 @@ def build_network(g, *, seed, replication=0, window=(0.0, np.inf)):
         if isinstance(st, LinkStation):
             st.topic_bytes = flow_topic_bytes
     _wire_qos(b, plan)
-    sources = [make_source(b._p(p), [b.topics.index(t) for t in b._p(p).topics], streams, f"publisher:{p}")
+    sources = [wrap_source(make_source(b._p(p), [b.topics.index(t) for t in b._p(p).topics], streams,
+                                       f"publisher:{p}"), b._p(p), b.topics)
                for p in b.pubs]
     names = {"publisher": b.pubs, "subscriber": b.subs, "topic": b.topics}
     return Network(b.stations, plan, sources, names=names, sp_ratio=b.sp_ratio(), window=window,

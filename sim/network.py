@@ -69,7 +69,11 @@ class Network:
                 raise RuntimeError(f"publisher {self.names['publisher'][p]} has no route for topic {bad}")
             seq = self._seq[p] + np.arange(len(times))
             self._seq[p] += len(times)
-            parts.append(Packets(times, seq * n_pub + p, self.plan.flow_root[flows], sizes, times))
+            visit = self.plan.flow_root[flows]
+            at_broker = getattr(src, "at_broker", None)  # Will messages start at the broker (models.will)
+            if at_broker is not None and at_broker.any():
+                visit = np.where(at_broker, self.plan.child_idx[self.plan.child_ptr[visit]], visit)
+            parts.append(Packets(times, seq * n_pub + p, visit, sizes, times))
         return Packets.concat(parts)
 
     def delivery_frame_columns(self, packets):

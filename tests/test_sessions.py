@@ -106,7 +106,8 @@ def test_churn_scenario_runs():
 
 
 def test_qos_and_session_fields_survive_graphml(tmp_path):
-    pub = PublisherParams(topics=("a",), rate_per_s=1.0, qos=2, inflight_messages=7, retry_timeout_s=0.3)
+    pub = PublisherParams(topics=("a",), rate_per_s=1.0, qos=2, inflight_messages=7, retry_timeout_s=0.3,
+                          offline_s=((1.0, 2.0),), will_topic="w", will_size_bytes=12, will_delay_s=0.5)
     subs = {"s": SubscriberParams(subscriptions=("a",), qos=1, online_s=ONLINE, clean_session=False,
                                   inflight_messages=3),
             "c": SubscriberParams(subscriptions=("a",), churn_online_mean_s=1.0, churn_offline_mean_s=2.0)}
