@@ -55,6 +55,9 @@ class PublisherParams:
     retry_timeout_s : float
         Resend an unacknowledged packet after this time, s. Default 20 s:
         Mosquitto's historical ``retry_interval`` (mosquitto.conf(5), 1.x).
+    retain : bool
+        Its messages are retained by the broker (last one per topic, sent
+        to subscribers when they connect; see :mod:`models.sessions`).
     offline_s : tuple
         Outages ``((disconnect_s, reconnect_s), ...)``: unexpected
         disconnects, nothing published until the reconnect (see :mod:`models.will`).
@@ -82,6 +85,7 @@ class PublisherParams:
     qos: int = field(default=0, metadata={"unit": "count"})
     inflight_messages: int = field(default=20, metadata={"unit": "count"})
     retry_timeout_s: float = field(default=20.0, metadata={"unit": "duration"})
+    retain: bool = field(default=False, metadata={"unit": "choice", "choices": (True, False)})
     offline_s: tuple = field(default=(), metadata={"unit": "raw"})
     will_topic: str = field(default="", metadata={"unit": "raw"})
     will_size_bytes: float = field(default=0.0, metadata={"unit": "size"})

@@ -177,7 +177,10 @@ def _wire_qos(b, plan):
     qos = visit_qos(b.g, plan, keys, b.pubs, b.subs)
     brokers = {i for k, i in b.index.items() if k[0] == "broker"}
     acks = broker_handshakes(plan, qos, brokers)
+    retain = np.array([b._p(b.pubs[p]).retain for p in plan.flow_publisher], dtype=bool)
     for i, st in enumerate(b.stations):
+        if isinstance(st, LinkStation) and st.session is not None and retain.any():
+            st.session.flow_retain = retain
         if isinstance(st, QosLinkStation):
             st.visit_qos = qos
         elif i in brokers and acks.any():

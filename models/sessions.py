@@ -19,6 +19,19 @@ A copy reaching its downlink (the broker's queue for that client) at time
   (the queue limit ``client_queue_messages`` applies then); with no later
   connect it is not owed either (the session outlives the run).
 
+Retained messages (``PublisherParams.retain``): the broker keeps the last
+retained message per topic; at every connect after time 0 the subscriber
+(re)subscribes and gets the last retained message of each topic it
+matches, published before the connect, as a copy sent at the connect time
+through its downlink. These copies are counted apart
+(``retained_deliveries``; ``retained`` column of the deliveries), not as
+egress, not as owed. The broker's store is updated when a copy leaves the
+broker, which is when it reaches this downlink, so the downlink keeps the
+store; a connect is settled when the first copy at or after it arrives
+(arrivals come in time order), so a connect with no later traffic on the
+downlink gets no retained copy. Persistent sessions get them too
+(assumption: clients subscribe again on every connect).
+
 The filter is arithmetic on the interval arrays (``numpy.searchsorted``),
 monotone in time, so arrival order is kept. Assumption: copies already
 admitted to the client queue when the client disconnects are still
@@ -69,6 +82,9 @@ class Sessions:
             self.connect, self.disconnect = np.zeros(1), self.on.take(1)
         else:
             self.connect, self.disconnect = check_intervals(params.online_s)
+        self.flow_retain = None   # per flow: publisher retains (set by models.compile)
+        self.store = {}           # topic -> (msg, visit, size, pub_t) of the last retained copy
+        self.next_connect = 0     # index of the first connect not yet settled
 
     def _extend(self, t_max):
         """Churn: draw further periods until the schedule covers ``t_max``."""
@@ -106,11 +122,58 @@ def sessions_for(params, streams, name):
     return None
 
 
+def _retained_copies(session, packets, plan):
+    """Retained copies for the connects settled by this batch: ``(positions, Packets)``.
+
+    A copy for connect ``c`` goes before the first packet arriving at or after ``c``;
+    its ``msg`` is ``-(msg + 1)`` (a retained copy, see :mod:`sim.records`).
+    """
+    if session.flow_retain is None or len(packets) == 0:
+        return np.empty(0, np.int64), None
+    flow = plan.flow[packets.visit]
+    retain = np.flatnonzero(session.flow_retain[flow])
+    topic = plan.flow_topic[flow]
+    pos, rows, done = [], [], 0
+    while session.next_connect < len(session.connect):
+        c = session.connect[session.next_connect]
+        if c > packets.t[-1]:
+            break
+        cut = int(np.searchsorted(packets.t, c, side="left"))
+        for i in retain[(retain >= done) & (retain < cut)]:
+            session.store[int(topic[i])] = (-int(packets.msg[i]) - 1, int(packets.visit[i]),
+                                            int(packets.size[i]), float(packets.pub_t[i]))
+        done = cut
+        if c > 0:
+            for key in sorted(session.store):
+                m, v, size, pub_t = session.store[key]
+                rows.append((c, m, v, size, pub_t))
+                pos.append(cut)
+        session.next_connect += 1
+    for i in retain[retain >= done]:
+        session.store[int(topic[i])] = (-int(packets.msg[i]) - 1, int(packets.visit[i]),
+                                        int(packets.size[i]), float(packets.pub_t[i]))
+    if not rows:
+        return np.empty(0, np.int64), None
+    from sim.packets import Packets
+
+    t, m, v, size, pub_t = zip(*rows)
+    return np.asarray(pos, np.int64), Packets(t, m, v, size, pub_t)
+
+
 def settle_before_service(station, packets, qos):
     """The ``before_service`` hook of a downlink with a session."""
     t, not_owed = station.session.settle(packets.t, qos)
-    if not not_owed.any() and np.array_equal(t, packets.t):
+    pos, extra = _retained_copies(station.session, packets, station.plan)
+    if extra is None and not not_owed.any() and np.array_equal(t, packets.t):
         return packets, None
     gone = packets.take(not_owed)
-    kept = packets.take(~not_owed).with_time(t[~not_owed])
-    return kept, (gone, gone.t, np.full(len(gone), K.NOT_OWED, dtype=np.int64))
+    keep = ~not_owed
+    kept = packets.take(keep).with_time(t[keep])
+    if extra is not None:
+        from sim.packets import Packets
+
+        key = np.concatenate([np.flatnonzero(keep) * 2 + 1, pos * 2])
+        order = np.argsort(key, kind="stable")
+        kept = Packets.concat([kept, extra]).take(order)
+    early = None if len(gone) == 0 else (gone, gone.t, np.full(len(gone), K.NOT_OWED, dtype=np.int64))
+    return kept, early

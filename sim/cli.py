@@ -41,6 +41,7 @@ _HEADLINE = [
     ("latency_mean_s", "ms"), ("latency_p50_s", "ms"), ("latency_p90_s", "ms"),
     ("latency_p99_s", "ms"), ("latency_max_s", "ms"), ("loss_rate", "{:.4%}"),
     ("duplicates", "{:,.0f}"), ("not_owed", "{:,.0f}"),
+    ("retained_deliveries", "{:,.0f}"),
 ]
 
 

@@ -33,6 +33,7 @@ class _Tally:
         self.delivered = 0
         self.delivered_egress = 0
         self.lost = {}
+        self.retained_deliveries = 0
         self._series = {"published": np.zeros(0, np.int64), "delivered": np.zeros(0, np.int64)}
 
     def _in(self, t):
@@ -58,12 +59,20 @@ class _Tally:
         self._published_hook(packets)
 
     def add_delivered(self, packets):
+        retained = packets.msg < 0  # retained copies sent on connect (models.sessions): counted apart
+        if retained.any():
+            self.retained_deliveries += int(self._in(packets.t[retained]).sum())
+            self._retained_hook(packets.take(retained))
+            packets = packets.take(~retained)
         self.delivered += int(self._in(packets.pub_t).sum())
         self.delivered_egress += int(self._in(packets.t).sum())
         self._bin("delivered", packets.t)
         self._delivered_hook(packets)
 
     def add_dropped(self, packets, drop_t, station, code):
+        own = packets.msg >= 0  # a retained copy lost on connect is not an owed delivery
+        if not own.all():
+            packets, drop_t, code = packets.take(own), np.asarray(drop_t)[own], np.asarray(code)[own]
         inw = self._in(packets.pub_t)
         lost = self.net.plan.leaves[packets.visit]
         for c in np.unique(code[inw]).tolist():
@@ -74,6 +83,9 @@ class _Tally:
         pass
 
     def _delivered_hook(self, packets):
+        pass
+
+    def _retained_hook(self, packets):
         pass
 
     def _dropped_hook(self, packets, drop_t, station, code):
@@ -88,7 +100,7 @@ class _Tally:
         not_owed = self.lost.get(K.NOT_OWED, 0)
         out = {"published": self.published, "expected_deliveries": self.expected - not_owed,
                "delivered": self.delivered, "egress_deliveries": self.delivered_egress,
-               "not_owed": not_owed}
+               "not_owed": not_owed, "retained_deliveries": self.retained_deliveries}
         for c, name in K.CAUSE_NAMES.items():
             if c != K.NOT_OWED:
                 out[f"lost_{name}"] = self.lost.get(c, 0)
@@ -111,21 +123,28 @@ class RecordSink(_Tally):
     def __init__(self, network, series_bin_s=1.0):
         super().__init__(network, series_bin_s)
         self._delivered = []
+        self._retained = []
         self._dropped = []
 
     def _delivered_hook(self, packets):
         self._delivered.append(packets)
+
+    def _retained_hook(self, packets):
+        self._retained.append(packets)
 
     def _dropped_hook(self, packets, drop_t, station, code):
         self._dropped.append((packets, np.asarray(drop_t, float), station, np.asarray(code)))
 
     def deliveries(self) -> pd.DataFrame:
         """One row per delivered copy: publish and delivery time, latency,
-        publisher, subscriber, topic, size, hops, message id. Sorted by
+        publisher, subscriber, topic, size, hops, message id, and whether it
+        is a retained copy sent on connect (not egress). Sorted by
         (delivery time, message, subscriber)."""
         from .packets import Packets
 
-        pk = Packets.concat(self._delivered)
+        pk = Packets.concat(self._delivered + self._retained)
+        retained = pk.msg < 0
+        pk = Packets(pk.t, np.where(retained, -pk.msg - 1, pk.msg), pk.visit, pk.size, pk.pub_t)
         cols = self.net.delivery_frame_columns(pk)
         df = pd.DataFrame({
             "publish_time_s": pk.pub_t,
@@ -137,6 +156,7 @@ class RecordSink(_Tally):
             "size_bytes": pk.size,
             "hops": cols["hops"],
             "msg": pk.msg,
+            "retained": retained,
         })
         return df.sort_values(["delivery_time_s", "msg", "subscriber"], kind="stable",
                               ignore_index=True)

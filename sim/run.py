@@ -73,7 +73,8 @@ class RunResult:
         the overload); latency of messages published in the window;
         ``loss_rate``: lost / owed deliveries of those messages, in total and
         by cause; ``not_owed``: copies for subscribers offline with a clean
-        session (excluded from what is owed); ``duplicates``: extra copies of QoS 1 messages received
+        session (excluded from what is owed); ``retained_deliveries``: retained
+        copies sent on connect (not egress); ``duplicates``: extra copies of QoS 1 messages received
         after a lost acknowledgement (not egress; see :mod:`models.qos`).
         """
         span = self.window[1] - self.window[0]
@@ -103,6 +104,7 @@ class RunResult:
             "delivered": counts["delivered"],
             "loss_rate": sum(lost.values()) / owed if owed else math.nan,
             "not_owed": counts.get("not_owed", 0),
+            "retained_deliveries": counts.get("retained_deliveries", 0),
             "duplicates": sum(getattr(s.stats, "duplicates", 0) for s in self.network.stations),
         }
         for key, n in lost.items():

@@ -20,7 +20,7 @@ REP_FILES = ["deliveries.parquet", "drops.parquet", "stations.csv", "throughput.
              "latency_cdf.png", "throughput.png", "summary.json"]
 # sim/records.py RecordSink.deliveries docstring
 DELIVERY_COLUMNS = ["publish_time_s", "delivery_time_s", "latency_s", "publisher", "subscriber", "topic",
-                    "size_bytes", "hops", "msg"]
+                    "size_bytes", "hops", "msg", "retained"]
 DROP_COLUMNS = ["publish_time_s", "drop_time_s", "publisher", "topic", "size_bytes", "hops", "place", "cause",
                 "lost_deliveries", "msg"]
 

@@ -111,7 +111,8 @@ def churn_star():
     """Subscribers that come and go: clean and persistent sessions, a fixed schedule, QoS 0 and 1."""
     broker = BrokerParams(ingress_cost_s=Exponential(mean_value=1e-4), client_queue_messages=40)
     pubs = {f"p{q}": PublisherParams(topics=("c/x",), rate_per_s=2000.0, qos=q) for q in (0, 1)}
-    pubs["dies"] = PublisherParams(topics=("c/y",), rate_per_s=1000.0, offline_s=((0.1, 0.12), (0.2, 0.25)),
+    pubs["dies"] = PublisherParams(topics=("c/y", "c/z"), rate_per_s=1000.0, retain=True,
+                                   offline_s=((0.1, 0.12), (0.2, 0.25)),
                                    will_topic="c/will", will_size_bytes=10, will_delay_s=1e-3)
     subs = {"clean": SubscriberParams(subscriptions=("c/#",), churn_online_mean_s=0.03, churn_offline_mean_s=0.02),
             "keep": SubscriberParams(subscriptions=("c/#",), qos=1, clean_session=False,
@@ -188,3 +189,4 @@ def test_churn_case_exercises_sessions():
     assert {"clean", "fixed"} <= {p.split("->")[1] for p in drops.loc[drops["cause"] == "offline_not_owed", "place"]}
     assert "buffer_full" in set(drops["cause"])  # copies held for "keep" overflow its queue on reconnect
     assert (r.deliveries()["topic"] == "c/will").any()
+    assert r.deliveries()["retained"].sum() > 2 and r.summary()["retained_deliveries"] > 2

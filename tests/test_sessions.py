@@ -100,7 +100,7 @@ def test_churn_scenario_runs():
 
     from sim.scenario import load_scenario
 
-    sc = load_scenario(Path(__file__).resolve().parents[1] / "experiments" / "churn_sessions.yaml")
+    sc = load_scenario(Path(__file__).resolve().parents[1] / "experiments" / "churn_retained.yaml")
     s = simulate(sc.topology, duration_s=60.0, warmup_s=5.0, seed=sc.seed, record="stream").summary()
     assert s["not_owed"] > 0 and s["delivered"] > 0
 
@@ -117,3 +117,30 @@ def test_qos_and_session_fields_survive_graphml(tmp_path):
     h = T.read_graphml(tmp_path / "g.graphml")
     for n in g.nodes:
         assert h.nodes[n][T.PARAMS] == g.nodes[n][T.PARAMS]
+
+
+def _retained_run(driver, clean=True):
+    # retained publisher on "r" at 0.0 and 0.1 s (998 B at QoS 0: 0.998 ms per link), a plain one on "a" at 0.25 s;
+    # subscriber online [0, 0.05) and [0.2, 1): on reconnect at 0.2 it gets the last retained ("r" from 0.1 s)
+    # when the first copy at or after 0.2 s reaches its downlink (the "a" copy at 0.262998 s): sent at 0.2,
+    # 0.2 -> 0.200998, +10 ms -> 0.210998
+    def sched(topic, times, retain):
+        return PublisherParams(topics=(topic,), arrival="schedule", schedule_time_s=times,
+                               schedule_size_bytes=(992,) * len(times), schedule_topic=(topic,) * len(times),
+                               retain=retain)
+    pubs = {"keeper": sched("r", (0.0, 0.1), True), "other": sched("a", (0.25,), False)}
+    sub = SubscriberParams(subscriptions=("#",), online_s=ONLINE, clean_session=clean)
+    g = T.star(broker=BrokerParams(ingress_cost_s=Constant(value=0.002)), publishers=pubs,
+               subscribers={"s": sub}, link=LINK)
+    return simulate(g, duration_s=1.0, seed=1, driver=driver)
+
+
+def test_retained_message_is_sent_on_reconnect(driver):
+    r = _retained_run(driver)
+    d = r.deliveries().sort_values("delivery_time_s")
+    got = [(round(t, 9), tp, bool(x)) for t, tp, x in zip(d["delivery_time_s"], d["topic"], d["retained"])]
+    assert got == [(0.023996, "r", False), (0.210998, "r", True), (0.273996, "a", False)]
+    s = r.summary()
+    # the 0.1 s copy is not owed (offline, clean session); the retained copy is counted apart
+    assert (s["expected_deliveries"], s["delivered"], s["not_owed"], s["retained_deliveries"]) == (2, 2, 1, 1)
+    assert s["egress_per_s"] * 1.0 == 2
