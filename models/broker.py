@@ -79,6 +79,19 @@ class BrokerParams:
         ``fifo``, or ``priority``: waiting messages are served by their
         publisher's priority (higher first, FIFO within a priority,
         non-preemptive), as in YAMI4's outgoing queues (SYSTEMS.md §1).
+    batch_max_messages : int
+        Automatic batching (ZeroMQ writes every queued message of a pipe in
+        one ``send()``): when the worker becomes free it takes up to this
+        many waiting messages and serves them as one batch in
+        ``batch_fixed_cost_s`` plus their own demands; all leave at the batch
+        end (:class:`sim.disciplines.BatchDiscipline`). 1 (the default) is
+        no batching: plain FIFO. Needs one worker, FIFO scheduling, no CPU
+        quota and no drop_oldest.
+    batch_fixed_cost_s : float
+        Cost per batch (system call, wake-up of the I/O thread), s.
+    batch_max_bytes : int or None
+        Most payload bytes per batch (libzmq's out batch size is 8192 B);
+        None = no limit. A batch always takes its first message.
     provenance : Provenance
     """
 
@@ -100,10 +113,15 @@ class BrokerParams:
     topic_syntax: str = field(default="mqtt",
                               metadata={"unit": "choice", "choices": tuple(s.value for s in TopicSyntax)})
     scheduling: str = field(default="fifo", metadata={"unit": "choice", "choices": ("fifo", "priority")})
+    batch_max_messages: int = field(default=1, metadata={"unit": "positive_count"})
+    batch_fixed_cost_s: float = field(default=0.0, metadata={"unit": "duration"})
+    batch_max_bytes: int | None = field(default=None, metadata={"unit": "optional_size"})
     provenance: Provenance = field(default=ASSUMED, metadata={"unit": "provenance"})
 
     def __post_init__(self):
         check_fields(self)
+        if self.batch_max_messages > 1:
+            _check_batching(self)
         if self.cpu_fraction < 1.0 and (self.scheduling == "priority" or self.overflow == Overflow.DROP_OLDEST):
             raise ConfigError("cpu_fraction", self.cpu_fraction,
                               "1 with priority scheduling or drop_oldest (the CPU quota is modelled for FIFO brokers)")
@@ -116,3 +134,14 @@ class BrokerParams:
     def mean_demand_s(self):
         """Mean demand of a message with one match and one copy, s (for quick sizing)."""
         return self.ingress_cost_s.mean + self.match_cost_s.mean + self.delivery_cost_s.mean
+
+
+def _check_batching(p):
+    """Batching is modelled for one FIFO worker without CPU quota (one-line errors)."""
+    for name, ok, expected in (("workers", p.workers == 1, "1 with batch_max_messages > 1"),
+                               ("cpu_fraction", p.cpu_fraction >= 1.0, "1 with batch_max_messages > 1"),
+                               ("scheduling", p.scheduling == "fifo", "fifo with batch_max_messages > 1"),
+                               ("overflow", p.overflow != Overflow.DROP_OLDEST,
+                                "drop_newest or backpressure with batch_max_messages > 1")):
+        if not ok:
+            raise ConfigError(name, getattr(p, name), expected)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from sim import kernels as K
-from sim.disciplines import FifoDiscipline, Overflow, QueueDiscipline
+from sim.disciplines import BatchDiscipline, FifoDiscipline, Overflow, QueueDiscipline
 from sim.distributions import Constant
 from sim.station import Station
 
@@ -18,11 +18,16 @@ __all__ = ["LinkStation", "BrokerStation", "SubscriberStation", "make_discipline
 
 
 def make_discipline(*, servers, capacity_messages, capacity_bytes, overflow, idle_extra_s=0.0,
-                    priority=False, **quota):
+                    priority=False, batch=None, **quota):
     """FIFO arithmetic unless priorities or drop-oldest need an event-driven queue.
 
     ``quota``: ``cpu_quota_s`` and ``cpu_period_s`` (FIFO arithmetic only).
+    ``batch``: keyword arguments of :class:`BatchDiscipline` (batching with
+    more than one message per batch), or None.
     """
+    if batch is not None and batch["batch_max_messages"] > 1:
+        return BatchDiscipline(capacity_messages=capacity_messages, capacity_bytes=capacity_bytes,
+                               overflow=overflow, idle_extra_s=idle_extra_s, **batch)
     if priority or overflow == Overflow.DROP_OLDEST:
         return QueueDiscipline(servers=servers, capacity_messages=capacity_messages,
                                capacity_bytes=capacity_bytes, overflow=overflow, idle_extra_s=idle_extra_s)
@@ -105,6 +110,13 @@ def _quota(params):
     return {"cpu_quota_s": params.cpu_fraction * params.cpu_period_s, "cpu_period_s": params.cpu_period_s}
 
 
+def _batch(params):
+    """Batch rule of a broker (or socket, disk) parameter object."""
+    return {"batch_max_messages": params.batch_max_messages,
+            "batch_fixed_cost_s": params.batch_fixed_cost_s,
+            "batch_max_bytes": np.inf if params.batch_max_bytes is None else float(params.batch_max_bytes)}
+
+
 class BrokerStation(Station):
     """A broker's workers; demand per message as in :mod:`models.broker`.
 
@@ -123,7 +135,8 @@ class BrokerStation(Station):
         disc = make_discipline(servers=params.workers, capacity_messages=cap,
                                capacity_bytes=params.queue_bytes, overflow=params.overflow,
                                idle_extra_s=params.idle_wakeup_cost_s,
-                               priority=params.scheduling == "priority", **_quota(params))
+                               priority=params.scheduling == "priority", batch=_batch(params),
+                               **_quota(params))
         super().__init__(name, "broker", disc, servers=params.workers, window=window)
         self.params = params
         self.filters = int(filters)

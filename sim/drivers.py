@@ -177,6 +177,8 @@ def _held_deliveries(station, leaves):
     disc = station.discipline
     if not disc.event_driven:
         return 0
+    if hasattr(disc, "held_visits"):  # batch discipline: messages waiting for a batch
+        return int(leaves[disc.held_visits()].sum())
     return sum(int(leaves[e[1][2]]) for q in disc.waiting.values() for e in q)
 
 
