@@ -16,6 +16,7 @@ from sim.rng import StreamFactory
 from sim.routing import Hop, RoutePlan
 
 from . import topology as T
+from .brokerless_compile import add_socket_stations, socket_hop, socket_table
 from .sources import make_source
 from .stations import BrokerStation, LinkStation, SubscriberStation
 from .topics import SubscriptionTable, TopicSyntax
@@ -33,9 +34,11 @@ class _Builder:
         self.pubs = T.clients(g, T.NodeKind.PUBLISHER)
         self.subs = T.clients(g, T.NodeKind.SUBSCRIBER)
         self.brokers = T.brokers(g)
+        self.sockets = T.sockets(g)
         self.topics = sorted({t for p in self.pubs for t in self._p(p).topics})
         self.topic_bytes = np.array([len(t.encode()) for t in self.topics], dtype=np.int64)
         self.tables = {b: self._table(b) for b in self.brokers}
+        self.socket_tables = {k: socket_table(g, k, self.subs) for k in self.sockets}
 
     def _p(self, n):
         return self.g.nodes[n][T.PARAMS]
@@ -72,8 +75,14 @@ class _Builder:
             for x, y in ((a, b), (b, a)):
                 self._link(("bridge", x, y), f"link:{x}->{y}", link,
                            queue_messages=link.queue_messages, queue_bytes=link.queue_bytes)
+        add_socket_stations(self)
         for s in self.subs:
             b = T.home_broker(g, s)
+            if b not in self.tables:  # brokerless: pipes from sockets instead of a downlink
+                if not _passthrough(self._p(s)):
+                    self._station(("sub", s), SubscriberStation(f"subscriber:{s}", self._p(s),
+                                                               streams=self.streams, window=self.window))
+                continue
             link, bp = g.edges[s, b][T.PARAMS], self._p(b)
             self._link(("down", s), f"link:{b}->{s}", link,
                        queue_messages=_tighter(link.queue_messages, bp.client_queue_messages),
@@ -117,15 +126,18 @@ class _Builder:
         for i, p in enumerate(self.pubs):
             home = T.home_broker(self.g, p)
             for topic in self._p(p).topics:
-                root = Hop(self.index[("up", p)], link=True,
-                           children=[self._broker_hop(home, None, topic, True)])
+                first = (socket_hop(self, home, topic) if home in self.socket_tables
+                         else self._broker_hop(home, None, topic, True))
+                root = Hop(self.index[("up", p)], link=True, children=[first])
                 out.append((i, self.topics.index(topic), root))
         return out
 
     def sp_ratio(self):
         """sum_i P(t_i) S(t_i) / sum_i P(t_i) over topics t_i (SYSTEMS.md §4)."""
         n_pub = {t: sum(t in self._p(p).topics for p in self.pubs) for t in self.topics}
-        n_sub = {t: sum(len(self.tables[b].subscribers(t)) for b in self.brokers) for t in self.topics}
+        n_sub = {t: sum(len(self.tables[b].subscribers(t)) for b in self.brokers)
+                 + len(set().union(*(self.socket_tables[k].subscribers(t) for k in self.sockets)))
+                 for t in self.topics}
         total = sum(n_pub.values())
         return sum(n_pub[t] * n_sub[t] for t in self.topics) / total if total else 0.0
 

@@ -52,12 +52,15 @@ class LinkStation(Station):
     queue_messages, queue_bytes : int or None
         Effective transmit-queue limits (link's own, or the broker's
         per-client queue on a broker-to-subscriber link).
+    overflow : str
+        What a full transmit queue does (``drop_newest``; ``backpressure``
+        for a ZeroMQ PUSH pipe at its high-water mark).
     """
 
     def __init__(self, name, params, *, protocol, topic_bytes, streams, window,
-                 queue_messages=None, queue_bytes=None):
+                 queue_messages=None, queue_bytes=None, overflow=Overflow.DROP_NEWEST):
         disc = FifoDiscipline(servers=1, capacity_messages=queue_messages,
-                              capacity_bytes=queue_bytes, overflow=Overflow.DROP_NEWEST)
+                              capacity_bytes=queue_bytes, overflow=overflow)
         super().__init__(name, "link", disc, window=window)
         self.params = params
         self.protocol = protocol

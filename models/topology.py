@@ -42,6 +42,7 @@ from sim.distributions import Distribution, Empirical, Shifted
 from sim.errors import ConfigError
 
 from .broker import BrokerParams
+from .brokerless import ZmqSocketParams, check_socket
 from .client import PublisherParams, SubscriberParams
 from .link import LinkParams
 from .params import from_mapping, to_mapping
@@ -50,7 +51,7 @@ from .protocol import PROTOCOLS
 from .topics import TopicSyntax, validate_filter, validate_topic
 
 __all__ = ["KIND", "PARAMS", "PROTOCOL", "FORWARDING", "NodeKind", "Forwarding",
-           "validate", "star", "chain", "read_graphml", "write_graphml", "brokers", "clients"]
+           "validate", "star", "chain", "brokerless", "sockets", "read_graphml", "write_graphml", "brokers", "clients"]
 
 KIND = "kind"
 PARAMS = "params"
@@ -62,6 +63,7 @@ class NodeKind(str, enum.Enum):
     BROKER = "broker"
     PUBLISHER = "publisher"
     SUBSCRIBER = "subscriber"
+    SOCKET = "socket"  # a ZeroMQ PUB/PUSH socket on a publisher's host (models.brokerless)
 
 
 class Forwarding(str, enum.Enum):
@@ -70,7 +72,7 @@ class Forwarding(str, enum.Enum):
 
 
 _PARAM_CLASS = {NodeKind.BROKER: BrokerParams, NodeKind.PUBLISHER: PublisherParams,
-                NodeKind.SUBSCRIBER: SubscriberParams}
+                NodeKind.SUBSCRIBER: SubscriberParams, NodeKind.SOCKET: ZmqSocketParams}
 
 
 def _kind(g, n):
@@ -113,19 +115,32 @@ def _check_node(g, n):
     if not isinstance(params, _PARAM_CLASS[kind]):
         raise ConfigError(f"node {n!r}.{PARAMS}", type(params).__name__, _PARAM_CLASS[kind].__name__)
     degree = g.degree(n)
-    if kind is not NodeKind.BROKER:
+    if kind is NodeKind.SOCKET:
+        check_socket(g, n, lambda m: _kind(g, m))
+    elif _brokerless_subscriber(g, n, kind):
+        pass
+    elif kind is not NodeKind.BROKER:
         expected = f"exactly one link, to a broker ({kind.value}s attach to one broker)"
         if degree != 1:
             raise ConfigError(f"node {n!r}", f"{degree} links", expected)
         other = home_broker(g, n)
-        if _kind(g, other) is not NodeKind.BROKER:
+        if _kind(g, other) is not NodeKind.BROKER and not (
+                kind is NodeKind.PUBLISHER and _kind(g, other) is NodeKind.SOCKET):
             raise ConfigError(f"node {n!r}", f"linked to {_kind(g, other).value} {other!r}", expected)
     return kind
 
 
+def _brokerless_subscriber(g, n, kind):
+    """A subscriber linked only to ZeroMQ sockets (one or more): brokerless.
+    (A publisher links to one broker or to its one socket.)"""
+    if kind is not NodeKind.SUBSCRIBER or g.degree(n) == 0:
+        return False
+    return all(g.nodes[m].get(KIND) == NodeKind.SOCKET for m in g.neighbors(n))
+
+
 def _check_topics(g, n, kind):
     params = g.nodes[n][PARAMS]
-    if kind is NodeKind.BROKER:
+    if kind in (NodeKind.BROKER, NodeKind.SOCKET):
         return
     syntax = TopicSyntax(g.nodes[home_broker(g, n)][PARAMS].topic_syntax)
     attr, check = (("topics", validate_topic) if kind is NodeKind.PUBLISHER
@@ -156,7 +171,9 @@ def validate(g):
         _check_topics(g, n, kind)
     broker_graph = g.subgraph(brokers(g))
     if broker_graph.number_of_nodes() == 0:
-        raise ConfigError("topology", "no broker", "at least one broker node")
+        if any(k is NodeKind.SOCKET for k in kinds.values()):
+            return g  # brokerless (ZeroMQ direct): no broker tree to check
+        raise ConfigError("topology", "no broker", "at least one broker node (or ZeroMQ socket nodes)")
     _check_tree(broker_graph)
     return g
 
@@ -331,3 +348,44 @@ def write_graphml(g, path):
     for u, v, data in g.edges(data=True):
         flat.add_edge(u, v, **_flat(data[PARAMS]))
     nx.write_graphml(flat, path)
+
+
+def sockets(g):
+    """ZeroMQ socket node names, sorted."""
+    return sorted(n for n in g if g.nodes[n].get(KIND) == NodeKind.SOCKET)
+
+
+def brokerless(*, publishers, subscribers, socket, link, connect=None, handoff=None, protocol="zmq"):
+    """ZeroMQ direct PUB/SUB: a socket per publisher, every subscriber connected to them.
+
+    Parameters
+    ----------
+    publishers, subscribers : dict of name -> params
+    socket : ZmqSocketParams or dict of publisher name -> ZmqSocketParams
+    link : LinkParams
+        Network path of each (publisher, subscriber) connection (the peer pipe;
+        its queue limit is the tighter of its own and the socket's HWM).
+    connect : dict of subscriber name -> publisher names, optional
+        Which publishers each subscriber connects to (default: all of them;
+        the prefix filter at the publisher decides who gets copies).
+    handoff : LinkParams, optional
+        Application thread -> socket I/O thread on the publisher's host
+        (default: free, ``LinkParams()``).
+
+    Socket nodes are named ``"<publisher>.sock"``.
+    """
+    g = nx.Graph(**{PROTOCOL: protocol, FORWARDING: Forwarding.SUBSCRIPTION.value})
+    handoff = LinkParams() if handoff is None else handoff
+    for name, params in publishers.items():
+        _add(g, name, NodeKind.PUBLISHER, params)
+        sock = socket[name] if isinstance(socket, dict) else socket
+        _add(g, f"{name}.sock", NodeKind.SOCKET, sock)
+        g.add_edge(name, f"{name}.sock", **{PARAMS: handoff})
+    for name, params in subscribers.items():
+        _add(g, name, NodeKind.SUBSCRIBER, params)
+        targets = list(publishers) if connect is None or name not in connect else list(connect[name])
+        for p in targets:
+            if p not in publishers:
+                raise ConfigError(f"connect[{name!r}]", p, f"one of the publishers {list(publishers)}")
+            g.add_edge(name, f"{p}.sock", **{PARAMS: link})
+    return validate(g)
