@@ -24,6 +24,7 @@ from sim.disciplines import Overflow
 from sim.distributions import Constant, Distribution
 from sim.errors import ConfigError
 
+from .disk import DiskParams
 from .params import check_fields
 from .provenance import ASSUMED, Provenance
 from .topics import TopicSyntax
@@ -92,6 +93,12 @@ class BrokerParams:
     batch_max_bytes : int or None
         Most payload bytes per batch (libzmq's out batch size is 8192 B);
         None = no limit. A batch always takes its first message.
+    disk : DiskParams or None
+        Disk stage for persistent messages (:mod:`models.disk`): they pass
+        through it after the worker and before delivery; None = no disk
+        (persistent messages are treated as transient). In scenario files a
+        mapping of DiskParams fields, which may name a ``preset``; in GraphML
+        a JSON mapping.
     provenance : Provenance
     """
 
@@ -116,6 +123,7 @@ class BrokerParams:
     batch_max_messages: int = field(default=1, metadata={"unit": "positive_count"})
     batch_fixed_cost_s: float = field(default=0.0, metadata={"unit": "duration"})
     batch_max_bytes: int | None = field(default=None, metadata={"unit": "optional_size"})
+    disk: DiskParams | None = field(default=None, metadata={"unit": "params", "cls": DiskParams, "preset": "disk"})
     provenance: Provenance = field(default=ASSUMED, metadata={"unit": "provenance"})
 
     def __post_init__(self):

@@ -17,6 +17,7 @@ from sim.routing import Hop, RoutePlan
 
 from . import topology as T
 from .brokerless_compile import add_socket_stations, socket_hop, socket_table
+from .persistence_compile import add_disk_stations, insert_disks
 from .sources import make_source
 from .stations import BrokerStation, LinkStation, SubscriberStation
 from .topics import SubscriptionTable, TopicSyntax
@@ -90,6 +91,7 @@ class _Builder:
             if not _passthrough(self._p(s)):
                 self._station(("sub", s), SubscriberStation(f"subscriber:{s}", self._p(s),
                                                            streams=self.streams, window=self.window))
+        add_disk_stations(self)
 
     def _wanted(self, broker, came_from, topic):
         """Neighbour brokers a copy is forwarded to from ``broker``."""
@@ -129,6 +131,8 @@ class _Builder:
                 first = (socket_hop(self, home, topic) if home in self.socket_tables
                          else self._broker_hop(home, None, topic, True))
                 root = Hop(self.index[("up", p)], link=True, children=[first])
+                if self._p(p).persistent:
+                    insert_disks(self, root)
                 out.append((i, self.topics.index(topic), root))
         return out
 

@@ -146,12 +146,13 @@ class BrokerStation(Station):
         self.ingress = streams.draws(params.ingress_cost_s, name, "ingress")
         self.match = streams.draws(params.match_cost_s, name, "match")
         self.delivery = streams.draws(params.delivery_cost_s, name, "delivery")
+        self.copies_by_visit = None  # set by a disk stage (models.disk): copies made after the disk
 
     def service_s(self, packets):
         p = self.params
         n = len(packets)
         matched = self.plan.matched[packets.visit]
-        copies = self.plan.n_children[packets.visit]
+        copies = (self.plan.n_children if self.copies_by_visit is None else self.copies_by_visit)[packets.visit]
         demand = self.ingress.take(n) + matched * self.match.take(n) + copies * self.delivery.take(n)
         demand = demand + p.per_byte_cost_s * (packets.size * (1 + copies))
         return demand + p.filter_scan_cost_s * self.filters

@@ -282,6 +282,8 @@ def _flat(params):
                 for key in _PROVENANCE_KEYS:
                     text = getattr(value, key)
                     out[f"provenance_{key}"] = text.value if key == "source" else text
+        elif unit == "params":  # nested parameter object (a broker's disk): JSON mapping
+            out[fld.name] = json.dumps(_nested_mapping(value))
         elif unit == "raw":
             if value != ():
                 out[fld.name] = json.dumps(list(value) if isinstance(value, tuple) else value)
@@ -289,6 +291,15 @@ def _flat(params):
             out[fld.name] = json.dumps(_dist_mapping(value))
         else:
             out[fld.name] = plain[fld.name]
+    return out
+
+
+def _nested_mapping(params):
+    """A nested parameter object as a mapping with its provenance (GraphML JSON)."""
+    out = {k: v for k, v in to_mapping(params).items() if v is not None}
+    if params.provenance != ASSUMED:
+        out["provenance"] = {key: getattr(params.provenance, key) for key in _PROVENANCE_KEYS}
+        out["provenance"]["source"] = params.provenance.source.value
     return out
 
 
@@ -304,6 +315,12 @@ def _unflat(cls, data, where):
         if fld is None or not isinstance(value, str):
             continue
         unit = fld.metadata.get("unit")
+        if unit == "params":
+            try:
+                data[name] = json.loads(value)
+            except json.JSONDecodeError:
+                raise ConfigError(f"{where}.{name}", value, "a JSON mapping of parameters") from None
+            continue
         if unit == "raw" or (unit in ("duration_dist", "size_dist") and value.lstrip().startswith("{")):
             try:
                 data[name] = json.loads(value)
