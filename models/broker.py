@@ -99,6 +99,19 @@ class BrokerParams:
         (persistent messages are treated as transient). In scenario files a
         mapping of DiskParams fields, which may name a ``preset``; in GraphML
         a JSON mapping.
+    restart_at_s : tuple of float
+        Times the broker restarts, s (e.g. a crash and restart): every
+        message it holds is lost (cause ``broker_restart``) unless it is
+        persistent and ``durable_queue`` is set; survivors are served after
+        the downtime. Modelled in the event-driven queue
+        (:mod:`sim.restart`); per-subscriber queues and the disk keep their
+        content.
+    restart_downtime_s : float
+        How long the broker is down after a restart, s; arrivals meanwhile
+        are refused (cause ``broker_down``).
+    durable_queue : bool
+        The broker's queue is durable (AMQP ``durable=true``): persistent
+        messages in it survive a restart.
     provenance : Provenance
     """
 
@@ -124,12 +137,17 @@ class BrokerParams:
     batch_fixed_cost_s: float = field(default=0.0, metadata={"unit": "duration"})
     batch_max_bytes: int | None = field(default=None, metadata={"unit": "optional_size"})
     disk: DiskParams | None = field(default=None, metadata={"unit": "params", "cls": DiskParams, "preset": "disk"})
+    restart_at_s: tuple = field(default=(), metadata={"unit": "raw"})
+    restart_downtime_s: float = field(default=0.0, metadata={"unit": "duration"})
+    durable_queue: bool = field(default=False, metadata={"unit": "flag"})
     provenance: Provenance = field(default=ASSUMED, metadata={"unit": "provenance"})
 
     def __post_init__(self):
         check_fields(self)
         if self.batch_max_messages > 1:
             _check_batching(self)
+        if self.restart_at_s != ():
+            _check_restarts(self)
         if self.cpu_fraction < 1.0 and (self.scheduling == "priority" or self.overflow == Overflow.DROP_OLDEST):
             raise ConfigError("cpu_fraction", self.cpu_fraction,
                               "1 with priority scheduling or drop_oldest (the CPU quota is modelled for FIFO brokers)")
@@ -151,5 +169,22 @@ def _check_batching(p):
                                ("scheduling", p.scheduling == "fifo", "fifo with batch_max_messages > 1"),
                                ("overflow", p.overflow != Overflow.DROP_OLDEST,
                                 "drop_newest or backpressure with batch_max_messages > 1")):
+        if not ok:
+            raise ConfigError(name, getattr(p, name), expected)
+
+
+def _check_restarts(p):
+    """Restart times: finite, >= 0, increasing; the event-driven queue models them."""
+    try:
+        times = [float(t) for t in p.restart_at_s]
+    except (TypeError, ValueError):
+        raise ConfigError("restart_at_s", p.restart_at_s, "a list of times in s") from None
+    if any(not (t >= 0 and t < float("inf")) for t in times) or times != sorted(times):
+        raise ConfigError("restart_at_s", p.restart_at_s, "finite times >= 0 in increasing order")
+    object.__setattr__(p, "restart_at_s", tuple(times))
+    for name, ok, expected in (("batch_max_messages", p.batch_max_messages == 1, "1 with restart_at_s"),
+                               ("cpu_fraction", p.cpu_fraction >= 1.0, "1 with restart_at_s"),
+                               ("overflow", p.overflow != Overflow.BACKPRESSURE,
+                                "drop_newest or drop_oldest with restart_at_s")):
         if not ok:
             raise ConfigError(name, getattr(p, name), expected)

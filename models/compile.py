@@ -17,7 +17,7 @@ from sim.routing import Hop, RoutePlan
 
 from . import topology as T
 from .brokerless_compile import add_socket_stations, socket_hop, socket_table
-from .persistence_compile import add_disk_stations, insert_disks
+from .persistence_compile import add_disk_stations, insert_disks, mark_durable
 from .sources import make_source
 from .stations import BrokerStation, LinkStation, SubscriberStation
 from .topics import SubscriptionTable, TopicSyntax
@@ -192,6 +192,7 @@ def build_network(g, *, seed, replication=0, window=(0.0, np.inf)):
     b.build_stations()
     flows = b.flows()
     plan = RoutePlan(flows, flow_priority=[b._p(b.pubs[f[0]]).priority for f in flows])
+    mark_durable(b, plan)
     flow_topic_bytes = b.topic_bytes[plan.flow_topic] if len(plan.flow_topic) else np.empty(0, np.int64)
     for st in b.stations:
         if isinstance(st, LinkStation):

@@ -11,7 +11,7 @@ from sim.routing import Hop
 
 from .disk import DiskStation
 
-__all__ = ["add_disk_stations", "insert_disks"]
+__all__ = ["add_disk_stations", "insert_disks", "mark_durable"]
 
 
 def add_disk_stations(b):
@@ -33,3 +33,15 @@ def _insert(hop, disks):
         _insert(child, disks)
     if hop.station in disks:
         hop.children = [Hop(disks[hop.station], children=hop.children)]
+
+
+def mark_durable(b, plan):
+    """Tell restarting brokers which visits survive: persistent flows in a durable queue."""
+    import numpy as np
+
+    persistent = np.array([b._p(b.pubs[int(p)]).persistent for p in plan.flow_publisher], dtype=bool)
+    for name in b.brokers:
+        st = b.stations[b.index[("broker", name)]]
+        if hasattr(st.discipline, "durable_visit"):
+            durable = persistent[plan.flow] if len(plan.flow) else np.zeros(0, bool)
+            st.discipline.durable_visit = durable & bool(b._p(name).durable_queue)

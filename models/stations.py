@@ -18,13 +18,20 @@ __all__ = ["LinkStation", "BrokerStation", "SubscriberStation", "make_discipline
 
 
 def make_discipline(*, servers, capacity_messages, capacity_bytes, overflow, idle_extra_s=0.0,
-                    priority=False, batch=None, **quota):
+                    priority=False, batch=None, restart=None, **quota):
     """FIFO arithmetic unless priorities or drop-oldest need an event-driven queue.
 
     ``quota``: ``cpu_quota_s`` and ``cpu_period_s`` (FIFO arithmetic only).
     ``batch``: keyword arguments of :class:`BatchDiscipline` (batching with
-    more than one message per batch), or None.
+    more than one message per batch), or None. ``restart``: keyword
+    arguments of :class:`sim.restart.RestartQueueDiscipline`, or None.
     """
+    if restart is not None:
+        from sim.restart import RestartQueueDiscipline
+
+        return RestartQueueDiscipline(servers=servers, capacity_messages=capacity_messages,
+                                      capacity_bytes=capacity_bytes, overflow=overflow,
+                                      idle_extra_s=idle_extra_s, **restart)
     if batch is not None and batch["batch_max_messages"] > 1:
         return BatchDiscipline(capacity_messages=capacity_messages, capacity_bytes=capacity_bytes,
                                overflow=overflow, idle_extra_s=idle_extra_s, **batch)
@@ -120,6 +127,13 @@ def _batch(params):
             "batch_max_bytes": np.inf if params.batch_max_bytes is None else float(params.batch_max_bytes)}
 
 
+def _restart(params):
+    """Restart settings of a broker, or None."""
+    if not params.restart_at_s:
+        return None
+    return {"restart_at_s": params.restart_at_s, "downtime_s": params.restart_downtime_s}
+
+
 class BrokerStation(Station):
     """A broker's workers; demand per message as in :mod:`models.broker`.
 
@@ -139,6 +153,7 @@ class BrokerStation(Station):
                                capacity_bytes=params.queue_bytes, overflow=params.overflow,
                                idle_extra_s=params.idle_wakeup_cost_s,
                                priority=params.scheduling == "priority", batch=_batch(params),
+                               restart=_restart(params),
                                **_quota(params))
         super().__init__(name, "broker", disc, servers=params.workers, window=window)
         self.params = params

@@ -56,12 +56,16 @@ DROP_BYTES = 2       # buffer full (bytes) or message larger than the buffer
 DROP_LOSS = 3        # random loss on a link
 DROP_OLDEST = 4      # evicted by a newer message (drop-oldest policy)
 NEED_GROW = -1       # internal: heap arrays too small, grow and resume
+DROP_RESTART = 5     # in a broker when it restarted (not persistent, or queue not durable)
+DROP_DOWN = 6        # refused: the broker was down (restarting)
 
 CAUSE_NAMES = {
     DROP_FULL: "buffer_full",
     DROP_BYTES: "buffer_bytes",
     DROP_LOSS: "link_loss",
     DROP_OLDEST: "dropped_oldest",
+    DROP_RESTART: "broker_restart",
+    DROP_DOWN: "broker_down",
 }
 
 
