@@ -46,7 +46,7 @@ from .brokerless import ZmqSocketParams, check_socket
 from .client import PublisherParams, SubscriberParams
 from .link import LinkParams
 from .params import from_mapping, to_mapping
-from .provenance import ASSUMED
+from .provenance import ASSUMED, Provenance, Source
 from .protocol import PROTOCOLS
 from .topics import TopicSyntax, validate_filter, validate_topic
 
@@ -372,6 +372,11 @@ def sockets(g):
     return sorted(n for n in g if g.nodes[n].get(KIND) == NodeKind.SOCKET)
 
 
+_INPROC = LinkParams(provenance=Provenance(
+    source=Source.ASSUMPTION, reference="ZeroMQ application thread -> I/O thread hand-off (in-process pipe)",
+    note="free: no latency, no bandwidth limit; the socket's send cost holds the publisher-side work"))
+
+
 def brokerless(*, publishers, subscribers, socket, link, connect=None, handoff=None, protocol="zmq"):
     """ZeroMQ direct PUB/SUB: a socket per publisher, every subscriber connected to them.
 
@@ -392,7 +397,7 @@ def brokerless(*, publishers, subscribers, socket, link, connect=None, handoff=N
     Socket nodes are named ``"<publisher>.sock"``.
     """
     g = nx.Graph(**{PROTOCOL: protocol, FORWARDING: Forwarding.SUBSCRIPTION.value})
-    handoff = LinkParams() if handoff is None else handoff
+    handoff = _INPROC if handoff is None else handoff
     for name, params in publishers.items():
         _add(g, name, NodeKind.PUBLISHER, params)
         sock = socket[name] if isinstance(socket, dict) else socket
