@@ -167,6 +167,10 @@ def parameter_table(g):
         rows.append({"component": str(n), "kind": data[T.KIND],
                      "parameters": to_mapping(params), "provenance": str(params.provenance),
                      "placeholder": params.provenance.is_placeholder})
+        disk = getattr(params, "disk", None)  # a broker's disk carries its own provenance
+        if disk is not None:
+            rows.append({"component": f"{n}.disk", "kind": "disk", "parameters": to_mapping(disk),
+                         "provenance": str(disk.provenance), "placeholder": disk.provenance.is_placeholder})
     for u, v, data in g.edges(data=True):
         params = data[T.PARAMS]
         rows.append({"component": f"{u}<->{v}", "kind": "link", "parameters": to_mapping(params),

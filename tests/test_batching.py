@@ -146,3 +146,21 @@ def test_drivers_agree_with_batching(queue, arrival):
                     (runs[1].deliveries(), runs[1].drops(), runs[1].stations())):
         pd.testing.assert_frame_equal(a, b, check_exact=True)
     assert len(runs[0].deliveries()) > 1000
+
+
+def test_drivers_agree_on_a_two_way_chain_of_batching_brokers():
+    # copies flow both ways between brokers (a cycle of stations: conservative horizons)
+    brokers = {f"b{i}": BrokerParams(ingress_cost_s=Exponential(mean_value=6e-5), batch_max_messages=5,
+                                     batch_fixed_cost_s=8e-5, queue_messages=40) for i in range(3)}
+    pubs = {"left": ("b0", PublisherParams(topics=("x/1", "x/2"), rate_per_s=4000.0)),
+            "right": ("b2", PublisherParams(topics=("x/1",), rate_per_s=4000.0))}
+    subs = {"s0": ("b0", SubscriberParams(subscriptions=("x/1",))),
+            "s1": ("b1", SubscriberParams(subscriptions=("x/#",))),
+            "s2": ("b2", SubscriberParams(subscriptions=("x/2",)))}
+    g = T.chain(brokers=brokers, bridge=LinkParams(latency_s=3e-4, bandwidth_Bps=1e6), link=LinkParams(),
+                publishers=pubs, subscribers=subs, forwarding="flood")
+    runs = [simulate(g, duration_s=0.3, warmup_s=0.05, seed=8, driver=d) for d in ("batch", "reference")]
+    for a, b in zip((runs[0].deliveries(), runs[0].drops(), runs[0].stations()),
+                    (runs[1].deliveries(), runs[1].drops(), runs[1].stations())):
+        pd.testing.assert_frame_equal(a, b, check_exact=True)
+    assert len(runs[0].deliveries()) > 1000
