@@ -104,8 +104,8 @@ class BrokerParams:
         message it holds is lost (cause ``broker_restart``) unless it is
         persistent and ``durable_queue`` is set; survivors are served after
         the downtime. Modelled in the event-driven queue
-        (:mod:`sim.restart`); per-subscriber queues and the disk keep their
-        content.
+        (:mod:`sim.restart`), for the worker queue and the per-subscriber
+        queues alike; the disk stage keeps its content.
     restart_downtime_s : float
         How long the broker is down after a restart, s; arrivals meanwhile
         are refused (cause ``broker_down``).

@@ -17,7 +17,7 @@ from sim.routing import Hop, RoutePlan
 
 from . import topology as T
 from .brokerless_compile import add_socket_stations, socket_hop, socket_table
-from .persistence_compile import add_disk_stations, insert_disks, mark_durable
+from .persistence_compile import add_disk_stations, insert_disks, mark_durable, restart_client_queues
 from .sources import make_source
 from .stations import BrokerStation, LinkStation, SubscriberStation
 from .topics import SubscriptionTable, TopicSyntax
@@ -92,6 +92,7 @@ class _Builder:
                 self._station(("sub", s), SubscriberStation(f"subscriber:{s}", self._p(s),
                                                            streams=self.streams, window=self.window))
         add_disk_stations(self)
+        restart_client_queues(self)
 
     def _wanted(self, broker, came_from, topic):
         """Neighbour brokers a copy is forwarded to from ``broker``."""

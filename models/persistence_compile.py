@@ -11,7 +11,7 @@ from sim.routing import Hop
 
 from .disk import DiskStation
 
-__all__ = ["add_disk_stations", "insert_disks", "mark_durable"]
+__all__ = ["add_disk_stations", "insert_disks", "mark_durable", "restart_client_queues"]
 
 
 def add_disk_stations(b):
@@ -35,13 +35,41 @@ def _insert(hop, disks):
         hop.children = [Hop(disks[hop.station], children=hop.children)]
 
 
+def restart_client_queues(b):
+    """Per-subscriber queues of a restarting broker restart with it: their
+    downlinks get the event-driven restart queue (same limits, drop newest)."""
+    from sim.restart import RestartQueueDiscipline
+
+    from . import topology as T
+
+    for s in b.subs:
+        home = T.home_broker(b.g, s)
+        if ("down", s) not in b.index or not b._p(home).restart_at_s:
+            continue
+        bp, link = b._p(home), b.g.edges[s, home][T.PARAMS]
+        st = b.stations[b.index[("down", s)]]
+        st.discipline = RestartQueueDiscipline(
+            servers=1, capacity_messages=_tighter(link.queue_messages, bp.client_queue_messages),
+            capacity_bytes=_tighter(link.queue_bytes, bp.client_queue_bytes), overflow="drop_newest",
+            restart_at_s=bp.restart_at_s, downtime_s=bp.restart_downtime_s)
+        b.restart_owner = getattr(b, "restart_owner", {})
+        b.restart_owner[b.index[("down", s)]] = home
+
+
+def _tighter(a, c):
+    vals = [v for v in (a, c) if v is not None]
+    return min(vals) if vals else None
+
+
 def mark_durable(b, plan):
-    """Tell restarting brokers which visits survive: persistent flows in a durable queue."""
+    """Tell restarting queues which visits survive: persistent flows in a durable queue."""
     import numpy as np
 
     persistent = np.array([b._p(b.pubs[int(p)]).persistent for p in plan.flow_publisher], dtype=bool)
-    for name in b.brokers:
-        st = b.stations[b.index[("broker", name)]]
+    durable = persistent[plan.flow] if len(plan.flow) else np.zeros(0, bool)
+    owners = {b.index[("broker", name)]: name for name in b.brokers}
+    owners.update(getattr(b, "restart_owner", {}))
+    for idx, name in owners.items():
+        st = b.stations[idx]
         if hasattr(st.discipline, "durable_visit"):
-            durable = persistent[plan.flow] if len(plan.flow) else np.zeros(0, bool)
             st.discipline.durable_visit = durable & bool(b._p(name).durable_queue)

@@ -11,9 +11,10 @@ survives is served again from the start.
 Departures are emitted only when they have happened (at or before the
 horizon the drivers give), so a restart can still take a message that was
 in service. Events at the same time: completions, then restarts, then the
-end of a downtime, then arrivals. Only the broker's own queue restarts;
-per-subscriber queues (downlinks) and a disk stage keep their content (a
-documented simplification).
+end of a downtime, then arrivals. A restarting broker's worker queue and its
+per-subscriber queues (the downlinks' transmit queues) use this discipline
+(:mod:`models.persistence_compile`); a disk stage keeps its content (a
+simplification: unsynced writes would be lost too).
 """
 from __future__ import annotations
 

@@ -99,3 +99,23 @@ def test_bad_restart_settings(kw, field):
     with pytest.raises(ConfigError) as err:
         BrokerParams(**kw)
     assert field in str(err.value) and "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize("driver", ["batch", "reference"])
+@pytest.mark.parametrize("durable", [True, False])
+def test_per_subscriber_queue_restarts_with_its_broker(driver, durable):
+    # free broker; the subscriber's downlink sends 10 B in 1 s. p@0 sent 0-1.
+    # p@0.1 in transmission at the restart (1.5): persistent in a durable queue it is
+    # sent again after the downtime, 2.5-3.5; q@0.2 waiting, transient: lost at 1.5.
+    broker = BrokerParams(restart_at_s=(1.5,), restart_downtime_s=1.0, durable_queue=durable)
+    g = T.star(broker=broker, publishers={"p": _sched([0.0, 0.1], True), "q": _sched([0.2], False)},
+               subscribers={"s": SubscriberParams(subscriptions=("t",))},
+               link={"p": LinkParams(), "q": LinkParams(), "s": LinkParams(bandwidth_Bps=10.0)},
+               protocol="none")
+    r = simulate(g, duration_s=5.0, seed=1, driver=driver)
+    d = r.deliveries().sort_values("publish_time_s")
+    expected = [(0.0, 1.0), (0.1, 3.5)] if durable else [(0.0, 1.0)]
+    assert list(zip(d["publish_time_s"].round(9), d["delivery_time_s"].round(9))) == expected
+    drops = r.drops()
+    assert set(drops["place"]) == {"link:broker->s"} and set(drops["cause"]) == {"broker_restart"}
+    assert len(drops) == (1 if durable else 2)
