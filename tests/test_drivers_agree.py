@@ -100,6 +100,18 @@ def brokerless_mixed():
     return _mixed(16)
 
 
+def restart_with_disk():
+    """Persistent and transient flows, a disk stage, broker restarts with a durable queue."""
+    from models.disk import DiskParams
+    from tests.test_restart import _random
+
+    g = _random(True)
+    p = g.nodes["broker"][T.PARAMS]
+    g.nodes["broker"][T.PARAMS] = BrokerParams(**{**{f: getattr(p, f) for f in p.__dataclass_fields__},
+                                                  "disk": DiskParams(sync_latency_s=3e-4, batch_max_messages=4)})
+    return g
+
+
 CASES = {
     "merged-star": (merged_star, 0.5),
     "simultaneous": (simultaneous_star, 0.3),
@@ -111,6 +123,7 @@ CASES = {
     "chain-subscription": (lambda: two_way_chain("subscription"), 0.4),
     "batching-broker": (lambda: batching_star(), 0.3),
     "brokerless-zmq": (lambda: brokerless_mixed(), 0.3),
+    "restart-persistent-disk": (lambda: restart_with_disk(), 0.3),
 }
 
 
