@@ -143,7 +143,7 @@ class SocketStation(Station):
 
 def check_socket(g, n, kinds):
     """A socket links to exactly one publisher and to subscribers; PUSH to one peer."""
-    from .topology import NodeKind
+    from .topology import PARAMS, NodeKind
 
     nbrs = list(g.neighbors(n))
     pubs = [m for m in nbrs if kinds(m) is NodeKind.PUBLISHER]
@@ -154,7 +154,7 @@ def check_socket(g, n, kinds):
     if other:
         raise ConfigError(f"node {n!r}", f"linked to {kinds(other[0]).value} {other[0]!r}",
                           "links to one publisher and to subscribers only")
-    params = g.nodes[n]["params"]
+    params = g.nodes[n][PARAMS]
     if params.socket_type == "push" and len(nbrs) - 1 > 1:
         raise ConfigError(f"node {n!r}.socket_type", "push",
                           "one connected peer for a PUSH socket (round-robin over PULL peers is not modelled)")
@@ -165,10 +165,3 @@ def socket_link_limits(link, params):
     vals = [v for v in (link.queue_messages, params.hwm_messages) if v is not None]
     return {"queue_messages": min(vals) if vals else None, "queue_bytes": link.queue_bytes,
             "overflow": params.overflow}
-
-
-def fanout_copies(table, topic):
-    """Subscribers (names) that get a copy: those with a matching prefix, each once."""
-    return table.subscribers(topic)
-
-
