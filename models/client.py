@@ -69,6 +69,10 @@ class PublisherParams:
     will_delay_s : float
         Time from the disconnect to the Will's publication, s (0: TCP reset;
         keep-alive detection takes up to 1.5 x keep-alive).
+    persistent : bool
+        Persistent (durable) messages (AMQP delivery mode 2): at a broker
+        with a disk they are written and synced before delivery
+        (:mod:`models.disk`).
     provenance : Provenance
     """
 
@@ -85,11 +89,12 @@ class PublisherParams:
     qos: int = field(default=0, metadata={"unit": "count"})
     inflight_messages: int = field(default=20, metadata={"unit": "count"})
     retry_timeout_s: float = field(default=20.0, metadata={"unit": "duration"})
-    retain: bool = field(default=False, metadata={"unit": "choice", "choices": (True, False)})
+    retain: bool = field(default=False, metadata={"unit": "flag"})
     offline_s: tuple = field(default=(), metadata={"unit": "raw"})
     will_topic: str = field(default="", metadata={"unit": "raw"})
     will_size_bytes: float = field(default=0.0, metadata={"unit": "size"})
     will_delay_s: float = field(default=0.0, metadata={"unit": "duration"})
+    persistent: bool = field(default=False, metadata={"unit": "flag"})
     provenance: Provenance = field(default=ASSUMED, metadata={"unit": "provenance"})
 
     def __post_init__(self):
@@ -177,7 +182,7 @@ class SubscriberParams:
     qos: int = field(default=0, metadata={"unit": "count"})
     inflight_messages: int | None = field(default=None, metadata={"unit": "optional_count"})
     online_s: tuple = field(default=(), metadata={"unit": "raw"})
-    clean_session: bool = field(default=True, metadata={"unit": "choice", "choices": (True, False)})
+    clean_session: bool = field(default=True, metadata={"unit": "flag"})
     churn_online_mean_s: float = field(default=0.0, metadata={"unit": "duration"})
     churn_offline_mean_s: float = field(default=0.0, metadata={"unit": "duration"})
     provenance: Provenance = field(default=ASSUMED, metadata={"unit": "provenance"})

@@ -15,6 +15,8 @@ from __future__ import annotations
 import numpy as np
 
 from . import topology as T
+from sim.errors import ConfigError
+
 from .qos import check_protocol_qos, handshake_packets
 
 __all__ = ["qos_link_options", "visit_qos", "broker_handshakes", "consumer_folded"]
@@ -47,12 +49,17 @@ def qos_link_options(g, key):
             return None
         bp = _p(g, key[1])
         return {"inflight_messages": bp.max_inflight_messages, "retry_timeout_s": bp.retry_timeout_s}
+    if kind != "down":  # e.g. a brokerless pipe (models.brokerless_compile): no acknowledgements
+        return None
     s = key[1]
     sp = _p(g, s)
     check_protocol_qos(proto, sp.qos, f"{s}.qos")
     if sp.qos == 0:
         return None
     bp = _p(g, T.home_broker(g, s))
+    if getattr(bp, "restart_at_s", ()):
+        raise ConfigError(f"{s}.qos", sp.qos, "0 at a broker with restart_at_s (windowed connections "
+                          "are not modelled across broker restarts)")
     window = bp.max_inflight_messages if sp.inflight_messages is None else sp.inflight_messages
     return {"inflight_messages": window, "retry_timeout_s": bp.retry_timeout_s,
             "consumer": sp, "consumer_name": f"subscriber:{s}"}

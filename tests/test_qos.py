@@ -272,3 +272,11 @@ def test_qos_scenarios_run(name):
     assert s["delivered"] > 0
     if name == "qos_lossy_link":
         assert s["duplicates"] > 0 and 0 < s["loss_rate_link_loss"] < 0.0975
+
+
+def test_qos_subscriber_at_a_restarting_broker_is_refused():
+    with pytest.raises(ConfigError) as err:
+        g = _star(PublisherParams(topics=("a",), rate_per_s=1.0), SubscriberParams(subscriptions=("a",), qos=1),
+                  restart_at_s=(0.5,))
+        simulate(g, duration_s=1.0, seed=0)
+    assert err.value.field == "s.qos"
