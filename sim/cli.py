@@ -2,7 +2,8 @@
 
 Commands: ``run`` (below); ``measure``, ``calibrate`` and ``validate``
 (:mod:`calibration.cli`); ``trace inspect`` and ``trace convert``
-(:mod:`models.loads.cli`).
+(:mod:`models.loads.cli`); ``study run`` and ``study summary``
+(:mod:`sim.study.cli`).
 
 ``pubsim run SCENARIO.yaml [--out DIR]`` runs every replication of a
 scenario with a progress bar, prints the summary, the parameters with their
@@ -180,6 +181,9 @@ def build_parser():
     from models.loads.cli import add_commands as trace_commands
 
     trace_commands(sub)
+    from .study.cli import add_commands as study_commands
+
+    study_commands(sub)
     return parser
 
 
