@@ -107,3 +107,48 @@ def test_study_survives_a_killed_dask_worker(tmp_path):
         assert victim not in client.run(os.getpid).values()  # the nanny started a new worker
     assert len(_summaries(out)) == 12
     _assert_same_tables(tmp_path / "serial", out)
+
+
+def _session_processes(sid):
+    out = []
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                if os.getsid(int(d.name)) == sid:
+                    out.append(int(d.name))
+            except OSError:
+                pass
+    return out
+
+
+@pytest.mark.timeout(300)
+def test_ctrl_c_stops_the_pool_and_keeps_finished_work(tmp_path):
+    path = write_study(tmp_path, SLOW)
+    out = tmp_path / "out"
+    # Ctrl-C interrupts, as in a terminal, even if this test runs in a job that ignores SIGINT
+    child = ("import signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
+             "from sim.cli import main; sys.exit(main(sys.argv[1:]))")
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen([sys.executable, "-c", child, "study", "run", str(path), "--out", str(out),
+                             "--workers", "2"], env=env, cwd=tmp_path, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 240
+        while len(_summaries(out)) < 2 and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.02)
+        os.killpg(proc.pid, signal.SIGINT)  # as a terminal does: to the whole foreground group
+        err = proc.communicate(timeout=120)[1]
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 130, err
+    assert err.strip().splitlines()[-1].startswith("pubsim: interrupted"), err
+    assert "Traceback" not in err  # the workers ignore the Ctrl-C; the parent stops them
+    deadline = time.monotonic() + 30
+    while _session_processes(proc.pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not _session_processes(proc.pid), "worker processes outlived the study"
+    assert 2 <= len(_summaries(out)) < 12 and not list(out.rglob("*.tmp"))
+    for summary in _summaries(out):  # a finished task has all its tables
+        for kind in ("latency", "stations", "series"):
+            assert summary.with_name(summary.name.replace("summary", kind)).exists()

@@ -11,14 +11,36 @@ same tables), so a rerun gives the same result.
 """
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import os
+import signal
+import threading
 import uuid
 from concurrent.futures import ProcessPoolExecutor, as_completed
 
 from ..errors import ConfigError
 
 __all__ = ["SerialExecutor", "LocalExecutor", "DaskExecutor", "make_executor", "EXECUTORS"]
+
+
+@contextlib.contextmanager
+def _sigint_ignored():
+    """Ignore SIGINT while child processes start, so that they inherit that.
+
+    A Ctrl-C at a terminal reaches every process of the foreground group;
+    workers that ignore it leave the parent to stop them in order (a Python
+    started with SIGINT ignored keeps it ignored). Only the main thread can
+    change signal handlers; elsewhere this does nothing.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 class SerialExecutor:
@@ -49,11 +71,16 @@ class LocalExecutor:
         pool = ProcessPoolExecutor(max_workers=min(self.workers, len(jobs)),
                                    mp_context=multiprocessing.get_context("forkserver"))
         try:
-            futures = {pool.submit(fn, *args): key for key, args in jobs}
+            with _sigint_ignored():  # workers start now; Ctrl-C is this process's to handle
+                futures = {pool.submit(fn, *args): key for key, args in jobs}
             for fut in as_completed(futures):
                 yield futures[fut], fut.result()
-        finally:  # also on Ctrl-C or an error: drop queued jobs, keep what finished
-            pool.shutdown(wait=True, cancel_futures=True)
+        except BaseException:  # Ctrl-C, an error, or the caller stopped: drop the rest now
+            for proc in list((getattr(pool, "_processes", None) or {}).values()):
+                proc.terminate()  # no public way before Python 3.14 (terminate_workers)
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise
+        pool.shutdown(wait=True)
 
 
 class DaskExecutor:
@@ -90,8 +117,9 @@ class DaskExecutor:
                 return Client(self.address, timeout="20s"), None
             except OSError as err:
                 raise ConfigError("--dask", self.address, f"a reachable Dask scheduler ({err})") from None
-        cluster = LocalCluster(n_workers=self.workers, threads_per_worker=1, processes=True,
-                               dashboard_address=None)
+        with _sigint_ignored():  # Ctrl-C stops this process, which closes the cluster cleanly
+            cluster = LocalCluster(n_workers=self.workers, threads_per_worker=1, processes=True,
+                                   dashboard_address=None)
         return Client(cluster), cluster
 
     def run(self, fn, jobs):
