@@ -174,3 +174,11 @@ def test_bad_executor_arguments():
         run_study(study, os.devnull, workers=0, progress=False)
     with pytest.raises(ConfigError, match=r"^--dask: 'somewhere'"):
         run_study(study, os.devnull, dask_address="somewhere", progress=False)
+
+
+def test_mixed_value_types_become_one_text_column(tmp_path):
+    df, out = _run(tmp_path, study_dict(vary={"grid": {RATE: [1000, "2k/s"], QUEUE: [50, 100]}}, replications=1))
+    assert df[RATE].tolist() == ["1000", "1000", "2k/s", "2k/s"]
+    assert df[QUEUE].tolist() == [50, 100, 50, 100]
+    df.to_parquet(tmp_path / "all.parquet")  # one type per column
+    assert load_summary(out)[QUEUE].dtype.kind == "i"

@@ -90,7 +90,8 @@ class DaskExecutor:
     ----------
     address : str
         ``tcp://host:port`` of a running scheduler (its workers must be
-        able to import pubsim), or ``local`` for a
+        able to import pubsim, and see GraphML files a scenario names at
+        the same paths), or ``local`` for a
         :class:`dask.distributed.LocalCluster` of worker processes.
     workers : int, optional
         Worker processes of a local cluster (default ``os.cpu_count()``).

@@ -24,7 +24,7 @@ def pending_tasks(study, out_dir):
 def _jobs(study, pending, run_overrides):
     for point, r in pending:
         yield (point.point_id, r), (study.raw(point), study.base_dir, r, dict(run_overrides or {}),
-                                    point.point_id, dict(point.overrides))
+                                    point.point_id, study.columns(point))
 
 
 def _progress(console, total):

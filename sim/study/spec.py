@@ -33,6 +33,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from pathlib import Path
 
 import yaml
@@ -90,6 +91,16 @@ class Study:
     config_hash: str = ""
     text: str = field(default="", repr=False)
     path: str = ""
+
+    def columns(self, point) -> dict:
+        """``{path: value}`` of ``point`` for the summary table: values as given,
+        except that a path whose values mix text and numbers gets text for all
+        (one type per column)."""
+        return {path: str(v) if path in self._mixed else v for path, v in point.overrides.items()}
+
+    @cached_property
+    def _mixed(self):
+        return {path for path in self.varied if len({isinstance(p.overrides[path], str) for p in self.points}) > 1}
 
     def raw(self, point) -> dict:
         """The raw scenario mapping of ``point`` (base + set + overrides, the study seed)."""
