@@ -23,7 +23,7 @@ def pending_tasks(study, out_dir):
 
 def _jobs(study, pending, run_overrides):
     for point, r in pending:
-        yield (point.point_id, r), (study.raw(point), study.base_dir, r, dict(run_overrides or {}),
+        yield (point.point_id, r), (study.raw(point), study.base_dir, study.seed, r, dict(run_overrides or {}),
                                     point.point_id, study.columns(point))
 
 

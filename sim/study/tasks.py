@@ -64,16 +64,17 @@ def tables_of(result, point_id, replication, varied):
     }
 
 
-def run_task(raw, base_dir, replication, run_overrides, point_id, varied):
+def run_task(raw, base_dir, seed, replication, run_overrides, point_id, varied):
     """Run replication ``replication`` of one point.
 
     Parameters
     ----------
     raw : dict
-        The point's raw scenario mapping (overrides applied, the study seed
-        in ``seed``).
+        The point's raw scenario mapping (overrides applied).
     base_dir : str
         Directory that relative paths in the scenario start from.
+    seed : int
+        The study seed (replaces the mapping's ``seed``).
     replication : int
         Replication index: ``StreamFactory(seed, replication)`` streams.
     run_overrides : dict
@@ -84,6 +85,6 @@ def run_task(raw, base_dir, replication, run_overrides, point_id, varied):
     """
     from ..scenario import parse_scenario
 
-    scenario = parse_scenario(raw, base_dir)
+    scenario = parse_scenario({**raw, "seed": seed}, base_dir)
     result = scenario.simulate(replication, **(run_overrides or {}))
     return tables_of(result, point_id, replication, varied)
