@@ -23,11 +23,12 @@ def pending_tasks(study, out_dir):
 
 def _jobs(study, pending, run_overrides):
     for point, r in pending:
-        yield (point.point_id, r), (study.raw(point), study.base_dir, study.seed, r, dict(run_overrides or {}),
-                                    point.point_id, study.columns(point))
+        args = (study.raw(point), study.base_dir, study.seed, r, dict(run_overrides or {}), point.point_id,
+                study.columns(point))
+        yield (point.point_id, r), args
 
 
-def _progress(console, total):
+def _progress(console):
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
@@ -75,7 +76,7 @@ def run_study(study, out_dir, executor="local", dask_address=None, workers=None,
         console.print(f"study {study.name}: {len(study.points)} points x {study.replications} replications; "
                       f"{total - len(pending)} tasks already finished, {len(pending)} to run on "
                       f"{runner.description}")
-    with (_progress(console, total) if progress else nullcontext()) as bar:
+    with (_progress(console) if progress else nullcontext()) as bar:
         task = bar.add_task("tasks", total=total, completed=total - len(pending)) if progress else None
         for (point_id, r), tables in runner.run(run_task, _jobs(study, pending, run_overrides)):
             store.write_tables(out_dir, point_id, r, tables)
