@@ -57,12 +57,14 @@ def test_kill_9_then_rerun_resumes_without_recomputing(tmp_path):
     assert proc.returncode == -signal.SIGKILL, proc.stderr.read().decode()
     finished = _summaries(out)
     assert 3 <= len(finished) < 12, "the study ended before the kill: make its tasks longer"
-    kept = {p: (p.stat().st_mtime_ns, p.stat().st_ino) for d in {f.parent for f in finished}
-            for p in d.glob("*.parquet") if p.name.startswith(tuple(f.name.split(".")[0] + "." for f in finished))
-            or p.name == "parameters.parquet"}
+    reps = {(f.parent, f.name.split(".")[0]) for f in finished}  # (point dir, "rep<r>")
+    kept = {p: (p.stat().st_mtime_ns, p.stat().st_ino) for d, rep in reps
+            for p in [*d.glob(f"{rep}.*.parquet"), d / "parameters.parquet"]}
+    assert len(kept) >= 4 * len(finished)
     done = subprocess.run(cmd, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=240)
     assert done.returncode == 0, done.stderr
-    assert f"{len(finished)} tasks already finished, {12 - len(finished)} to run" in " ".join((done.stdout + done.stderr).split())
+    said = " ".join((done.stdout + done.stderr).split())
+    assert f"{len(finished)} tasks already finished, {12 - len(finished)} to run" in said
     for p, stamp in kept.items():
         assert (p.stat().st_mtime_ns, p.stat().st_ino) == stamp, f"{p} was rewritten"
     assert not list(out.rglob("*.tmp"))

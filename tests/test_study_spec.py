@@ -81,8 +81,8 @@ def test_latin_hypercube_hits_every_stratum_once_per_dimension():
     queue = [p["topology.broker.queue_messages"] for p in pts]
     assert all(isinstance(q, int) and 10 <= q <= 1000 for q in queue)  # integer ends give integers
     # n integers over n values: each value exactly once
-    assert sorted(p["topology.broker.queue_messages"] for p in _lhs(5, {"topology.broker.queue_messages": [1, 5]})) \
-        == [1, 2, 3, 4, 5]
+    five = _lhs(5, {"topology.broker.queue_messages": [1, 5]})
+    assert sorted(p["topology.broker.queue_messages"] for p in five) == [1, 2, 3, 4, 5]
     assert _lhs(n, ranges) == pts  # explicit seed: the same samples
     assert _lhs(n, ranges, seed=4) != pts
 
@@ -102,8 +102,10 @@ def test_no_vary_is_one_point_and_set_applies_to_every_point():
 
 
 @pytest.mark.parametrize("vary, match", [
-    ({"grid": {"topology.nosuch.x": [1]}}, r"^vary\.grid\.topology\.nosuch\.x: .*topology has no key nosuch"),
-    ({"grid": {"topology.publishers[3].count": [1]}}, r"^vary\.grid\.topology\.publishers\[3\]\.count: .*no index 3"),
+    ({"grid": {"topology.nosuch.x": [1]}},
+     r"^vary\.grid\.topology\.nosuch\.x: .*topology has no key nosuch"),
+    ({"grid": {"topology.publishers[3].count": [1]}},
+     r"^vary\.grid\.topology\.publishers\[3\]\.count: .*no index 3"),
     ({"grid": {"topology.broker.preset[0]": [1]}}, r"^vary\.grid\.topology\.broker\.preset\[0\]: "),
     ({"grid": {RATE: []}}, r"^vary\.grid\.topology\.publishers\[0\]\.rate_per_s: .*non-empty list"),
     ({"grid": {RATE: "1k/s"}}, r"^vary\.grid\.topology\.publishers\[0\]\.rate_per_s: "),
@@ -116,7 +118,8 @@ def test_no_vary_is_one_point_and_set_applies_to_every_point():
     ({"sample": {"n": 4, "ranges": {"topology.link.latency_s": ["1ms", "2KiB"]}}},
      r"^vary\.sample\.ranges\.topology\.link\.latency_s: .*one kind"),
     ({"sample": {"n": 4, "ranges": {"topology.link.latency_s": [1]}}}, r"^vary\.sample\.ranges\.topology"),
-    ({"grid": {RATE: ["1k/s"]}, "zip": {RATE: ["2k/s"]}}, r"^vary\.zip\.topology\.publishers\[0\]\.rate_per_s: .*only once"),
+    ({"grid": {RATE: ["1k/s"]}, "zip": {RATE: ["2k/s"]}},
+     r"^vary\.zip\.topology\.publishers\[0\]\.rate_per_s: .*only once"),
     ({"grid": {"seed": [1, 2]}}, r"^vary\.grid\.seed: .*other than seed"),
     ({"latin": {}}, r"^vary\.latin: "),
     ({"grid": {PRESET: ["mosquitto", "nosuch-broker"]}},

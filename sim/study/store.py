@@ -69,7 +69,8 @@ def write_tables(out, point_id, replication, tables):
     if not params.exists():
         write_atomic(params, lambda p: tables["parameters"].to_parquet(p, index=False))
     for kind in KINDS:
-        write_atomic(rep_path(out, point_id, replication, kind), lambda p, k=kind: tables[k].to_parquet(p, index=False))
+        write_atomic(rep_path(out, point_id, replication, kind),
+                     lambda p, k=kind: tables[k].to_parquet(p, index=False))
     write_atomic(rep_path(out, point_id, replication, "summary"),
                  lambda p: tables["summary"].to_parquet(p, index=False))
 
@@ -157,8 +158,8 @@ def prepare(out, study, force_new=False):
         old = None
     elif old is not None and old.get("config_hash") != study.config_hash:
         raise ConfigError(str(out / MANIFEST), f"config hash {str(old.get('config_hash'))[:12]}",
-                          f"the study that made it (this one has {study.config_hash[:12]}: {_changed(old, study)}); "
-                          "use --force-new or a new --out")
+                          f"the study that made it (this one has {study.config_hash[:12]}: "
+                          f"{_changed(old, study)}); use --force-new or a new --out")
     elif old is None and out.exists() and any(out.iterdir()):
         raise ConfigError("--out", str(out), "a new or empty directory, or one of an earlier run of this study "
                                              f"(no {MANIFEST} here)")
