@@ -135,6 +135,8 @@ def covers(syntax, wide, narrow) -> bool:
         return enc(narrow).startswith(enc(wide))
     _, one, rest = _WILD[syntax]
     w, n = _levels(syntax, wide), _levels(syntax, narrow)
+    if syntax is TopicSyntax.MQTT:  # a topic has >= 1 level, so a leading '#' is '+/#'
+        w, n = (((one,) + f) if f[0] == rest else f for f in (w, n))
     if syntax is TopicSyntax.MQTT and w and n and w[0] in (one, rest) and n[0].startswith("$"):
         return False
     memo = {}
