@@ -454,3 +454,47 @@ def test_placement_qualitative_expectations(placements):
     d = placements["c", "sf"][1].deliveries()
     lat = d[d.topic == "ildm/latency"].groupby("subscriber", observed=True)["latency_s"].mean()
     assert list(lat.sort_values().index) == [f"latency-sub{n}" for n in range(5)]
+
+
+# --------------------------------------------------------------------------
+# Bad input in scenario files: one line naming the field
+# --------------------------------------------------------------------------
+
+def _chain_spec(**extra):
+    spec = {"builder": "chain", "forwarding": "subscription",
+            "brokers": [{"name": "n0", "relay": {"relay_cost_s": "5us"}}, {"name": "n1"}],
+            "publishers": [{"name": "p", "broker": "n0", "topics": ["t"], "rate_per_s": 10}],
+            "subscribers": [{"name": "s", "broker": "n1", "subscriptions": ["t"]}]}
+    spec.update(extra)
+    return {"run": {"duration": "1s"}, "topology": spec}
+
+
+def test_scenario_relay_and_bridges_parse():
+    from sim.scenario import parse_scenario
+
+    g = parse_scenario(_chain_spec()).topology
+    assert g.nodes["n0"][T.RELAY].relay_cost_s.mean == pytest.approx(5e-6)
+    assert T.RELAY not in g.nodes["n1"]
+    spec = _chain_spec(forwarding="bridge", bridges=[{"local": "n1", "remote": "n0", "topics_in": ["t"]}])
+    g = parse_scenario(spec).topology
+    assert T.bridge_patterns(g) == {("n1", "n0"): (), ("n0", "n1"): ("t",)}
+
+
+@pytest.mark.parametrize("edit, field", [
+    (lambda s: s["topology"]["brokers"][0]["relay"].update(relay_cost="5us"),
+     "topology.brokers[0](n0).relay.relay_cost"),
+    (lambda s: s["topology"]["brokers"][0]["relay"].update(hop_qos=3), "topology.brokers[0](n0).relay.hop_qos"),
+    (lambda s: s["topology"].update(bridges=[{"local": "n0", "remote": "n2"}]), "bridges['n0', 'n2']"),
+    (lambda s: s["topology"].update(bridges=[{"local": "n0", "remote": "n1", "topics_out": ["a/#/b"]}]),
+     "edge ('n0', 'n1').bridge.topics_out"),
+    (lambda s: s["topology"].update(forwarding="static"), "graph.forwarding"),
+])
+def test_scenario_bad_ildm_fields_name_the_field(edit, field):
+    from sim.scenario import parse_scenario
+
+    spec = _chain_spec()
+    edit(spec)
+    with pytest.raises(ConfigError) as info:
+        parse_scenario(spec)
+    assert info.value.field == field
+    assert "\n" not in str(info.value)
