@@ -212,6 +212,7 @@ class ControlPlane:
         self.local = {x: {} for x in self.nodes}            # node -> filter -> set of clients
         self.held = {x: {y: [] for y in self.nbrs[x]} for x in self.nodes}  # x forwards to y: filters
         self._tables = {}
+        self._index = {}                                    # (x, y) -> (set of held[x][y], its wildcard ones)
         self.retained = {x: {} for x in self.nodes}         # node -> topic -> publishing client
         self.wills = {}
         self.step = 0
@@ -286,7 +287,7 @@ class ControlPlane:
                 if self._table(node, [f]).match(topic):
                     self._flow(flows, Kind.DELIVER, node, client, topic, client, retain=True)
         if self.mode is Mode.SUBSCRIPTION:
-            self._reconcile(node, client, flows)
+            self._reconcile(node, client, flows, list(dict.fromkeys(filters)))
         return self._end(flows)
 
     def unsubscribe(self, client, filters):
@@ -318,40 +319,57 @@ class ControlPlane:
     def _desired(self, x, y):
         """Filters ``x`` needs from neighbour ``y``: its local ones and those its
         other neighbours inter-subscribed, in a fixed order."""
-        out = list(self.local[x])
+        out = dict.fromkeys(self.local[x])
         for z in self.nbrs[x]:
             if z != y:
-                out.extend(f for f in self.held[x][z] if f not in out)
-        return out
+                out.update(dict.fromkeys(self.held[x][z]))
+        return list(out)
 
-    def _reconcile(self, origin, client, flows):
+    def _reconcile(self, origin, client, flows, added=None):
         """Bring the inter-subscriptions in line with the subscriptions, breadth
-        first away from ``origin``; send only what changed."""
-        queue = deque([(origin, None)])
+        first away from ``origin``; send only what changed. ``added``: the only
+        filters that may be new (a SUBSCRIBE); None re-checks everything."""
+        queue = deque([(origin, None, added)])
         while queue:
-            x, came = queue.popleft()
+            x, came, cand = queue.popleft()
             for y in self.nbrs[x]:
-                if y != came and self._sync(x, y, client, flows):
-                    queue.append((y, x))
+                if y != came:
+                    new, gone = self._sync(x, y, client, flows, cand)
+                    if new or gone:
+                        queue.append((y, x, None if cand is None else new))
 
-    def _sync(self, x, y, client, flows):
+    def _covered(self, node, sent, wild, d):
+        """Whether filter ``d`` is covered by a filter in ``sent`` (``wild``: those with wildcards)."""
+        return d in sent or any(covers(self.syntax[node], w, d) for w in wild)
+
+    def _sync(self, x, y, client, flows, cand):
+        """Make ``x``'s inter-subscriptions at ``y`` cover what ``x`` needs; returns (new, gone)."""
         syn = self.syntax[y]
-        want = self._desired(x, y)
         sent = self.held[y][x]
-        gone = [s for s in sent if not any(covers(syn, d, s) for d in want)]
+        gone = []
+        if cand is None:
+            cand = self._desired(x, y)
+            gone = [s for s in sent if not any(covers(syn, d, s) for d in cand)]
+        have, wild = self._index.setdefault((y, x), (set(), []))
         for s in gone:
             sent.remove(s)
+            have.discard(s)
+            if s in wild:
+                wild.remove(s)
             self._flow(flows, Kind.INTER_UNSUBSCRIBE, x, y, s, client)
         new = []
-        for d in want:
-            if not any(covers(syn, s, d) for s in sent + new):
+        for d in cand:
+            if not self._covered(y, have, wild, d):
                 new.append(d)
+                have.add(d)
+                if _has_wildcard(syn, d):
+                    wild.append(d)
         for d in new:
             sent.append(d)
             self._flow(flows, Kind.INTER_SUBSCRIBE, x, y, d, client)
         if gone or new:
             self._tables.pop((y, x), None)
-        return bool(gone or new)
+        return new, gone
 
     # --- publications ------------------------------------------------------
     def forwards(self, x, y, topic, *, retain=False) -> bool:
@@ -393,6 +411,15 @@ class ControlPlane:
     def records(self, flows=None):
         """Tidy rows (dicts) of ``flows`` (default: everything so far)."""
         return [f.record() for f in (self.log if flows is None else flows)]
+
+
+def _has_wildcard(syntax, f):
+    """A filter without wildcards matches one topic, so only itself or a
+    wildcard filter can cover it (prefix filters: always check)."""
+    if syntax is TopicSyntax.PREFIX:
+        return True
+    _, one, rest = _WILD[syntax]
+    return any(level in (one, rest) for level in _levels(syntax, f))
 
 
 def _check_tree(tree):
