@@ -9,11 +9,13 @@ end of the chain sends once a second, one latency subscriber at every node.
 """
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import yaml
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent.parent))  # run as a script from anywhere
 NODES = 5
 TOPICS = 5
 RATE = "50/s"  # per publisher: an assumption (the study searched for the limit)
@@ -28,19 +30,31 @@ PLACEMENT_TEXT = {
 CLIENT_PROV = {"source": "publication", "reference": "Banno et al. 2017 client placement (SYSTEMS.md §3)",
                "note": f"placement, topic counts and 32-byte payload from SYSTEMS.md; Poisson arrivals at {RATE} "
                        "per publisher assumed"}
-RELAY = {
-    "relay_cost_s": "8.892us",
-    "forward_cost_s": "6.983us",
-    "control_cost_s": "6.983us",
-    "hop_qos": 0,
-    "provenance": {
-        "source": "assumption",
-        "reference": "pubsim ILDM model (models/relay.py)",
-        "note": "the interworking node is an MQTT endpoint like the broker: per PUBLISH it pays the calibrated "
-                "Mosquitto ingress + one delivery (1.909 + 6.983 us, models/presets/calibrated/mosquitto.yaml), "
-                "per forwarded copy or control packet one delivery (6.983 us); not measured",
-    },
-}
+
+
+def relay_params():
+    """Relay costs derived from the calibrated Mosquitto preset (stated assumption)."""
+    from models import presets
+    from sim.units import parse_duration_s
+
+    m = presets.load("broker", "mosquitto")
+    ingress, delivery = (parse_duration_s(m[k], k) for k in ("ingress_cost_s", "delivery_cost_s"))
+    us = lambda s: f"{s * 1e6:.4g}us"  # noqa: E731
+    return {
+        "relay_cost_s": us(ingress + delivery),
+        "forward_cost_s": us(delivery),
+        "control_cost_s": us(delivery),
+        "hop_qos": 0,
+        "provenance": {
+            "source": "assumption",
+            "reference": "pubsim ILDM model (models/relay.py)",
+            "note": "the interworking node is an MQTT endpoint like the broker: per PUBLISH it pays the calibrated "
+                    f"Mosquitto ingress + one delivery ({us(ingress)} + {us(delivery)}, "
+                    "models/presets/calibrated/mosquitto.yaml), per forwarded copy or control packet one delivery; "
+                    "not measured",
+        },
+    }
+
 
 BRIDGE = {
     "preset": "gigabit-lan",
@@ -90,7 +104,7 @@ def scenario(kind, forwarding):
             "builder": "chain",
             "protocol": "mqtt",
             "forwarding": mode,
-            "brokers": [{"name": f"n{n}", "preset": "mosquitto", "relay": RELAY} for n in range(nodes)],
+            "brokers": [{"name": f"n{n}", "preset": "mosquitto", "relay": relay_params()} for n in range(nodes)],
             "bridge": BRIDGE,
             "link": {"preset": "gigabit-lan"},
             "publishers": pubs,
