@@ -52,9 +52,9 @@ from .broker import BrokerParams
 from .client import PublisherParams, SubscriberParams
 from .link import LinkParams
 from .params import from_mapping, to_mapping
+from .protocol import PROTOCOLS
 from .provenance import ASSUMED
 from .relay import RelayParams
-from .protocol import PROTOCOLS
 from .topics import TopicSyntax, validate_filter, validate_topic
 
 __all__ = ["KIND", "PARAMS", "PROTOCOL", "FORWARDING", "NodeKind", "Forwarding",

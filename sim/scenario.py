@@ -164,9 +164,8 @@ def _chain(spec, path):
     from models.broker import BrokerParams
     from models.client import PublisherParams, SubscriberParams
     from models.link import LinkParams
-    from models.topology import chain
-
     from models.relay import RelayParams
+    from models.topology import chain
 
     _only(spec, {"builder", "protocol", "forwarding", "brokers", "bridge", "link",
                  "publishers", "subscribers", "bridges"}, path)
