@@ -498,3 +498,13 @@ def test_scenario_bad_ildm_fields_name_the_field(edit, field):
         parse_scenario(spec)
     assert info.value.field == field
     assert "\n" not in str(info.value)
+
+
+def test_graphml_bad_relay_field_names_node_and_field(tmp_path):
+    g = relay_pair()
+    T.write_graphml(g, tmp_path / "g.graphml")
+    text = (tmp_path / "g.graphml").read_text().replace('attr.name="relay_hop_qos"', 'attr.name="relay_hop_qs"')
+    (tmp_path / "bad.graphml").write_text(text)
+    with pytest.raises(ConfigError) as info:
+        T.read_graphml(tmp_path / "bad.graphml")
+    assert info.value.field.endswith(".relay.hop_qs") and "\n" not in str(info.value)
