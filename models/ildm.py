@@ -454,6 +454,8 @@ def steady_state(g):
     bridges = T.bridge_patterns(g) if g.graph[T.FORWARDING] == T.Forwarding.BRIDGE.value else None
     cp = ControlPlane(tree, g.graph[T.FORWARDING], syntax=syntax, hop_qos=hop_qos, bridges=bridges)
     for s in T.clients(g, T.NodeKind.SUBSCRIBER):
+        if not any(n in cp.nbrs for n in g.neighbors(s)):
+            continue  # a brokerless peer (ZeroMQ socket) has no node
         cp.attach(s, T.home_broker(g, s))
         cp.subscribe(s, list(g.nodes[s][T.PARAMS].subscriptions))
     return cp
