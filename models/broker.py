@@ -72,13 +72,27 @@ class BrokerParams:
     overflow : str
         What a full ingress queue does: ``drop_newest``, ``drop_oldest`` or
         ``backpressure`` (the publisher holds the message until there is room;
-        nothing is lost, the wait counts in latency).
+        nothing is lost, the wait counts in latency); also ``reject``,
+        ``ring``, ``update`` and ``flow_to_disk`` (:class:`sim.disciplines.Overflow`).
     topic_syntax : str
         ``mqtt``, ``amqp`` or ``prefix`` (ZeroMQ).
     scheduling : str
         ``fifo``, or ``priority``: waiting messages are served by their
         publisher's priority (higher first, FIFO within a priority,
         non-preemptive), as in YAMI4's outgoing queues (SYSTEMS.md §1).
+    client_scheduling : str
+        ``fifo`` or ``priority``: order of each subscriber's outgoing queue
+        (the broker-to-subscriber link's transmit queue): a YAMI4 priority
+        channel, an AMQP priority queue per consumer.
+    client_overflow : str
+        What a full per-subscriber queue does (same choices as ``overflow``);
+        the default ``drop_newest`` leaves the link's own ``overflow`` in force.
+    max_priority : int or None
+        AMQP ``x-max-priority`` (RabbitMQ): priorities above it count as it,
+        at the ingress queue and the per-subscriber queues; None = no cap.
+    flow_to_disk_cost_s : float
+        ``flow_to_disk`` (Qpid): extra time a message admitted beyond a
+        queue's limit needs (written to disk and read back), s.
     provenance : Provenance
     """
 
@@ -100,17 +114,27 @@ class BrokerParams:
     topic_syntax: str = field(default="mqtt",
                               metadata={"unit": "choice", "choices": tuple(s.value for s in TopicSyntax)})
     scheduling: str = field(default="fifo", metadata={"unit": "choice", "choices": ("fifo", "priority")})
+    client_scheduling: str = field(default="fifo", metadata={"unit": "choice", "choices": ("fifo", "priority")})
+    client_overflow: str = field(default=Overflow.DROP_NEWEST,
+                                 metadata={"unit": "choice", "choices": Overflow.ALL})
+    max_priority: int | None = field(default=None, metadata={"unit": "optional_count"})
+    flow_to_disk_cost_s: float = field(default=0.0, metadata={"unit": "duration"})
     provenance: Provenance = field(default=ASSUMED, metadata={"unit": "provenance"})
 
     def __post_init__(self):
         check_fields(self)
-        if self.cpu_fraction < 1.0 and (self.scheduling == "priority" or self.overflow == Overflow.DROP_OLDEST):
+        if self.cpu_fraction < 1.0 and (self.scheduling == "priority" or self.overflow in Overflow.EVENT_DRIVEN):
             raise ConfigError("cpu_fraction", self.cpu_fraction,
-                              "1 with priority scheduling or drop_oldest (the CPU quota is modelled for FIFO brokers)")
+                              f"1 with priority scheduling or {self.overflow} "
+                              "(the CPU quota is modelled for FIFO brokers)")
         if not self.cpu_period_s > 0:
             raise ConfigError("cpu_period_s", self.cpu_period_s, "a period > 0 s")
         if self.scheduling == "priority" and self.overflow == Overflow.BACKPRESSURE:
             raise ConfigError("overflow", self.overflow, "drop_newest or drop_oldest with priority scheduling")
+        if self.client_scheduling == "priority" and self.client_overflow == Overflow.BACKPRESSURE:
+            raise ConfigError("client_overflow", self.client_overflow,
+                              "drop_newest, reject, drop_oldest, ring, update or flow_to_disk "
+                              "with client_scheduling=priority")
 
     @property
     def mean_demand_s(self):

@@ -18,21 +18,24 @@ __all__ = ["LinkStation", "BrokerStation", "SubscriberStation", "make_discipline
 
 
 def make_discipline(*, servers, capacity_messages, capacity_bytes, overflow, idle_extra_s=0.0,
-                    priority=False, **quota):
-    """FIFO arithmetic unless priorities or drop-oldest need an event-driven queue.
+                    priority=False, disk_cost_s=0.0, **quota):
+    """FIFO arithmetic unless priorities or the overflow policy
+    (``Overflow.EVENT_DRIVEN``) need an event-driven queue.
 
-    ``quota``: ``cpu_quota_s`` and ``cpu_period_s`` (FIFO arithmetic only).
+    ``quota``: ``cpu_quota_s`` and ``cpu_period_s`` (FIFO arithmetic only);
+    ``disk_cost_s``: extra service of a message spilled by ``flow_to_disk``, s.
     """
-    if priority or overflow == Overflow.DROP_OLDEST:
+    if priority or overflow in Overflow.EVENT_DRIVEN:
         return QueueDiscipline(servers=servers, capacity_messages=capacity_messages,
-                               capacity_bytes=capacity_bytes, overflow=overflow, idle_extra_s=idle_extra_s)
+                               capacity_bytes=capacity_bytes, overflow=overflow, idle_extra_s=idle_extra_s,
+                               disk_cost_s=disk_cost_s)
     return FifoDiscipline(servers=servers, capacity_messages=capacity_messages,
                           capacity_bytes=capacity_bytes, overflow=overflow, idle_extra_s=idle_extra_s,
                           **quota)
 
 
 class LinkStation(Station):
-    """Transmitter (FIFO, drop-tail) then propagation with jitter and loss.
+    """Transmitter (FIFO or priority channel) then propagation with jitter and loss.
 
     Parameters
     ----------
@@ -47,12 +50,23 @@ class LinkStation(Station):
     queue_messages, queue_bytes : int or None
         Effective transmit-queue limits (link's own, or the broker's
         per-client queue on a broker-to-subscriber link).
+    scheduling, overflow : str
+        Transmit queue order (``fifo``/``priority``) and overflow policy
+        (default: the link's own).
+    max_priority : int or None
+        Priorities above it count as it (AMQP ``x-max-priority``).
+    disk_cost_s : float
+        Extra time of a message spilled by ``flow_to_disk``, s.
     """
 
     def __init__(self, name, params, *, protocol, topic_bytes, streams, window,
-                 queue_messages=None, queue_bytes=None):
-        disc = FifoDiscipline(servers=1, capacity_messages=queue_messages,
-                              capacity_bytes=queue_bytes, overflow=Overflow.DROP_NEWEST)
+                 queue_messages=None, queue_bytes=None, scheduling=None, overflow=None,
+                 max_priority=None, disk_cost_s=0.0):
+        self.scheduling = params.scheduling if scheduling is None else scheduling
+        self.max_priority = max_priority
+        disc = make_discipline(servers=1, capacity_messages=queue_messages, capacity_bytes=queue_bytes,
+                               overflow=params.overflow if overflow is None else overflow,
+                               priority=self.scheduling == "priority", disk_cost_s=disk_cost_s)
         super().__init__(name, "link", disc, window=window)
         self.params = params
         self.protocol = protocol
@@ -71,6 +85,11 @@ class LinkStation(Station):
     def buffer_bytes(self, packets):
         return self.wire_bytes(packets).astype(np.float64)
 
+    def priority(self, packets):
+        if self.scheduling != "priority":
+            return None
+        return _capped(self.plan.flow_priority[self.plan.flow[packets.visit]], self.max_priority)
+
     def after_service(self, served):
         n = len(served.depart)
         delay = self.params.latency_s + self.jitter.take(n)
@@ -84,6 +103,11 @@ class LinkStation(Station):
     def lookahead_s(self):
         p = self.params
         return p.latency_s + p.jitter_s.min_value + p.overhead_bytes / p.bandwidth_Bps
+
+
+def _capped(priority, max_priority):
+    """Priorities above ``max_priority`` count as it (AMQP x-max-priority); None = no cap."""
+    return priority if max_priority is None else np.minimum(priority, max_priority)
 
 
 class _Uniform(Constant):
@@ -123,7 +147,8 @@ class BrokerStation(Station):
         disc = make_discipline(servers=params.workers, capacity_messages=cap,
                                capacity_bytes=params.queue_bytes, overflow=params.overflow,
                                idle_extra_s=params.idle_wakeup_cost_s,
-                               priority=params.scheduling == "priority", **_quota(params))
+                               priority=params.scheduling == "priority",
+                               disk_cost_s=params.flow_to_disk_cost_s, **_quota(params))
         super().__init__(name, "broker", disc, servers=params.workers, window=window)
         self.params = params
         self.filters = int(filters)
@@ -143,7 +168,7 @@ class BrokerStation(Station):
     def priority(self, packets):
         if self.params.scheduling != "priority":
             return None
-        return self.plan.flow_priority[self.plan.flow[packets.visit]]
+        return _capped(self.plan.flow_priority[self.plan.flow[packets.visit]], self.params.max_priority)
 
     @property
     def lookahead_s(self):

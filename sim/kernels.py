@@ -55,6 +55,8 @@ DROP_FULL = 1        # buffer full (messages)
 DROP_BYTES = 2       # buffer full (bytes) or message larger than the buffer
 DROP_LOSS = 3        # random loss on a link
 DROP_OLDEST = 4      # evicted by a newer message (drop-oldest policy)
+DROP_REJECTED = 5    # refused by a full queue with the reject policy (sender told)
+DROP_REPLACED = 6    # replaced while waiting by a newer message of its flow (update policy)
 NEED_GROW = -1       # internal: heap arrays too small, grow and resume
 
 CAUSE_NAMES = {
@@ -62,6 +64,8 @@ CAUSE_NAMES = {
     DROP_BYTES: "buffer_bytes",
     DROP_LOSS: "link_loss",
     DROP_OLDEST: "dropped_oldest",
+    DROP_REJECTED: "rejected",
+    DROP_REPLACED: "replaced",
 }
 
 

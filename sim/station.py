@@ -144,6 +144,11 @@ class Station:
         """Priority of each packet (event-driven disciplines only); None = all equal."""
         return None
 
+    def overflow_key(self, packets):
+        """Key of each packet for the ``update`` overflow policy: its flow
+        (publisher, topic); a newer message replaces a waiting one of the same key."""
+        return self.plan.flow[packets.visit]
+
     def after_service(self, served):
         """Time each served packet reaches the next place, and its code."""
         return served.depart, np.zeros(len(served.depart), dtype=np.int64)
@@ -159,7 +164,8 @@ class Station:
         service = self.service_s(packets)
         size = self.buffer_bytes(packets)
         if self.discipline.event_driven:
-            served = self.discipline.run(packets, service, size, horizon, self.priority(packets))
+            key = self.overflow_key(packets) if self.discipline.needs_key else None
+            served = self.discipline.run(packets, service, size, horizon, self.priority(packets), key)
         else:
             served = self.discipline.run(packets, service, size, horizon)
         ingress = self.plan.ingress[packets.visit]
