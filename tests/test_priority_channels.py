@@ -298,3 +298,10 @@ def test_priority_scenario_loads(tmp_path):
     path = Path(__file__).resolve().parents[1] / "experiments" / "priority_channels.yaml"
     sc = load_scenario(path)
     assert yaml.safe_load(path.read_text())["name"] == sc.name
+    r = sc.simulate()
+    d = r.deliveries()
+    lat = d[d["publish_time_s"] >= sc.run["warmup_s"]].groupby("topic", observed=True)["latency_s"].mean()
+    assert lat["prio.ctl"] < 1e-3 < 50e-3 < lat["flat.ctl"]  # the documented outcome
+    assert lat["prio.msr"] > 50e-3  # measurements still queue behind a saturated link
+    drops = r.drops()
+    assert set(drops["cause"]) == {"dropped_oldest"} and "prio.ctl" not in set(drops["topic"])
