@@ -305,3 +305,19 @@ def test_priority_scenario_loads(tmp_path):
     assert lat["prio.msr"] > 50e-3  # measurements still queue behind a saturated link
     drops = r.drops()
     assert set(drops["cause"]) == {"dropped_oldest"} and "prio.ctl" not in set(drops["topic"])
+
+
+def test_graphml_round_trip_keeps_priority_fields(tmp_path):
+    from .test_topology import _same_graph
+
+    pub = PublisherParams(topics=("a", "b"), topic_priorities=(2, 0), rate_per_s=10.0)
+    broker = BrokerParams(client_scheduling="priority", client_overflow="flow_to_disk", max_priority=5,
+                          flow_to_disk_cost_s=1e-4, overflow="update")
+    link = LinkParams(bandwidth_Bps=1e6, scheduling="priority", overflow="ring", queue_messages=7)
+    g = T.star(broker=broker, publishers={"p": pub}, subscribers={"s": SubscriberParams(subscriptions=("#",))},
+               link=link)
+    T.write_graphml(g, tmp_path / "g.graphml")
+    h = T.read_graphml(tmp_path / "g.graphml")
+    _same_graph(g, h)
+    assert h.nodes["p"][T.PARAMS].topic_priorities == (2, 0)
+    assert h.nodes["broker"][T.PARAMS].max_priority == 5
