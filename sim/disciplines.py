@@ -32,8 +32,8 @@ class Overflow:
     * ``drop_oldest`` / ``ring`` (alias; Qpid ring queue, AMQP ``drop-head``):
       the message that has waited longest is evicted (``dropped_oldest``).
     * ``update``: an arriving message replaces the waiting (not in service)
-      message of its key (its flow: publisher and topic), taking over its
-      queue position; the replaced one is lost with cause ``replaced``
+      message of its key (its flow: publisher and topic), full queue or not,
+      taking over its queue position; the replaced one is lost with cause ``replaced``
       (YAMI4 update/replace; a last-value queue). With no such message and a
       full queue the arriving one is dropped.
     * ``flow_to_disk`` (Qpid): beyond the limit messages are not dropped but

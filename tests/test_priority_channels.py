@@ -321,3 +321,14 @@ def test_graphml_round_trip_keeps_priority_fields(tmp_path):
     _same_graph(g, h)
     assert h.nodes["p"][T.PARAMS].topic_priorities == (2, 0)
     assert h.nodes["broker"][T.PARAMS].max_priority == 5
+
+
+def test_fifo_link_backpressure_holds_the_sender(driver):
+    # a 1-message transmit queue that holds the sender: nothing lost, m2 and m3 sent as room appears
+    pub = _one_topic([0.0] * 3, ["a"] * 3)
+    link = LinkParams(latency_s=0.010, bandwidth_Bps=1e6, queue_messages=1, overflow="backpressure")
+    r = simulate(_star(pub, {"s": link}), duration_s=1.0, seed=1, driver=driver)
+    assert [round(x, 9) for x in r.deliveries()["delivery_time_s"]] == [0.011, 0.012, 0.013]
+    assert len(r.drops()) == 0
+    down = r.stations().set_index("station").loc["link:broker->s"]
+    assert down["mean_blocked"] == pytest.approx((0.001 + 0.002) / 1.0)
