@@ -332,3 +332,19 @@ def test_fifo_link_backpressure_holds_the_sender(driver):
     assert len(r.drops()) == 0
     down = r.stations().set_index("station").loc["link:broker->s"]
     assert down["mean_blocked"] == pytest.approx((0.001 + 0.002) / 1.0)
+
+
+def test_cli_topic_table_shows_each_topic():
+    from rich.console import Console
+
+    from sim.cli import _topic_table
+
+    pub = _one_topic([0.0, 0.0, 0.0], ["a", "b", "a"])
+    link = LinkParams(latency_s=0.010, bandwidth_Bps=1e6, queue_messages=2)
+    r = simulate(_star(pub, {"s": link}), duration_s=1.0, seed=1)
+    console = Console(width=120, record=True)
+    console.print(_topic_table(r))
+    text = console.export_text()
+    assert "11.000 ms" in text and "12.000 ms" in text  # a: m1 at 11 ms; b: 12 ms
+    rows = {line.split("│")[1].strip(): line for line in text.splitlines() if line.startswith("│")}
+    assert rows["a"].rstrip("│ ").endswith("1") and rows["b"].rstrip("│ ").endswith("0")  # m3 (a) dropped
