@@ -191,9 +191,13 @@ def test_broker_ingress_reject_and_update(driver):
     link = ZERO_LINK
     for overflow, cause, sent in (("reject", "rejected", [0, 1]), ("update", "replaced", [0, 2])):
         broker = BrokerParams(ingress_cost_s=Constant(value=0.002), queue_messages=1, overflow=overflow)
-        r = simulate(_star(pub, {"s": link}, broker), duration_s=1.0, seed=1, driver=driver)
-        assert list(r.deliveries()["msg"]) == sent
+        r = simulate(_star(pub, {"s0": link, "s1": link, "s2": link}, broker), duration_s=1.0, seed=1,
+                     driver=driver)
+        assert list(r.deliveries()["msg"].drop_duplicates()) == sent
         assert list(r.drops()["cause"]) == [cause] and list(r.drops()["place"]) == ["broker:broker"]
+        counts = r.sink.counts()  # one message lost at the broker = its 3 deliveries
+        assert counts[f"lost_{cause}"] == 3 and counts["delivered"] == 6 and counts["expected_deliveries"] == 9
+        assert list(r.drops()["lost_deliveries"]) == [3]
 
 
 # --- Cobham: non-preemptive priority M/G/1 at a priority link -----------------
