@@ -51,6 +51,10 @@ class PublisherParams:
     topic_priorities : tuple of int or None
         One priority per topic (a YAMI4 publisher sending priorities 0, 2, 1
         on one connection); None = ``priority`` for every topic.
+    persistent : bool
+        Persistent (durable) messages (AMQP delivery mode 2): at a broker
+        with a disk they are written and synced before delivery
+        (:mod:`models.disk`).
     provenance : Provenance
     """
 
@@ -65,6 +69,7 @@ class PublisherParams:
     schedule_topic: tuple = field(default=(), metadata={"unit": "raw"})
     priority: int = field(default=0, metadata={"unit": "count"})
     topic_priorities: tuple | None = field(default=None, metadata={"unit": "raw"})
+    persistent: bool = field(default=False, metadata={"unit": "flag"})
     provenance: Provenance = field(default=ASSUMED, metadata={"unit": "provenance"})
 
     def __post_init__(self):

@@ -77,7 +77,8 @@ class StationStats:
         started = self._in_window(served.start)
         self.served += int(started.sum())
         self.wakeups += int((started & (served.start == served.admit)).sum())
-        self.busy_ticks += _overlap_ticks(served.start, served.depart, self.w0, self.w1)
+        end = served.depart if served.service_end is None else served.service_end  # batch: own share
+        self.busy_ticks += _overlap_ticks(served.start, end, self.w0, self.w1)
         self.waiting_ticks += _overlap_ticks(served.admit, served.start, self.w0, self.w1)
         self.blocked_ticks += _overlap_ticks(served.packets.t, served.admit, self.w0, self.w1)
         if len(dropped_code):
@@ -163,9 +164,11 @@ class Station:
         """Serve an arrival-ordered batch; advance event-driven state to ``horizon``."""
         service = self.service_s(packets)
         size = self.buffer_bytes(packets)
-        if self.discipline.event_driven:
-            key = self.overflow_key(packets) if self.discipline.needs_key else None
-            served = self.discipline.run(packets, service, size, horizon, self.priority(packets), key)
+        if getattr(self.discipline, "needs_key", False):  # update policy: replace by key
+            served = self.discipline.run(packets, service, size, horizon, self.priority(packets),
+                                         self.overflow_key(packets))
+        elif self.discipline.event_driven:
+            served = self.discipline.run(packets, service, size, horizon, self.priority(packets))
         else:
             served = self.discipline.run(packets, service, size, horizon)
         ingress = self.plan.ingress[packets.visit]
