@@ -139,6 +139,16 @@ def restart_with_disk():
     return g
 
 
+def restart_priority_update():
+    """A restarting broker whose ingress and priority per-subscriber queues replace by flow (update)."""
+    import dataclasses
+
+    g = client_queue_star("update", "update")
+    p = g.nodes["broker"][T.PARAMS]
+    g.nodes["broker"][T.PARAMS] = dataclasses.replace(p, restart_at_s=(0.1, 0.2), restart_downtime_s=0.01)
+    return g
+
+
 CASES = {
     "merged-star": (merged_star, 0.5),
     "simultaneous": (simultaneous_star, 0.3),
@@ -158,6 +168,7 @@ CASES = {
     "batching-broker": (lambda: batching_star(), 0.3),
     "brokerless-zmq": (lambda: brokerless_mixed(), 0.3),
     "restart-persistent-disk": (lambda: restart_with_disk(), 0.3),
+    "restart-priority-update": (restart_priority_update, 0.3),
 }
 
 
@@ -206,6 +217,7 @@ def test_cases_exercise_what_they_claim():
     ("priority-link-update", {"replaced", "link_loss"}),
     ("client-queue-update-broker-reject", {"replaced", "rejected"}),
     ("client-queue-ring-broker-update", {"dropped_oldest", "replaced"}),
+    ("restart-priority-update", {"replaced", "broker_restart", "broker_down"}),
 ])
 def test_policy_cases_exercise_their_policy(case, causes):
     build, duration = CASES[case]
