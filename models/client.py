@@ -69,6 +69,13 @@ class PublisherParams:
     will_delay_s : float
         Time from the disconnect to the Will's publication, s (0: TCP reset;
         keep-alive detection takes up to 1.5 x keep-alive).
+        Message priority, higher first (YAMI4 uses 0 = lowest .. 2 =
+        highest; any integer >= 0 is accepted); only priority queues (a
+        broker with ``scheduling="priority"``, a priority link or client
+        queue) look at it.
+    topic_priorities : tuple of int or None
+        One priority per topic (a YAMI4 publisher sending priorities 0, 2, 1
+        on one connection); None = ``priority`` for every topic.
     persistent : bool
         Persistent (durable) messages (AMQP delivery mode 2): at a broker
         with a disk they are written and synced before delivery
@@ -94,6 +101,7 @@ class PublisherParams:
     will_topic: str = field(default="", metadata={"unit": "raw"})
     will_size_bytes: float = field(default=0.0, metadata={"unit": "size"})
     will_delay_s: float = field(default=0.0, metadata={"unit": "duration"})
+    topic_priorities: tuple | None = field(default=None, metadata={"unit": "raw"})
     persistent: bool = field(default=False, metadata={"unit": "flag"})
     provenance: Provenance = field(default=ASSUMED, metadata={"unit": "provenance"})
 
@@ -112,6 +120,8 @@ class PublisherParams:
         if self.arrival == "schedule":
             self._check_schedule()
         self._check_outages()
+        if self.topic_priorities is not None:
+            self._check_topic_priorities()
 
     def _check_outages(self):
         from .sessions import check_intervals
@@ -123,6 +133,20 @@ class PublisherParams:
         object.__setattr__(self, "offline_s", tuple(tuple(float(x) for x in p) for p in pairs))
         if not isinstance(self.will_topic, str):
             raise ConfigError("will_topic", self.will_topic, "a topic name (or empty)")
+
+    def _check_topic_priorities(self):
+        p = self.topic_priorities
+        ok = isinstance(p, (tuple, list)) and len(p) == len(self.topics) and all(
+            isinstance(x, (int, np.integer)) and not isinstance(x, bool) and x >= 0 for x in p)
+        if not ok:
+            raise ConfigError("topic_priorities", p, f"{len(self.topics)} integers >= 0, one per topic")
+        object.__setattr__(self, "topic_priorities", tuple(int(x) for x in p))
+
+    def flow_priority(self, topic):
+        """Priority of this publisher's messages on ``topic``."""
+        if self.topic_priorities is None:
+            return self.priority
+        return self.topic_priorities[self.topics.index(topic)]
 
     def _check_schedule(self):
         t = np.asarray(self.schedule_time_s, dtype=float)

@@ -28,6 +28,7 @@ import numpy as np
 from sim import kernels as K
 from sim import window as W
 from sim.disciplines import FifoDiscipline, Overflow, Served
+from sim.errors import ConfigError
 from sim.station import StationStats
 
 from .qos import ACK_BYTES, exchange_draws
@@ -113,8 +114,9 @@ class QosLinkStation(LinkStation):
 
     Parameters
     ----------
-    name, params, protocol, topic_bytes, streams, window, queue_messages, queue_bytes
-        As for :class:`models.stations.LinkStation`.
+    name, params, protocol, topic_bytes, streams, window, queue_messages, queue_bytes, **queue
+        As for :class:`models.stations.LinkStation` (the queue must be FIFO,
+        drop newest or back-pressure).
     inflight_messages : int
         In-flight window of the connection (0 = none).
     retry_timeout_s : float
@@ -127,11 +129,16 @@ class QosLinkStation(LinkStation):
 
     def __init__(self, name, params, *, protocol, topic_bytes, streams, window, queue_messages=None,
                  queue_bytes=None, inflight_messages=0, retry_timeout_s=20.0, consumer=None,
-                 consumer_name=""):
+                 consumer_name="", **queue):
         super().__init__(name, params, protocol=protocol, topic_bytes=topic_bytes, streams=streams,
-                         window=window, queue_messages=queue_messages, queue_bytes=queue_bytes)
-        self.discipline = WindowDiscipline(inflight_messages=inflight_messages,
-                                           capacity_messages=queue_messages, capacity_bytes=queue_bytes)
+                         window=window, queue_messages=queue_messages, queue_bytes=queue_bytes, **queue)
+        overflow = queue.get("overflow") or params.overflow
+        if self.scheduling != "fifo" or overflow not in (Overflow.DROP_NEWEST, Overflow.BACKPRESSURE):
+            raise ConfigError(f"{name}.overflow", f"{self.scheduling}/{overflow}",
+                              "a FIFO queue with drop_newest or backpressure on a connection with QoS > 0 "
+                              "(the in-flight window is modelled for FIFO queues)")
+        self.discipline = WindowDiscipline(inflight_messages=inflight_messages, capacity_messages=queue_messages,
+                                           capacity_bytes=queue_bytes, overflow=overflow)
         self.stats = QosStats(window, 1)
         self.visit_qos = None
         self.retry_timeout_s = float(retry_timeout_s)

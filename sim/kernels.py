@@ -58,7 +58,9 @@ DROP_OLDEST = 4      # evicted by a newer message (drop-oldest policy)
 NEED_GROW = -1       # internal: heap arrays too small, grow and resume
 DROP_RESTART = 5     # in a broker when it restarted (not persistent, or queue not durable)
 DROP_DOWN = 6        # refused: the broker was down (restarting)
-NOT_OWED = 7         # subscriber offline, copy not owed (clean session; models.sessions)
+DROP_REJECTED = 7    # refused by a full queue with the reject policy (sender told)
+DROP_REPLACED = 8    # replaced while waiting by a newer message of its flow (update policy)
+NOT_OWED = 9         # subscriber offline, copy not owed (clean session; models.sessions)
 
 CAUSE_NAMES = {
     DROP_FULL: "buffer_full",
@@ -67,6 +69,8 @@ CAUSE_NAMES = {
     DROP_OLDEST: "dropped_oldest",
     DROP_RESTART: "broker_restart",
     DROP_DOWN: "broker_down",
+    DROP_REJECTED: "rejected",
+    DROP_REPLACED: "replaced",
     NOT_OWED: "offline_not_owed",
 }
 

@@ -187,6 +187,7 @@ class RecordSink(_Tally):
             "lost_deliveries": self.net.plan.leaves[pk.visit],
             "msg": pk.msg,
         })
+        # place breaks ties: copies of one message dropped at two places at once
         return df.sort_values(["drop_time_s", "msg", "place"], kind="stable", ignore_index=True)
 
     def _window_latencies(self):
