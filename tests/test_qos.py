@@ -280,3 +280,11 @@ def test_qos_subscriber_at_a_restarting_broker_is_refused():
                   restart_at_s=(0.5,))
         simulate(g, duration_s=1.0, seed=0)
     assert err.value.field == "s.qos"
+
+
+def test_qos_connection_on_a_priority_client_queue_is_refused():
+    with pytest.raises(ConfigError) as err:
+        g = _star(PublisherParams(topics=("a",), rate_per_s=1.0), SubscriberParams(subscriptions=("a",), qos=1),
+                  client_scheduling="priority")
+        simulate(g, duration_s=1.0, seed=0)
+    assert err.value.field == "link:broker->s.overflow" and "\n" not in str(err.value)
