@@ -180,6 +180,9 @@ def build_parser():
     from models.loads.cli import add_commands as trace_commands
 
     trace_commands(sub)
+    from .report import add_commands as report_commands
+
+    report_commands(sub)
     return parser
 
 

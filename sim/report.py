@@ -332,3 +332,36 @@ def render_html(out_dir, **kwargs) -> str:
     res = load_results(out_dir)
     blocks = report_blocks(res, **kwargs)
     return to_html(blocks, title=blocks[0][1])
+
+
+# --- command line (``pubsim report``) ------------------------------------------------------------
+
+def report_command(args, console):
+    """``pubsim report DIR [--md FILE] [--html FILE]``: write the report files."""
+    from .errors import ConfigError
+
+    out_dir = Path(args.dir)
+    if not (out_dir / "manifest.json").is_file():
+        raise ConfigError("report DIR", str(out_dir), "a study directory with manifest.json "
+                                                      "(written by pubsim study run ... --out DIR)")
+    md_path, html_path = args.md, args.html
+    if md_path is None and html_path is None:
+        md_path, html_path = out_dir / "report.md", out_dir / "report.html"
+    blocks = report_blocks(load_results(out_dir))
+    blocks = encode_figures(blocks)
+    for path, text in ((md_path, md_path and to_markdown(blocks)),
+                       (html_path, html_path and to_html(blocks, title=blocks[0][1]))):
+        if path is not None:
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+            Path(path).write_text(text, encoding="utf-8")
+            console.print(f"wrote {path}")
+    return 0
+
+
+def add_commands(subparsers):
+    """Register ``pubsim report`` on the ``pubsim`` parser."""
+    p = subparsers.add_parser("report", help="write a study's report (Markdown and/or one HTML file)")
+    p.add_argument("dir", help="study results directory (pubsim study run ... --out DIR)")
+    p.add_argument("--md", help="Markdown file to write (self-contained: figures embedded)")
+    p.add_argument("--html", help="HTML file to write (self-contained: figures embedded)")
+    p.set_defaults(func=report_command)
