@@ -74,8 +74,12 @@ def load_results(out_dir):
 # --- which columns are varied, which are loads ---------------------------------------------
 
 def varied_columns(summary):
-    """Columns naming a varied scenario field (dotted paths such as
+    """Columns naming a varied scenario field (``df.attrs["varied"]`` set by
+    :func:`sim.study.load_summary`, else every dotted path such as
     ``topology.broker.preset``), in stored order."""
+    varied = summary.attrs.get("varied")
+    if varied:
+        return [c for c in varied if c in summary.columns]
     return [c for c in summary.columns if "." in c or "[" in c]
 
 
@@ -126,9 +130,11 @@ def _what_was_run(res):
             ("replications per point", ", ".join(map(str, sorted(set(reps))))),
             ("runs stored", len(res.summary))]
     rows += [(k, v) for k, v in m.items()
-             if k not in {"study", "name", "description", "points", "versions", "packages"}
+             if k not in {"study", "name", "description", "points", "versions", "packages", "study_text"}
              and not isinstance(v, (dict, list))]
     blocks = [("h2", "What was run"), ("table", pd.DataFrame(rows, columns=["item", "value"]))]
+    if m.get("study_text"):
+        blocks += [("p", f"Study file `{m.get('study_file', '')}`:"), ("code", m["study_text"])]
     versions = m.get("versions", m.get("packages"))
     if isinstance(versions, dict) and versions:
         blocks += [("p", "Package versions:"),
@@ -229,7 +235,7 @@ def _provenance(res):
 
 
 def report_blocks(res: StudyResults, *, title=None, extra=()):
-    """The report as a list of blocks: ``("h1"|"h2"|"h3"|"p", text)``,
+    """The report as a list of blocks: ``("h1"|"h2"|"h3"|"p"|"code", text)``,
     ``("table", DataFrame)``, ``("figure", Figure, alt text)``; ``extra``
     blocks go before the provenance section."""
     cols = varied_columns(res.summary)
@@ -284,6 +290,8 @@ def to_markdown(blocks):
             out.append("#" * int(kind[1]) + " " + b[1])
         elif kind == "p":
             out.append(b[1])
+        elif kind == "code":
+            out.append("```yaml\n" + b[1].rstrip("\n") + "\n```")
         elif kind == "table":
             out.append(_md_table(b[1]))
         elif kind == "png":
@@ -313,6 +321,8 @@ def to_html(blocks, title="pubsim report"):
             out.append(f"<{kind}>{_inline_html(b[1])}</{kind}>")
         elif kind == "p":
             out.append(f"<p>{_inline_html(b[1])}</p>")
+        elif kind == "code":
+            out.append(f"<pre><code>{html.escape(b[1])}</code></pre>")
         elif kind == "table":
             cells = b[1].map(lambda v: _inline_html(_fmt(v)))
             out.append(cells.to_html(index=False, escape=False, border=0))

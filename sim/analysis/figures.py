@@ -59,17 +59,22 @@ def _configs(df, by):
 def load_curves(summary, by, *, load_col="offered_per_s", knees=None, confidence=0.95):
     """Throughput (ingress, egress / sp-ratio) and loss against offered load.
 
+    The loss panel also shows ``1 - delivery_ratio`` (dotted): the share of
+    owed copies not delivered in the window, which shows the overload of a
+    broker that holds publishers back (back-pressure) instead of dropping.
+
     One colour per configuration (``by`` columns); error bars are confidence
     half-widths over replications; a dashed vertical line marks each
     configuration's last sustainable load (``knees`` from
     :func:`sim.analysis.knees`).
     """
-    df = summary.assign(egress_per_pub_s=summary["egress_per_s"] / summary["sp_ratio"])
+    df = summary.assign(egress_per_pub_s=summary["egress_per_s"] / summary["sp_ratio"],
+                        shortfall=1.0 - summary["delivery_ratio"])
     fig, (ax_t, ax_l) = plt.subplots(1, 2, figsize=(12, 4.2))
     by = list(by)
     for key, grp in _configs(df, by):
         label = ", ".join(map(str, key if isinstance(key, tuple) else (key,)))
-        t = with_ci(grp, ["point_id"], [load_col, "ingress_per_s", "egress_per_pub_s", "loss_rate"],
+        t = with_ci(grp, ["point_id"], [load_col, "ingress_per_s", "egress_per_pub_s", "loss_rate", "shortfall"],
                     confidence).sort_values(f"{load_col}_mean")
         x = t[f"{load_col}_mean"]
         line = ax_t.errorbar(x, t["egress_per_pub_s_mean"], yerr=t["egress_per_pub_s_hw"].fillna(0),
@@ -78,6 +83,7 @@ def load_curves(summary, by, *, load_col="offered_per_s", knees=None, confidence
                   label=f"{label} ingress")
         ax_l.errorbar(x, t["loss_rate_mean"], yerr=t["loss_rate_hw"].fillna(0), marker="o",
                       color=line.get_color(), label=label)
+        ax_l.plot(x, t["shortfall_mean"].clip(lower=0), ls=":", color=line.get_color())
         if knees is not None and by:
             k = knees
             for col, v in zip(by, key if isinstance(key, tuple) else (key,)):
@@ -85,14 +91,19 @@ def load_curves(summary, by, *, load_col="offered_per_s", knees=None, confidence
             if len(k) and np.isfinite(k["last_sustainable_per_s"].iloc[0]):
                 for ax in (ax_t, ax_l):
                     ax.axvline(k["last_sustainable_per_s"].iloc[0], color=line.get_color(), ls="--", alpha=0.7)
-    lim = df[load_col].max()
-    ax_t.plot([0, lim], [0, lim], "k:", lw=0.8, label="offered")
+    lo, hi = df[load_col].min(), df[load_col].max()
+    log = lo > 0 and hi / lo > 20  # configurations of very different capacity
+    ax_t.plot([lo if log else 0, hi], [lo if log else 0, hi], "k:", lw=0.8, label="offered")
     for ax, ylabel in ((ax_t, "messages per second"), (ax_l, "loss rate")):
+        if log:
+            ax.set_xscale("log")
+            if ax is ax_t:
+                ax.set_yscale("log")
         ax.set_xlabel("offered load (msg/s)")
         ax.set_ylabel(ylabel)
         ax.grid(True, alpha=0.3)
     ax_t.set_title("throughput (dashed: last sustainable load)")
-    ax_l.set_title("loss")
+    ax_l.set_title("loss (solid); 1 - delivery ratio (dotted)")
     ax_t.legend(fontsize="small")
     ax_l.legend(fontsize="small")
     fig.tight_layout()
@@ -117,7 +128,10 @@ def station_load(stations, summary, by, *, roles=("broker",), load_col="offered_
     ax_u.set_ylabel("utilization")
     ax_q.set_ylabel("mean waiting messages")
     ax_q.set_yscale("symlog", linthresh=1.0)
+    lo, hi = st[load_col].min(), st[load_col].max()
     for ax in (ax_u, ax_q):
+        if lo > 0 and hi / lo > 20:
+            ax.set_xscale("log")
         ax.set_xlabel("offered load (msg/s)")
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize="small")
