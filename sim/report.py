@@ -30,7 +30,7 @@ from sim.analysis.ci import with_ci
 from sim.figures import plt
 
 __all__ = ["StudyResults", "load_results", "report_blocks", "to_markdown", "to_html", "build_report",
-           "render_html", "encode_figures", "varied_columns", "load_columns"]
+           "render_html", "encode_figures", "study_blocks", "trace_section", "varied_columns", "load_columns"]
 
 _CONFIDENCE = 0.95
 
@@ -234,6 +234,40 @@ def _provenance(res):
             ("table", pd.DataFrame(rows))]
 
 
+def trace_section(out_dir):
+    """Blocks of the trace-driven section from ``out_dir/trace`` (written by
+    ``python -m sim.analysis.trace_study``), or a note saying why it is absent."""
+    from sim.analysis.trace_study import load_trace_results
+
+    frames, info = load_trace_results(Path(out_dir) / "trace")
+    head = [("h2", "Trace-driven load: a CampusIoT device scaled up to a city")]
+    if frames is None:
+        note = info or ("Not run: no `trace/` results in this directory (`bash scripts/study.sh` runs it when "
+                        "`../shared/traces` is present).")
+        return head + [("p", note)]
+    s = frames["summary"]
+    text = (f"Trace `{info.get('trace_file', '?')}` ({info.get('summary', '')}), resampled per 15-minute interval "
+            "of the day (SYSTEMS.md §5) into 100 gateways of N devices each, replayed through each broker "
+            "profile to one application subscriber (fan-out 1); the first second (a start-up burst of the "
+            "resampler) is cut off.")
+    t = with_ci(s, ["broker", "devices"], ["offered_per_s", "sustainability", "latency_p50_s", "latency_p99_s",
+                                          "loss_rate"], _CONFIDENCE)
+    rows = [{"broker": r["broker"], "devices": f"{r['devices']:,}", "reps": int(r["offered_per_s_n"]),
+             "offered msg/s": _pm(r["offered_per_s_mean"], r["offered_per_s_hw"], "rate"),
+             "sustainability": _pm(r["sustainability_mean"], r["sustainability_hw"]),
+             "p50": _pm(r["latency_p50_s_mean"], r["latency_p50_s_hw"], "ms"),
+             "p99": _pm(r["latency_p99_s_mean"], r["latency_p99_s_hw"], "ms"),
+             "loss": _pm(r["loss_rate_mean"], r["loss_rate_hw"], "pct")} for _, r in t.iterrows()]
+    k = knees(s, ["broker"], confidence=_CONFIDENCE)
+    blocks = head + [("p", text), ("table", pd.DataFrame(rows)),
+                     ("figure", F.load_curves(s, ["broker"], knees=k), "trace-driven throughput and loss")]
+    if frames.get("latency") is not None and len(frames["latency"]):
+        labels = {pid: f"{b}, {d:,} devices" for pid, b, d in
+                  s[["point_id", "broker", "devices"]].drop_duplicates().itertuples(index=False)}
+        blocks.append(("figure", F.latency_cdfs(frames["latency"], labels), "trace-driven latency CDFs"))
+    return blocks
+
+
 def report_blocks(res: StudyResults, *, title=None, extra=()):
     """The report as a list of blocks: ``("h1"|"h2"|"h3"|"p"|"code", text)``,
     ``("table", DataFrame)``, ``("figure", Figure, alt text)``; ``extra``
@@ -332,15 +366,20 @@ def to_html(blocks, title="pubsim report"):
     return "\n".join(out)
 
 
+def study_blocks(out_dir, **kwargs):
+    """Blocks of the study in ``out_dir``, with its trace-driven section."""
+    kwargs.setdefault("extra", trace_section(out_dir))
+    return report_blocks(load_results(out_dir), **kwargs)
+
+
 def build_report(out_dir, **kwargs) -> str:
     """Self-contained Markdown report of the study stored in ``out_dir``."""
-    return to_markdown(report_blocks(load_results(out_dir), **kwargs))
+    return to_markdown(study_blocks(out_dir, **kwargs))
 
 
 def render_html(out_dir, **kwargs) -> str:
     """One self-contained HTML file of the study stored in ``out_dir``."""
-    res = load_results(out_dir)
-    blocks = report_blocks(res, **kwargs)
+    blocks = study_blocks(out_dir, **kwargs)
     return to_html(blocks, title=blocks[0][1])
 
 
@@ -357,8 +396,7 @@ def report_command(args, console):
     md_path, html_path = args.md, args.html
     if md_path is None and html_path is None:
         md_path, html_path = out_dir / "report.md", out_dir / "report.html"
-    blocks = report_blocks(load_results(out_dir))
-    blocks = encode_figures(blocks)
+    blocks = encode_figures(study_blocks(out_dir))
     for path, text in ((md_path, md_path and to_markdown(blocks)),
                        (html_path, html_path and to_html(blocks, title=blocks[0][1]))):
         if path is not None:
