@@ -274,7 +274,7 @@ def report_blocks(res: StudyResults, *, title=None, extra=()):
     blocks go before the provenance section."""
     cols = varied_columns(res.summary)
     loads = load_columns(res.summary)
-    config = [c for c in cols if c not in loads]
+    config = [c for c in cols if c not in loads and not c.startswith("run.")]  # run settings: not a configuration
     labels = _point_labels(res.summary, cols)
     name = res.manifest.get("study", res.manifest.get("name", "study"))
     blocks = [("h1", title or f"Study report: {name}")]
