@@ -78,3 +78,56 @@ def test_report_command_needs_a_study_dir(tmp_path, capsys):
     assert main(["report", str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "manifest.json" in err
+
+
+_STUDY = """
+name: tiny-main
+description: two profiles x two loads
+base: {base}
+replications: 2
+set:
+  run.duration: 0.6s
+  run.warmup: 0.2s
+  run.record: stream
+  topology.publishers[0].count: 4
+  topology.subscribers[0].count: 12
+vary:
+  grid:
+    topology.broker.preset: [mosquitto, rabbitmq-mqtt]
+    topology.publishers[0].rate_per_s: [1k/s, 8k/s]
+"""
+
+
+@pytest.fixture(scope="module")
+def study_dir(tmp_path_factory):
+    study = pytest.importorskip("sim.study")
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    d = tmp_path_factory.mktemp("study")
+    f = d / "tiny.yaml"
+    f.write_text(_STUDY.format(base=root / "experiments" / "quickstart.yaml"))
+    study.run_study(study.load_study(f), d / "out", executor="serial", progress=False)
+    return d / "out"
+
+
+def test_report_of_a_stored_study(study_dir, tmp_path):
+    from sim.report import build_report, render_html
+    from sim.study import load_summary, read_manifest
+
+    md = build_report(study_dir)
+    manifest = read_manifest(study_dir)
+    assert md.startswith("# Study report: tiny-main")
+    assert manifest["git_revision"] in md and manifest["config_hash"] in md
+    for p in manifest["points"]:
+        assert f"| {p['point_id']} |" in md
+    assert "rabbitmq-mqtt" in md and "## Provenance of the models" in md and "measured:" in md
+    assert "## Trace-driven load" in md and "Not run" in md  # no trace/ results in this directory
+    summary = load_summary(study_dir)
+    assert len(summary) == 8
+    page = render_html(study_dir)
+    refs = re.findall(r"""(?:src|href)\s*=\s*['"]([^'"]*)""", page)
+    assert refs and all(r.startswith("data:") for r in refs)
+    assert main(["report", str(study_dir), "--md", str(tmp_path / "r.md"), "--html", str(tmp_path / "r.html")]) == 0
+    assert (tmp_path / "r.md").read_text().startswith("# Study report: tiny-main")
+    assert (tmp_path / "r.html").read_text().count("data:image/png;base64,") >= 3
