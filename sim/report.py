@@ -202,6 +202,21 @@ def _figures(res, config, labels, k):
             name = ", ".join(map(str, key if isinstance(key, tuple) else (key,)))
             blocks.append(("h3", name))
             blocks.append(("figure", F.latency_cdfs(res.latency, sub), f"latency CDF {name}"))
+    if res.series is not None and len(res.series) and len(k):
+        near = [c for c in ("last_sustainable_per_s", "first_unsustainable_per_s")]
+        pts = res.summary.groupby("point_id")["offered_per_s"].mean()
+        chosen = {}
+        for _, r in k.iterrows():
+            for c in near:
+                if math.isfinite(r[c]):
+                    pid = (pts - r[c]).abs().idxmin()
+                    chosen[pid] = labels[pid]
+        if chosen:
+            blocks.append(("h2", "Throughput over time at each knee"))
+            blocks.append(("p", "Published (dotted) and delivered (solid) messages per second of the first "
+                                "replication, at the last sustainable and the first unsustainable load of each "
+                                "configuration; before the window (warm-up) the system fills."))
+            blocks.append(("figure", F.series_over_time(res.series, chosen), "throughput over time"))
     if res.stations is not None and len(res.stations) and (res.stations["role"] == "broker").any():
         blocks.append(("h2", "Broker utilization and queue"))
         blocks.append(("figure", F.station_load(res.stations, res.summary, config), "broker utilization"))
