@@ -203,11 +203,13 @@ def _figures(res, config, labels, k):
             blocks.append(("h3", name))
             blocks.append(("figure", F.latency_cdfs(res.latency, sub), f"latency CDF {name}"))
     if res.series is not None and len(res.series) and len(k):
-        near = [c for c in ("last_sustainable_per_s", "first_unsustainable_per_s")]
-        pts = res.summary.groupby("point_id")["offered_per_s"].mean()
         chosen = {}
         for _, r in k.iterrows():
-            for c in near:
+            mine = res.summary
+            for c in config:
+                mine = mine[mine[c] == r[c]]
+            pts = mine.groupby("point_id")["offered_per_s"].mean()
+            for c in ("last_sustainable_per_s", "first_unsustainable_per_s"):
                 if math.isfinite(r[c]):
                     pid = (pts - r[c]).abs().idxmin()
                     chosen[pid] = labels[pid]
@@ -215,8 +217,14 @@ def _figures(res, config, labels, k):
             blocks.append(("h2", "Throughput over time at each knee"))
             blocks.append(("p", "Published (dotted) and delivered (solid) messages per second of the first "
                                 "replication, at the last sustainable and the first unsustainable load of each "
-                                "configuration; before the window (warm-up) the system fills."))
-            blocks.append(("figure", F.series_over_time(res.series, chosen), "throughput over time"))
+                                "configuration."))
+            first = res.summary.drop_duplicates("point_id").set_index("point_id")
+            groups = first.loc[list(chosen)].groupby(config, sort=True) if config else [("all", first.loc[list(chosen)])]
+            for key, grp in groups:
+                name = ", ".join(map(str, key if isinstance(key, tuple) else (key,)))
+                blocks.append(("h3", name))
+                blocks.append(("figure", F.series_over_time(res.series, {pid: chosen[pid] for pid in grp.index}),
+                               f"throughput over time {name}"))
     if res.stations is not None and len(res.stations) and (res.stations["role"] == "broker").any():
         blocks.append(("h2", "Broker utilization and queue"))
         blocks.append(("figure", F.station_load(res.stations, res.summary, config), "broker utilization"))
@@ -290,7 +298,7 @@ def report_blocks(res: StudyResults, *, title=None, extra=()):
     cols = varied_columns(res.summary)
     loads = load_columns(res.summary)
     config = [c for c in cols if c not in loads and not c.startswith("run.")]  # run settings: not a configuration
-    labels = _point_labels(res.summary, cols)
+    labels = _point_labels(res.summary, [c for c in cols if not c.startswith("run.")] or cols)
     name = res.manifest.get("study", res.manifest.get("name", "study"))
     blocks = [("h1", title or f"Study report: {name}")]
     blocks += [("p", n) for n in res.notes]

@@ -58,11 +58,11 @@ def test_report_has_manifest_points_knees_and_provenance(rendered):
 def test_figures_embedded_as_png(rendered):
     _, blocks, md, page = rendered
     pngs = [b for b in blocks if b[0] == "png"]
-    assert len(pngs) == 5  # load curves, 2 latency CDFs (one per preset), series at the knees, utilization
+    assert len(pngs) == 6  # load curves, latency CDFs and series at the knees per preset, utilization
     for _, data, _ in pngs:
         assert base64.b64decode(data)[:8] == b"\x89PNG\r\n\x1a\n"
-    assert md.count("](data:image/png;base64,") == 5
-    assert page.count("src='data:image/png;base64,") == 5
+    assert md.count("](data:image/png;base64,") == 6
+    assert page.count("src='data:image/png;base64,") == 6
 
 
 def test_html_is_self_contained(rendered):
