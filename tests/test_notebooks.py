@@ -38,6 +38,10 @@ def _edge_trees(ns):
     b = hops[(hops["placement"] == "B") & (hops["forwarding"] == "flood")].sort_values("hops")
     assert list(b["hops"]) == [0, 1, 2, 3, 4]
     assert (b["latency_mean_s"].diff().dropna() > 0.9e-3).all()  # each 1 ms bridge adds at least ~1 ms
+    relays = ns["relays"]
+    if len(relays):  # experiments/ildm scenarios (relay nodes) agree: SF keeps placement C local
+        r = relays.set_index("forwarding")["inter_broker_per_s"]
+        assert r["sf"] < 0.05 * r["pf"] and (relays["relay_utilization_max"] > 0).all()
 
 
 def _priority_control(ns):
