@@ -46,6 +46,10 @@ class PublisherParams:
     priority : int
         Message priority, higher first (YAMI4 uses 0..2); only brokers with
         ``scheduling="priority"`` look at it.
+    persistent : bool
+        Persistent (durable) messages (AMQP delivery mode 2): at a broker
+        with a disk they are written and synced before delivery
+        (:mod:`models.disk`).
     provenance : Provenance
     """
 
@@ -59,6 +63,7 @@ class PublisherParams:
     schedule_size_bytes: tuple = field(default=(), metadata={"unit": "raw"})
     schedule_topic: tuple = field(default=(), metadata={"unit": "raw"})
     priority: int = field(default=0, metadata={"unit": "count"})
+    persistent: bool = field(default=False, metadata={"unit": "flag"})
     provenance: Provenance = field(default=ASSUMED, metadata={"unit": "provenance"})
 
     def __post_init__(self):

@@ -7,17 +7,22 @@ Graph attributes
     ``amqp``, ``zmq``, ``none``.
     ``forwarding`` (:data:`FORWARDING`): between brokers, ``flood``
     (Publication Flooding) or ``subscription`` (Subscription Flooding, steady
-    state: a copy goes only towards brokers with matching subscribers).
+    state: a copy goes only towards brokers with matching subscribers) or
+    ``bridge`` (static Mosquitto-style bridges, :mod:`models.bridge`).
 
 Node attributes
     ``kind`` (:data:`KIND`): ``broker``, ``publisher`` or ``subscriber``.
     ``params`` (:data:`PARAMS`): :class:`~models.broker.BrokerParams`,
     :class:`~models.client.PublisherParams` or
     :class:`~models.client.SubscriberParams`.
+    ``relay`` (:data:`RELAY`, brokers only, optional): the broker's ILDM
+    interworking node, :class:`~models.relay.RelayParams`.
 
 Edge attributes
     ``params``: :class:`~models.link.LinkParams`. Edges join a client to its
     one broker, or two brokers; brokers must form a tree.
+    ``bridge`` (:data:`BRIDGE`, broker-broker edges, optional):
+    :class:`~models.bridge.BridgeParams`, used with ``bridge`` forwarding.
 
 In a GraphML file the same keys hold flat values: ``kind`` and the
 parameter fields (with units in their names, e.g. ``latency_s``), strings
@@ -27,7 +32,8 @@ subscriptions) are ``;``-separated; list-valued fields without a unit
 text form (``exp(0.001)``) or, for empirical ones, a JSON mapping
 ``{"dist": "empirical", "values": [...]}``; the provenance is held in
 ``provenance_source``, ``provenance_reference``, ``provenance_date`` and
-``provenance_note``. :func:`write_graphml` then :func:`read_graphml` gives
+``provenance_note``. Relay and bridge fields are prefixed ``relay_`` (node)
+and ``bridge_`` (edge). :func:`write_graphml` then :func:`read_graphml` gives
 back an equal topology.
 """
 from __future__ import annotations
@@ -41,36 +47,44 @@ import networkx as nx
 from sim.distributions import Distribution, Empirical, Shifted
 from sim.errors import ConfigError
 
+from .bridge import BridgeParams
 from .broker import BrokerParams
+from .brokerless import ZmqSocketParams, check_socket
 from .client import PublisherParams, SubscriberParams
 from .link import LinkParams
 from .params import from_mapping, to_mapping
-from .provenance import ASSUMED
 from .protocol import PROTOCOLS
+from .provenance import ASSUMED, Provenance, Source
+from .relay import RelayParams
 from .topics import TopicSyntax, validate_filter, validate_topic
 
 __all__ = ["KIND", "PARAMS", "PROTOCOL", "FORWARDING", "NodeKind", "Forwarding",
-           "validate", "star", "chain", "read_graphml", "write_graphml", "brokers", "clients"]
+           "validate", "star", "chain", "brokerless", "sockets", "read_graphml", "write_graphml", "brokers", "clients",
+           "RELAY", "BRIDGE", "bridge_patterns"]
 
 KIND = "kind"
 PARAMS = "params"
 PROTOCOL = "protocol"
 FORWARDING = "forwarding"
+RELAY = "relay"
+BRIDGE = "bridge"
 
 
 class NodeKind(str, enum.Enum):
     BROKER = "broker"
     PUBLISHER = "publisher"
     SUBSCRIBER = "subscriber"
+    SOCKET = "socket"  # a ZeroMQ PUB/PUSH socket on a publisher's host (models.brokerless)
 
 
 class Forwarding(str, enum.Enum):
     FLOOD = "flood"
     SUBSCRIPTION = "subscription"
+    BRIDGE = "bridge"
 
 
 _PARAM_CLASS = {NodeKind.BROKER: BrokerParams, NodeKind.PUBLISHER: PublisherParams,
-                NodeKind.SUBSCRIBER: SubscriberParams}
+                NodeKind.SUBSCRIBER: SubscriberParams, NodeKind.SOCKET: ZmqSocketParams}
 
 
 def _kind(g, n):
@@ -112,20 +126,36 @@ def _check_node(g, n):
     params = g.nodes[n].get(PARAMS)
     if not isinstance(params, _PARAM_CLASS[kind]):
         raise ConfigError(f"node {n!r}.{PARAMS}", type(params).__name__, _PARAM_CLASS[kind].__name__)
+    relay = g.nodes[n].get(RELAY)
+    if relay is not None and (kind is not NodeKind.BROKER or not isinstance(relay, RelayParams)):
+        raise ConfigError(f"node {n!r}.{RELAY}", type(relay).__name__, "RelayParams, on a broker node only")
     degree = g.degree(n)
-    if kind is not NodeKind.BROKER:
+    if kind is NodeKind.SOCKET:
+        check_socket(g, n, lambda m: _kind(g, m))
+    elif _brokerless_subscriber(g, n, kind):
+        pass
+    elif kind is not NodeKind.BROKER:
         expected = f"exactly one link, to a broker ({kind.value}s attach to one broker)"
         if degree != 1:
             raise ConfigError(f"node {n!r}", f"{degree} links", expected)
         other = home_broker(g, n)
-        if _kind(g, other) is not NodeKind.BROKER:
+        if _kind(g, other) is not NodeKind.BROKER and not (
+                kind is NodeKind.PUBLISHER and _kind(g, other) is NodeKind.SOCKET):
             raise ConfigError(f"node {n!r}", f"linked to {_kind(g, other).value} {other!r}", expected)
     return kind
 
 
+def _brokerless_subscriber(g, n, kind):
+    """A subscriber linked only to ZeroMQ sockets (one or more): brokerless.
+    (A publisher links to one broker or to its one socket.)"""
+    if kind is not NodeKind.SUBSCRIBER or g.degree(n) == 0:
+        return False
+    return all(g.nodes[m].get(KIND) == NodeKind.SOCKET for m in g.neighbors(n))
+
+
 def _check_topics(g, n, kind):
     params = g.nodes[n][PARAMS]
-    if kind is NodeKind.BROKER:
+    if kind in (NodeKind.BROKER, NodeKind.SOCKET):
         return
     syntax = TopicSyntax(g.nodes[home_broker(g, n)][PARAMS].topic_syntax)
     attr, check = (("topics", validate_topic) if kind is NodeKind.PUBLISHER
@@ -156,9 +186,39 @@ def validate(g):
         _check_topics(g, n, kind)
     broker_graph = g.subgraph(brokers(g))
     if broker_graph.number_of_nodes() == 0:
-        raise ConfigError("topology", "no broker", "at least one broker node")
+        if any(k is NodeKind.SOCKET for k in kinds.values()):
+            return g  # brokerless (ZeroMQ direct): no broker tree to check
+        raise ConfigError("topology", "no broker", "at least one broker node (or ZeroMQ socket nodes)")
     _check_tree(broker_graph)
+    bridge_patterns(g)
     return g
+
+
+def bridge_patterns(g):
+    """``{(a, b): filters}`` forwarded from broker ``a`` to ``b`` by static bridges."""
+    out = {}
+    for u, v, data in g.edges(data=True):
+        bridge = data.get(BRIDGE)
+        if bridge is None:
+            continue
+        where = f"edge ({u!r}, {v!r}).{BRIDGE}"
+        if not isinstance(bridge, BridgeParams) or _kind(g, u) is not NodeKind.BROKER \
+                or _kind(g, v) is not NodeKind.BROKER:
+            raise ConfigError(where, type(bridge).__name__, "BridgeParams, on a broker-broker link only")
+        try:
+            pats = bridge.patterns(u, v)
+        except ConfigError as err:
+            raise ConfigError(f"{where}.local", err.value, err.expected) from None
+        for (a, b), filters in pats.items():
+            syntax = TopicSyntax(g.nodes[b][PARAMS].topic_syntax)
+            for f in filters:
+                try:
+                    validate_filter(syntax, f)
+                except ConfigError as err:
+                    raise ConfigError(f"{where}.topics_{'out' if a == bridge.local else 'in'}",
+                                      err.value, err.expected) from None
+            out[(a, b)] = filters
+    return out
 
 
 def _check_tree(broker_graph):
@@ -205,7 +265,8 @@ def star(*, broker, publishers, subscribers, link, broker_name="broker", protoco
     return validate(g)
 
 
-def chain(*, brokers, bridge, publishers, subscribers, link, forwarding="subscription", protocol="mqtt"):
+def chain(*, brokers, bridge, publishers, subscribers, link, forwarding="subscription", protocol="mqtt",
+          relays=None, bridges=None):
     """Brokers in a line ``b0 - b1 - ...``, clients attached to a broker each.
 
     Parameters
@@ -217,7 +278,11 @@ def chain(*, brokers, bridge, publishers, subscribers, link, forwarding="subscri
     link : LinkParams
         Client access link.
     forwarding : str
-        ``flood`` or ``subscription``.
+        ``flood``, ``subscription`` or ``bridge``.
+    relays : dict of name -> RelayParams, optional
+        ILDM interworking nodes of some or all brokers.
+    bridges : dict of (a, b) -> BridgeParams, optional
+        Static bridges on neighbouring brokers' links.
     """
     g = nx.Graph(**{PROTOCOL: protocol, FORWARDING: forwarding})
     names = list(brokers)
@@ -225,6 +290,14 @@ def chain(*, brokers, bridge, publishers, subscribers, link, forwarding="subscri
         _add(g, name, NodeKind.BROKER, brokers[name])
     for a, b in zip(names, names[1:]):
         g.add_edge(a, b, **{PARAMS: bridge})
+    for name, relay in (relays or {}).items():
+        if name not in brokers:
+            raise ConfigError(f"relays[{name!r}]", name, f"one of {names}")
+        g.nodes[name][RELAY] = relay
+    for (a, b), params in (bridges or {}).items():
+        if not g.has_edge(a, b):
+            raise ConfigError(f"bridges[{a!r}, {b!r}]", (a, b), "neighbouring brokers of the chain")
+        g.edges[a, b][BRIDGE] = params
     for kind, group in ((NodeKind.PUBLISHER, publishers), (NodeKind.SUBSCRIBER, subscribers)):
         for name, (home, params) in group.items():
             if home not in brokers:
@@ -265,6 +338,8 @@ def _flat(params):
                 for key in _PROVENANCE_KEYS:
                     text = getattr(value, key)
                     out[f"provenance_{key}"] = text.value if key == "source" else text
+        elif unit == "params":  # nested parameter object (a broker's disk): JSON mapping
+            out[fld.name] = json.dumps(_nested_mapping(value))
         elif unit == "raw":
             if value != ():
                 out[fld.name] = json.dumps(list(value) if isinstance(value, tuple) else value)
@@ -272,6 +347,15 @@ def _flat(params):
             out[fld.name] = json.dumps(_dist_mapping(value))
         else:
             out[fld.name] = plain[fld.name]
+    return out
+
+
+def _nested_mapping(params):
+    """A nested parameter object as a mapping with its provenance (GraphML JSON)."""
+    out = {k: v for k, v in to_mapping(params).items() if v is not None}
+    if params.provenance != ASSUMED:
+        out["provenance"] = {key: getattr(params.provenance, key) for key in _PROVENANCE_KEYS}
+        out["provenance"]["source"] = params.provenance.source.value
     return out
 
 
@@ -287,6 +371,12 @@ def _unflat(cls, data, where):
         if fld is None or not isinstance(value, str):
             continue
         unit = fld.metadata.get("unit")
+        if unit == "params":
+            try:
+                data[name] = json.loads(value)
+            except json.JSONDecodeError:
+                raise ConfigError(f"{where}.{name}", value, "a JSON mapping of parameters") from None
+            continue
         if unit == "raw" or (unit in ("duration_dist", "size_dist") and value.lstrip().startswith("{")):
             try:
                 data[name] = json.loads(value)
@@ -316,10 +406,19 @@ def read_graphml(path):
             raise ConfigError(f"node {n!r}.{KIND}", None, f"one of {[k.value for k in NodeKind]}")
         kind = _kind(raw, n)
         data.pop(KIND)
-        g.add_node(n, **{KIND: kind.value, PARAMS: _unflat(_PARAM_CLASS[kind], data, f"node {n!r}")})
+        extra = _prefixed(data, RELAY, RelayParams, f"node {n!r}.{RELAY}")
+        g.add_node(n, **{KIND: kind.value, PARAMS: _unflat(_PARAM_CLASS[kind], data, f"node {n!r}")}, **extra)
     for u, v, data in raw.edges(data=True):
-        g.add_edge(u, v, **{PARAMS: _unflat(LinkParams, data, f"edge ({u!r}, {v!r})")})
+        data = dict(data)
+        extra = _prefixed(data, BRIDGE, BridgeParams, f"edge ({u!r}, {v!r}).{BRIDGE}")
+        g.add_edge(u, v, **{PARAMS: _unflat(LinkParams, data, f"edge ({u!r}, {v!r})")}, **extra)
     return validate(g)
+
+
+def _prefixed(data, key, cls, where):
+    """Pop ``<key>_*`` attributes from ``data``: ``{key: cls(...)}`` if any."""
+    mine = {k[len(key) + 1:]: data.pop(k) for k in list(data) if k.startswith(key + "_")}
+    return {key: _unflat(cls, mine, where)} if mine else {}
 
 
 def write_graphml(g, path):
@@ -327,7 +426,55 @@ def write_graphml(g, path):
     :func:`read_graphml` reads it back to an equal topology."""
     flat = nx.Graph(**g.graph)
     for n, data in g.nodes(data=True):
-        flat.add_node(n, **{KIND: getattr(data[KIND], "value", data[KIND])}, **_flat(data[PARAMS]))
+        extra = {f"{RELAY}_{k}": x for k, x in _flat(data[RELAY]).items()} if data.get(RELAY) else {}
+        flat.add_node(n, **{KIND: getattr(data[KIND], "value", data[KIND])}, **_flat(data[PARAMS]), **extra)
     for u, v, data in g.edges(data=True):
-        flat.add_edge(u, v, **_flat(data[PARAMS]))
+        extra = {f"{BRIDGE}_{k}": x for k, x in _flat(data[BRIDGE]).items()} if data.get(BRIDGE) else {}
+        flat.add_edge(u, v, **_flat(data[PARAMS]), **extra)
     nx.write_graphml(flat, path)
+
+
+def sockets(g):
+    """ZeroMQ socket node names, sorted."""
+    return sorted(n for n in g if g.nodes[n].get(KIND) == NodeKind.SOCKET)
+
+
+_INPROC = LinkParams(provenance=Provenance(
+    source=Source.ASSUMPTION, reference="ZeroMQ application thread -> I/O thread hand-off (in-process pipe)",
+    note="free: no latency, no bandwidth limit; the socket's send cost holds the publisher-side work"))
+
+
+def brokerless(*, publishers, subscribers, socket, link, connect=None, handoff=None, protocol="zmq"):
+    """ZeroMQ direct PUB/SUB: a socket per publisher, every subscriber connected to them.
+
+    Parameters
+    ----------
+    publishers, subscribers : dict of name -> params
+    socket : ZmqSocketParams or dict of publisher name -> ZmqSocketParams
+    link : LinkParams
+        Network path of each (publisher, subscriber) connection (the peer pipe;
+        its queue limit is the tighter of its own and the socket's HWM).
+    connect : dict of subscriber name -> publisher names, optional
+        Which publishers each subscriber connects to (default: all of them;
+        the prefix filter at the publisher decides who gets copies).
+    handoff : LinkParams, optional
+        Application thread -> socket I/O thread on the publisher's host
+        (default: free, ``LinkParams()``).
+
+    Socket nodes are named ``"<publisher>.sock"``.
+    """
+    g = nx.Graph(**{PROTOCOL: protocol, FORWARDING: Forwarding.SUBSCRIPTION.value})
+    handoff = _INPROC if handoff is None else handoff
+    for name, params in publishers.items():
+        _add(g, name, NodeKind.PUBLISHER, params)
+        sock = socket[name] if isinstance(socket, dict) else socket
+        _add(g, f"{name}.sock", NodeKind.SOCKET, sock)
+        g.add_edge(name, f"{name}.sock", **{PARAMS: handoff})
+    for name, params in subscribers.items():
+        _add(g, name, NodeKind.SUBSCRIBER, params)
+        targets = list(publishers) if connect is None or name not in connect else list(connect[name])
+        for p in targets:
+            if p not in publishers:
+                raise ConfigError(f"connect[{name!r}]", p, f"one of the publishers {list(publishers)}")
+            g.add_edge(name, f"{p}.sock", **{PARAMS: link})
+    return validate(g)

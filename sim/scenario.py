@@ -8,7 +8,7 @@ error is one line naming the field and the value. Layout::
     replications: 1
     run: {duration: 20s, warmup: 4s, cooldown: 0s, record: full, driver: batch}
     topology:
-      builder: star            # star | chain | graphml
+      builder: star            # star | chain | brokerless | graphml
       protocol: mqtt
       broker: {preset: mosquitto-placeholder, queue_messages: 1000}
       link: {preset: gigabit-lan}
@@ -26,7 +26,14 @@ strings accepted); broker and link mappings may name a ``preset``
 may not. ``run`` needs ``duration`` > 0 and warmup + cooldown shorter than
 it. ``chain`` takes ``brokers`` (a list of groups with a
 ``name``), ``bridge`` (a link), ``forwarding`` and a ``broker`` key on every
-client group; ``graphml`` takes ``path`` (relative to the scenario file).
+client group; ``graphml`` takes ``path`` (relative to the scenario file). ``brokerless``
+(ZeroMQ direct PUB/SUB, :mod:`models.brokerless`) takes ``socket``, ``link``,
+optional ``handoff``, and ``connect`` on subscriber groups.
+A ``chain`` broker group may carry ``relay:`` (the fields of
+:class:`models.relay.RelayParams`: an ILDM interworking node in front of the
+broker), and with ``forwarding: bridge`` the chain takes ``bridges``, a list
+of ``{local: b0, remote: b1, topics_out: [...], topics_in: [...]}``
+(:class:`models.bridge.BridgeParams`).
 """
 from __future__ import annotations
 
@@ -159,15 +166,18 @@ def _chain(spec, path):
     from models.broker import BrokerParams
     from models.client import PublisherParams, SubscriberParams
     from models.link import LinkParams
+    from models.relay import RelayParams
     from models.topology import chain
 
     _only(spec, {"builder", "protocol", "forwarding", "brokers", "bridge", "link",
-                 "publishers", "subscribers"}, path)
-    brokers = {}
+                 "publishers", "subscribers", "bridges"}, path)
+    brokers, relays = {}, {}
     for where, group in _expand_groups(spec.get("brokers", []), f"{path}.brokers"):
         name = str(group.pop("name"))
         if name in brokers:
             raise ConfigError(f"{where}.name", name, "a unique broker name")
+        if "relay" in group:
+            relays[name] = _params(RelayParams, None, group.pop("relay"), f"{where}({name}).relay")
         brokers[name] = _params(BrokerParams, "broker", group, f"{where}({name})")
     return chain(brokers=brokers,
                  bridge=_params(LinkParams, "link", spec.get("bridge", {}), f"{path}.bridge"),
@@ -175,7 +185,60 @@ def _chain(spec, path):
                  publishers=_clients(spec.get("publishers", []), PublisherParams, f"{path}.publishers", brokers),
                  subscribers=_clients(spec.get("subscribers", []), SubscriberParams, f"{path}.subscribers",
                                       brokers),
-                 forwarding=spec.get("forwarding", "subscription"), protocol=spec.get("protocol", "mqtt"))
+                 forwarding=spec.get("forwarding", "subscription"), protocol=spec.get("protocol", "mqtt"),
+                 relays=relays, bridges=_bridges(spec.get("bridges", []), f"{path}.bridges"))
+
+
+def _bridges(items, path):
+    """``{(local, remote): BridgeParams}`` of a chain's ``bridges`` list."""
+    from models.bridge import BridgeParams
+
+    if not isinstance(items, list):
+        raise ConfigError(path, items, "a list of {local, remote, topics_out, topics_in}")
+    out = {}
+    for k, item in enumerate(items):
+        where = f"{path}[{k}]"
+        if not isinstance(item, dict) or "remote" not in item:
+            raise ConfigError(where, item, "a mapping with local, remote, topics_out, topics_in")
+        item = dict(item)
+        remote = str(item.pop("remote"))
+        params = _params(BridgeParams, None, item, where)
+        out[(params.local, remote)] = params
+    return out
+
+
+def _brokerless(spec, path):
+    """ZeroMQ direct PUB/SUB: ``socket`` (ZmqSocketParams, may name a preset), ``link``
+    (each peer connection), optional ``handoff`` link; subscribers connect to
+    every publisher unless a group lists ``connect`` (publisher names)."""
+    from models.brokerless import ZmqSocketParams
+    from models.client import PublisherParams, SubscriberParams
+    from models.link import LinkParams
+    from models.topology import brokerless
+
+    _only(spec, {"builder", "protocol", "socket", "link", "handoff", "publishers", "subscribers"}, path)
+    groups = spec.get("subscribers", [])
+    connect = {}
+    if isinstance(groups, list):
+        for where, group in _expand_groups(groups, f"{path}.subscribers"):
+            if "connect" in group:
+                connect[str(group["name"])] = _connect_list(group["connect"], f"{where}.connect")
+        groups = [{k: v for k, v in g.items() if k != "connect"} if isinstance(g, dict) else g for g in groups]
+    handoff = spec.get("handoff")
+    return brokerless(socket=_params(ZmqSocketParams, "socket", spec.get("socket", {}), f"{path}.socket"),
+                      link=_params(LinkParams, "link", spec.get("link", {}), f"{path}.link"),
+                      handoff=None if handoff is None else _params(LinkParams, "link", handoff, f"{path}.handoff"),
+                      publishers=_clients(spec.get("publishers", []), PublisherParams, f"{path}.publishers"),
+                      subscribers=_clients(groups, SubscriberParams, f"{path}.subscribers"),
+                      connect=connect or None, protocol=spec.get("protocol", "zmq"))
+
+
+def _connect_list(value, path):
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ConfigError(path, value, "a list of publisher names")
+    return value
 
 
 def _graphml(spec, path, base_dir):
@@ -239,14 +302,14 @@ def parse_scenario(data, base_dir="."):
     topo = data.get("topology")
     if not isinstance(topo, dict):
         raise ConfigError("topology", topo, "a mapping with a builder")
-    builders = {"star": _star, "chain": _chain}
+    builders = {"star": _star, "chain": _chain, "brokerless": _brokerless}
     builder = topo.get("builder", "star")
     if builder == "graphml":
         graph = _graphml(topo, "topology", base_dir)
     elif builder in builders:
         graph = builders[builder](topo, "topology")
     else:
-        raise ConfigError("topology.builder", builder, "one of ['chain', 'graphml', 'star']")
+        raise ConfigError("topology.builder", builder, f"one of {sorted([*builders, 'graphml'])}")
     seed = data.get("seed", 0)
     reps = data.get("replications", 1)
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:

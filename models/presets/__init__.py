@@ -18,6 +18,7 @@ from sim.errors import ConfigError
 __all__ = ["load", "names", "apply"]
 
 _FILES = {"broker": "brokers.yaml", "link": "links.yaml"}
+_FILES.update({"socket": "sockets.yaml", "disk": "disks.yaml"})  # ZeroMQ sockets, disks (persistence)
 
 
 def _all(kind):
