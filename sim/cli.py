@@ -233,6 +233,9 @@ def build_parser():
     from .study.cli import add_commands as study_commands
 
     study_commands(sub)
+    from .report import add_commands as report_commands
+
+    report_commands(sub)
     return parser
 
 
