@@ -180,6 +180,9 @@ def build_parser():
     from models.loads.cli import add_commands as trace_commands
 
     trace_commands(sub)
+    from models.presets.cli import add_commands as preset_commands
+
+    preset_commands(sub)
     return parser
 
 

@@ -15,9 +15,9 @@ import yaml
 
 from sim.errors import ConfigError
 
-__all__ = ["load", "names", "apply"]
+__all__ = ["load", "names", "apply", "kinds"]
 
-_FILES = {"broker": "brokers.yaml", "link": "links.yaml"}
+_FILES = {"broker": "brokers.yaml", "link": "links.yaml", "serialization": "serialization.yaml"}
 
 
 def _all(kind):
@@ -33,8 +33,13 @@ def _all(kind):
     return presets
 
 
+def kinds():
+    """Preset kinds, sorted."""
+    return sorted(_FILES)
+
+
 def names(kind):
-    """Preset names of a kind (``broker`` or ``link``)."""
+    """Preset names of a kind (``broker``, ``link`` or ``serialization``)."""
     return sorted(_all(kind))
 
 
