@@ -16,10 +16,12 @@ from sim.errors import ConfigError
 
 from .params import check_fields
 from .provenance import ASSUMED, Provenance
+from .serialization import SerializationParams
 
-__all__ = ["PublisherParams", "SubscriberParams", "ARRIVALS"]
+__all__ = ["PublisherParams", "SubscriberParams", "ARRIVALS", "TOPIC_CHOICES"]
 
 ARRIVALS = ("poisson", "constant", "schedule")
+TOPIC_CHOICES = ("weighted", "round_robin")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -46,6 +48,14 @@ class PublisherParams:
     priority : int
         Message priority, higher first (YAMI4 uses 0..2); only brokers with
         ``scheduling="priority"`` look at it.
+    topic_choice : str
+        ``weighted`` (random by ``topic_weights``) or ``round_robin``:
+        consecutive messages cycle through ``topics`` in order, as a ZeroMQ
+        PUSH socket deals messages to its PULL peers (one topic per puller).
+    serialization : SerializationParams or None
+        Message format (:mod:`models.serialization`): payload sizes are
+        multiplied by its ``size_ratio`` and encoding takes the publisher's
+        CPU before the uplink; None = no serialization stage.
     provenance : Provenance
     """
 
@@ -59,10 +69,15 @@ class PublisherParams:
     schedule_size_bytes: tuple = field(default=(), metadata={"unit": "raw"})
     schedule_topic: tuple = field(default=(), metadata={"unit": "raw"})
     priority: int = field(default=0, metadata={"unit": "count"})
+    topic_choice: str = field(default="weighted", metadata={"unit": "choice", "choices": TOPIC_CHOICES})
+    serialization: SerializationParams | None = field(default=None, metadata={"unit": "serialization"})
     provenance: Provenance = field(default=ASSUMED, metadata={"unit": "provenance"})
 
     def __post_init__(self):
         check_fields(self)
+        if self.topic_choice == "round_robin" and (self.arrival == "schedule" or self.topic_weights is not None):
+            raise ConfigError("topic_choice", self.topic_choice,
+                              "weighted with a schedule or topic_weights (round_robin takes topics in order)")
         if not self.topics:
             raise ConfigError("topics", self.topics, "at least one topic")
         if self.arrival != "schedule" and not self.rate_per_s > 0:
@@ -108,12 +123,16 @@ class SubscriberParams:
     buffer_messages : int or None
         Receive buffer (messages waiting plus the one being handled);
         overflow drops the newest.
+    serialization : SerializationParams or None
+        Format it decodes: its decode cost is added to ``processing_s``;
+        None = no decoding stage.
     provenance : Provenance
     """
 
     subscriptions: tuple = field(metadata={"unit": "strings"})
     processing_s: Distribution = field(default=Constant(value=0.0), metadata={"unit": "duration_dist"})
     buffer_messages: int | None = field(default=None, metadata={"unit": "optional_count"})
+    serialization: SerializationParams | None = field(default=None, metadata={"unit": "serialization"})
     provenance: Provenance = field(default=ASSUMED, metadata={"unit": "provenance"})
 
     def __post_init__(self):

@@ -17,7 +17,7 @@ from sim.routing import Hop, RoutePlan
 
 from . import topology as T
 from .sources import make_source
-from .stations import BrokerStation, LinkStation, SubscriberStation
+from .stations import BrokerStation, EncodeStation, LinkStation, SubscriberStation
 from .topics import SubscriptionTable, TopicSyntax
 
 __all__ = ["build_network"]
@@ -81,6 +81,10 @@ class _Builder:
             if not _passthrough(self._p(s)):
                 self._station(("sub", s), SubscriberStation(f"subscriber:{s}", self._p(s),
                                                            streams=self.streams, window=self.window))
+        for p in self.pubs:  # appended last: without serialization the station indices are unchanged
+            codec = self._p(p).serialization
+            if codec is not None and codec.has_encode:
+                self._station(("encode", p), EncodeStation(f"encode:{p}", codec, window=self.window))
 
     def _wanted(self, broker, came_from, topic):
         """Neighbour brokers a copy is forwarded to from ``broker``."""
@@ -119,6 +123,8 @@ class _Builder:
             for topic in self._p(p).topics:
                 root = Hop(self.index[("up", p)], link=True,
                            children=[self._broker_hop(home, None, topic, True)])
+                if ("encode", p) in self.index:  # the publisher's CPU encodes before the uplink
+                    root = Hop(self.index[("encode", p)], children=[root])
                 out.append((i, self.topics.index(topic), root))
         return out
 
@@ -133,7 +139,8 @@ class _Builder:
 def _passthrough(sub):
     """A subscriber that takes no time and has no buffer limit is not a station:
     its copies are delivered as they leave the downlink."""
-    return sub.processing_s.is_constant and sub.processing_s.mean == 0 and sub.buffer_messages is None
+    return (sub.processing_s.is_constant and sub.processing_s.mean == 0 and sub.buffer_messages is None
+            and (sub.serialization is None or not sub.serialization.has_decode))
 
 
 def _tighter(a, b):
@@ -151,6 +158,11 @@ def parameter_table(g):
         rows.append({"component": str(n), "kind": data[T.KIND],
                      "parameters": to_mapping(params), "provenance": str(params.provenance),
                      "placeholder": params.provenance.is_placeholder})
+        codec = getattr(params, "serialization", None)
+        if codec is not None:
+            rows.append({"component": f"{n} serialization", "kind": "serialization",
+                         "parameters": to_mapping(codec), "provenance": str(codec.provenance),
+                         "placeholder": codec.provenance.is_placeholder})
     for u, v, data in g.edges(data=True):
         params = data[T.PARAMS]
         rows.append({"component": f"{u}<->{v}", "kind": "link", "parameters": to_mapping(params),

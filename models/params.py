@@ -173,5 +173,7 @@ def to_mapping(obj):
             value = ";".join(map(str, value))
         elif isinstance(value, Distribution):
             value = str(value)
+        elif dataclasses.is_dataclass(value):  # nested parameters (serialization)
+            value = to_mapping(value)
         out[fld.name] = value
     return out

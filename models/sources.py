@@ -25,11 +25,19 @@ class _Source:
         w = np.ones(len(topic_index)) if params.topic_weights is None else np.asarray(params.topic_weights, float)
         self.cum_weights = np.cumsum(w) / w.sum()
         self.mean_rate_per_s = params.mean_rate_per_s
+        self.size_ratio = 1.0 if params.serialization is None else params.serialization.size_ratio
+        self.round_robin = params.topic_choice == "round_robin"
+        self._dealt = 0
 
     def _marks(self, n):
-        sizes = np.maximum(np.rint(self.sizes.take(n)), 0).astype(np.int64)
+        raw = self.sizes.take(n)
+        sizes = np.maximum(np.rint(raw if self.size_ratio == 1.0 else raw * self.size_ratio), 0).astype(np.int64)
         if len(self.topic_index) == 1:
             return sizes, np.full(n, self.topic_index[0], dtype=np.int64)
+        if self.round_robin:  # message k goes to topic k mod m, whatever the chunking
+            pick = (self._dealt + np.arange(n)) % len(self.topic_index)
+            self._dealt += n
+            return sizes, self.topic_index[pick]
         pick = np.searchsorted(self.cum_weights, self.topic_u.take(n), side="right")
         return sizes, self.topic_index[np.minimum(pick, len(self.topic_index) - 1)]
 
@@ -89,6 +97,8 @@ class ScheduleSource(_Source):
         pos = {t: i for i, t in enumerate(params.topics)}
         self.times = np.asarray(params.schedule_time_s, dtype=float)
         self.size_arr = np.asarray(params.schedule_size_bytes, dtype=np.int64)
+        if self.size_ratio != 1.0:
+            self.size_arr = np.rint(self.size_arr * self.size_ratio).astype(np.int64)
         self.topic_arr = self.topic_index[[pos[t] for t in params.schedule_topic]] \
             if len(self.times) else np.empty(0, np.int64)
         self.k = 0

@@ -265,6 +265,11 @@ def _flat(params):
                 for key in _PROVENANCE_KEYS:
                     text = getattr(value, key)
                     out[f"provenance_{key}"] = text.value if key == "source" else text
+        elif unit == "serialization":  # nested parameters as a JSON mapping with their provenance
+            nested = dict(to_mapping(value))
+            nested["provenance"] = {k: getattr(value.provenance, k) for k in _PROVENANCE_KEYS}
+            nested["provenance"]["source"] = value.provenance.source.value
+            out[fld.name] = json.dumps(nested)
         elif unit == "raw":
             if value != ():
                 out[fld.name] = json.dumps(list(value) if isinstance(value, tuple) else value)
@@ -287,7 +292,8 @@ def _unflat(cls, data, where):
         if fld is None or not isinstance(value, str):
             continue
         unit = fld.metadata.get("unit")
-        if unit == "raw" or (unit in ("duration_dist", "size_dist") and value.lstrip().startswith("{")):
+        if unit == "raw" or (unit in ("duration_dist", "size_dist", "serialization")
+                             and value.lstrip().startswith("{")):
             try:
                 data[name] = json.loads(value)
             except json.JSONDecodeError:

@@ -93,6 +93,24 @@ CASES = {
 }
 
 
+def codec_push_pull():
+    """Text serialization (encode station, 5x sizes, decode) and round-robin PUSH to 3 pullers."""
+    from models.serialization import SerializationParams
+
+    codec = SerializationParams(format="text", size_ratio=5.0, encode_cost_s=2e-5, encode_cost_per_byte_s=1e-8,
+                                decode_cost_s=1e-5, decode_cost_per_byte_s=2e-8)
+    pubs = {f"push{i}": PublisherParams(topics=("w/0", "w/1", "w/2"), topic_choice="round_robin",
+                                        rate_per_s=1500.0, size_bytes=Uniform(low=50, high=400),
+                                        serialization=codec) for i in range(2)}
+    subs = {f"pull{j}": SubscriberParams(subscriptions=(f"w/{j}",), serialization=codec,
+                                         buffer_messages=4) for j in range(3)}
+    broker = BrokerParams(ingress_cost_s=Exponential(mean_value=1e-4), queue_messages=10)
+    return T.star(broker=broker, publishers=pubs, subscribers=subs, link=LAN)
+
+
+CASES["serialization-round-robin"] = (codec_push_pull, 0.4)
+
+
 def _frames(result):
     return result.deliveries(), result.drops(), result.stations()
 
