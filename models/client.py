@@ -20,7 +20,7 @@ from .serialization import SerializationParams
 
 __all__ = ["PublisherParams", "SubscriberParams", "ARRIVALS", "TOPIC_CHOICES"]
 
-ARRIVALS = ("poisson", "constant", "schedule")
+ARRIVALS = ("poisson", "constant", "schedule", "closed_loop")
 TOPIC_CHOICES = ("weighted", "round_robin")
 
 
@@ -33,8 +33,10 @@ class PublisherParams:
     topics : tuple of str
         Topics it publishes to.
     arrival : str
-        ``poisson``, ``constant`` (random phase in the first period) or
-        ``schedule`` (explicit arrays).
+        ``poisson``, ``constant`` (random phase in the first period),
+        ``schedule`` (explicit arrays) or ``closed_loop`` (request/reply with
+        a window: request i is sent when the reply to request i - W came
+        back, plus ``think_time_s``; :mod:`models.reqrep`).
     rate_per_s : float
         Mean messages per second (poisson, constant).
     size_bytes : Distribution
@@ -52,6 +54,11 @@ class PublisherParams:
         ``weighted`` (random by ``topic_weights``) or ``round_robin``:
         consecutive messages cycle through ``topics`` in order, as a ZeroMQ
         PUSH socket deals messages to its PULL peers (one topic per puller).
+    window_requests : int
+        W, requests outstanding at most (``closed_loop``); the first W are
+        sent at ``start_s``.
+    think_time_s : float
+        Time from a reply to the request it releases, s (``closed_loop``).
     serialization : SerializationParams or None
         Message format (:mod:`models.serialization`): payload sizes are
         multiplied by its ``size_ratio`` and encoding takes the publisher's
@@ -70,17 +77,21 @@ class PublisherParams:
     schedule_topic: tuple = field(default=(), metadata={"unit": "raw"})
     priority: int = field(default=0, metadata={"unit": "count"})
     topic_choice: str = field(default="weighted", metadata={"unit": "choice", "choices": TOPIC_CHOICES})
+    window_requests: int = field(default=1, metadata={"unit": "positive_count"})
+    think_time_s: float = field(default=0.0, metadata={"unit": "duration"})
     serialization: SerializationParams | None = field(default=None, metadata={"unit": "serialization"})
     provenance: Provenance = field(default=ASSUMED, metadata={"unit": "provenance"})
 
     def __post_init__(self):
         check_fields(self)
+        if self.arrival == "closed_loop" and len(self.topics) != 1:
+            raise ConfigError("topics", self.topics, "one request topic with arrival closed_loop")
         if self.topic_choice == "round_robin" and (self.arrival == "schedule" or self.topic_weights is not None):
             raise ConfigError("topic_choice", self.topic_choice,
                               "weighted with a schedule or topic_weights (round_robin takes topics in order)")
         if not self.topics:
             raise ConfigError("topics", self.topics, "at least one topic")
-        if self.arrival != "schedule" and not self.rate_per_s > 0:
+        if self.arrival not in ("schedule", "closed_loop") and not self.rate_per_s > 0:
             raise ConfigError("rate_per_s", self.rate_per_s, "a rate > 0")
         if self.topic_weights is not None:
             w = np.asarray(self.topic_weights, dtype=float)
