@@ -99,3 +99,15 @@ def test_parameters_table_shows_the_codec_provenance():
     r = simulate(_hand_star(5.0), duration_s=0.05, seed=1)
     p = r.parameters().set_index("component")
     assert p.loc["p serialization", "kind"] == "serialization"
+
+
+def test_graphml_round_trip_keeps_codec_round_robin_and_closed_loop(tmp_path):
+    codec = parse_serialization("json")
+    pubs = {"p": PublisherParams(topics=("a", "b"), rate_per_s=5.0, topic_choice="round_robin", serialization=codec),
+            "c": PublisherParams(topics=("rr/c",), arrival="closed_loop", window_requests=3, think_time_s=1e-3)}
+    subs = {"s": SubscriberParams(subscriptions=("a", "b", "rr/c"), serialization=codec)}
+    g = T.star(broker=BrokerParams(), publishers=pubs, subscribers=subs, link=LinkParams(latency_s=1e-3))
+    T.write_graphml(g, tmp_path / "g.graphml")
+    h = T.read_graphml(tmp_path / "g.graphml")
+    for n in ("p", "c", "s"):
+        assert h.nodes[n][T.PARAMS] == g.nodes[n][T.PARAMS]
