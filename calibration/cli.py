@@ -3,8 +3,10 @@
 - ``pubsim measure CAMPAIGN.yaml --out DIR``: run a measurement campaign on
   real brokers (installed by ``scripts/install_brokers.sh``), resuming at
   the first unfinished (broker, configuration) pair found in DIR.
-- ``pubsim calibrate DIR [--write]``: fit one profile per broker on the
-  campaign's ``train`` runs and print it; ``--write`` saves it as
+- ``pubsim calibrate DIR [--write] [--no-variability]``: fit one profile per
+  broker on the campaign's ``train`` runs (with the variability of the
+  per-message costs chosen by simulation unless ``--no-variability``) and
+  print it; ``--write`` saves it as
   ``models/presets/calibrated/<broker>.yaml``, loadable by name.
 - ``pubsim validate DIR [--report OUT]``: simulate every measured
   configuration with the profiles fitted on the ``train`` runs and print the
@@ -51,7 +53,7 @@ def _fitted(args):
     from .validate import fit_profiles
 
     runs, sat, lat, meta = read_results(args.results)
-    return runs, sat, lat, meta, fit_profiles(runs, meta)
+    return runs, sat, lat, meta, fit_profiles(runs, meta, variability=args.variability)
 
 
 def _calibrate(args, console):
@@ -112,6 +114,11 @@ def _validate(args, console):
     return 0
 
 
+def _variability_flag(parser):
+    parser.add_argument("--no-variability", dest="variability", action="store_false",
+                        help="keep per-message costs constant (skip the simulated fit of their variability)")
+
+
 def add_commands(sub):
     """Add the calibration commands to the ``pubsim`` sub-parsers; each sets ``func``."""
     m = sub.add_parser("measure", help="measure real brokers (a campaign file)")
@@ -121,8 +128,10 @@ def add_commands(sub):
     c = sub.add_parser("calibrate", help="fit broker profiles from a campaign's results")
     c.add_argument("results", help="campaign result directory")
     c.add_argument("--write", action="store_true", help="save as models/presets/calibrated/<broker>.yaml")
+    _variability_flag(c)
     c.set_defaults(func=_calibrate)
     v = sub.add_parser("validate", help="compare simulation with a campaign's measurements")
     v.add_argument("results", help="campaign result directory")
     v.add_argument("--report", help="directory for accuracy tables and figures")
+    _variability_flag(v)
     v.set_defaults(func=_validate)

@@ -171,6 +171,16 @@ def gamma_from_quantiles(median, p90):
     return k, median / gamma.ppf(0.5, k)
 
 
+def _gamma_excess(mean_s, cv):
+    """Median and 90th percentile over the 1st of gamma costs (mean ``mean_s``, ``cv``), s."""
+    from scipy.stats import gamma
+
+    k = 1.0 / cv**2
+    q01, q50, q90 = gamma.ppf([0.01, 0.5, 0.9], k)
+    scale = np.asarray(mean_s, dtype=float) / k
+    return (q50 - q01) * scale, (q90 - q01) * scale
+
+
 class LatencyFloorCalibrator:
     """Loopback link model from the latency of lightly loaded runs.
 
@@ -213,8 +223,14 @@ class LatencyFloorCalibrator:
     def __init__(self, *, max_utilization=0.1):
         self.max_utilization = max_utilization
 
-    def fit(self, measurements, demand_s=None):
-        """Fit from runs; ``demand_s`` overrides the measured demand per run (s)."""
+    def fit(self, measurements, demand_s=None, service_cv=0.0):
+        """Fit from runs; ``demand_s`` overrides the measured demand per run (s).
+
+        With ``service_cv`` > 0 the broker's own spread (gamma costs of that
+        coefficient of variation) is taken out of the measured excess first,
+        in quadrature (independent parts; exact for variances, an
+        approximation for quantiles), so that it is not charged to the links.
+        """
         _check(measurements, self.COLUMNS)
         m = measurements.reset_index(drop=True)
         demand = m["demand_s_per_ingress"].to_numpy(dtype=float) if demand_s is None else np.asarray(demand_s)
@@ -225,8 +241,12 @@ class LatencyFloorCalibrator:
         q = {k: m[f"latency_{k}_s"].to_numpy(dtype=float)[low] for k in ("p01", "p50", "p90")}
         floor = q["p01"] - demand[low]
         one_way = max(float(np.median(floor)) / 2.0, 0.0)
-        shape2, scale = gamma_from_quantiles(float(np.median(q["p50"] - q["p01"])),
-                                             float(np.median(q["p90"] - q["p01"])))
+        ex50, ex90 = q["p50"] - q["p01"], q["p90"] - q["p01"]
+        if service_cv > 0:
+            s50, s90 = _gamma_excess(demand[low], service_cv)
+            ex50 = np.sqrt(np.clip(ex50**2 - s50**2, 0.0, None))
+            ex90 = np.sqrt(np.clip(ex90**2 - s90**2, 0.0, None))
+        shape2, scale = gamma_from_quantiles(float(np.median(ex50)), float(np.median(ex90)))
         k = shape2 / 2.0
         self.params_ = {"link_latency_s": one_way, "jitter_mean_s": k * scale,
                         "jitter_cv": 1.0 / math.sqrt(k) if k > 0 else 0.0, "n_runs": int(low.sum())}
@@ -251,13 +271,21 @@ class KneeDemandCalibrator(BrokerDemandCalibrator):
     ----------
     knee_runs : int
         Sustainable runs per configuration taken as "near the limit".
+    rounds : int
+        With ``fit_background``, alternations of the two stages: stage 1 is
+        refitted on what the background load leaves of the runs near the
+        limit, so that the background (simulated apart, see
+        :class:`models.broker.BrokerParams`) is not also charged to the busy
+        costs. Wake-ups are never taken out of stage 1 (multi-threaded
+        brokers switch threads even when busy).
     wake_regressor, fit_per_byte, fit_delivery, fit_background
         As :class:`BrokerDemandCalibrator`.
     """
 
-    def __init__(self, *, knee_runs=2, **settings):
+    def __init__(self, *, knee_runs=2, rounds=20, **settings):
         super().__init__(**settings)
         self.knee_runs = knee_runs
+        self.rounds = rounds
 
     def fit(self, measurements):
         cols = REQUIRED_COLUMNS + ("config",) + (
@@ -276,9 +304,12 @@ class KneeDemandCalibrator(BrokerDemandCalibrator):
                               f"at least {len(busy)} for {[names[i] for i in busy]}")
         coef = np.zeros(len(names))
         xb = x[knee][:, busy]
-        coef[busy], _ = nnls(xb * w[knee, None], y[knee] * w[knee])
-        left = y - x[:, busy] @ coef[busy]
-        coef[rest], _ = nnls(x[:, rest] * w[:, None], left * w)
+        bg = [i for i, n in enumerate(names) if n == "background_cpu_fraction"]
+        for _ in range(self.rounds if bg else 1):
+            near = y[knee] - x[knee][:, bg] @ coef[bg]
+            coef[busy], _ = nnls(xb * w[knee, None], near * w[knee])
+            left = y - x[:, busy] @ coef[busy]
+            coef[rest], _ = nnls(x[:, rest] * w[:, None], left * w)
         params = dict.fromkeys(COSTS, 0.0)
         params.update(zip(names, coef.tolist()))
         self.params_ = {**params, "n_runs": len(y), "n_knee_runs": int(knee.sum())}

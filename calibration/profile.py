@@ -35,7 +35,14 @@ def _us(x):
     return f"{x * 1e6:.4g}us"
 
 
-def build_profile(*, name, broker_kind, demand_params, link_params, metadata):
+def _cost(mean_s, cv):
+    """A per-message cost: constant, or gamma with coefficient of variation ``cv``."""
+    if cv > 0 and mean_s > 0:
+        return f"gamma({mean_s:.6g}, cv={cv:.3g})"
+    return _us(mean_s)
+
+
+def build_profile(*, name, broker_kind, demand_params, link_params, metadata, service_cv=0.0):
     """The preset mapping of one calibrated broker and its loopback link.
 
     Parameters
@@ -50,7 +57,11 @@ def build_profile(*, name, broker_kind, demand_params, link_params, metadata):
         ``params_`` of :class:`calibration.fit.LatencyFloorCalibrator` (s).
     metadata : dict
         ``data`` (campaign files), ``date``, ``host``, ``cpu``, ``kernel``,
-        ``broker_version``, ``cpu_cap_fraction``, ``n_runs``, ``rms_residual_s``.
+        ``broker_version``, ``cpu_cap_fraction``, ``n_runs``, ``rms_residual_s``;
+        optionally ``variability`` (how ``service_cv`` was found).
+    service_cv : float
+        Coefficient of variation of the ingress and delivery costs (gamma
+        distributed; 0 = constant), see :mod:`calibration.variability`.
     """
     model = BROKER_MODELS[broker_kind]
     where = (f"{metadata['host']} ({metadata['cpu']}, kernel {metadata['kernel']}), "
@@ -58,10 +69,11 @@ def build_profile(*, name, broker_kind, demand_params, link_params, metadata):
              f"{metadata['cpu_cap_fraction']} core")
     broker = {
         "workers": model["workers"],
-        "ingress_cost_s": _us(demand_params["ingress_cost_s"]),
-        "delivery_cost_s": _us(demand_params["delivery_cost_s"]),
+        "ingress_cost_s": _cost(demand_params["ingress_cost_s"], service_cv),
+        "delivery_cost_s": _cost(demand_params["delivery_cost_s"], service_cv),
         "per_byte_cost_s": float(demand_params["per_byte_cost_s"]),
         "idle_wakeup_cost_s": _us(demand_params["idle_wakeup_cost_s"]),
+        "background_cpu_fraction": float(f"{demand_params.get('background_cpu_fraction', 0.0):.4g}"),
         "topic_syntax": model["topic_syntax"],
         "overflow": model["overflow"],
         "provenance": {
@@ -72,7 +84,9 @@ def build_profile(*, name, broker_kind, demand_params, link_params, metadata):
                      f"{metadata['n_runs']} training runs (rms residual "
                      f"{metadata['rms_residual_s'] * 1e6:.3g} us; wake-up regressor: "
                      f"{metadata.get('wake_regressor', 'measured')}; background CPU "
-                     f"{demand_params.get('background_cpu_fraction', 0.0):.3g} core, not simulated); "
+                     f"{demand_params.get('background_cpu_fraction', 0.0):.3g} core, simulated as a constant "
+                     f"load that takes its share of the CPU first); "
+                     f"{metadata.get('variability', 'constant per-message costs (variability not fitted)')}; "
                      f"costs are CPU seconds of a whole "
                      f"core: set cpu_fraction for a capped broker. {where}. Workers, topic syntax "
                      f"and overflow from the broker's design: {model['why']}."),

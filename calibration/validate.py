@@ -34,6 +34,7 @@ from models.params import from_mapping
 from .fit import BrokerDemandCalibrator, KneeDemandCalibrator, LatencyFloorCalibrator
 from .profile import build_profile
 from .saturation import interval_search, is_sustainable
+from .variability import ServiceVariabilityCalibrator
 from .workload import topic_assignment
 
 __all__ = ["fit_profiles", "topology_for", "simulate_run", "validate", "Validation", "TARGETS"]
@@ -59,7 +60,8 @@ def _metadata(rows, meta, kind, split, demand, wake):
                                                   "measured limit" if "n_knee_runs" in demand.params_ else "")}
 
 
-def fit_profiles(runs, meta, *, split="train", background=True, method="knee"):
+def fit_profiles(runs, meta, *, split="train", background=True, method="knee", variability=False,
+                 cv_grid=(0.0, 0.5, 1.0, 1.5, 2.0), seed=0):
     """One calibrated profile per broker kind, fitted on ``runs[split]``.
 
     ``method="knee"`` fits the busy costs on the runs nearest each measured
@@ -68,9 +70,12 @@ def fit_profiles(runs, meta, *, split="train", background=True, method="knee"):
     The wake-up cost is regressed on the measured voluntary context
     switches per message (or ``1 - utilization`` where they were not
     measured). Only sustainable runs are fitted (see the comment below).
-    With ``background``, a background CPU load is fitted as a nuisance term
-    (see :class:`calibration.fit.BrokerDemandCalibrator`) and shown in the
-    provenance note; the simulated broker does not carry it.
+    With ``background``, a background CPU load is fitted (see
+    :class:`calibration.fit.BrokerDemandCalibrator`) and the simulated broker
+    carries it (``background_cpu_fraction``). With ``variability``, the
+    coefficient of variation of the per-message costs is chosen from
+    ``cv_grid`` by simulating the moderately loaded training runs
+    (:class:`calibration.variability.ServiceVariabilityCalibrator`; slower).
 
     Returns
     -------
@@ -88,11 +93,33 @@ def fit_profiles(runs, meta, *, split="train", background=True, method="knee"):
                 else "idle_fraction")
         demand = calibrator(wake_regressor=wake, fit_per_byte=rows.payload_bytes.nunique() > 1,
                             fit_delivery=rows.fanout.nunique() > 1, fit_background=background).fit(rows)
-        floor = LatencyFloorCalibrator().fit(rows, demand_s=demand.predict(rows))
-        profiles[kind] = build_profile(name=kind, broker_kind=kind, demand_params=demand.params_,
-                                       link_params=floor.params_,
-                                       metadata=_metadata(rows, meta, kind, split, demand, wake))
+        base = {"name": kind, "broker_kind": kind, "demand_params": _within_cap(demand.params_, rows),
+                "metadata": _metadata(rows, meta, kind, split, demand, wake)}
+
+        def profile(cv, rows=rows, demand=demand, base=base):
+            floor = LatencyFloorCalibrator().fit(rows, demand_s=demand.predict(rows), service_cv=cv)
+            return build_profile(**base, link_params=floor.params_, service_cv=cv)
+
+        cv = 0.0
+        if variability:
+            var = ServiceVariabilityCalibrator(
+                simulate=lambda row, cv, profile=profile: simulate_run(row, profile(cv), seed=seed)[0],
+                cv_grid=cv_grid).fit(rows)
+            cv = var.params_["service_cv"]
+            base["metadata"]["variability"] = (
+                f"per-message costs {'gamma with cv %g' % cv if cv else 'constant (cv 0)'}, chosen from "
+                f"{list(cv_grid)} by simulating {var.params_['n_runs']} training runs at 30-90 % "
+                f"utilization (latency quantiles p50/p90/p99, mean |log ratio| "
+                f"{var.params_['objective'][cv]:.3g})")
+        profiles[kind] = profile(cv)
     return profiles
+
+
+def _within_cap(params, rows):
+    """Demand parameters with the background load capped at half the smallest CPU cap:
+    a fit that charges more than that to the background is a nuisance term gone wild."""
+    limit = 0.5 * float(rows.cpu_cap_fraction.fillna(1.0).min())
+    return {**params, "background_cpu_fraction": min(params.get("background_cpu_fraction", 0.0), limit)}
 
 
 def paced_publisher(row, index, topics):

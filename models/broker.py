@@ -63,6 +63,14 @@ class BrokerParams:
         default) is no quota.
     cpu_period_s : float
         Quota period, s (Linux default 100 ms; pubsim's harness uses 10 ms).
+    background_cpu_fraction : float
+        CPU the broker spends on work that is not messages (timers, runtime
+        housekeeping, ``$SYS`` updates), in cores, in [0, 1). Under a quota it
+        takes its share of the budget first (the messages get
+        ``cpu_fraction - background_cpu_fraction`` cores); without one it
+        time-shares the workers, stretching every service by
+        ``1 / (1 - background / workers)`` (processor sharing of a constant
+        background load; an approximation that keeps FIFO arithmetic).
     queue_messages, queue_bytes : int or None
         Limit of the shared ingress queue (messages waiting for a worker, plus
         those in service), messages / bytes; None = unlimited.
@@ -91,6 +99,7 @@ class BrokerParams:
     idle_wakeup_cost_s: float = field(default=0.0, metadata={"unit": "duration"})
     cpu_fraction: float = field(default=1.0, metadata={"unit": "cpu_fraction"})
     cpu_period_s: float = field(default=0.1, metadata={"unit": "duration"})
+    background_cpu_fraction: float = field(default=0.0, metadata={"unit": "probability"})
     queue_messages: int | None = field(default=None, metadata={"unit": "optional_count"})
     queue_bytes: int | None = field(default=None, metadata={"unit": "optional_size"})
     client_queue_messages: int | None = field(default=None, metadata={"unit": "optional_count"})
@@ -107,6 +116,9 @@ class BrokerParams:
         if self.cpu_fraction < 1.0 and (self.scheduling == "priority" or self.overflow == Overflow.DROP_OLDEST):
             raise ConfigError("cpu_fraction", self.cpu_fraction,
                               "1 with priority scheduling or drop_oldest (the CPU quota is modelled for FIFO brokers)")
+        if self.background_cpu_fraction >= min(self.cpu_fraction, self.workers):
+            raise ConfigError("background_cpu_fraction", self.background_cpu_fraction,
+                              f"less than the broker's CPU (cpu_fraction {self.cpu_fraction} core)")
         if not self.cpu_period_s > 0:
             raise ConfigError("cpu_period_s", self.cpu_period_s, "a period > 0 s")
         if self.scheduling == "priority" and self.overflow == Overflow.BACKPRESSURE:

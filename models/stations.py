@@ -99,10 +99,20 @@ _UNIFORM = _Uniform(value=0.5)
 
 
 def _quota(params):
-    """CPU quota of a broker's workers together, per period (``cpu_fraction`` 1 = no quota)."""
+    """CPU quota left to a broker's messages per period (``cpu_fraction`` 1 = no quota):
+    the background load takes its share of the budget first."""
     if params.cpu_fraction >= 1.0:
         return {}
-    return {"cpu_quota_s": params.cpu_fraction * params.cpu_period_s, "cpu_period_s": params.cpu_period_s}
+    share = params.cpu_fraction - params.background_cpu_fraction
+    return {"cpu_quota_s": share * params.cpu_period_s, "cpu_period_s": params.cpu_period_s}
+
+
+def _background_stretch(params):
+    """Service-time factor of an uncapped broker whose workers also run a
+    constant background load (processor sharing): ``1 / (1 - B / workers)``."""
+    if params.cpu_fraction < 1.0 or params.background_cpu_fraction == 0.0:
+        return 1.0
+    return 1.0 / (1.0 - params.background_cpu_fraction / params.workers)
 
 
 class BrokerStation(Station):
@@ -122,11 +132,12 @@ class BrokerStation(Station):
         cap = None if params.queue_messages is None else params.queue_messages + params.workers
         disc = make_discipline(servers=params.workers, capacity_messages=cap,
                                capacity_bytes=params.queue_bytes, overflow=params.overflow,
-                               idle_extra_s=params.idle_wakeup_cost_s,
+                               idle_extra_s=params.idle_wakeup_cost_s * _background_stretch(params),
                                priority=params.scheduling == "priority", **_quota(params))
         super().__init__(name, "broker", disc, servers=params.workers, window=window)
         self.params = params
         self.filters = int(filters)
+        self.stretch = _background_stretch(params)
         self.ingress = streams.draws(params.ingress_cost_s, name, "ingress")
         self.match = streams.draws(params.match_cost_s, name, "match")
         self.delivery = streams.draws(params.delivery_cost_s, name, "delivery")
@@ -138,7 +149,8 @@ class BrokerStation(Station):
         copies = self.plan.n_children[packets.visit]
         demand = self.ingress.take(n) + matched * self.match.take(n) + copies * self.delivery.take(n)
         demand = demand + p.per_byte_cost_s * (packets.size * (1 + copies))
-        return demand + p.filter_scan_cost_s * self.filters
+        demand = demand + p.filter_scan_cost_s * self.filters
+        return demand if self.stretch == 1.0 else demand * self.stretch
 
     def priority(self, packets):
         if self.params.scheduling != "priority":

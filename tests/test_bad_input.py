@@ -58,6 +58,13 @@ def _set(path, value):
     return edit
 
 
+def _both(*edits):
+    def edit(d):
+        for e in edits:
+            e(d)
+    return edit
+
+
 BAD = {
     # id: (edit, field, value, words in the message)
     "negative publisher rate": (_set(["topology", "publishers", 0, "rate_per_s"], "-5/s"),
@@ -96,6 +103,12 @@ BAD = {
                                   "topology.publishers[0](gw0).topic_weights", "heavy", "float"),
     "bad MQTT filter": (_set(["topology", "subscribers", 0, "subscriptions"], ["weather/#/x"]),
                         "node 'app0'.subscriptions", "weather/#/x", "'#' must fill the last level"),
+    "background CPU above the whole core": (_set(["topology", "broker", "background_cpu_fraction"], 1.5),
+                                            "topology.broker.background_cpu_fraction", 1.5, "[0, 1)"),
+    "background CPU above the broker's CPU": (_both(_set(["topology", "broker", "cpu_fraction"], 0.2),
+                                                    _set(["topology", "broker", "background_cpu_fraction"], 0.5)),
+                                              "topology.broker.background_cpu_fraction", 0.5,
+                                              "less than the broker's CPU"),
     "negative link latency": (_set(["topology", "link", "latency_s"], "-1ms"),
                               "topology.link.latency_s", "-1ms", ">= 0"),
 }

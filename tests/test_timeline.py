@@ -138,3 +138,21 @@ def test_light_load_under_a_quota_runs_at_full_speed(driver):
     # one message per 100 ms period uses 3 ms of a 25 ms budget: no stall
     r = _run([0.0, 0.2], [1000, 1000], cpu_fraction=0.25, idle_wakeup_cost_s=0.001, driver=driver)
     assert _times(r) == [0.025, 0.225]
+
+
+def test_background_cpu_takes_its_share_of_the_quota_first(driver):
+    # as the quota test above, with 0.125 core of background load: the messages
+    # get 0.125 core = 0.5 ms of CPU per 4 ms period. msg1 (3 ms of work,
+    # arrives 11 ms): 11->11.5, 12->12.5, 16->16.5, 20->20.5, 24->24.5,
+    # 28->28.5: departs 28.5, downlink 28.5->29.5, +10 -> 39.5 ms.
+    r = _run([0.0], [1000], cpu_fraction=0.25, cpu_period_s=0.004, idle_wakeup_cost_s=0.001,
+             background_cpu_fraction=0.125, driver=driver)
+    assert _times(r) == [0.0395]
+
+
+def test_background_cpu_stretches_service_of_an_uncapped_broker(driver):
+    # 0.2 core of background on one worker: 2 ms of work take 2 / 0.8 = 2.5 ms.
+    # msg1: broker 11->13.5, downlink 13.5->14.5 -> 24.5 ms; msg2 (at 12 ms)
+    # 13.5->16, downlink 16->17 -> 27 ms.
+    r = _run([0.0, 0.001], [1000, 1000], background_cpu_fraction=0.2, driver=driver)
+    assert _times(r) == [0.0245, 0.027]
