@@ -7,7 +7,9 @@ A scenario may list ``patterns``, each a mapping with a ``kind``:
   ``ack: {ack_bytes: 4B, ack_cost: 5us}`` the ack latency
   (:mod:`models.pushpull`, uncontended return path).
 * ``request_reply``: per closed-loop client, window W, replies per second,
-  round trip mean and p99, and W / (least round trip) as the bound.
+  round trip mean and p99, W / (least round trip) as the bound, and the
+  Mean Value Analysis throughput of all clients together where the server
+  is one exponential worker and the clients are alike (NaN otherwise).
 * ``polling``: ``poller`` (a publisher whose messages are the polls),
   ``sensor`` (the subscriber reading them), ``sample_interval`` and
   ``reply_delay`` (an assumption, stated in the output): lost and
@@ -100,6 +102,47 @@ def _push_pull(result, graph, entry):
     return rows
 
 
+def _mva_bound(graph, clients):
+    """MVA throughput (all clients together) when the closed network is product form
+    enough to solve: one exponential server worker and nothing else at the server,
+    identical clients (think time, link, constant size); transmissions on the links are
+    counted as pure delays (an approximation when several requests share a link)."""
+    from sim import theory
+    from sim.distributions import Constant, Exponential
+
+    from .protocol import framing_bytes
+
+    hub = T.brokers(graph)
+    if len(hub) != 1 or not clients:
+        return np.nan
+    b = graph.nodes[hub[0]][T.PARAMS]
+    zero = Constant(value=0.0)
+    if not (b.workers == 1 and isinstance(b.ingress_cost_s, Exponential) and b.match_cost_s == zero
+            and b.delivery_cost_s == zero and b.per_byte_cost_s == 0 and b.filter_scan_cost_s == 0
+            and b.idle_wakeup_cost_s == 0 and b.cpu_fraction >= 1.0):
+        return np.nan
+    delays = set()
+    for p in clients:
+        params = graph.nodes[p][T.PARAMS]
+        if not params.size_bytes.is_constant or params.serialization is not None:
+            return np.nan
+        size = int(round(params.size_bytes.mean))
+        topic = len(params.topics[0].encode())
+        reply = [s for s in T.clients(graph, T.NodeKind.SUBSCRIBER) if s == f"{p}.reply"]
+        if len(reply) != 1 or not graph.nodes[reply[0]][T.PARAMS].processing_s == zero:
+            return np.nan
+        z = params.think_time_s
+        for node in (p, reply[0]):
+            link = graph.edges[node, hub[0]][T.PARAMS]
+            wire = size + int(framing_bytes(graph.graph[T.PROTOCOL], size, topic)) + link.overhead_bytes
+            z += link.latency_s + link.jitter_s.mean + wire / link.bandwidth_Bps
+        delays.add(round(z, 15))
+    if len(delays) != 1:
+        return np.nan
+    n = sum(graph.nodes[p][T.PARAMS].window_requests for p in clients)
+    return theory.mva([b.ingress_cost_s.mean], delays.pop(), n)["throughput_per_s"]
+
+
 def _request_reply(result, graph, entry):
     d = _in_window(result.deliveries(), result.window)
     span = result.window[1] - result.window[0]
@@ -115,7 +158,10 @@ def _request_reply(result, graph, entry):
                      "rtt_mean_s": float(mine.mean()) if len(mine) else np.nan,
                      "rtt_p99_s": float(mine.quantile(0.99)) if len(mine) else np.nan,
                      "bound_window_over_min_rtt_per_s": w / (rtt_min + params.think_time_s)})
-    return pd.DataFrame(rows)
+    frame = pd.DataFrame(rows)
+    if len(frame):  # theory for all clients together, where it applies (else NaN)
+        frame["mva_all_clients_per_s"] = _mva_bound(graph, list(frame["client"]))
+    return frame
 
 
 def _polling(result, graph, entry, rng):

@@ -35,9 +35,10 @@ def test_push_pull_scenario_deals_evenly():
 
 def test_request_reply_scenario_matches_mva():
     _, result, (rows,) = _run("request_reply")
-    # 12 customers, D = 1 ms exponential, delay 2 x (1 ms + 178 B / 12.5 MB/s)
-    exact = theory.mva([1e-3], 2 * (1e-3 + 178 / 12.5e6), 12)
+    # 2 clients x W = 2: 4 customers, D = 1 ms exponential, delay 2 x (1 ms + 178 B / 12.5 MB/s)
+    exact = theory.mva([1e-3], 2 * (1e-3 + 178 / 12.5e6), 4)
     assert rows["replies_per_s"].sum() == pytest.approx(exact["throughput_per_s"], rel=0.03)
+    assert rows["mva_all_clients_per_s"].iloc[0] == pytest.approx(exact["throughput_per_s"], rel=1e-12)
 
 
 def test_polling_scenario_matches_closed_forms():
