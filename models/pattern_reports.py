@@ -7,7 +7,9 @@ A scenario may list ``patterns``, each a mapping with a ``kind``:
   ``ack: {ack_bytes: 4B, ack_cost: 5us}`` the ack latency
   (:mod:`models.pushpull`, uncontended return path).
 * ``request_reply``: per closed-loop client, window W, replies per second,
-  round trip mean and p99, W / (least round trip) as the bound, and the
+  round trip mean and p99, window slots lost (requests or replies dropped:
+  no client timeout is modelled, so each closes a slot for good),
+  W / (least round trip) as the bound, and the
   Mean Value Analysis throughput of all clients together where the server
   is one exponential worker and the clients are alike (NaN otherwise).
 * ``polling``: ``poller`` (a publisher whose messages are the polls),
@@ -145,6 +147,7 @@ def _mva_bound(graph, clients):
 
 def _request_reply(result, graph, entry):
     d = _in_window(result.deliveries(), result.window)
+    lost = result.drops()["publisher"].value_counts()  # each lost request or reply closes a window slot
     span = result.window[1] - result.window[0]
     rows = []
     for p in T.clients(graph, T.NodeKind.PUBLISHER):
@@ -154,7 +157,8 @@ def _request_reply(result, graph, entry):
         mine = d[d["publisher"] == p]["latency_s"]
         w = params.window_requests
         rtt_min = float(mine.min()) if len(mine) else np.nan
-        rows.append({"client": p, "window": w, "replies_per_s": len(mine) / span,
+        rows.append({"client": p, "window": w, "window_slots_lost": int(lost.get(p, 0)),
+                     "replies_per_s": len(mine) / span,
                      "rtt_mean_s": float(mine.mean()) if len(mine) else np.nan,
                      "rtt_p99_s": float(mine.quantile(0.99)) if len(mine) else np.nan,
                      "bound_window_over_min_rtt_per_s": w / (rtt_min + params.think_time_s)})

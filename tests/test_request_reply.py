@@ -95,3 +95,15 @@ def test_bad_client_is_a_one_line_error():
                       clients={"c": PublisherParams(topics=("x",), rate_per_s=1.0)})
     with pytest.raises(ConfigError, match="window_requests"):
         PublisherParams(topics=("x",), arrival="closed_loop", window_requests=0)
+
+
+def test_lost_requests_close_window_slots_for_good():
+    """No client timeout: with a lossy link every slot is lost in the end, and the report counts them."""
+    from models.pattern_reports import report
+
+    g = request_reply(server=BrokerParams(ingress_cost_s=Constant(value=1e-4)),
+                      link=LinkParams(latency_s=1e-3, loss_probability=0.2), clients={"c": _client(3)})
+    r = simulate(g, duration_s=2.0, seed=5)
+    assert r.summary()["published"] == len(r.deliveries()) + 3 == len(r.deliveries()) + len(r.drops())
+    rows = report(r, g, {"kind": "request_reply"})
+    assert rows["window_slots_lost"].tolist() == [3]
