@@ -2,7 +2,7 @@
 
 Commands: ``run`` (below); ``measure``, ``calibrate`` and ``validate``
 (:mod:`calibration.cli`); ``trace inspect`` and ``trace convert``
-(:mod:`models.loads.cli`).
+(:mod:`models.loads.cli`); ``presets`` (:mod:`models.presets.cli`).
 
 ``pubsim run SCENARIO.yaml [--out DIR]`` runs every replication of a
 scenario with a progress bar, prints the summary, the parameters with their
