@@ -24,6 +24,7 @@ from sim.disciplines import Overflow
 from sim.distributions import Constant, Distribution
 from sim.errors import ConfigError
 
+from .disk import DiskParams
 from .params import check_fields
 from .provenance import ASSUMED, Provenance
 from .topics import TopicSyntax
@@ -87,6 +88,38 @@ class BrokerParams:
         ``fifo``, or ``priority``: waiting messages are served by their
         publisher's priority (higher first, FIFO within a priority,
         non-preemptive), as in YAMI4's outgoing queues (SYSTEMS.md §1).
+    batch_max_messages : int
+        Automatic batching (ZeroMQ writes every queued message of a pipe in
+        one ``send()``): when the worker becomes free it takes up to this
+        many waiting messages and serves them as one batch in
+        ``batch_fixed_cost_s`` plus their own demands; all leave at the batch
+        end (:class:`sim.disciplines.BatchDiscipline`). 1 (the default) is
+        no batching: plain FIFO. Needs one worker, FIFO scheduling, no CPU
+        quota and no drop_oldest.
+    batch_fixed_cost_s : float
+        Cost per batch (system call, wake-up of the I/O thread), s.
+    batch_max_bytes : int or None
+        Most payload bytes per batch (libzmq's out batch size is 8192 B);
+        None = no limit. A batch always takes its first message.
+    disk : DiskParams or None
+        Disk stage for persistent messages (:mod:`models.disk`): they pass
+        through it after the worker and before delivery; None = no disk
+        (persistent messages are treated as transient). In scenario files a
+        mapping of DiskParams fields, which may name a ``preset``; in GraphML
+        a JSON mapping.
+    restart_at_s : tuple of float
+        Times the broker restarts, s (e.g. a crash and restart): every
+        message it holds is lost (cause ``broker_restart``) unless it is
+        persistent and ``durable_queue`` is set; survivors are served after
+        the downtime. Modelled in the event-driven queue
+        (:mod:`sim.restart`), for the worker queue and the per-subscriber
+        queues alike; the disk stage keeps its content.
+    restart_downtime_s : float
+        How long the broker is down after a restart, s; arrivals meanwhile
+        are refused (cause ``broker_down``).
+    durable_queue : bool
+        The broker's queue is durable (AMQP ``durable=true``): persistent
+        messages in it survive a restart.
     provenance : Provenance
     """
 
@@ -109,10 +142,21 @@ class BrokerParams:
     topic_syntax: str = field(default="mqtt",
                               metadata={"unit": "choice", "choices": tuple(s.value for s in TopicSyntax)})
     scheduling: str = field(default="fifo", metadata={"unit": "choice", "choices": ("fifo", "priority")})
+    batch_max_messages: int = field(default=1, metadata={"unit": "positive_count"})
+    batch_fixed_cost_s: float = field(default=0.0, metadata={"unit": "duration"})
+    batch_max_bytes: int | None = field(default=None, metadata={"unit": "optional_size"})
+    disk: DiskParams | None = field(default=None, metadata={"unit": "params", "cls": DiskParams, "preset": "disk"})
+    restart_at_s: tuple = field(default=(), metadata={"unit": "raw"})
+    restart_downtime_s: float = field(default=0.0, metadata={"unit": "duration"})
+    durable_queue: bool = field(default=False, metadata={"unit": "flag"})
     provenance: Provenance = field(default=ASSUMED, metadata={"unit": "provenance"})
 
     def __post_init__(self):
         check_fields(self)
+        if self.batch_max_messages > 1:
+            _check_batching(self)
+        if self.restart_at_s != ():
+            _check_restarts(self)
         if self.cpu_fraction < 1.0 and (self.scheduling == "priority" or self.overflow == Overflow.DROP_OLDEST):
             raise ConfigError("cpu_fraction", self.cpu_fraction,
                               "1 with priority scheduling or drop_oldest (the CPU quota is modelled for FIFO brokers)")
@@ -128,3 +172,31 @@ class BrokerParams:
     def mean_demand_s(self):
         """Mean demand of a message with one match and one copy, s (for quick sizing)."""
         return self.ingress_cost_s.mean + self.match_cost_s.mean + self.delivery_cost_s.mean
+
+
+def _check_batching(p):
+    """Batching is modelled for one FIFO worker without CPU quota (one-line errors)."""
+    for name, ok, expected in (("workers", p.workers == 1, "1 with batch_max_messages > 1"),
+                               ("cpu_fraction", p.cpu_fraction >= 1.0, "1 with batch_max_messages > 1"),
+                               ("scheduling", p.scheduling == "fifo", "fifo with batch_max_messages > 1"),
+                               ("overflow", p.overflow != Overflow.DROP_OLDEST,
+                                "drop_newest or backpressure with batch_max_messages > 1")):
+        if not ok:
+            raise ConfigError(name, getattr(p, name), expected)
+
+
+def _check_restarts(p):
+    """Restart times: finite, >= 0, increasing; the event-driven queue models them."""
+    try:
+        times = [float(t) for t in p.restart_at_s]
+    except (TypeError, ValueError):
+        raise ConfigError("restart_at_s", p.restart_at_s, "a list of times in s") from None
+    if any(not (t >= 0 and t < float("inf")) for t in times) or times != sorted(times):
+        raise ConfigError("restart_at_s", p.restart_at_s, "finite times >= 0 in increasing order")
+    object.__setattr__(p, "restart_at_s", tuple(times))
+    for name, ok, expected in (("batch_max_messages", p.batch_max_messages == 1, "1 with restart_at_s"),
+                               ("cpu_fraction", p.cpu_fraction >= 1.0, "1 with restart_at_s"),
+                               ("overflow", p.overflow != Overflow.BACKPRESSURE,
+                                "drop_newest or drop_oldest with restart_at_s")):
+        if not ok:
+            raise ConfigError(name, getattr(p, name), expected)

@@ -63,6 +63,10 @@ class PublisherParams:
         Message format (:mod:`models.serialization`): payload sizes are
         multiplied by its ``size_ratio`` and encoding takes the publisher's
         CPU before the uplink; None = no serialization stage.
+    persistent : bool
+        Persistent (durable) messages (AMQP delivery mode 2): at a broker
+        with a disk they are written and synced before delivery
+        (:mod:`models.disk`).
     provenance : Provenance
     """
 
@@ -80,6 +84,7 @@ class PublisherParams:
     window_requests: int = field(default=1, metadata={"unit": "positive_count"})
     think_time_s: float = field(default=0.0, metadata={"unit": "duration"})
     serialization: SerializationParams | None = field(default=None, metadata={"unit": "serialization"})
+    persistent: bool = field(default=False, metadata={"unit": "flag"})
     provenance: Provenance = field(default=ASSUMED, metadata={"unit": "provenance"})
 
     def __post_init__(self):

@@ -16,6 +16,8 @@ from sim.rng import StreamFactory
 from sim.routing import Hop, RoutePlan
 
 from . import topology as T
+from .brokerless_compile import add_socket_stations, socket_hop, socket_table
+from .persistence_compile import add_disk_stations, insert_disks, mark_durable, restart_client_queues
 from .sources import make_source
 from .stations import BrokerStation, EncodeStation, LinkStation, SubscriberStation
 from .topics import SubscriptionTable, TopicSyntax
@@ -33,9 +35,11 @@ class _Builder:
         self.pubs = T.clients(g, T.NodeKind.PUBLISHER)
         self.subs = T.clients(g, T.NodeKind.SUBSCRIBER)
         self.brokers = T.brokers(g)
+        self.sockets = T.sockets(g)
         self.topics = sorted({t for p in self.pubs for t in self._p(p).topics})
         self.topic_bytes = np.array([len(t.encode()) for t in self.topics], dtype=np.int64)
         self.tables = {b: self._table(b) for b in self.brokers}
+        self.socket_tables = {k: socket_table(g, k, self.subs) for k in self.sockets}
 
     def _p(self, n):
         return self.g.nodes[n][T.PARAMS]
@@ -72,8 +76,14 @@ class _Builder:
             for x, y in ((a, b), (b, a)):
                 self._link(("bridge", x, y), f"link:{x}->{y}", link,
                            queue_messages=link.queue_messages, queue_bytes=link.queue_bytes)
+        add_socket_stations(self)
         for s in self.subs:
             b = T.home_broker(g, s)
+            if b not in self.tables:  # brokerless: pipes from sockets instead of a downlink
+                if not _passthrough(self._p(s)):
+                    self._station(("sub", s), SubscriberStation(f"subscriber:{s}", self._p(s),
+                                                               streams=self.streams, window=self.window))
+                continue
             link, bp = g.edges[s, b][T.PARAMS], self._p(b)
             self._link(("down", s), f"link:{b}->{s}", link,
                        queue_messages=_tighter(link.queue_messages, bp.client_queue_messages),
@@ -81,6 +91,8 @@ class _Builder:
             if not _passthrough(self._p(s)):
                 self._station(("sub", s), SubscriberStation(f"subscriber:{s}", self._p(s),
                                                            streams=self.streams, window=self.window))
+        add_disk_stations(self)
+        restart_client_queues(self)
         for p in self.pubs:  # appended last: without serialization the station indices are unchanged
             codec = self._p(p).serialization
             if codec is not None and codec.has_encode:
@@ -121,8 +133,11 @@ class _Builder:
         for i, p in enumerate(self.pubs):
             home = T.home_broker(self.g, p)
             for topic in self._p(p).topics:
-                root = Hop(self.index[("up", p)], link=True,
-                           children=[self._broker_hop(home, None, topic, True)])
+                first = (socket_hop(self, home, topic) if home in self.socket_tables
+                         else self._broker_hop(home, None, topic, True))
+                root = Hop(self.index[("up", p)], link=True, children=[first])
+                if self._p(p).persistent:
+                    insert_disks(self, root)
                 if ("encode", p) in self.index:  # the publisher's CPU encodes before the uplink
                     root = Hop(self.index[("encode", p)], children=[root])
                 out.append((i, self.topics.index(topic), root))
@@ -131,7 +146,9 @@ class _Builder:
     def sp_ratio(self):
         """sum_i P(t_i) S(t_i) / sum_i P(t_i) over topics t_i (SYSTEMS.md §4)."""
         n_pub = {t: sum(t in self._p(p).topics for p in self.pubs) for t in self.topics}
-        n_sub = {t: sum(len(self.tables[b].subscribers(t)) for b in self.brokers) for t in self.topics}
+        n_sub = {t: sum(len(self.tables[b].subscribers(t)) for b in self.brokers)
+                 + len(set().union(*(self.socket_tables[k].subscribers(t) for k in self.sockets)))
+                 for t in self.topics}
         total = sum(n_pub.values())
         return sum(n_pub[t] * n_sub[t] for t in self.topics) / total if total else 0.0
 
@@ -158,9 +175,13 @@ def parameter_table(g):
         rows.append({"component": str(n), "kind": data[T.KIND],
                      "parameters": to_mapping(params), "provenance": str(params.provenance),
                      "placeholder": params.provenance.is_placeholder})
+        disk = getattr(params, "disk", None)  # a broker's disk carries its own provenance
+        if disk is not None:
+            rows.append({"component": f"{n}.disk", "kind": "disk", "parameters": to_mapping(disk),
+                         "provenance": str(disk.provenance), "placeholder": disk.provenance.is_placeholder})
         codec = getattr(params, "serialization", None)
         if codec is not None:
-            rows.append({"component": f"{n} serialization", "kind": "serialization",
+            rows.append({"component": f"{n}.serialization", "kind": "serialization",
                          "parameters": to_mapping(codec), "provenance": str(codec.provenance),
                          "placeholder": codec.provenance.is_placeholder})
     for u, v, data in g.edges(data=True):
@@ -188,6 +209,7 @@ def build_network(g, *, seed, replication=0, window=(0.0, np.inf)):
     b.build_stations()
     flows = b.flows()
     plan = RoutePlan(flows, flow_priority=[b._p(b.pubs[f[0]]).priority for f in flows])
+    mark_durable(b, plan)
     flow_topic_bytes = b.topic_bytes[plan.flow_topic] if len(plan.flow_topic) else np.empty(0, np.int64)
     for st in b.stations:
         if isinstance(st, LinkStation):

@@ -100,6 +100,33 @@ READERS = {
 }
 
 
+def _flag(value, field):
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.lower() in ("true", "false", "yes", "no"):
+        return value.lower() in ("true", "yes")
+    raise ConfigError(field, value, "true or false")
+
+
+READERS["flag"] = _flag
+
+
+def _nested(fld, value, path):
+    """A nested parameter object (``metadata["cls"]``): None, an instance, or a
+    mapping (which may name a ``preset`` of kind ``metadata["preset"]``)."""
+    cls = fld.metadata["cls"]
+    if value is None or isinstance(value, cls):
+        return value
+    if isinstance(value, dict) and "preset" in value:
+        from . import presets
+
+        try:
+            value = presets.apply(fld.metadata["preset"], value)
+        except ConfigError as err:
+            raise ConfigError(f"{path}.preset", err.value, err.expected) from None
+    return from_mapping(cls, value, path)
+
+
 def _read(fld, value, path):
     unit = fld.metadata.get("unit")
     if unit == "choice":
@@ -108,6 +135,8 @@ def _read(fld, value, path):
         if text not in choices:
             raise ConfigError(path, value, f"one of {list(choices)}")
         return text
+    if unit == "params":  # a nested parameter object
+        return _nested(fld, value, path)
     if unit == "raw":  # list-valued fields checked by the class itself; lists become tuples
         return tuple(value) if isinstance(value, list) else value
     return READERS[unit](value, path)
@@ -169,11 +198,11 @@ def to_mapping(obj):
         value = getattr(obj, fld.name)
         if isinstance(value, Provenance):
             continue
-        if isinstance(value, tuple):
+        if isinstance(getattr(value, "provenance", None), Provenance):  # nested (a broker's disk)
+            value = f"{type(value).__name__}({', '.join(f'{k}={v}' for k, v in to_mapping(value).items())})"
+        elif isinstance(value, tuple):
             value = ";".join(map(str, value))
         elif isinstance(value, Distribution):
             value = str(value)
-        elif dataclasses.is_dataclass(value):  # nested parameters (serialization)
-            value = to_mapping(value)
         out[fld.name] = value
     return out

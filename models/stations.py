@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from sim import kernels as K
-from sim.disciplines import FifoDiscipline, Overflow, QueueDiscipline
+from sim.disciplines import BatchDiscipline, FifoDiscipline, Overflow, QueueDiscipline
 from sim.distributions import Constant
 from sim.station import Station
 
@@ -18,11 +18,23 @@ __all__ = ["LinkStation", "BrokerStation", "SubscriberStation", "EncodeStation",
 
 
 def make_discipline(*, servers, capacity_messages, capacity_bytes, overflow, idle_extra_s=0.0,
-                    priority=False, **quota):
+                    priority=False, batch=None, restart=None, **quota):
     """FIFO arithmetic unless priorities or drop-oldest need an event-driven queue.
 
     ``quota``: ``cpu_quota_s`` and ``cpu_period_s`` (FIFO arithmetic only).
+    ``batch``: keyword arguments of :class:`BatchDiscipline` (batching with
+    more than one message per batch), or None. ``restart``: keyword
+    arguments of :class:`sim.restart.RestartQueueDiscipline`, or None.
     """
+    if restart is not None:
+        from sim.restart import RestartQueueDiscipline
+
+        return RestartQueueDiscipline(servers=servers, capacity_messages=capacity_messages,
+                                      capacity_bytes=capacity_bytes, overflow=overflow,
+                                      idle_extra_s=idle_extra_s, **restart)
+    if batch is not None and batch["batch_max_messages"] > 1:
+        return BatchDiscipline(capacity_messages=capacity_messages, capacity_bytes=capacity_bytes,
+                               overflow=overflow, idle_extra_s=idle_extra_s, **batch)
     if priority or overflow == Overflow.DROP_OLDEST:
         return QueueDiscipline(servers=servers, capacity_messages=capacity_messages,
                                capacity_bytes=capacity_bytes, overflow=overflow, idle_extra_s=idle_extra_s)
@@ -47,12 +59,15 @@ class LinkStation(Station):
     queue_messages, queue_bytes : int or None
         Effective transmit-queue limits (link's own, or the broker's
         per-client queue on a broker-to-subscriber link).
+    overflow : str
+        What a full transmit queue does (``drop_newest``; ``backpressure``
+        for a ZeroMQ PUSH pipe at its high-water mark).
     """
 
     def __init__(self, name, params, *, protocol, topic_bytes, streams, window,
-                 queue_messages=None, queue_bytes=None):
+                 queue_messages=None, queue_bytes=None, overflow=Overflow.DROP_NEWEST):
         disc = FifoDiscipline(servers=1, capacity_messages=queue_messages,
-                              capacity_bytes=queue_bytes, overflow=Overflow.DROP_NEWEST)
+                              capacity_bytes=queue_bytes, overflow=overflow)
         super().__init__(name, "link", disc, window=window)
         self.params = params
         self.protocol = protocol
@@ -115,6 +130,20 @@ def _background_stretch(params):
     return 1.0 / (1.0 - params.background_cpu_fraction / params.workers)
 
 
+def _batch(params):
+    """Batch rule of a broker (or socket, disk) parameter object."""
+    return {"batch_max_messages": params.batch_max_messages,
+            "batch_fixed_cost_s": params.batch_fixed_cost_s,
+            "batch_max_bytes": np.inf if params.batch_max_bytes is None else float(params.batch_max_bytes)}
+
+
+def _restart(params):
+    """Restart settings of a broker, or None."""
+    if not params.restart_at_s:
+        return None
+    return {"restart_at_s": params.restart_at_s, "downtime_s": params.restart_downtime_s}
+
+
 class BrokerStation(Station):
     """A broker's workers; demand per message as in :mod:`models.broker`.
 
@@ -133,7 +162,8 @@ class BrokerStation(Station):
         disc = make_discipline(servers=params.workers, capacity_messages=cap,
                                capacity_bytes=params.queue_bytes, overflow=params.overflow,
                                idle_extra_s=params.idle_wakeup_cost_s * _background_stretch(params),
-                               priority=params.scheduling == "priority", **_quota(params))
+                               priority=params.scheduling == "priority", batch=_batch(params),
+                               restart=_restart(params), **_quota(params))
         super().__init__(name, "broker", disc, servers=params.workers, window=window)
         self.params = params
         self.filters = int(filters)
@@ -141,12 +171,13 @@ class BrokerStation(Station):
         self.ingress = streams.draws(params.ingress_cost_s, name, "ingress")
         self.match = streams.draws(params.match_cost_s, name, "match")
         self.delivery = streams.draws(params.delivery_cost_s, name, "delivery")
+        self.copies_by_visit = None  # set by a disk stage (models.disk): copies made after the disk
 
     def service_s(self, packets):
         p = self.params
         n = len(packets)
         matched = self.plan.matched[packets.visit]
-        copies = self.plan.n_children[packets.visit]
+        copies = (self.plan.n_children if self.copies_by_visit is None else self.copies_by_visit)[packets.visit]
         demand = self.ingress.take(n) + matched * self.match.take(n) + copies * self.delivery.take(n)
         demand = demand + p.per_byte_cost_s * (packets.size * (1 + copies))
         demand = demand + p.filter_scan_cost_s * self.filters

@@ -42,15 +42,16 @@ from sim.distributions import Distribution, Empirical, Shifted
 from sim.errors import ConfigError
 
 from .broker import BrokerParams
+from .brokerless import ZmqSocketParams, check_socket
 from .client import PublisherParams, SubscriberParams
 from .link import LinkParams
 from .params import from_mapping, to_mapping
-from .provenance import ASSUMED
+from .provenance import ASSUMED, Provenance, Source
 from .protocol import PROTOCOLS
 from .topics import TopicSyntax, validate_filter, validate_topic
 
 __all__ = ["KIND", "PARAMS", "PROTOCOL", "FORWARDING", "NodeKind", "Forwarding",
-           "validate", "star", "chain", "read_graphml", "write_graphml", "brokers", "clients"]
+           "validate", "star", "chain", "brokerless", "sockets", "read_graphml", "write_graphml", "brokers", "clients"]
 
 KIND = "kind"
 PARAMS = "params"
@@ -62,6 +63,7 @@ class NodeKind(str, enum.Enum):
     BROKER = "broker"
     PUBLISHER = "publisher"
     SUBSCRIBER = "subscriber"
+    SOCKET = "socket"  # a ZeroMQ PUB/PUSH socket on a publisher's host (models.brokerless)
 
 
 class Forwarding(str, enum.Enum):
@@ -70,7 +72,7 @@ class Forwarding(str, enum.Enum):
 
 
 _PARAM_CLASS = {NodeKind.BROKER: BrokerParams, NodeKind.PUBLISHER: PublisherParams,
-                NodeKind.SUBSCRIBER: SubscriberParams}
+                NodeKind.SUBSCRIBER: SubscriberParams, NodeKind.SOCKET: ZmqSocketParams}
 
 
 def _kind(g, n):
@@ -113,19 +115,32 @@ def _check_node(g, n):
     if not isinstance(params, _PARAM_CLASS[kind]):
         raise ConfigError(f"node {n!r}.{PARAMS}", type(params).__name__, _PARAM_CLASS[kind].__name__)
     degree = g.degree(n)
-    if kind is not NodeKind.BROKER:
+    if kind is NodeKind.SOCKET:
+        check_socket(g, n, lambda m: _kind(g, m))
+    elif _brokerless_subscriber(g, n, kind):
+        pass
+    elif kind is not NodeKind.BROKER:
         expected = f"exactly one link, to a broker ({kind.value}s attach to one broker)"
         if degree != 1:
             raise ConfigError(f"node {n!r}", f"{degree} links", expected)
         other = home_broker(g, n)
-        if _kind(g, other) is not NodeKind.BROKER:
+        if _kind(g, other) is not NodeKind.BROKER and not (
+                kind is NodeKind.PUBLISHER and _kind(g, other) is NodeKind.SOCKET):
             raise ConfigError(f"node {n!r}", f"linked to {_kind(g, other).value} {other!r}", expected)
     return kind
 
 
+def _brokerless_subscriber(g, n, kind):
+    """A subscriber linked only to ZeroMQ sockets (one or more): brokerless.
+    (A publisher links to one broker or to its one socket.)"""
+    if kind is not NodeKind.SUBSCRIBER or g.degree(n) == 0:
+        return False
+    return all(g.nodes[m].get(KIND) == NodeKind.SOCKET for m in g.neighbors(n))
+
+
 def _check_topics(g, n, kind):
     params = g.nodes[n][PARAMS]
-    if kind is NodeKind.BROKER:
+    if kind in (NodeKind.BROKER, NodeKind.SOCKET):
         return
     syntax = TopicSyntax(g.nodes[home_broker(g, n)][PARAMS].topic_syntax)
     attr, check = (("topics", validate_topic) if kind is NodeKind.PUBLISHER
@@ -156,7 +171,9 @@ def validate(g):
         _check_topics(g, n, kind)
     broker_graph = g.subgraph(brokers(g))
     if broker_graph.number_of_nodes() == 0:
-        raise ConfigError("topology", "no broker", "at least one broker node")
+        if any(k is NodeKind.SOCKET for k in kinds.values()):
+            return g  # brokerless (ZeroMQ direct): no broker tree to check
+        raise ConfigError("topology", "no broker", "at least one broker node (or ZeroMQ socket nodes)")
     _check_tree(broker_graph)
     return g
 
@@ -265,11 +282,8 @@ def _flat(params):
                 for key in _PROVENANCE_KEYS:
                     text = getattr(value, key)
                     out[f"provenance_{key}"] = text.value if key == "source" else text
-        elif unit == "serialization":  # nested parameters as a JSON mapping with their provenance
-            nested = dict(to_mapping(value))
-            nested["provenance"] = {k: getattr(value.provenance, k) for k in _PROVENANCE_KEYS}
-            nested["provenance"]["source"] = value.provenance.source.value
-            out[fld.name] = json.dumps(nested)
+        elif unit in ("params", "serialization"):  # nested parameter object (a broker's disk): JSON mapping
+            out[fld.name] = json.dumps(_nested_mapping(value))
         elif unit == "raw":
             if value != ():
                 out[fld.name] = json.dumps(list(value) if isinstance(value, tuple) else value)
@@ -277,6 +291,15 @@ def _flat(params):
             out[fld.name] = json.dumps(_dist_mapping(value))
         else:
             out[fld.name] = plain[fld.name]
+    return out
+
+
+def _nested_mapping(params):
+    """A nested parameter object as a mapping with its provenance (GraphML JSON)."""
+    out = {k: v for k, v in to_mapping(params).items() if v is not None}
+    if params.provenance != ASSUMED:
+        out["provenance"] = {key: getattr(params.provenance, key) for key in _PROVENANCE_KEYS}
+        out["provenance"]["source"] = params.provenance.source.value
     return out
 
 
@@ -292,8 +315,13 @@ def _unflat(cls, data, where):
         if fld is None or not isinstance(value, str):
             continue
         unit = fld.metadata.get("unit")
-        if unit == "raw" or (unit in ("duration_dist", "size_dist", "serialization")
-                             and value.lstrip().startswith("{")):
+        if unit in ("params", "serialization"):
+            try:
+                data[name] = json.loads(value)
+            except json.JSONDecodeError:
+                raise ConfigError(f"{where}.{name}", value, "a JSON mapping of parameters") from None
+            continue
+        if unit == "raw" or (unit in ("duration_dist", "size_dist") and value.lstrip().startswith("{")):
             try:
                 data[name] = json.loads(value)
             except json.JSONDecodeError:
@@ -337,3 +365,49 @@ def write_graphml(g, path):
     for u, v, data in g.edges(data=True):
         flat.add_edge(u, v, **_flat(data[PARAMS]))
     nx.write_graphml(flat, path)
+
+
+def sockets(g):
+    """ZeroMQ socket node names, sorted."""
+    return sorted(n for n in g if g.nodes[n].get(KIND) == NodeKind.SOCKET)
+
+
+_INPROC = LinkParams(provenance=Provenance(
+    source=Source.ASSUMPTION, reference="ZeroMQ application thread -> I/O thread hand-off (in-process pipe)",
+    note="free: no latency, no bandwidth limit; the socket's send cost holds the publisher-side work"))
+
+
+def brokerless(*, publishers, subscribers, socket, link, connect=None, handoff=None, protocol="zmq"):
+    """ZeroMQ direct PUB/SUB: a socket per publisher, every subscriber connected to them.
+
+    Parameters
+    ----------
+    publishers, subscribers : dict of name -> params
+    socket : ZmqSocketParams or dict of publisher name -> ZmqSocketParams
+    link : LinkParams
+        Network path of each (publisher, subscriber) connection (the peer pipe;
+        its queue limit is the tighter of its own and the socket's HWM).
+    connect : dict of subscriber name -> publisher names, optional
+        Which publishers each subscriber connects to (default: all of them;
+        the prefix filter at the publisher decides who gets copies).
+    handoff : LinkParams, optional
+        Application thread -> socket I/O thread on the publisher's host
+        (default: free, ``LinkParams()``).
+
+    Socket nodes are named ``"<publisher>.sock"``.
+    """
+    g = nx.Graph(**{PROTOCOL: protocol, FORWARDING: Forwarding.SUBSCRIPTION.value})
+    handoff = _INPROC if handoff is None else handoff
+    for name, params in publishers.items():
+        _add(g, name, NodeKind.PUBLISHER, params)
+        sock = socket[name] if isinstance(socket, dict) else socket
+        _add(g, f"{name}.sock", NodeKind.SOCKET, sock)
+        g.add_edge(name, f"{name}.sock", **{PARAMS: handoff})
+    for name, params in subscribers.items():
+        _add(g, name, NodeKind.SUBSCRIBER, params)
+        targets = list(publishers) if connect is None or name not in connect else list(connect[name])
+        for p in targets:
+            if p not in publishers:
+                raise ConfigError(f"connect[{name!r}]", p, f"one of the publishers {list(publishers)}")
+            g.add_edge(name, f"{p}.sock", **{PARAMS: link})
+    return validate(g)

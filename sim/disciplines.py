@@ -18,7 +18,7 @@ import numpy as np
 from . import kernels as K
 from .packets import Packets
 
-__all__ = ["Served", "FifoDiscipline", "QueueDiscipline", "Overflow"]
+__all__ = ["Served", "FifoDiscipline", "QueueDiscipline", "BatchDiscipline", "Overflow"]
 
 
 class Overflow:
@@ -46,6 +46,7 @@ class Served:
     dropped: Packets
     drop_t: np.ndarray
     drop_code: np.ndarray
+    service_end: np.ndarray | None = None  # end of each message's share of a batch (None: depart)
 
 
 def _capacity(limit):
@@ -247,3 +248,141 @@ def _rows_to_packets(rows):
         return Packets.empty()
     t, msg, visit, size, pub_t = zip(*rows)
     return Packets(t, msg, visit, size, pub_t)
+
+
+class BatchDiscipline:
+    """One server serving what is queued in batches (:mod:`sim.kernels` batch kernel).
+
+    When the server becomes free it takes every waiting message, up to
+    ``batch_max_messages`` and ``batch_max_bytes``, and serves them together
+    in ``batch_fixed_cost_s + sum of their own costs``; they all depart at
+    the batch end. A message that finds the server idle is a batch of one
+    (and pays ``idle_extra_s`` too). Capacity with batches of B messages of
+    cost c: ``B / (fixed + B c)`` messages per second.
+
+    Arithmetic like :class:`FifoDiscipline`, but a message's departure is
+    known only when its batch starts, so waiting messages are held across
+    calls: the station is driven like an event-driven one (``next_wake`` is
+    the start of the next batch). Both drivers call the same kernel step,
+    :func:`sim.kernels.batch_offer`.
+
+    Parameters
+    ----------
+    capacity_messages, capacity_bytes : int or None
+        Most messages / bytes in the station (waiting plus in a batch).
+    overflow : str
+        ``Overflow.DROP_NEWEST`` or ``Overflow.BACKPRESSURE``.
+    batch_max_messages : int
+        Most messages per batch (>= 1).
+    batch_max_bytes : float
+        Most buffer bytes per batch (inf: no limit; a batch always takes its
+        first message).
+    batch_fixed_cost_s : float
+        Time per batch on top of the messages' own costs, s.
+    idle_extra_s : float
+        Extra time of a batch started by a message that found the server idle, s.
+    """
+
+    event_driven = True
+
+    def __init__(self, *, capacity_messages=None, capacity_bytes=None, overflow=Overflow.DROP_NEWEST,
+                 batch_max_messages=1, batch_max_bytes=math.inf, batch_fixed_cost_s=0.0,
+                 idle_extra_s=0.0):
+        policy = {Overflow.DROP_NEWEST: K.POLICY_DROP_NEWEST,
+                  Overflow.BACKPRESSURE: K.POLICY_BACKPRESSURE}[overflow]
+        self.bf = np.zeros(K.BF_LEN)
+        self.bf[[K.BF_FIXED, K.BF_IDLE, K.BF_CAP_BYTES, K.BF_MAX_BYTES]] = (
+            float(batch_fixed_cost_s), float(idle_extra_s),
+            math.inf if capacity_bytes is None else float(capacity_bytes), float(batch_max_bytes))
+        self.bi = np.zeros(K.BI_LEN, dtype=np.int64)
+        self.bi[[K.BI_CAP, K.BI_POLICY, K.BI_MAXMSG]] = (_capacity(capacity_messages), policy,
+                                                          int(batch_max_messages))
+        self._alloc_waiting(16)
+        self.hdep = np.empty(16)
+        self.hsize = np.empty(16)
+        self.next_id = 0
+        self.held = Packets.empty()   # admitted packets not yet departed, ids held_base...
+        self.held_base = 0
+
+    def _alloc_waiting(self, n):
+        self.wid = np.empty(n, dtype=np.int64)
+        self.wadm, self.wsvc, self.wsize = np.empty(n), np.empty(n), np.empty(n)
+
+    def _make_room(self, n):
+        """Compact the waiting slots and size the arrays for ``n`` more arrivals."""
+        h, t = int(self.bi[K.BI_HEAD]), int(self.bi[K.BI_TAIL])
+        waiting = t - h
+        need = waiting + n
+        arrays = (self.wid, self.wadm, self.wsvc, self.wsize)
+        if need > self.wid.shape[0]:
+            old = [a[h:t].copy() for a in arrays]
+            self._alloc_waiting(max(2 * need, 16))
+            arrays = (self.wid, self.wadm, self.wsvc, self.wsize)
+            for a, o in zip(arrays, old):
+                a[:waiting] = o
+        elif h > 0:
+            for a in arrays:
+                a[:waiting] = a[h:t].copy()
+        self.bi[K.BI_HEAD], self.bi[K.BI_TAIL] = 0, waiting
+        heap_need = int(self.bi[K.BI_NHEAP]) + need
+        if heap_need > self.hdep.shape[0]:
+            grow = max(2 * heap_need, 16)
+            hd, hs = np.empty(grow), np.empty(grow)
+            nh = int(self.bi[K.BI_NHEAP])
+            hd[:nh], hs[:nh] = self.hdep[:nh], self.hsize[:nh]
+            self.hdep, self.hsize = hd, hs
+        return need
+
+    def run(self, packets, service, size, horizon, priority=None):
+        n = len(packets)
+        need = self._make_room(n)
+        outs = [np.empty(need, dtype=np.int64)] + [np.empty(need) for _ in range(4)]
+        code = np.empty(n, dtype=np.int64)
+        self.bi[K.BI_NOUT] = 0
+        first = self.next_id
+        K.batch_run(self.bf, self.bi, self.wid, self.wadm, self.wsvc, self.wsize, self.hdep, self.hsize,
+                    first, packets.t, np.asarray(service, dtype=np.float64),
+                    np.asarray(size, dtype=np.float64), float(horizon), *outs, code)
+        self.next_id += n
+        self.held = Packets.concat([self.held, packets])
+        k = int(self.bi[K.BI_NOUT])
+        oid, oadm, ostart, oend, odep = (o[:k] for o in outs)
+        served = self.held.take(oid - self.held_base)
+        bad = code != K.OK
+        self._trim()
+        return Served(served, oadm, ostart, odep, packets.take(bad), packets.t[bad], code[bad],
+                      service_end=oend)
+
+    def _trim(self):
+        """Forget held packets that have left (ids below the oldest waiting one)."""
+        h, t = int(self.bi[K.BI_HEAD]), int(self.bi[K.BI_TAIL])
+        keep = int(self.wid[h]) if t > h else self.next_id
+        cut = keep - self.held_base
+        if cut > 0:
+            self.held = self.held.take(slice(cut, None))
+            self.held_base = keep
+
+    def next_wake(self):
+        """Start of the next batch, if messages are waiting."""
+        if self.bi[K.BI_TAIL] > self.bi[K.BI_HEAD]:
+            return float(self.bf[K.BF_FREE])
+        return None
+
+    def held_visits(self):
+        """Visits of the messages still waiting for a batch."""
+        h, t = int(self.bi[K.BI_HEAD]), int(self.bi[K.BI_TAIL])
+        return self.held.visit[self.wid[h:t] - self.held_base]
+
+    @property
+    def work_s(self):
+        """Busy time so far (batches' fixed costs included), s."""
+        return float(self.bf[K.BF_WORK])
+
+    @property
+    def served_total(self):
+        return int(self.bf[K.BF_SERVED])
+
+    @property
+    def batches_total(self):
+        """Batches served so far."""
+        return int(self.bf[K.BF_BATCHES])

@@ -79,7 +79,9 @@ class BatchDriver:
         g.add_edges_from(self.net.plan.station_edges())
         cond = nx.condensation(g)
         comps = []
-        for c in nx.topological_sort(cond):
+        # ties broken by station index, so simultaneous drops at independent
+        # stations are recorded in the reference driver's (visit) order
+        for c in nx.lexicographical_topological_sort(cond, key=lambda c: min(cond.nodes[c]["members"])):
             members = sorted(cond.nodes[c]["members"])
             cyclic = len(members) > 1 or g.has_edge(members[0], members[0])
             comps.append((members, cyclic, g.subgraph(members).copy() if cyclic else None))
@@ -211,6 +213,8 @@ def _held_deliveries(station, leaves):
     disc = station.discipline
     if not disc.event_driven:
         return 0
+    if hasattr(disc, "held_visits"):  # batch discipline: messages waiting for a batch
+        return int(leaves[disc.held_visits()].sum())
     return sum(int(leaves[e[1][2]]) for q in disc.waiting.values() for e in q)
 
 

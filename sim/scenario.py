@@ -8,7 +8,7 @@ error is one line naming the field and the value. Layout::
     replications: 1
     run: {duration: 20s, warmup: 4s, cooldown: 0s, record: full, driver: batch}
     topology:
-      builder: star            # star | chain | graphml
+      builder: star            # star | chain | brokerless | graphml
       protocol: mqtt
       broker: {preset: mosquitto-placeholder, queue_messages: 1000}
       link: {preset: gigabit-lan}
@@ -28,7 +28,9 @@ it. ``patterns`` (optional) lists pattern reports (push_pull, request_reply,
 polling, by_publisher; :mod:`models.pattern_reports`). ``chain`` takes
 ``brokers`` (a list of groups with a
 ``name``), ``bridge`` (a link), ``forwarding`` and a ``broker`` key on every
-client group; ``graphml`` takes ``path`` (relative to the scenario file).
+client group; ``graphml`` takes ``path`` (relative to the scenario file). ``brokerless``
+(ZeroMQ direct PUB/SUB, :mod:`models.brokerless`) takes ``socket``, ``link``,
+optional ``handoff``, and ``connect`` on subscriber groups.
 """
 from __future__ import annotations
 
@@ -181,6 +183,40 @@ def _chain(spec, path):
                  forwarding=spec.get("forwarding", "subscription"), protocol=spec.get("protocol", "mqtt"))
 
 
+def _brokerless(spec, path):
+    """ZeroMQ direct PUB/SUB: ``socket`` (ZmqSocketParams, may name a preset), ``link``
+    (each peer connection), optional ``handoff`` link; subscribers connect to
+    every publisher unless a group lists ``connect`` (publisher names)."""
+    from models.brokerless import ZmqSocketParams
+    from models.client import PublisherParams, SubscriberParams
+    from models.link import LinkParams
+    from models.topology import brokerless
+
+    _only(spec, {"builder", "protocol", "socket", "link", "handoff", "publishers", "subscribers"}, path)
+    groups = spec.get("subscribers", [])
+    connect = {}
+    if isinstance(groups, list):
+        for where, group in _expand_groups(groups, f"{path}.subscribers"):
+            if "connect" in group:
+                connect[str(group["name"])] = _connect_list(group["connect"], f"{where}.connect")
+        groups = [{k: v for k, v in g.items() if k != "connect"} if isinstance(g, dict) else g for g in groups]
+    handoff = spec.get("handoff")
+    return brokerless(socket=_params(ZmqSocketParams, "socket", spec.get("socket", {}), f"{path}.socket"),
+                      link=_params(LinkParams, "link", spec.get("link", {}), f"{path}.link"),
+                      handoff=None if handoff is None else _params(LinkParams, "link", handoff, f"{path}.handoff"),
+                      publishers=_clients(spec.get("publishers", []), PublisherParams, f"{path}.publishers"),
+                      subscribers=_clients(groups, SubscriberParams, f"{path}.subscribers"),
+                      connect=connect or None, protocol=spec.get("protocol", "zmq"))
+
+
+def _connect_list(value, path):
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ConfigError(path, value, "a list of publisher names")
+    return value
+
+
 def _graphml(spec, path, base_dir):
     from models.topology import read_graphml
 
@@ -242,14 +278,14 @@ def parse_scenario(data, base_dir="."):
     topo = data.get("topology")
     if not isinstance(topo, dict):
         raise ConfigError("topology", topo, "a mapping with a builder")
-    builders = {"star": _star, "chain": _chain}
+    builders = {"star": _star, "chain": _chain, "brokerless": _brokerless}
     builder = topo.get("builder", "star")
     if builder == "graphml":
         graph = _graphml(topo, "topology", base_dir)
     elif builder in builders:
         graph = builders[builder](topo, "topology")
     else:
-        raise ConfigError("topology.builder", builder, "one of ['chain', 'graphml', 'star']")
+        raise ConfigError("topology.builder", builder, f"one of {sorted([*builders, 'graphml'])}")
     seed = data.get("seed", 0)
     reps = data.get("replications", 1)
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:

@@ -77,7 +77,8 @@ class StationStats:
         started = self._in_window(served.start)
         self.served += int(started.sum())
         self.wakeups += int((started & (served.start == served.admit)).sum())
-        self.busy_ticks += _overlap_ticks(served.start, served.depart, self.w0, self.w1)
+        end = served.depart if served.service_end is None else served.service_end  # batch: own share
+        self.busy_ticks += _overlap_ticks(served.start, end, self.w0, self.w1)
         self.waiting_ticks += _overlap_ticks(served.admit, served.start, self.w0, self.w1)
         self.blocked_ticks += _overlap_ticks(served.packets.t, served.admit, self.w0, self.w1)
         if len(dropped_code):

@@ -81,6 +81,37 @@ def two_way_chain(forwarding):
                    forwarding=forwarding)
 
 
+def batching_star():
+    """A broker batching what is queued (ZeroMQ-like), finite buffer, back-pressure."""
+    broker = BrokerParams(ingress_cost_s=Exponential(mean_value=2e-5), delivery_cost_s=Constant(value=5e-6),
+                          batch_max_messages=8, batch_fixed_cost_s=6e-5, queue_messages=10,
+                          overflow="backpressure", idle_wakeup_cost_s=1e-5)
+    pubs = {f"p{i}": PublisherParams(topics=(f"s/{i % 2}",), rate_per_s=6000.0,
+                                     size_bytes=Constant(value=64)) for i in range(4)}
+    subs = {"all": SubscriberParams(subscriptions=("s/#",), buffer_messages=4,
+                                    processing_s=Exponential(mean_value=2e-5))}
+    return T.star(broker=broker, publishers=pubs, subscribers=subs, link=LAN)
+
+
+def brokerless_mixed():
+    """ZeroMQ direct PUB/SUB: sender-side fan-out, prefix filters, HWM drops, batching."""
+    from tests.test_brokerless import _mixed
+
+    return _mixed(16)
+
+
+def restart_with_disk():
+    """Persistent and transient flows, a disk stage, broker restarts with a durable queue."""
+    from models.disk import DiskParams
+    from tests.test_restart import _random
+
+    g = _random(True)
+    p = g.nodes["broker"][T.PARAMS]
+    g.nodes["broker"][T.PARAMS] = BrokerParams(**{**{f: getattr(p, f) for f in p.__dataclass_fields__},
+                                                  "disk": DiskParams(sync_latency_s=3e-4, batch_max_messages=4)})
+    return g
+
+
 CASES = {
     "merged-star": (merged_star, 0.5),
     "simultaneous": (simultaneous_star, 0.3),
@@ -90,6 +121,9 @@ CASES = {
     "priority-drop-oldest": (priority_star, 0.4),
     "chain-flood": (lambda: two_way_chain("flood"), 0.4),
     "chain-subscription": (lambda: two_way_chain("subscription"), 0.4),
+    "batching-broker": (lambda: batching_star(), 0.3),
+    "brokerless-zmq": (lambda: brokerless_mixed(), 0.3),
+    "restart-persistent-disk": (lambda: restart_with_disk(), 0.3),
 }
 
 

@@ -10,7 +10,9 @@ from pathlib import Path
 import pytest
 
 from models import presets
+from models.brokerless import ZmqSocketParams
 from models.broker import BrokerParams
+from models.disk import DiskParams
 from models.link import LinkParams
 from models.params import from_mapping
 from models.presets.families import FAMILIES
@@ -29,7 +31,8 @@ SYSTEMS_FAMILIES = {
 }
 # presets another branch adds (priority scheduling); present once merged
 ELSEWHERE = {"YAMI4"}
-CLASSES = {"broker": BrokerParams, "link": LinkParams, "serialization": SerializationParams}
+CLASSES = {"broker": BrokerParams, "link": LinkParams, "serialization": SerializationParams,
+           "socket": ZmqSocketParams, "disk": DiskParams}
 
 
 def test_registry_covers_every_family_and_example():
@@ -47,6 +50,7 @@ def test_every_example_has_a_preset(family, example):
 
 @pytest.mark.parametrize("kind", sorted(CLASSES))
 def test_every_preset_builds_and_has_provenance(kind):
+    assert sorted(CLASSES) == presets.kinds()
     names = presets.names(kind)
     assert names
     for name in names:

@@ -98,7 +98,7 @@ def test_scenario_syntax_and_errors():
 def test_parameters_table_shows_the_codec_provenance():
     r = simulate(_hand_star(5.0), duration_s=0.05, seed=1)
     p = r.parameters().set_index("component")
-    assert p.loc["p serialization", "kind"] == "serialization"
+    assert p.loc["p.serialization", "kind"] == "serialization"
 
 
 def test_graphml_round_trip_keeps_codec_round_robin_and_closed_loop(tmp_path):

@@ -17,7 +17,9 @@ from sim.errors import ConfigError
 
 __all__ = ["load", "names", "apply", "kinds"]
 
-_FILES = {"broker": "brokers.yaml", "link": "links.yaml", "serialization": "serialization.yaml"}
+_FILES = {"broker": "brokers.yaml", "link": "links.yaml"}
+_FILES.update({"socket": "sockets.yaml", "disk": "disks.yaml"})  # ZeroMQ sockets, disks (persistence)
+_FILES["serialization"] = "serialization.yaml"  # message formats (models.serialization)
 
 
 def _all(kind):

@@ -1,6 +1,6 @@
 """``pubsim presets``: list the shipped presets with their provenance.
 
-``pubsim presets [--kind broker|link|serialization] [--name NAME]`` prints
+``pubsim presets [--kind broker|link|serialization|socket|disk] [--name NAME]`` prints
 one row per preset (name, kind, family, source, reference, date, key
 parameters, note), placeholders in red; ``--name`` prints one preset in
 full.
@@ -22,6 +22,8 @@ _KEYS = {
     "link": ("latency_s", "jitter_s", "bandwidth_Bps", "overhead_bytes"),
     "serialization": ("format", "size_ratio", "encode_cost_s", "encode_cost_per_byte_s", "decode_cost_s",
                       "decode_cost_per_byte_s"),
+    "socket": ("socket_type", "send_cost_s", "copy_cost_s", "per_byte_cost_s", "sndhwm", "batch_max_bytes"),
+    "disk": ("sync_latency_s", "bandwidth_Bps", "batch_max_messages"),
 }
 
 

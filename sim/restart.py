@@ -1,0 +1,143 @@
+"""An event-driven broker queue that restarts: loss of what is not durable, downtime.
+
+At each restart time ``R`` the broker loses every message it holds (waiting
+or in service) unless that message survives (persistent, in a durable
+queue); survivors are served again, in their order, from ``R + downtime``.
+Arrivals while the broker is down are refused (cause ``broker_down``; an
+at-most-once publisher without confirms loses them). Lost messages get
+cause ``broker_restart`` at time ``R``. A message in service at ``R`` that
+survives is served again from the start.
+
+Departures are emitted only when they have happened (at or before the
+horizon the drivers give), so a restart can still take a message that was
+in service. Events at the same time: completions, then restarts, then the
+end of a downtime, then arrivals. A restarting broker's worker queue and its
+per-subscriber queues (the downlinks' transmit queues) use this discipline
+(:mod:`models.persistence_compile`); a disk stage keeps its content (a
+simplification: unsynced writes would be lost too).
+"""
+from __future__ import annotations
+
+import heapq
+import math
+from collections import deque
+
+import numpy as np
+
+from . import kernels as K
+from .disciplines import QueueDiscipline
+
+__all__ = ["RestartQueueDiscipline"]
+
+
+class RestartQueueDiscipline(QueueDiscipline):
+    """:class:`~sim.disciplines.QueueDiscipline` with broker restarts.
+
+    Parameters
+    ----------
+    restart_at_s : sequence of float
+        Restart times, s, increasing.
+    downtime_s : float
+        How long the broker is down after each restart, s.
+    **kwargs
+        As :class:`~sim.disciplines.QueueDiscipline`.
+
+    Attributes
+    ----------
+    durable_visit : numpy.ndarray of bool or None
+        Per route visit: does a message there survive a restart (set by the
+        station at bind time; None = nothing survives).
+    """
+
+    def __init__(self, *, restart_at_s, downtime_s, **kwargs):
+        super().__init__(**kwargs)
+        self.restarts = sorted(float(r) for r in restart_at_s)
+        self.next_restart = 0
+        self.downtime_s = float(downtime_s)
+        self.down_until = -math.inf
+        self.in_service = {}   # seq -> (entry, start, depart)
+        self.durable_visit = None
+
+    # --- state changes -------------------------------------------------
+    def _start(self, entry, t):
+        seq, row, service, size, prio, arrival = entry
+        dep = t + service
+        heapq.heappush(self.busy, (dep, seq, size))
+        self.in_service[seq] = (entry, t, dep)
+
+    def _down(self, t):
+        return t < self.down_until
+
+    def _next_event(self):
+        done = self.busy[0][0] if self.busy else math.inf
+        restart = self.restarts[self.next_restart] if self.next_restart < len(self.restarts) else math.inf
+        up = self.down_until if (self.n_waiting and self.down_until > -math.inf) else math.inf
+        return done, restart, up
+
+    def advance(self, t):
+        """Handle completions, restarts and ends of downtime at or before ``t``, in time order."""
+        while True:
+            done, restart, up = self._next_event()
+            first = min(done, restart, up)
+            if first > t or first == math.inf:
+                return
+            if done == first:
+                self._complete()
+            elif restart == first:
+                self._restart(restart)
+            else:
+                self._resume(up)
+
+    def _complete(self):
+        done, seq, size = heapq.heappop(self.busy)
+        self.bytes_in -= size
+        entry, start, dep = self.in_service.pop(seq)
+        self._out.append((entry[1], entry[5], start, dep))
+        if self.n_waiting and not self._down(done):
+            self._start(self._pop_next(), done)
+
+    def _survives(self, entry):
+        return self.durable_visit is not None and bool(self.durable_visit[entry[1][2]])
+
+    def _restart(self, r):
+        self.next_restart += 1
+        held = [e for e, _, _ in sorted(self.in_service.values(), key=lambda x: x[0][0])]
+        for q in self.waiting.values():
+            held.extend(q)
+        self.busy, self.in_service, self.waiting, self.n_waiting = [], {}, {}, 0
+        keep = []
+        for entry in held:
+            if self._survives(entry):
+                keep.append(entry)
+            else:
+                self.bytes_in -= entry[3]
+                self._drops.append((entry[1], r, K.DROP_RESTART))
+        for entry in sorted(keep, key=lambda e: e[0]):  # FIFO order within each priority
+            self.waiting.setdefault(entry[4], deque()).append(entry)
+        self.n_waiting = len(keep)
+        self.down_until = max(self.down_until, r + self.downtime_s)
+
+    def _resume(self, up):
+        self.down_until = -math.inf
+        while self.n_waiting and len(self.busy) < self.servers:
+            self._start(self._pop_next(), up)
+
+    def arrive(self, t, row, service, size, prio):
+        if self._down(t):
+            self._drops.append((row, t, K.DROP_DOWN))
+            return
+        super().arrive(t, row, service, size, prio)
+
+    def next_wake(self):
+        first = min(self._next_event())
+        if first == math.inf:
+            return None
+        if not (self.busy or self.n_waiting):
+            return None  # an empty broker's restart changes nothing until an arrival
+        return first
+
+    def held_visits(self):
+        """Visits of the messages in the broker (waiting or in service, not yet emitted)."""
+        rows = [e[1] for e, _, _ in self.in_service.values()]
+        rows += [e[1] for q in self.waiting.values() for e in q]
+        return np.array([r[2] for r in rows], dtype=np.int64)
