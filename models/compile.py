@@ -5,7 +5,13 @@ direction of each broker-broker link; each subscriber's downlink and the
 subscriber itself. Route trees follow the forwarding rule of the graph
 (SYSTEMS.md §3): ``flood`` sends every publication to every broker of the
 tree; ``subscription`` only towards brokers behind which a subscriber's
-filter matches the topic (the steady state of Subscription Flooding).
+filter matches the topic (the steady state of Subscription Flooding);
+``bridge`` along static bridge patterns. Which neighbour a copy goes to is
+decided by the ILDM control plane (:func:`models.ildm.steady_state`), the
+same model that produces the protocol's message flows. A broker with an ILDM
+relay (:mod:`models.relay`) gets a relay station in front of it: the relay
+hands each publication to its broker and forwards the copies to neighbour
+nodes; without one the broker forwards them itself.
 """
 from __future__ import annotations
 
@@ -17,7 +23,9 @@ from sim.routing import Hop, RoutePlan
 
 from . import topology as T
 from .brokerless_compile import add_socket_stations, socket_hop, socket_table
+from .ildm import steady_state
 from .persistence_compile import add_disk_stations, insert_disks, mark_durable, restart_client_queues
+from .relay import RelayStation
 from .sources import make_source
 from .stations import BrokerStation, EncodeStation, LinkStation, SubscriberStation
 from .topics import SubscriptionTable, TopicSyntax
@@ -39,6 +47,8 @@ class _Builder:
         self.topics = sorted({t for p in self.pubs for t in self._p(p).topics})
         self.topic_bytes = np.array([len(t.encode()) for t in self.topics], dtype=np.int64)
         self.tables = {b: self._table(b) for b in self.brokers}
+        self.relays = {b: g.nodes[b][T.RELAY] for b in self.brokers if g.nodes[b].get(T.RELAY) is not None}
+        self.control = steady_state(g)
         self.socket_tables = {k: socket_table(g, k, self.subs) for k in self.sockets}
 
     def _p(self, n):
@@ -71,6 +81,9 @@ class _Builder:
         for b in self.brokers:
             self._station(("broker", b), BrokerStation(f"broker:{b}", self._p(b), filters=len(self.tables[b]),
                                                       streams=self.streams, window=self.window))
+        for b in self.relays:
+            self._station(("relay", b), RelayStation(f"relay:{b}", self.relays[b], streams=self.streams,
+                                                     window=self.window))
         for a, b in g.subgraph(self.brokers).edges:
             link = g.edges[a, b][T.PARAMS]
             for x, y in ((a, b), (b, a)):
@@ -102,17 +115,30 @@ class _Builder:
         """Neighbour brokers a copy is forwarded to from ``broker``."""
         nbrs = [n for n in self.g.neighbors(broker)
                 if n != came_from and self.g.nodes[n][T.KIND] == T.NodeKind.BROKER]
-        if self.g.graph[T.FORWARDING] == T.Forwarding.FLOOD.value:
-            return nbrs
-        return [n for n in nbrs if self._interested(n, broker, topic)]
+        return [n for n in nbrs if self.control.forwards(broker, n, topic)]
 
     def _interested(self, broker, came_from, topic):
+        """Independent oracle of SF's steady state (tests compare the control plane with it)."""
         if self.tables[broker].subscribers(topic):
             return True
         return any(self._interested(n, broker, topic) for n in self.g.neighbors(broker)
                    if n != came_from and self.g.nodes[n][T.KIND] == T.NodeKind.BROKER)
 
-    def _broker_hop(self, broker, came_from, topic, ingress):
+    def _entry_hop(self, broker, came_from, topic, ingress):
+        """Where a copy enters a node: its relay if it has one, else its broker."""
+        if broker not in self.relays:
+            return self._broker_hop(broker, came_from, topic, ingress)
+        hop = Hop(self.index[("relay", broker)],
+                  children=[self._broker_hop(broker, came_from, topic, ingress, forward=False)])
+        hop.children.extend(self._bridge_hops(broker, came_from, topic))
+        return hop
+
+    def _bridge_hops(self, broker, came_from, topic):
+        return [Hop(self.index[("bridge", broker, n)], link=True,
+                    children=[self._entry_hop(n, broker, topic, ingress=False)])
+                for n in self._wanted(broker, came_from, topic)]
+
+    def _broker_hop(self, broker, came_from, topic, ingress, forward=True):
         table = self.tables[broker]
         hop = Hop(self.index[("broker", broker)], matched=len(table.match(topic)), ingress=ingress)
         for s in table.subscribers(topic):
@@ -123,9 +149,8 @@ class _Builder:
             else:  # delivered when it leaves the downlink
                 down = Hop(self.index[("down", s)], link=True, subscriber=who)
             hop.children.append(down)
-        for n in self._wanted(broker, came_from, topic):
-            nxt = self._broker_hop(n, broker, topic, ingress=False)
-            hop.children.append(Hop(self.index[("bridge", broker, n)], link=True, children=[nxt]))
+        if forward:
+            hop.children.extend(self._bridge_hops(broker, came_from, topic))
         return hop
 
     def flows(self):
@@ -134,7 +159,7 @@ class _Builder:
             home = T.home_broker(self.g, p)
             for topic in self._p(p).topics:
                 first = (socket_hop(self, home, topic) if home in self.socket_tables
-                         else self._broker_hop(home, None, topic, True))
+                         else self._entry_hop(home, None, topic, True))
                 root = Hop(self.index[("up", p)], link=True, children=[first])
                 if self._p(p).persistent:
                     insert_disks(self, root)
@@ -175,6 +200,8 @@ def parameter_table(g):
         rows.append({"component": str(n), "kind": data[T.KIND],
                      "parameters": to_mapping(params), "provenance": str(params.provenance),
                      "placeholder": params.provenance.is_placeholder})
+        if data.get(T.RELAY) is not None:
+            rows.append(_row(f"relay:{n}", "relay", data[T.RELAY]))
         disk = getattr(params, "disk", None)  # a broker's disk carries its own provenance
         if disk is not None:
             rows.append({"component": f"{n}.disk", "kind": "disk", "parameters": to_mapping(disk),
@@ -188,7 +215,16 @@ def parameter_table(g):
         params = data[T.PARAMS]
         rows.append({"component": f"{u}<->{v}", "kind": "link", "parameters": to_mapping(params),
                      "provenance": str(params.provenance), "placeholder": params.provenance.is_placeholder})
+        if data.get(T.BRIDGE) is not None:
+            rows.append(_row(f"bridge:{u}<->{v}", "bridge", data[T.BRIDGE]))
     return rows
+
+
+def _row(component, kind, params):
+    from .params import to_mapping
+
+    return {"component": component, "kind": kind, "parameters": to_mapping(params),
+            "provenance": str(params.provenance), "placeholder": params.provenance.is_placeholder}
 
 
 def build_network(g, *, seed, replication=0, window=(0.0, np.inf)):
@@ -217,5 +253,7 @@ def build_network(g, *, seed, replication=0, window=(0.0, np.inf)):
     sources = [make_source(b._p(p), [b.topics.index(t) for t in b._p(p).topics], streams, f"publisher:{p}")
                for p in b.pubs]
     names = {"publisher": b.pubs, "subscriber": b.subs, "topic": b.topics}
-    return Network(b.stations, plan, sources, names=names, sp_ratio=b.sp_ratio(), window=window,
-                   parameters=parameter_table(g))
+    net = Network(b.stations, plan, sources, names=names, sp_ratio=b.sp_ratio(), window=window,
+                  parameters=parameter_table(g))
+    net.control = b.control  # ILDM control plane, for traffic accounting (models.traffic)
+    return net

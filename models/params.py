@@ -97,7 +97,14 @@ READERS = {
     "cpu_fraction": _cpu_fraction,
     "strings": _strings,
     "provenance": parse_provenance,
+    "text": lambda v, f: _text(v, f),
 }
+
+
+def _text(value, field):
+    if not isinstance(value, (str, int)) or isinstance(value, bool):
+        raise ConfigError(field, value, "a name (text)")
+    return str(value)
 
 
 def _flag(value, field):

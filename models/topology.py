@@ -7,17 +7,22 @@ Graph attributes
     ``amqp``, ``zmq``, ``none``.
     ``forwarding`` (:data:`FORWARDING`): between brokers, ``flood``
     (Publication Flooding) or ``subscription`` (Subscription Flooding, steady
-    state: a copy goes only towards brokers with matching subscribers).
+    state: a copy goes only towards brokers with matching subscribers) or
+    ``bridge`` (static Mosquitto-style bridges, :mod:`models.bridge`).
 
 Node attributes
     ``kind`` (:data:`KIND`): ``broker``, ``publisher`` or ``subscriber``.
     ``params`` (:data:`PARAMS`): :class:`~models.broker.BrokerParams`,
     :class:`~models.client.PublisherParams` or
     :class:`~models.client.SubscriberParams`.
+    ``relay`` (:data:`RELAY`, brokers only, optional): the broker's ILDM
+    interworking node, :class:`~models.relay.RelayParams`.
 
 Edge attributes
     ``params``: :class:`~models.link.LinkParams`. Edges join a client to its
     one broker, or two brokers; brokers must form a tree.
+    ``bridge`` (:data:`BRIDGE`, broker-broker edges, optional):
+    :class:`~models.bridge.BridgeParams`, used with ``bridge`` forwarding.
 
 In a GraphML file the same keys hold flat values: ``kind`` and the
 parameter fields (with units in their names, e.g. ``latency_s``), strings
@@ -27,7 +32,8 @@ subscriptions) are ``;``-separated; list-valued fields without a unit
 text form (``exp(0.001)``) or, for empirical ones, a JSON mapping
 ``{"dist": "empirical", "values": [...]}``; the provenance is held in
 ``provenance_source``, ``provenance_reference``, ``provenance_date`` and
-``provenance_note``. :func:`write_graphml` then :func:`read_graphml` gives
+``provenance_note``. Relay and bridge fields are prefixed ``relay_`` (node)
+and ``bridge_`` (edge). :func:`write_graphml` then :func:`read_graphml` gives
 back an equal topology.
 """
 from __future__ import annotations
@@ -41,22 +47,27 @@ import networkx as nx
 from sim.distributions import Distribution, Empirical, Shifted
 from sim.errors import ConfigError
 
+from .bridge import BridgeParams
 from .broker import BrokerParams
 from .brokerless import ZmqSocketParams, check_socket
 from .client import PublisherParams, SubscriberParams
 from .link import LinkParams
 from .params import from_mapping, to_mapping
-from .provenance import ASSUMED, Provenance, Source
 from .protocol import PROTOCOLS
+from .provenance import ASSUMED, Provenance, Source
+from .relay import RelayParams
 from .topics import TopicSyntax, validate_filter, validate_topic
 
 __all__ = ["KIND", "PARAMS", "PROTOCOL", "FORWARDING", "NodeKind", "Forwarding",
-           "validate", "star", "chain", "brokerless", "sockets", "read_graphml", "write_graphml", "brokers", "clients"]
+           "validate", "star", "chain", "brokerless", "sockets", "read_graphml", "write_graphml", "brokers", "clients",
+           "RELAY", "BRIDGE", "bridge_patterns"]
 
 KIND = "kind"
 PARAMS = "params"
 PROTOCOL = "protocol"
 FORWARDING = "forwarding"
+RELAY = "relay"
+BRIDGE = "bridge"
 
 
 class NodeKind(str, enum.Enum):
@@ -69,6 +80,7 @@ class NodeKind(str, enum.Enum):
 class Forwarding(str, enum.Enum):
     FLOOD = "flood"
     SUBSCRIPTION = "subscription"
+    BRIDGE = "bridge"
 
 
 _PARAM_CLASS = {NodeKind.BROKER: BrokerParams, NodeKind.PUBLISHER: PublisherParams,
@@ -114,6 +126,9 @@ def _check_node(g, n):
     params = g.nodes[n].get(PARAMS)
     if not isinstance(params, _PARAM_CLASS[kind]):
         raise ConfigError(f"node {n!r}.{PARAMS}", type(params).__name__, _PARAM_CLASS[kind].__name__)
+    relay = g.nodes[n].get(RELAY)
+    if relay is not None and (kind is not NodeKind.BROKER or not isinstance(relay, RelayParams)):
+        raise ConfigError(f"node {n!r}.{RELAY}", type(relay).__name__, "RelayParams, on a broker node only")
     degree = g.degree(n)
     if kind is NodeKind.SOCKET:
         check_socket(g, n, lambda m: _kind(g, m))
@@ -175,7 +190,35 @@ def validate(g):
             return g  # brokerless (ZeroMQ direct): no broker tree to check
         raise ConfigError("topology", "no broker", "at least one broker node (or ZeroMQ socket nodes)")
     _check_tree(broker_graph)
+    bridge_patterns(g)
     return g
+
+
+def bridge_patterns(g):
+    """``{(a, b): filters}`` forwarded from broker ``a`` to ``b`` by static bridges."""
+    out = {}
+    for u, v, data in g.edges(data=True):
+        bridge = data.get(BRIDGE)
+        if bridge is None:
+            continue
+        where = f"edge ({u!r}, {v!r}).{BRIDGE}"
+        if not isinstance(bridge, BridgeParams) or _kind(g, u) is not NodeKind.BROKER \
+                or _kind(g, v) is not NodeKind.BROKER:
+            raise ConfigError(where, type(bridge).__name__, "BridgeParams, on a broker-broker link only")
+        try:
+            pats = bridge.patterns(u, v)
+        except ConfigError as err:
+            raise ConfigError(f"{where}.local", err.value, err.expected) from None
+        for (a, b), filters in pats.items():
+            syntax = TopicSyntax(g.nodes[b][PARAMS].topic_syntax)
+            for f in filters:
+                try:
+                    validate_filter(syntax, f)
+                except ConfigError as err:
+                    raise ConfigError(f"{where}.topics_{'out' if a == bridge.local else 'in'}",
+                                      err.value, err.expected) from None
+            out[(a, b)] = filters
+    return out
 
 
 def _check_tree(broker_graph):
@@ -222,7 +265,8 @@ def star(*, broker, publishers, subscribers, link, broker_name="broker", protoco
     return validate(g)
 
 
-def chain(*, brokers, bridge, publishers, subscribers, link, forwarding="subscription", protocol="mqtt"):
+def chain(*, brokers, bridge, publishers, subscribers, link, forwarding="subscription", protocol="mqtt",
+          relays=None, bridges=None):
     """Brokers in a line ``b0 - b1 - ...``, clients attached to a broker each.
 
     Parameters
@@ -234,7 +278,11 @@ def chain(*, brokers, bridge, publishers, subscribers, link, forwarding="subscri
     link : LinkParams
         Client access link.
     forwarding : str
-        ``flood`` or ``subscription``.
+        ``flood``, ``subscription`` or ``bridge``.
+    relays : dict of name -> RelayParams, optional
+        ILDM interworking nodes of some or all brokers.
+    bridges : dict of (a, b) -> BridgeParams, optional
+        Static bridges on neighbouring brokers' links.
     """
     g = nx.Graph(**{PROTOCOL: protocol, FORWARDING: forwarding})
     names = list(brokers)
@@ -242,6 +290,14 @@ def chain(*, brokers, bridge, publishers, subscribers, link, forwarding="subscri
         _add(g, name, NodeKind.BROKER, brokers[name])
     for a, b in zip(names, names[1:]):
         g.add_edge(a, b, **{PARAMS: bridge})
+    for name, relay in (relays or {}).items():
+        if name not in brokers:
+            raise ConfigError(f"relays[{name!r}]", name, f"one of {names}")
+        g.nodes[name][RELAY] = relay
+    for (a, b), params in (bridges or {}).items():
+        if not g.has_edge(a, b):
+            raise ConfigError(f"bridges[{a!r}, {b!r}]", (a, b), "neighbouring brokers of the chain")
+        g.edges[a, b][BRIDGE] = params
     for kind, group in ((NodeKind.PUBLISHER, publishers), (NodeKind.SUBSCRIBER, subscribers)):
         for name, (home, params) in group.items():
             if home not in brokers:
@@ -350,10 +406,19 @@ def read_graphml(path):
             raise ConfigError(f"node {n!r}.{KIND}", None, f"one of {[k.value for k in NodeKind]}")
         kind = _kind(raw, n)
         data.pop(KIND)
-        g.add_node(n, **{KIND: kind.value, PARAMS: _unflat(_PARAM_CLASS[kind], data, f"node {n!r}")})
+        extra = _prefixed(data, RELAY, RelayParams, f"node {n!r}.{RELAY}")
+        g.add_node(n, **{KIND: kind.value, PARAMS: _unflat(_PARAM_CLASS[kind], data, f"node {n!r}")}, **extra)
     for u, v, data in raw.edges(data=True):
-        g.add_edge(u, v, **{PARAMS: _unflat(LinkParams, data, f"edge ({u!r}, {v!r})")})
+        data = dict(data)
+        extra = _prefixed(data, BRIDGE, BridgeParams, f"edge ({u!r}, {v!r}).{BRIDGE}")
+        g.add_edge(u, v, **{PARAMS: _unflat(LinkParams, data, f"edge ({u!r}, {v!r})")}, **extra)
     return validate(g)
+
+
+def _prefixed(data, key, cls, where):
+    """Pop ``<key>_*`` attributes from ``data``: ``{key: cls(...)}`` if any."""
+    mine = {k[len(key) + 1:]: data.pop(k) for k in list(data) if k.startswith(key + "_")}
+    return {key: _unflat(cls, mine, where)} if mine else {}
 
 
 def write_graphml(g, path):
@@ -361,9 +426,11 @@ def write_graphml(g, path):
     :func:`read_graphml` reads it back to an equal topology."""
     flat = nx.Graph(**g.graph)
     for n, data in g.nodes(data=True):
-        flat.add_node(n, **{KIND: getattr(data[KIND], "value", data[KIND])}, **_flat(data[PARAMS]))
+        extra = {f"{RELAY}_{k}": x for k, x in _flat(data[RELAY]).items()} if data.get(RELAY) else {}
+        flat.add_node(n, **{KIND: getattr(data[KIND], "value", data[KIND])}, **_flat(data[PARAMS]), **extra)
     for u, v, data in g.edges(data=True):
-        flat.add_edge(u, v, **_flat(data[PARAMS]))
+        extra = {f"{BRIDGE}_{k}": x for k, x in _flat(data[BRIDGE]).items()} if data.get(BRIDGE) else {}
+        flat.add_edge(u, v, **_flat(data[PARAMS]), **extra)
     nx.write_graphml(flat, path)
 
 

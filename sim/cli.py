@@ -2,13 +2,16 @@
 
 Commands: ``run`` (below); ``measure``, ``calibrate`` and ``validate``
 (:mod:`calibration.cli`); ``trace inspect`` and ``trace convert``
-(:mod:`models.loads.cli`); ``presets`` (:mod:`models.presets.cli`).
+(:mod:`models.loads.cli`); ``study run`` and ``study summary``
+(:mod:`sim.study.cli`); ``presets`` (:mod:`models.presets.cli`).
 
 ``pubsim run SCENARIO.yaml [--out DIR]`` runs every replication of a
 scenario with a progress bar, prints the summary, the parameters with their
 provenance and the busiest stations, and writes to DIR: per replication
 ``rep-NNN/`` with ``deliveries.parquet``, ``drops.parquet`` (with
-``record: full``), ``stations.csv``, ``throughput.csv``, ``parameters.csv``,
+``record: full``), ``stations.csv``, ``traffic.csv`` (client vs inter-broker
+traffic, :mod:`models.traffic`; also printed with two or more brokers),
+``throughput.csv``, ``parameters.csv``,
 ``latency_cdf.png``, ``throughput.png``, ``pattern-<kind>.csv`` for the
 scenario's pattern reports (entries of a kind stacked, ``report`` = their
 index in ``patterns``) and, last, ``summary.json``; and
@@ -95,6 +98,25 @@ def _station_table(result, top=8):
     return table
 
 
+def _traffic_table(result):
+    """Per node: client vs inter-broker messages, data and control (None with one broker)."""
+    t = result.traffic()
+    nodes = t[t.scope == "node"]
+    if nodes.element.nunique() < 2:
+        return None
+    wide = nodes.groupby(["element", "traffic", "plane", "direction"])["messages"].sum().unstack(
+        ["traffic", "plane", "direction"], fill_value=0)
+    table = Table(title="traffic per node (data in window; control incl. subscription setup)")
+    cols = [("client", "data", "in"), ("client", "data", "out"), ("inter_broker", "data", "in"),
+            ("inter_broker", "data", "out"), ("inter_broker", "control", "in"), ("inter_broker", "control", "out")]
+    table.add_column("node")
+    for c in cols:
+        table.add_column(" ".join(c).replace("inter_broker", "inter-broker"), justify="right")
+    for node, row in wide.iterrows():
+        table.add_row(str(node), *(f"{int(row.get(c, 0)):,}" for c in cols))
+    return table
+
+
 def _write(result, rep_dir):
     from . import figures
 
@@ -103,6 +125,7 @@ def _write(result, rep_dir):
         result.deliveries().to_parquet(rep_dir / "deliveries.parquet")
         result.drops().to_parquet(rep_dir / "drops.parquet")
     result.stations().to_csv(rep_dir / "stations.csv", index=False)
+    result.traffic().to_csv(rep_dir / "traffic.csv", index=False)
     result.throughput_series().to_csv(rep_dir / "throughput.csv", index=False)
     result.parameters().assign(parameters=lambda d: d.parameters.map(json.dumps, na_action="ignore")).to_csv(
         rep_dir / "parameters.csv", index=False)
@@ -174,6 +197,9 @@ def _run(args, console):
     if last is not None:
         console.print(_parameter_table(last))
         console.print(_station_table(last))
+        traffic = _traffic_table(last)
+        if traffic is not None:
+            console.print(traffic)
     if args.out:
         pd.DataFrame(summaries).assign(replication=range(len(summaries))).to_csv(
             Path(args.out) / "summary.csv", index=False)
@@ -203,6 +229,9 @@ def build_parser():
     from models.loads.cli import add_commands as trace_commands
 
     trace_commands(sub)
+    from .study.cli import add_commands as study_commands
+
+    study_commands(sub)
     from models.presets.cli import add_commands as preset_commands
 
     preset_commands(sub)

@@ -49,6 +49,13 @@ class RunResult:
         rows = [{"station": s.name, "role": s.role, **s.stats.record()} for s in self.network.stations]
         return pd.DataFrame(rows)
 
+    def traffic(self) -> pd.DataFrame:
+        """Client vs inter-broker traffic, data vs control, per node and per tree
+        edge (tidy; see :mod:`models.traffic`)."""
+        from models.traffic import traffic_table
+
+        return traffic_table(self.network)
+
     def parameters(self) -> pd.DataFrame:
         """Every component's parameters and their provenance."""
         return pd.DataFrame(self.network.parameters)

@@ -31,6 +31,11 @@ polling, by_publisher; :mod:`models.pattern_reports`). ``chain`` takes
 client group; ``graphml`` takes ``path`` (relative to the scenario file). ``brokerless``
 (ZeroMQ direct PUB/SUB, :mod:`models.brokerless`) takes ``socket``, ``link``,
 optional ``handoff``, and ``connect`` on subscriber groups.
+A ``chain`` broker group may carry ``relay:`` (the fields of
+:class:`models.relay.RelayParams`: an ILDM interworking node in front of the
+broker), and with ``forwarding: bridge`` the chain takes ``bridges``, a list
+of ``{local: b0, remote: b1, topics_out: [...], topics_in: [...]}``
+(:class:`models.bridge.BridgeParams`).
 """
 from __future__ import annotations
 
@@ -164,15 +169,18 @@ def _chain(spec, path):
     from models.broker import BrokerParams
     from models.client import PublisherParams, SubscriberParams
     from models.link import LinkParams
+    from models.relay import RelayParams
     from models.topology import chain
 
     _only(spec, {"builder", "protocol", "forwarding", "brokers", "bridge", "link",
-                 "publishers", "subscribers"}, path)
-    brokers = {}
+                 "publishers", "subscribers", "bridges"}, path)
+    brokers, relays = {}, {}
     for where, group in _expand_groups(spec.get("brokers", []), f"{path}.brokers"):
         name = str(group.pop("name"))
         if name in brokers:
             raise ConfigError(f"{where}.name", name, "a unique broker name")
+        if "relay" in group:
+            relays[name] = _params(RelayParams, None, group.pop("relay"), f"{where}({name}).relay")
         brokers[name] = _params(BrokerParams, "broker", group, f"{where}({name})")
     return chain(brokers=brokers,
                  bridge=_params(LinkParams, "link", spec.get("bridge", {}), f"{path}.bridge"),
@@ -180,7 +188,26 @@ def _chain(spec, path):
                  publishers=_clients(spec.get("publishers", []), PublisherParams, f"{path}.publishers", brokers),
                  subscribers=_clients(spec.get("subscribers", []), SubscriberParams, f"{path}.subscribers",
                                       brokers),
-                 forwarding=spec.get("forwarding", "subscription"), protocol=spec.get("protocol", "mqtt"))
+                 forwarding=spec.get("forwarding", "subscription"), protocol=spec.get("protocol", "mqtt"),
+                 relays=relays, bridges=_bridges(spec.get("bridges", []), f"{path}.bridges"))
+
+
+def _bridges(items, path):
+    """``{(local, remote): BridgeParams}`` of a chain's ``bridges`` list."""
+    from models.bridge import BridgeParams
+
+    if not isinstance(items, list):
+        raise ConfigError(path, items, "a list of {local, remote, topics_out, topics_in}")
+    out = {}
+    for k, item in enumerate(items):
+        where = f"{path}[{k}]"
+        if not isinstance(item, dict) or "remote" not in item:
+            raise ConfigError(where, item, "a mapping with local, remote, topics_out, topics_in")
+        item = dict(item)
+        remote = str(item.pop("remote"))
+        params = _params(BridgeParams, None, item, where)
+        out[(params.local, remote)] = params
+    return out
 
 
 def _brokerless(spec, path):

@@ -16,7 +16,8 @@ ROOT = Path(__file__).resolve().parents[1]
 QUICKSTART = ROOT / "experiments" / "quickstart.yaml"
 
 # sim/cli.py docstring: per replication rep-NNN/ with these files, summary.json last
-REP_FILES = ["deliveries.parquet", "drops.parquet", "stations.csv", "throughput.csv", "parameters.csv",
+REP_FILES = ["deliveries.parquet", "drops.parquet", "stations.csv", "traffic.csv", "throughput.csv",
+             "parameters.csv",
              "latency_cdf.png", "throughput.png", "summary.json"]
 # sim/records.py RecordSink.deliveries docstring
 DELIVERY_COLUMNS = ["publish_time_s", "delivery_time_s", "latency_s", "publisher", "subscriber", "topic",

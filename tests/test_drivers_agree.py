@@ -81,6 +81,19 @@ def two_way_chain(forwarding):
                    forwarding=forwarding)
 
 
+def relay_chain():
+    """ILDM relays in front of the brokers of a two-way chain (SYSTEMS.md §3), per-hop QoS 1."""
+    from models.relay import RelayParams
+
+    g = two_way_chain("subscription")
+    for i in range(3):
+        g.nodes[f"b{i}"][T.RELAY] = RelayParams(relay_cost_s=Exponential(mean_value=2e-4),
+                                                forward_cost_s=Constant(value=1e-5),
+                                                control_cost_s=Constant(value=4e-6), hop_qos=1,
+                                                queue_messages=3 if i == 1 else None)
+    return T.validate(g)
+
+
 def batching_star():
     """A broker batching what is queued (ZeroMQ-like), finite buffer, back-pressure."""
     broker = BrokerParams(ingress_cost_s=Exponential(mean_value=2e-5), delivery_cost_s=Constant(value=5e-6),
@@ -121,6 +134,7 @@ CASES = {
     "priority-drop-oldest": (priority_star, 0.4),
     "chain-flood": (lambda: two_way_chain("flood"), 0.4),
     "chain-subscription": (lambda: two_way_chain("subscription"), 0.4),
+    "relay-chain": (relay_chain, 0.4),
     "batching-broker": (lambda: batching_star(), 0.3),
     "brokerless-zmq": (lambda: brokerless_mixed(), 0.3),
     "restart-persistent-disk": (lambda: restart_with_disk(), 0.3),
@@ -196,3 +210,6 @@ def test_cases_exercise_what_they_claim():
     assert r.deliveries()["publish_time_s"].duplicated().any()
     r = simulate(CASES["chain-flood"][0](), duration_s=0.4, seed=11)
     assert set(r.deliveries()["hops"]) == {2, 3, 4}  # links crossed: 0, 1 or 2 bridges
+    r = simulate(CASES["relay-chain"][0](), duration_s=0.4, seed=11)
+    st = r.stations().set_index("station")
+    assert st.loc["relay:b1", "drops_buffer_full"] > 0 and st.loc["relay:b0", "utilization"] > 0.1
