@@ -81,13 +81,27 @@ class BrokerParams:
     overflow : str
         What a full ingress queue does: ``drop_newest``, ``drop_oldest`` or
         ``backpressure`` (the publisher holds the message until there is room;
-        nothing is lost, the wait counts in latency).
+        nothing is lost, the wait counts in latency); also ``reject``,
+        ``ring``, ``update`` and ``flow_to_disk`` (:class:`sim.disciplines.Overflow`).
     topic_syntax : str
         ``mqtt``, ``amqp`` or ``prefix`` (ZeroMQ).
     scheduling : str
         ``fifo``, or ``priority``: waiting messages are served by their
         publisher's priority (higher first, FIFO within a priority,
         non-preemptive), as in YAMI4's outgoing queues (SYSTEMS.md §1).
+    client_scheduling : str
+        ``fifo`` or ``priority``: order of each subscriber's outgoing queue
+        (the broker-to-subscriber link's transmit queue): a YAMI4 priority
+        channel, an AMQP priority queue per consumer.
+    client_overflow : str
+        What a full per-subscriber queue does (same choices as ``overflow``);
+        the default ``drop_newest`` leaves the link's own ``overflow`` in force.
+    max_priority : int or None
+        AMQP ``x-max-priority`` (RabbitMQ): priorities above it count as it,
+        at the ingress queue and the per-subscriber queues; None = no cap.
+    flow_to_disk_cost_s : float
+        ``flow_to_disk`` (Qpid): extra time a message admitted beyond a
+        queue's limit needs (written to disk and read back), s.
     batch_max_messages : int
         Automatic batching (ZeroMQ writes every queued message of a pipe in
         one ``send()``): when the worker becomes free it takes up to this
@@ -142,6 +156,11 @@ class BrokerParams:
     topic_syntax: str = field(default="mqtt",
                               metadata={"unit": "choice", "choices": tuple(s.value for s in TopicSyntax)})
     scheduling: str = field(default="fifo", metadata={"unit": "choice", "choices": ("fifo", "priority")})
+    client_scheduling: str = field(default="fifo", metadata={"unit": "choice", "choices": ("fifo", "priority")})
+    client_overflow: str = field(default=Overflow.DROP_NEWEST,
+                                 metadata={"unit": "choice", "choices": Overflow.ALL})
+    max_priority: int | None = field(default=None, metadata={"unit": "optional_count"})
+    flow_to_disk_cost_s: float = field(default=0.0, metadata={"unit": "duration"})
     batch_max_messages: int = field(default=1, metadata={"unit": "positive_count"})
     batch_fixed_cost_s: float = field(default=0.0, metadata={"unit": "duration"})
     batch_max_bytes: int | None = field(default=None, metadata={"unit": "optional_size"})
@@ -157,9 +176,10 @@ class BrokerParams:
             _check_batching(self)
         if self.restart_at_s != ():
             _check_restarts(self)
-        if self.cpu_fraction < 1.0 and (self.scheduling == "priority" or self.overflow == Overflow.DROP_OLDEST):
+        if self.cpu_fraction < 1.0 and (self.scheduling == "priority" or self.overflow in Overflow.EVENT_DRIVEN):
             raise ConfigError("cpu_fraction", self.cpu_fraction,
-                              "1 with priority scheduling or drop_oldest (the CPU quota is modelled for FIFO brokers)")
+                              f"1 with priority scheduling or {self.overflow} "
+                              "(the CPU quota is modelled for FIFO brokers)")
         if self.background_cpu_fraction >= min(self.cpu_fraction, self.workers):
             raise ConfigError("background_cpu_fraction", self.background_cpu_fraction,
                               f"less than the broker's CPU (cpu_fraction {self.cpu_fraction} core)")
@@ -167,6 +187,10 @@ class BrokerParams:
             raise ConfigError("cpu_period_s", self.cpu_period_s, "a period > 0 s")
         if self.scheduling == "priority" and self.overflow == Overflow.BACKPRESSURE:
             raise ConfigError("overflow", self.overflow, "drop_newest or drop_oldest with priority scheduling")
+        if self.client_scheduling == "priority" and self.client_overflow == Overflow.BACKPRESSURE:
+            raise ConfigError("client_overflow", self.client_overflow,
+                              "drop_newest, reject, drop_oldest, ring, update or flow_to_disk "
+                              "with client_scheduling=priority")
 
     @property
     def mean_demand_s(self):
@@ -179,7 +203,7 @@ def _check_batching(p):
     for name, ok, expected in (("workers", p.workers == 1, "1 with batch_max_messages > 1"),
                                ("cpu_fraction", p.cpu_fraction >= 1.0, "1 with batch_max_messages > 1"),
                                ("scheduling", p.scheduling == "fifo", "fifo with batch_max_messages > 1"),
-                               ("overflow", p.overflow != Overflow.DROP_OLDEST,
+                               ("overflow", p.overflow in (Overflow.DROP_NEWEST, Overflow.BACKPRESSURE),
                                 "drop_newest or backpressure with batch_max_messages > 1")):
         if not ok:
             raise ConfigError(name, getattr(p, name), expected)

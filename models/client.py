@@ -48,8 +48,13 @@ class PublisherParams:
     schedule_time_s, schedule_size_bytes, schedule_topic : tuple
         The explicit schedule (``arrival="schedule"``): times must not decrease.
     priority : int
-        Message priority, higher first (YAMI4 uses 0..2); only brokers with
-        ``scheduling="priority"`` look at it.
+        Message priority, higher first (YAMI4 uses 0 = lowest .. 2 =
+        highest; any integer >= 0 is accepted); only priority queues (a
+        broker with ``scheduling="priority"``, a priority link or client
+        queue) look at it.
+    topic_priorities : tuple of int or None
+        One priority per topic (a YAMI4 publisher sending priorities 0, 2, 1
+        on one connection); None = ``priority`` for every topic.
     topic_choice : str
         ``weighted`` (random by ``topic_weights``) or ``round_robin``:
         consecutive messages cycle through ``topics`` in order, as a ZeroMQ
@@ -80,6 +85,7 @@ class PublisherParams:
     schedule_size_bytes: tuple = field(default=(), metadata={"unit": "raw"})
     schedule_topic: tuple = field(default=(), metadata={"unit": "raw"})
     priority: int = field(default=0, metadata={"unit": "count"})
+    topic_priorities: tuple | None = field(default=None, metadata={"unit": "raw"})
     topic_choice: str = field(default="weighted", metadata={"unit": "choice", "choices": TOPIC_CHOICES})
     window_requests: int = field(default=1, metadata={"unit": "positive_count"})
     think_time_s: float = field(default=0.0, metadata={"unit": "duration"})
@@ -105,6 +111,22 @@ class PublisherParams:
                                   f"{len(self.topics)} non-negative weights, not all zero")
         if self.arrival == "schedule":
             self._check_schedule()
+        if self.topic_priorities is not None:
+            self._check_topic_priorities()
+
+    def _check_topic_priorities(self):
+        p = self.topic_priorities
+        ok = isinstance(p, (tuple, list)) and len(p) == len(self.topics) and all(
+            isinstance(x, (int, np.integer)) and not isinstance(x, bool) and x >= 0 for x in p)
+        if not ok:
+            raise ConfigError("topic_priorities", p, f"{len(self.topics)} integers >= 0, one per topic")
+        object.__setattr__(self, "topic_priorities", tuple(int(x) for x in p))
+
+    def flow_priority(self, topic):
+        """Priority of this publisher's messages on ``topic``."""
+        if self.topic_priorities is None:
+            return self.priority
+        return self.topic_priorities[self.topics.index(topic)]
 
     def _check_schedule(self):
         t = np.asarray(self.schedule_time_s, dtype=float)

@@ -23,6 +23,7 @@ from sim.routing import Hop, RoutePlan
 
 from . import topology as T
 from .brokerless_compile import add_socket_stations, socket_hop, socket_table
+from .channels import downlink_queue, flow_priorities
 from .ildm import steady_state
 from .persistence_compile import add_disk_stations, insert_disks, mark_durable, restart_client_queues
 from .relay import RelayStation
@@ -98,9 +99,7 @@ class _Builder:
                                                                streams=self.streams, window=self.window))
                 continue
             link, bp = g.edges[s, b][T.PARAMS], self._p(b)
-            self._link(("down", s), f"link:{b}->{s}", link,
-                       queue_messages=_tighter(link.queue_messages, bp.client_queue_messages),
-                       queue_bytes=_tighter(link.queue_bytes, bp.client_queue_bytes))
+            self._link(("down", s), f"link:{b}->{s}", link, **downlink_queue(link, bp, f"link:{b}->{s}"))
             if not _passthrough(self._p(s)):
                 self._station(("sub", s), SubscriberStation(f"subscriber:{s}", self._p(s),
                                                            streams=self.streams, window=self.window))
@@ -244,7 +243,7 @@ def build_network(g, *, seed, replication=0, window=(0.0, np.inf)):
     b = _Builder(g, streams, window)
     b.build_stations()
     flows = b.flows()
-    plan = RoutePlan(flows, flow_priority=[b._p(b.pubs[f[0]]).priority for f in flows])
+    plan = RoutePlan(flows, flow_priority=flow_priorities([b._p(p) for p in b.pubs], b.topics, flows))
     mark_durable(b, plan)
     flow_topic_bytes = b.topic_bytes[plan.flow_topic] if len(plan.flow_topic) else np.empty(0, np.int64)
     for st in b.stations:

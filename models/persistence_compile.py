@@ -37,10 +37,13 @@ def _insert(hop, disks):
 
 def restart_client_queues(b):
     """Per-subscriber queues of a restarting broker restart with it: their
-    downlinks get the event-driven restart queue (same limits, drop newest)."""
+    downlinks get the event-driven restart queue (same limits and overflow policy)."""
+    from sim.disciplines import Overflow
+    from sim.errors import ConfigError
     from sim.restart import RestartQueueDiscipline
 
     from . import topology as T
+    from .channels import downlink_queue
 
     for s in b.subs:
         home = T.home_broker(b.g, s)
@@ -48,9 +51,12 @@ def restart_client_queues(b):
             continue
         bp, link = b._p(home), b.g.edges[s, home][T.PARAMS]
         st = b.stations[b.index[("down", s)]]
+        q = downlink_queue(link, bp, st.name)  # keeps the queue's overflow policy (models.channels)
+        if q["overflow"] == Overflow.BACKPRESSURE:
+            raise ConfigError(f"{st.name}.overflow", q["overflow"], "not backpressure with restart_at_s")
         st.discipline = RestartQueueDiscipline(
-            servers=1, capacity_messages=_tighter(link.queue_messages, bp.client_queue_messages),
-            capacity_bytes=_tighter(link.queue_bytes, bp.client_queue_bytes), overflow="drop_newest",
+            servers=1, capacity_messages=q["queue_messages"], capacity_bytes=q["queue_bytes"],
+            overflow=q["overflow"], disk_cost_s=q["disk_cost_s"],
             restart_at_s=bp.restart_at_s, downtime_s=bp.restart_downtime_s)
         b.restart_owner = getattr(b, "restart_owner", {})
         b.restart_owner[b.index[("down", s)]] = home

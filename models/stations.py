@@ -10,6 +10,7 @@ import numpy as np
 from sim import kernels as K
 from sim.disciplines import BatchDiscipline, FifoDiscipline, Overflow, QueueDiscipline
 from sim.distributions import Constant
+from sim.errors import ConfigError
 from sim.station import Station
 
 from .protocol import framing_bytes
@@ -18,10 +19,12 @@ __all__ = ["LinkStation", "BrokerStation", "SubscriberStation", "EncodeStation",
 
 
 def make_discipline(*, servers, capacity_messages, capacity_bytes, overflow, idle_extra_s=0.0,
-                    priority=False, batch=None, restart=None, **quota):
-    """FIFO arithmetic unless priorities or drop-oldest need an event-driven queue.
+                    priority=False, disk_cost_s=0.0, batch=None, restart=None, **quota):
+    """FIFO arithmetic unless priorities or the overflow policy
+    (``Overflow.EVENT_DRIVEN``) need an event-driven queue.
 
-    ``quota``: ``cpu_quota_s`` and ``cpu_period_s`` (FIFO arithmetic only).
+    ``quota``: ``cpu_quota_s`` and ``cpu_period_s`` (FIFO arithmetic only);
+    ``disk_cost_s``: extra service of a message spilled by ``flow_to_disk``, s.
     ``batch``: keyword arguments of :class:`BatchDiscipline` (batching with
     more than one message per batch), or None. ``restart``: keyword
     arguments of :class:`sim.restart.RestartQueueDiscipline`, or None.
@@ -31,20 +34,21 @@ def make_discipline(*, servers, capacity_messages, capacity_bytes, overflow, idl
 
         return RestartQueueDiscipline(servers=servers, capacity_messages=capacity_messages,
                                       capacity_bytes=capacity_bytes, overflow=overflow,
-                                      idle_extra_s=idle_extra_s, **restart)
+                                      idle_extra_s=idle_extra_s, disk_cost_s=disk_cost_s, **restart)
     if batch is not None and batch["batch_max_messages"] > 1:
         return BatchDiscipline(capacity_messages=capacity_messages, capacity_bytes=capacity_bytes,
                                overflow=overflow, idle_extra_s=idle_extra_s, **batch)
-    if priority or overflow == Overflow.DROP_OLDEST:
+    if priority or overflow in Overflow.EVENT_DRIVEN:
         return QueueDiscipline(servers=servers, capacity_messages=capacity_messages,
-                               capacity_bytes=capacity_bytes, overflow=overflow, idle_extra_s=idle_extra_s)
+                               capacity_bytes=capacity_bytes, overflow=overflow, idle_extra_s=idle_extra_s,
+                               disk_cost_s=disk_cost_s)
     return FifoDiscipline(servers=servers, capacity_messages=capacity_messages,
                           capacity_bytes=capacity_bytes, overflow=overflow, idle_extra_s=idle_extra_s,
                           **quota)
 
 
 class LinkStation(Station):
-    """Transmitter (FIFO, drop-tail) then propagation with jitter and loss.
+    """Transmitter (FIFO or priority channel) then propagation with jitter and loss.
 
     Parameters
     ----------
@@ -59,15 +63,25 @@ class LinkStation(Station):
     queue_messages, queue_bytes : int or None
         Effective transmit-queue limits (link's own, or the broker's
         per-client queue on a broker-to-subscriber link).
-    overflow : str
-        What a full transmit queue does (``drop_newest``; ``backpressure``
-        for a ZeroMQ PUSH pipe at its high-water mark).
+    scheduling, overflow : str
+        Transmit queue order (``fifo``/``priority``) and overflow policy
+        (default: the link's own).
+    max_priority : int or None
+        Priorities above it count as it (AMQP ``x-max-priority``).
+    disk_cost_s : float
+        Extra time of a message spilled by ``flow_to_disk``, s.
     """
 
     def __init__(self, name, params, *, protocol, topic_bytes, streams, window,
-                 queue_messages=None, queue_bytes=None, overflow=Overflow.DROP_NEWEST):
-        disc = FifoDiscipline(servers=1, capacity_messages=queue_messages,
-                              capacity_bytes=queue_bytes, overflow=overflow)
+                 queue_messages=None, queue_bytes=None, scheduling=None, overflow=None,
+                 max_priority=None, disk_cost_s=0.0):
+        self.scheduling = params.scheduling if scheduling is None else scheduling
+        self.max_priority = max_priority
+        overflow = params.overflow if overflow is None else overflow
+        if self.scheduling == "priority" and overflow == Overflow.BACKPRESSURE:
+            raise ConfigError(f"{name}.overflow", overflow, "not backpressure on a priority channel")
+        disc = make_discipline(servers=1, capacity_messages=queue_messages, capacity_bytes=queue_bytes,
+                               overflow=overflow, priority=self.scheduling == "priority", disk_cost_s=disk_cost_s)
         super().__init__(name, "link", disc, window=window)
         self.params = params
         self.protocol = protocol
@@ -86,6 +100,11 @@ class LinkStation(Station):
     def buffer_bytes(self, packets):
         return self.wire_bytes(packets).astype(np.float64)
 
+    def priority(self, packets):
+        if self.scheduling != "priority":
+            return None
+        return _capped(self.plan.flow_priority[self.plan.flow[packets.visit]], self.max_priority)
+
     def after_service(self, served):
         n = len(served.depart)
         delay = self.params.latency_s + self.jitter.take(n)
@@ -99,6 +118,11 @@ class LinkStation(Station):
     def lookahead_s(self):
         p = self.params
         return p.latency_s + p.jitter_s.min_value + p.overhead_bytes / p.bandwidth_Bps
+
+
+def _capped(priority, max_priority):
+    """Priorities above ``max_priority`` count as it (AMQP x-max-priority); None = no cap."""
+    return priority if max_priority is None else np.minimum(priority, max_priority)
 
 
 class _Uniform(Constant):
@@ -163,7 +187,8 @@ class BrokerStation(Station):
                                capacity_bytes=params.queue_bytes, overflow=params.overflow,
                                idle_extra_s=params.idle_wakeup_cost_s * _background_stretch(params),
                                priority=params.scheduling == "priority", batch=_batch(params),
-                               restart=_restart(params), **_quota(params))
+                               restart=_restart(params), disk_cost_s=params.flow_to_disk_cost_s,
+                               **_quota(params))
         super().__init__(name, "broker", disc, servers=params.workers, window=window)
         self.params = params
         self.filters = int(filters)
@@ -186,7 +211,7 @@ class BrokerStation(Station):
     def priority(self, packets):
         if self.params.scheduling != "priority":
             return None
-        return self.plan.flow_priority[self.plan.flow[packets.visit]]
+        return _capped(self.plan.flow_priority[self.plan.flow[packets.visit]], self.params.max_priority)
 
     @property
     def lookahead_s(self):

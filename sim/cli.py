@@ -98,6 +98,25 @@ def _station_table(result, top=8):
     return table
 
 
+def _topic_table(result, most=12):
+    """Latency and loss per topic over the window (full records, at most ``most`` topics), or None."""
+    if not hasattr(result.sink, "deliveries") or not 1 < len(result.network.names["topic"]) <= most:
+        return None
+    w0, w1 = result.window
+    d = result.deliveries()
+    d = d[(d["publish_time_s"] >= w0) & (d["publish_time_s"] < w1)]
+    x = result.drops()
+    lost = x[(x["publish_time_s"] >= w0) & (x["publish_time_s"] < w1)].groupby(
+        "topic", observed=True)["lost_deliveries"].sum()
+    table = Table(title="per topic (window)")
+    for col in ("topic", "delivered", "latency mean", "latency p99", "lost"):
+        table.add_column(col, justify="left" if col == "topic" else "right")
+    for topic, lat in d.groupby("topic", observed=True)["latency_s"]:
+        table.add_row(str(topic), f"{len(lat):,}", _fmt(lat.mean(), "ms"), _fmt(lat.quantile(0.99), "ms"),
+                      f"{int(lost.get(topic, 0)):,}")
+    return table
+
+
 def _traffic_table(result):
     """Per node: client vs inter-broker messages, data and control (None with one broker)."""
     t = result.traffic()
@@ -197,6 +216,9 @@ def _run(args, console):
     if last is not None:
         console.print(_parameter_table(last))
         console.print(_station_table(last))
+        topics = _topic_table(last)
+        if topics is not None:
+            console.print(topics)
         traffic = _traffic_table(last)
         if traffic is not None:
             console.print(traffic)
@@ -232,6 +254,9 @@ def build_parser():
     from .study.cli import add_commands as study_commands
 
     study_commands(sub)
+    from .report import add_commands as report_commands
+
+    report_commands(sub)
     from models.presets.cli import add_commands as preset_commands
 
     preset_commands(sub)

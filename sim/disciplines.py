@@ -22,12 +22,36 @@ __all__ = ["Served", "FifoDiscipline", "QueueDiscipline", "BatchDiscipline", "Ov
 
 
 class Overflow:
-    """Overflow policies of a finite buffer."""
+    """Overflow policies of a finite buffer.
+
+    * ``drop_newest``: the arriving message is dropped (cause ``buffer_full``
+      or ``buffer_bytes``).
+    * ``reject``: the arriving message is refused and its sender told (YAMI4
+      ``reject``, AMQP ``x-overflow: reject-publish``); lost with cause
+      ``rejected``. Same queue behaviour as ``drop_newest``.
+    * ``drop_oldest`` / ``ring`` (alias; Qpid ring queue, AMQP ``drop-head``):
+      the message that has waited longest is evicted (``dropped_oldest``).
+    * ``update``: an arriving message replaces the waiting (not in service)
+      message of its key (its flow: publisher and topic), full queue or not,
+      taking over its queue position; the replaced one is lost with cause ``replaced``
+      (YAMI4 update/replace; a last-value queue). With no such message and a
+      full queue the arriving one is dropped.
+    * ``flow_to_disk`` (Qpid): beyond the limit messages are not dropped but
+      written to disk and read back, paying an extra service time each.
+    * ``backpressure``: the sender holds the message until there is room.
+
+    ``EVENT_DRIVEN`` policies need :class:`QueueDiscipline`.
+    """
 
     DROP_NEWEST = "drop_newest"
     DROP_OLDEST = "drop_oldest"
     BACKPRESSURE = "backpressure"
-    ALL = (DROP_NEWEST, DROP_OLDEST, BACKPRESSURE)
+    REJECT = "reject"
+    RING = "ring"
+    UPDATE = "update"
+    FLOW_TO_DISK = "flow_to_disk"
+    ALL = (DROP_NEWEST, DROP_OLDEST, BACKPRESSURE, REJECT, RING, UPDATE, FLOW_TO_DISK)
+    EVENT_DRIVEN = (DROP_OLDEST, RING, UPDATE, FLOW_TO_DISK)
 
 
 @dataclass
@@ -63,7 +87,8 @@ class FifoDiscipline:
     capacity_messages, capacity_bytes : int or None
         Most messages / bytes in the station (waiting plus in service).
     overflow : str
-        ``Overflow.DROP_NEWEST`` or ``Overflow.BACKPRESSURE``.
+        ``Overflow.DROP_NEWEST``, ``Overflow.REJECT`` (drop newest, cause
+        ``rejected``) or ``Overflow.BACKPRESSURE``.
     idle_extra_s : float
         Extra service time of a message that finds its server idle (wake-up
         cost of an event loop), s.
@@ -77,8 +102,9 @@ class FifoDiscipline:
     def __init__(self, *, servers=1, capacity_messages=None, capacity_bytes=None,
                  overflow=Overflow.DROP_NEWEST, idle_extra_s=0.0, cpu_quota_s=math.inf,
                  cpu_period_s=0.1):
-        policy = {Overflow.DROP_NEWEST: K.POLICY_DROP_NEWEST,
+        policy = {Overflow.DROP_NEWEST: K.POLICY_DROP_NEWEST, Overflow.REJECT: K.POLICY_DROP_NEWEST,
                   Overflow.BACKPRESSURE: K.POLICY_BACKPRESSURE}[overflow]
+        self.reject = overflow == Overflow.REJECT
         cap_b = math.inf if capacity_bytes is None else float(capacity_bytes)
         self.fs = np.zeros(K.FS_LEN)
         self.fs[[K.CAP_BYTES, K.IDLE_EXTRA, K.QUOTA, K.PERIOD]] = (
@@ -101,6 +127,8 @@ class FifoDiscipline:
                 break
             self.hdep = np.concatenate([self.hdep, np.empty_like(self.hdep)])
             self.hsize = np.concatenate([self.hsize, np.empty_like(self.hsize)])
+        if self.reject:
+            code[(code == K.DROP_FULL) | (code == K.DROP_BYTES)] = K.DROP_REJECTED
         ok = code == K.OK
         if ok.all():
             return Served(packets, admit, start, dep, Packets.empty(), np.empty(0),
@@ -125,7 +153,7 @@ class FifoDiscipline:
 
 
 class QueueDiscipline:
-    """Event-driven station: non-preemptive priorities, drop-oldest, finite buffer.
+    """Event-driven station: non-preemptive priorities, every overflow policy but back-pressure.
 
     Used where the service order or the fate of a waiting message is not known
     on arrival. Messages are served by priority (higher first), FIFO within a
@@ -137,22 +165,33 @@ class QueueDiscipline:
     capacity_messages, capacity_bytes : int or None
         Most messages / bytes in the station (waiting plus in service).
     overflow : str
-        ``Overflow.DROP_NEWEST`` or ``Overflow.DROP_OLDEST`` (evicts the
-        message that has waited longest).
+        Any of :class:`Overflow` but ``backpressure``: ``drop_newest``,
+        ``reject``, ``drop_oldest``/``ring`` (evicts the message that has
+        waited longest), ``update`` (replace the waiting message of the same
+        key) or ``flow_to_disk``.
     idle_extra_s : float
         As for :class:`FifoDiscipline`.
+    disk_cost_s : float
+        ``flow_to_disk``: extra service time of a message admitted beyond the
+        limit (written to disk and read back), s.
+
+    Entries are tuples ``(seq, row, service, size, priority, arrival, key)``.
     """
 
     event_driven = True
 
     def __init__(self, *, servers=1, capacity_messages=None, capacity_bytes=None,
-                 overflow=Overflow.DROP_OLDEST, idle_extra_s=0.0):
+                 overflow=Overflow.DROP_OLDEST, idle_extra_s=0.0, disk_cost_s=0.0):
         if overflow == Overflow.BACKPRESSURE:
             raise ValueError("back-pressure is handled by FifoDiscipline")
         self.servers = int(servers)
         self.cap_msgs = math.inf if capacity_messages is None else int(capacity_messages)
         self.cap_bytes = math.inf if capacity_bytes is None else float(capacity_bytes)
-        self.drop_oldest = overflow == Overflow.DROP_OLDEST
+        self.overflow = overflow
+        self.drop_oldest = overflow in (Overflow.DROP_OLDEST, Overflow.RING)
+        self.needs_key = overflow == Overflow.UPDATE
+        self.disk_cost_s = float(disk_cost_s)
+        self.keyed = {}           # update policy: key -> priority of its waiting message
         self.idle_extra_s = float(idle_extra_s)
         self.busy = []            # heap of (completion time, size)
         self.waiting = {}         # priority -> deque of entries
@@ -164,7 +203,7 @@ class QueueDiscipline:
 
     # --- state changes -------------------------------------------------
     def _start(self, entry, t):
-        seq, row, service, size, prio, arrival = entry
+        seq, row, service, size, prio, arrival, _ = entry
         dep = t + service
         heapq.heappush(self.busy, (dep, seq, size))
         self._out.append((row, arrival, t, dep))
@@ -173,6 +212,8 @@ class QueueDiscipline:
         prio = max(p for p, q in self.waiting.items() if q)
         entry = self.waiting[prio].popleft()
         self.n_waiting -= 1
+        if self.needs_key:
+            del self.keyed[entry[6]]
         return entry
 
     def advance(self, t):
@@ -186,7 +227,7 @@ class QueueDiscipline:
     def _evict_oldest(self, t):
         heads = [(q[0][0], p) for p, q in self.waiting.items() if q]
         _, prio = min(heads)
-        seq, row, service, size, p, arrival = self.waiting[prio].popleft()
+        seq, row, service, size, p, arrival, _ = self.waiting[prio].popleft()
         self.n_waiting -= 1
         self.bytes_in -= size
         self._drops.append((row, t, K.DROP_OLDEST))
@@ -195,34 +236,62 @@ class QueueDiscipline:
         in_station = len(self.busy) + self.n_waiting
         return in_station >= self.cap_msgs or self.bytes_in + size > self.cap_bytes
 
-    def arrive(self, t, row, service, size, prio):
+    def _replace(self, t, row, service, size, key):
+        """Update policy: the new message takes the waiting one's place; False if its bytes do not fit."""
+        prio = self.keyed[key]
+        q = self.waiting[prio]
+        i = next(i for i, e in enumerate(q) if e[6] == key)
+        old = q[i]
+        if self.bytes_in - old[3] + size > self.cap_bytes:
+            return False
+        q[i] = (old[0], row, service, size, prio, t, key)
+        self.bytes_in += size - old[3]
+        self._drops.append((old[1], t, K.DROP_REPLACED))
+        return True
+
+    def _refuse(self, t, row):
+        if self.overflow == Overflow.REJECT:
+            code = K.DROP_REJECTED
+        else:
+            code = K.DROP_FULL if len(self.busy) + self.n_waiting >= self.cap_msgs else K.DROP_BYTES
+        self._drops.append((row, t, code))
+
+    def arrive(self, t, row, service, size, prio, key=None):
+        if self.needs_key and key in self.keyed and self._replace(t, row, service, size, key):
+            return
         if self._full(size):
-            can_evict = self.drop_oldest and self.n_waiting
-            while can_evict and self._full(size) and self.n_waiting:
-                self._evict_oldest(t)
-            if self._full(size):
-                code = K.DROP_FULL if len(self.busy) + self.n_waiting >= self.cap_msgs else K.DROP_BYTES
-                self._drops.append((row, t, code))
-                return
+            if self.overflow == Overflow.FLOW_TO_DISK:
+                service += self.disk_cost_s  # spilled to disk, read back before it is sent
+            else:
+                can_evict = self.drop_oldest and self.n_waiting
+                while can_evict and self._full(size) and self.n_waiting:
+                    self._evict_oldest(t)
+                if self._full(size):
+                    self._refuse(t, row)
+                    return
         self.bytes_in += size
-        entry = (self.seq, row, service, size, prio, t)
+        entry = (self.seq, row, service, size, prio, t, key)
         self.seq += 1
         if len(self.busy) < self.servers:
-            entry = (entry[0], row, service + self.idle_extra_s, size, prio, t)
+            entry = (entry[0], row, service + self.idle_extra_s, size, prio, t, key)
             self._start(entry, t)
         else:
             self.waiting.setdefault(prio, deque()).append(entry)
             self.n_waiting += 1
+            if self.needs_key:
+                self.keyed[key] = prio
 
     # --- batch interface -------------------------------------------------
-    def run(self, packets, service, size, horizon, priority=None):
+    def run(self, packets, service, size, horizon, priority=None, key=None):
+        """Serve a batch; ``priority`` (higher first) and ``key`` (update policy) per packet."""
         prio = np.zeros(len(packets), dtype=np.int64) if priority is None else priority
+        keys = [None] * len(packets) if key is None else np.asarray(key).tolist()
         rows = list(zip(packets.t.tolist(), packets.msg.tolist(), packets.visit.tolist(),
                         packets.size.tolist(), packets.pub_t.tolist()))
         for i, row in enumerate(rows):
             t = row[0]
             self.advance(t)
-            self.arrive(t, row, float(service[i]), float(size[i]), int(prio[i]))
+            self.arrive(t, row, float(service[i]), float(size[i]), int(prio[i]), keys[i])
         self.advance(horizon)
         return self._collect()
 

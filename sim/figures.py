@@ -6,7 +6,7 @@ import matplotlib
 matplotlib.use("Agg", force=False)
 import matplotlib.pyplot as plt  # noqa: E402
 
-__all__ = ["latency_cdf", "throughput"]
+__all__ = ["latency_cdf", "throughput", "style_latency_axes"]
 
 
 def latency_cdf(ecdfs):
@@ -14,13 +14,18 @@ def latency_cdf(ecdfs):
     fig, ax = plt.subplots(figsize=(6, 4))
     for label, df in ecdfs.items():
         ax.step(df["latency_s"] * 1e3, df["fraction"], where="post", label=label)
+    style_latency_axes(ax)
+    fig.tight_layout()
+    return fig
+
+
+def style_latency_axes(ax):
+    """Log latency axis in ms, fraction of deliveries up, grid and legend."""
     ax.set_xscale("log")
     ax.set_xlabel("latency (ms)")
     ax.set_ylabel("fraction of deliveries")
     ax.grid(True, which="both", alpha=0.3)
     ax.legend()
-    fig.tight_layout()
-    return fig
 
 
 def throughput(series, window=None):

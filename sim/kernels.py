@@ -58,6 +58,8 @@ DROP_OLDEST = 4      # evicted by a newer message (drop-oldest policy)
 NEED_GROW = -1       # internal: heap arrays too small, grow and resume
 DROP_RESTART = 5     # in a broker when it restarted (not persistent, or queue not durable)
 DROP_DOWN = 6        # refused: the broker was down (restarting)
+DROP_REJECTED = 7    # refused by a full queue with the reject policy (sender told)
+DROP_REPLACED = 8    # replaced while waiting by a newer message of its flow (update policy)
 
 CAUSE_NAMES = {
     DROP_FULL: "buffer_full",
@@ -66,6 +68,8 @@ CAUSE_NAMES = {
     DROP_OLDEST: "dropped_oldest",
     DROP_RESTART: "broker_restart",
     DROP_DOWN: "broker_down",
+    DROP_REJECTED: "rejected",
+    DROP_REPLACED: "replaced",
 }
 
 

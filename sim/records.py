@@ -159,7 +159,8 @@ class RecordSink(_Tally):
             "lost_deliveries": self.net.plan.leaves[pk.visit],
             "msg": pk.msg,
         })
-        return df.sort_values(["drop_time_s", "msg"], kind="stable", ignore_index=True)
+        # place breaks ties: copies of one message dropped at two places at once
+        return df.sort_values(["drop_time_s", "msg", "place"], kind="stable", ignore_index=True)
 
     def _window_latencies(self):
         lat = [p.t[self._in(p.pub_t)] - p.pub_t[self._in(p.pub_t)] for p in self._delivered]

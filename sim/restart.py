@@ -60,7 +60,7 @@ class RestartQueueDiscipline(QueueDiscipline):
 
     # --- state changes -------------------------------------------------
     def _start(self, entry, t):
-        seq, row, service, size, prio, arrival = entry
+        seq, row, service, size, prio, arrival, _ = entry
         dep = t + service
         heapq.heappush(self.busy, (dep, seq, size))
         self.in_service[seq] = (entry, t, dep)
@@ -105,6 +105,7 @@ class RestartQueueDiscipline(QueueDiscipline):
         for q in self.waiting.values():
             held.extend(q)
         self.busy, self.in_service, self.waiting, self.n_waiting = [], {}, {}, 0
+        self.keyed = {}
         keep = []
         for entry in held:
             if self._survives(entry):
@@ -114,6 +115,8 @@ class RestartQueueDiscipline(QueueDiscipline):
                 self._drops.append((entry[1], r, K.DROP_RESTART))
         for entry in sorted(keep, key=lambda e: e[0]):  # FIFO order within each priority
             self.waiting.setdefault(entry[4], deque()).append(entry)
+            if self.needs_key:  # update policy: one waiting message per key, as before
+                self.keyed[entry[6]] = entry[4]
         self.n_waiting = len(keep)
         self.down_until = max(self.down_until, r + self.downtime_s)
 
@@ -122,11 +125,11 @@ class RestartQueueDiscipline(QueueDiscipline):
         while self.n_waiting and len(self.busy) < self.servers:
             self._start(self._pop_next(), up)
 
-    def arrive(self, t, row, service, size, prio):
+    def arrive(self, t, row, service, size, prio, key=None):
         if self._down(t):
             self._drops.append((row, t, K.DROP_DOWN))
             return
-        super().arrive(t, row, service, size, prio)
+        super().arrive(t, row, service, size, prio, key)
 
     def next_wake(self):
         first = min(self._next_event())

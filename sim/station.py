@@ -145,6 +145,11 @@ class Station:
         """Priority of each packet (event-driven disciplines only); None = all equal."""
         return None
 
+    def overflow_key(self, packets):
+        """Key of each packet for the ``update`` overflow policy: its flow
+        (publisher, topic); a newer message replaces a waiting one of the same key."""
+        return self.plan.flow[packets.visit]
+
     def after_service(self, served):
         """Time each served packet reaches the next place, and its code."""
         return served.depart, np.zeros(len(served.depart), dtype=np.int64)
@@ -159,7 +164,10 @@ class Station:
         """Serve an arrival-ordered batch; advance event-driven state to ``horizon``."""
         service = self.service_s(packets)
         size = self.buffer_bytes(packets)
-        if self.discipline.event_driven:
+        if getattr(self.discipline, "needs_key", False):  # update policy: replace by key
+            served = self.discipline.run(packets, service, size, horizon, self.priority(packets),
+                                         self.overflow_key(packets))
+        elif self.discipline.event_driven:
             served = self.discipline.run(packets, service, size, horizon, self.priority(packets))
         else:
             served = self.discipline.run(packets, service, size, horizon)

@@ -33,7 +33,8 @@ __all__ = [
     "mg1_wait_mean_s", "mg1_sojourn_mean_s", "md1_sojourn_mean_s",
     "mm1k_loss_probability", "mm1k_sojourn_mean_s",
     "erlang_c", "mmc_wait_mean_s", "mmc_sojourn_mean_s",
-    "jackson_tandem_sojourn_mean_s", "mm1_priority_nonpreemptive_wait_mean_s", "mva",
+    "jackson_tandem_sojourn_mean_s", "mm1_priority_nonpreemptive_wait_mean_s",
+    "mg1_priority_nonpreemptive_wait_mean_s", "mva",
 ]
 
 
@@ -486,6 +487,46 @@ def mm1_priority_nonpreemptive_wait_mean_s(arrival_rates_per_s, service_rates_pe
     sigma = np.cumsum(lams / mus)
     _stable("arrival_rates_per_s", arrival_rates_per_s, float(sigma[-1]))
     residual_s = float(np.sum(lams / mus**2))
+    sigma_before = np.concatenate(([0.0], sigma[:-1]))
+    return residual_s / ((1.0 - sigma_before) * (1.0 - sigma))
+
+
+def mg1_priority_nonpreemptive_wait_mean_s(arrival_rates_per_s, mean_services_s, scv_services) -> np.ndarray:
+    """Mean waiting time in queue of each class of a non-preemptive priority
+    M/G/1 queue with general service times.
+
+    Cobham's formula ([Cob54]_; [Kle76]_ eq. 3.30; [GH08]_ section 3.4.1):
+    ``W_k = W_0 / ((1 - sigma_{k-1}) (1 - sigma_k))`` with
+    ``sigma_k = sum_{i<=k} rho_i``, ``rho_i = lambda_i E[S_i]`` and the mean
+    residual work ``W_0 = sum_i lambda_i E[S_i^2] / 2`` where
+    ``E[S_i^2] = E[S_i]^2 (1 + c_i^2)``. Class 0 has the highest priority;
+    FCFS within a class. With ``c_i^2 = 1`` this is
+    :func:`mm1_priority_nonpreemptive_wait_mean_s`.
+
+    Parameters
+    ----------
+    arrival_rates_per_s : sequence of float
+        Poisson arrival rate lambda_k of each class, 1/s; >= 0.
+    mean_services_s : sequence of float
+        Mean service time E[S_k] of each class, s; > 0.
+    scv_services : sequence of float
+        Squared coefficient of variation of each class's service time
+        (0 deterministic, 1 exponential); >= 0.
+
+    Returns
+    -------
+    numpy.ndarray
+        Mean wait of each class (excluding service), s.
+    """
+    lams = np.array(_rate_list("arrival_rates_per_s", arrival_rates_per_s, _non_negative))
+    means = np.array(_rate_list("mean_services_s", mean_services_s, _positive))
+    scvs = np.array(_rate_list("scv_services", scv_services, _non_negative))
+    for name, arr in (("mean_services_s", means), ("scv_services", scvs)):
+        if len(arr) != len(lams):
+            raise ConfigError(name, arr.tolist(), f"one value per class ({len(lams)} arrival rates given)")
+    sigma = np.cumsum(lams * means)
+    _stable("arrival_rates_per_s", arrival_rates_per_s, float(sigma[-1]))
+    residual_s = float(np.sum(lams * means**2 * (1.0 + scvs))) / 2.0
     sigma_before = np.concatenate(([0.0], sigma[:-1]))
     return residual_s / ((1.0 - sigma_before) * (1.0 - sigma))
 

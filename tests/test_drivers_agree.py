@@ -64,6 +64,33 @@ def priority_star():
     return T.star(broker=broker, publishers=pubs, subscribers=subs, link=LAN)
 
 
+def priority_link_star(overflow):
+    """YAMI4 priority channels: per-topic priorities, slow lossy downlinks with a small queue."""
+    pubs = {"mixed": PublisherParams(topics=("c/0", "c/1", "c/2"), topic_priorities=(0, 2, 1),
+                                     rate_per_s=2500.0, size_bytes=Uniform(low=50, high=400)),
+            "flood": PublisherParams(topics=("m/x",), rate_per_s=2000.0, size_bytes=Constant(value=200))}
+    subs = {"all": SubscriberParams(subscriptions=("#",)),
+            "cmd": SubscriberParams(subscriptions=("c/+",), processing_s=Exponential(mean_value=1e-4),
+                                    buffer_messages=4)}
+    down = LinkParams(latency_s=1e-4, bandwidth_Bps=1e6, jitter_s=Exponential(mean_value=5e-5),
+                      loss_probability=0.02, queue_messages=4, scheduling="priority", overflow=overflow)
+    links = {"mixed": LAN, "flood": LAN, "all": down, "cmd": down}
+    return T.star(broker=BrokerParams(ingress_cost_s=Exponential(mean_value=5e-5)), publishers=pubs,
+                  subscribers=subs, link=links)
+
+
+def client_queue_star(client_overflow, overflow="drop_newest"):
+    """AMQP/Qpid-like broker: priority per-subscriber queues with x-max-priority and an overflow policy."""
+    broker = BrokerParams(ingress_cost_s=Exponential(mean_value=1e-4), queue_messages=5, overflow=overflow,
+                          client_queue_messages=3, client_scheduling="priority", client_overflow=client_overflow,
+                          max_priority=1, flow_to_disk_cost_s=2e-4)
+    pubs = {f"p{prio}": PublisherParams(topics=(f"q/{prio}",), rate_per_s=2000.0, priority=prio,
+                                        size_bytes=Constant(value=300)) for prio in (0, 1, 5)}
+    subs = {"s": SubscriberParams(subscriptions=("q/#",))}
+    link = LinkParams(latency_s=1e-4, bandwidth_Bps=2e6)
+    return T.star(broker=broker, publishers=pubs, subscribers=subs, link=link)
+
+
 def two_way_chain(forwarding):
     """Three brokers, publishers at both ends: copies flow both ways (a cycle of stations)."""
     brokers = {f"b{i}": BrokerParams(ingress_cost_s=Exponential(mean_value=1e-4),
@@ -125,6 +152,16 @@ def restart_with_disk():
     return g
 
 
+def restart_priority_update():
+    """A restarting broker whose ingress and priority per-subscriber queues replace by flow (update)."""
+    import dataclasses
+
+    g = client_queue_star("update", "update")
+    p = g.nodes["broker"][T.PARAMS]
+    g.nodes["broker"][T.PARAMS] = dataclasses.replace(p, restart_at_s=(0.1, 0.2), restart_downtime_s=0.01)
+    return g
+
+
 CASES = {
     "merged-star": (merged_star, 0.5),
     "simultaneous": (simultaneous_star, 0.3),
@@ -132,12 +169,20 @@ CASES = {
     "drop-oldest": (lambda: policy_star("drop_oldest", 1), 0.4),
     "backpressure": (lambda: policy_star("backpressure", 1), 0.4),
     "priority-drop-oldest": (priority_star, 0.4),
+    "priority-link-drop-newest": (lambda: priority_link_star("drop_newest"), 0.3),
+    "priority-link-reject": (lambda: priority_link_star("reject"), 0.3),
+    "priority-link-ring": (lambda: priority_link_star("ring"), 0.3),
+    "priority-link-update": (lambda: priority_link_star("update"), 0.3),
+    "client-queue-flow-to-disk": (lambda: client_queue_star("flow_to_disk"), 0.3),
+    "client-queue-update-broker-reject": (lambda: client_queue_star("update", "reject"), 0.3),
+    "client-queue-ring-broker-update": (lambda: client_queue_star("ring", "update"), 0.3),
     "chain-flood": (lambda: two_way_chain("flood"), 0.4),
     "chain-subscription": (lambda: two_way_chain("subscription"), 0.4),
     "relay-chain": (relay_chain, 0.4),
     "batching-broker": (lambda: batching_star(), 0.3),
     "brokerless-zmq": (lambda: brokerless_mixed(), 0.3),
     "restart-persistent-disk": (lambda: restart_with_disk(), 0.3),
+    "restart-priority-update": (restart_priority_update, 0.3),
 }
 
 
@@ -213,3 +258,32 @@ def test_cases_exercise_what_they_claim():
     r = simulate(CASES["relay-chain"][0](), duration_s=0.4, seed=11)
     st = r.stations().set_index("station")
     assert st.loc["relay:b1", "drops_buffer_full"] > 0 and st.loc["relay:b0", "utilization"] > 0.1
+
+
+@pytest.mark.parametrize("case, causes", [
+    ("priority-link-drop-newest", {"buffer_full", "link_loss"}),
+    ("priority-link-reject", {"rejected", "link_loss"}),
+    ("priority-link-ring", {"dropped_oldest", "link_loss"}),
+    ("priority-link-update", {"replaced", "link_loss"}),
+    ("client-queue-update-broker-reject", {"replaced", "rejected"}),
+    ("client-queue-ring-broker-update", {"dropped_oldest", "replaced"}),
+    ("restart-priority-update", {"replaced", "broker_restart", "broker_down"}),
+])
+def test_policy_cases_exercise_their_policy(case, causes):
+    build, duration = CASES[case]
+    r = simulate(build(), duration_s=duration, seed=11)
+    assert set(r.drops()["cause"]) >= causes
+
+
+def test_flow_to_disk_case_spills_without_loss():
+    build, duration = CASES["client-queue-flow-to-disk"]
+    r = simulate(build(), duration_s=duration, seed=11)
+    places = set(r.drops()["place"])
+    assert not any(p.startswith("link:broker->") for p in places)  # the client queue never drops
+    spill = simulate(build(), duration_s=duration, seed=11).deliveries()["latency_s"].mean()
+    g = build()
+    import dataclasses
+    b = g.nodes["broker"][T.PARAMS]
+    g.nodes["broker"][T.PARAMS] = dataclasses.replace(b, flow_to_disk_cost_s=0.0)
+    free = simulate(g, duration_s=duration, seed=11).deliveries()["latency_s"].mean()
+    assert spill > free  # spilled messages pay the disk cost

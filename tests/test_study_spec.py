@@ -168,3 +168,12 @@ def test_example_study_file_parses():
     study = load_study(Path(__file__).resolve().parents[1] / "experiments" / "studies" / "load_sweep.yaml")
     assert len(study.points) == 8 and study.replications == 2
     assert study.varied == (PRESET, RATE)
+
+
+def test_the_study_keeps_its_file_path_when_fields_are_set():
+    # the manifest's study_file: a `set:` block must not overwrite it
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "experiments" / "studies" / "main.yaml"
+    study = load_study(path)
+    assert study.path == str(path)
