@@ -49,7 +49,12 @@ def _short(params):
 
 def _table(rows):
     table = Table(title="presets and provenance (placeholders in red: estimates, not calibrated)")
-    for col in ("name", "kind", "family", "source", "reference", "date", "parameters", "note"):
+    # short identifiers are never cut, so a name can be copied from the table
+    table.add_column("name", no_wrap=True)
+    table.add_column("kind", no_wrap=True)
+    table.add_column("family", overflow="fold")
+    table.add_column("source", no_wrap=True)
+    for col in ("reference", "date", "parameters", "note"):
         table.add_column(col, overflow="fold")
     for r in rows:
         table.add_row(r["name"], r["kind"], r["family"], r["source"], r["reference"], r["date"],
