@@ -38,7 +38,7 @@ from .saturation import interval_search, is_sustainable
 __all__ = ["RunSpec", "Campaign", "load_campaign", "parse_campaign", "run_campaign",
            "read_results", "host_metadata"]
 
-KINDS = ("mosquitto", "nats", "rabbitmq-mqtt", "zmq-proxy")
+KINDS = ("mosquitto", "nats", "rabbitmq-mqtt", "zmq-proxy", "activemq-mqtt", "ejabberd-mqtt")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -48,7 +48,8 @@ class RunSpec:
     Parameters
     ----------
     broker : str
-        Broker kind (``mosquitto``, ``nats``, ``rabbitmq-mqtt``, ``zmq-proxy``).
+        Broker kind (``mosquitto``, ``nats``, ``rabbitmq-mqtt``, ``zmq-proxy``, ``activemq-mqtt``,
+        ``ejabberd-mqtt``).
     config : str
         Name of the configuration in the campaign.
     payload_bytes, publishers, subscribers, topics, fanout : int
@@ -238,7 +239,8 @@ def host_metadata():
     import os
     return {"host": platform.node(), "cpu": cpu, "cores": os.cpu_count(),
             "kernel": platform.release(), "python": platform.python_version(),
-            "date": datetime.date.today().isoformat()}
+            "date": datetime.date.today().isoformat(),
+            "load_average_at_start": [round(x, 2) for x in os.getloadavg()]}
 
 
 def _pair_id(broker, config):

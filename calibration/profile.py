@@ -28,6 +28,19 @@ BROKER_MODELS = {
                       "why": "Erlang schedulers share the capped core; credit flow throttles publishers"},
     "zmq-proxy": {"workers": 1, "topic_syntax": "prefix", "overflow": "drop_newest",
                   "why": "zmq.proxy is one thread; PUB sockets drop at the high-water mark"},
+    "activemq-mqtt": {"workers": 1, "topic_syntax": "mqtt", "overflow": "backpressure",
+                      "why": "a JVM: one transport thread per MQTT connection plus the dispatch "
+                             "thread pool (ActiveMQ 'Configuring Transports', 'MQTT'), all sharing the "
+                             "capped core, so the broker is CPU-bound and modelled as one worker "
+                             "at the cap; producer flow control blocks publishers when a topic's "
+                             "memory limit is reached (ActiveMQ 'Producer Flow Control'); MQTT "
+                             "'/' topic levels map onto ActiveMQ '.' destinations"},
+    "ejabberd-mqtt": {"workers": 1, "topic_syntax": "mqtt", "overflow": "backpressure",
+                      "why": "an Erlang VM: one process per MQTT session (mod_mqtt_session) on BEAM "
+                             "schedulers that share the capped core, so it is CPU-bound and modelled "
+                             "as one worker at the cap; the harness sets mod_mqtt max_queue "
+                             "unlimited (ejabberd docs, mod_mqtt), so nothing is dropped and TCP "
+                             "flow control slows publishers"},
 }
 
 

@@ -23,6 +23,8 @@ with what the publishers were asked to offer (``rate_per_s x fanout``).
 """
 from __future__ import annotations
 
+import os
+
 import math
 import tempfile
 from pathlib import Path
@@ -116,7 +118,8 @@ class RealHarness:
         from .harness.loadgen import LoadSpec
 
         cpus = tuple(self.campaign.client_cpus) or None
-        return LoadSpec(protocol=broker.protocol, pub_port=broker.pub_port, sub_port=broker.sub_port,
+        user, password = getattr(broker, "mqtt_credentials", None) or (None, None)
+        return LoadSpec(mqtt_username=user, mqtt_password=password, protocol=broker.protocol, pub_port=broker.pub_port, sub_port=broker.sub_port,
                         publishers=spec.publishers, subscribers=spec.subscribers, topics=spec.topics,
                         fanout=spec.fanout, payload_bytes=spec.payload_bytes, qos=spec.qos,
                         rate_per_s=spec.rate_per_s, duration_s=spec.duration_s, warmup_s=spec.warmup_s,
@@ -133,6 +136,7 @@ class RealHarness:
         cpu = procstat.diff(before, after)
         row = self._row(spec, result, cpu)
         row["broker_dropped"] = self._broker_dropped(broker)
+        row["host_load_1min"] = os.getloadavg()[0]  # shared machine: how busy the other cores were
         lat = np.asarray(result.latencies_s())
         if lat.size > self.sample:
             lat = self.rng.choice(lat, self.sample, replace=False)

@@ -2,8 +2,14 @@
 # Install the brokers measured by calibration/harness (Debian/Ubuntu, as root).
 #
 #   scripts/install_brokers.sh          mosquitto + nats-server
-#   scripts/install_brokers.sh --all    ... + rabbitmq-server (heavy: Erlang)
-#   PUBSIM_WITH_RABBITMQ=1 scripts/install_brokers.sh   same as --all
+#   scripts/install_brokers.sh --rabbitmq  ... + rabbitmq-server (heavy: Erlang)
+#   scripts/install_brokers.sh --tier2  ... + activemq, libmqtt-client-java, ejabberd
+#                                       (heavy: Java and Erlang; second-tier brokers)
+#   scripts/install_brokers.sh --all    all of the above
+#   PUBSIM_WITH_RABBITMQ=1 / PUBSIM_WITH_TIER2=1   same as --rabbitmq / --tier2
+#
+# libmqtt-client-java: Debian's activemq ships the MQTT transport
+# (activemq-mqtt.jar) without the FuseSource MQTT codec it loads at run time.
 #
 # Idempotent: packages already installed are skipped, and apt-get update runs
 # at most once. The system services these packages may start are stopped:
@@ -11,16 +17,20 @@
 set -euo pipefail
 
 with_rabbitmq=${PUBSIM_WITH_RABBITMQ:-0}
+with_tier2=${PUBSIM_WITH_TIER2:-0}
 for arg in "$@"; do
     case "$arg" in
-        --all) with_rabbitmq=1 ;;
-        -h|--help) sed -n '2,9p' "$0"; exit 0 ;;
-        *) echo "install_brokers.sh: unknown argument: $arg (expected --all)" >&2; exit 2 ;;
+        --all) with_rabbitmq=1; with_tier2=1 ;;
+        --rabbitmq) with_rabbitmq=1 ;;
+        --tier2) with_tier2=1 ;;
+        -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
+        *) echo "install_brokers.sh: unknown argument: $arg (expected --rabbitmq, --tier2 or --all)" >&2; exit 2 ;;
     esac
 done
 
 packages=(mosquitto nats-server)
 [ "$with_rabbitmq" = 1 ] && packages+=(rabbitmq-server)
+[ "$with_tier2" = 1 ] && packages+=(activemq libmqtt-client-java ejabberd)
 
 installed() { dpkg -s "$1" 2>/dev/null | grep -q '^Status: install ok installed'; }
 
@@ -70,6 +80,8 @@ stop_service() {  # service, pgrep arguments matching its daemon
 installed mosquitto && stop_service mosquitto -f '^/usr/sbin/mosquitto -c /etc/mosquitto/mosquitto.conf'
 installed nats-server && stop_service nats-server -f '^/usr/sbin/nats-server -c /etc/nats-server.conf'
 installed rabbitmq-server && stop_service rabbitmq-server -u rabbitmq
+installed activemq && stop_service activemq -u activemq
+installed ejabberd && stop_service ejabberd -u ejabberd
 
 echo "versions:"
 command -v mosquitto >/dev/null || PATH=$PATH:/usr/sbin
@@ -78,5 +90,12 @@ echo "  nats-server:     $(nats-server --version 2>/dev/null | sed "s/^nats-serv
 if installed rabbitmq-server; then
     echo "  rabbitmq-server: $(dpkg-query -W -f='${Version}' rabbitmq-server)"
 else
-    echo "  rabbitmq-server: not installed (use --all)"
+    echo "  rabbitmq-server: not installed (use --rabbitmq or --all)"
 fi
+for pkg in activemq ejabberd; do
+    if installed "$pkg"; then
+        printf '  %-16s %s\n' "$pkg:" "$(dpkg-query -W -f='${Version}' "$pkg")"
+    else
+        printf '  %-16s not installed (use --tier2 or --all)\n' "$pkg:"
+    fi
+done

@@ -20,13 +20,30 @@ Kinds
     work directory; its own ``epmd`` on a free port (so nothing escapes the
     cleanup). Starting takes several seconds (allowed: 60 s). ``pid`` is
     the Erlang VM (``beam.smp``), not the start-up shell script.
+``activemq-mqtt``
+    ActiveMQ Classic (Debian ``activemq``) with an MQTT transport connector
+    on PORT (``mqtt://127.0.0.1:PORT``, TCP_NODELAY), non-persistent, no JMX,
+    no advisories; started as ``java -jar /usr/share/activemq/bin/activemq.jar
+    start xbean:file:activemq.xml`` with ``activemq.base``, data, temporary
+    files and the log4j log inside the work directory; fixed 256 MiB heap.
+    ``pid`` is the JVM. Starting takes several seconds (allowed: 120 s).
+``ejabberd-mqtt``
+    ejabberd (Debian ``ejabberd``) with ``mod_mqtt`` listening on PORT;
+    anonymous login (mod_mqtt needs a non-empty password, so clients send
+    :data:`MQTT_CREDENTIALS`); Erlang node name, Mnesia spool, logs, crash
+    dump and Erlang cookie (``HOME``) inside the work directory; its own
+    ``epmd`` on a free port. Started with ``erl -s ejabberd`` directly (not
+    ``ejabberdctl``, which switches to the ``ejabberd`` user). ``pid`` is the
+    Erlang VM (``beam.smp``). Allowed start time: 120 s.
 ``zmq-proxy``
     ``python -m calibration.harness.zmqproxy``: ``zmq.proxy(XSUB, XPUB)``;
     publishers connect to ``pub_port`` (XSUB), subscribers to ``sub_port``
     (XPUB).
 
 ``BrokerSpec.options`` adds lines to the configuration file (mosquitto
-``key value``, NATS ``key: value``, RabbitMQ ``key = value``); for
+``key value``, NATS ``key: value``, RabbitMQ ``key = value``, ejabberd
+top-level ``key: value``; ActiveMQ: query parameters of the MQTT connector
+URI, e.g. ``{"transport.defaultKeepAlive": 60000}``); for
 ``zmq-proxy`` the only option is ``hwm`` (both sides' high-water mark).
 
 Cleanup
@@ -63,10 +80,19 @@ from .cpu import CpuCap, cores
 __all__ = ["KINDS", "BrokerSpec", "RunningBroker", "broker", "install_signal_cleanup", "live_brokers",
            "read_mosquitto_sys", "start_broker", "stop_all"]
 
-KINDS = ("mosquitto", "nats", "rabbitmq-mqtt", "zmq-proxy")
-PROTOCOLS = {"mosquitto": "mqtt", "nats": "nats", "rabbitmq-mqtt": "mqtt", "zmq-proxy": "zmq"}
-BINARIES = {"mosquitto": "mosquitto", "nats": "nats-server", "rabbitmq-mqtt": "rabbitmq-server", "zmq-proxy": None}
-START_TIMEOUT_S = {"mosquitto": 10.0, "nats": 10.0, "rabbitmq-mqtt": 60.0, "zmq-proxy": 15.0}
+KINDS = ("mosquitto", "nats", "rabbitmq-mqtt", "zmq-proxy", "activemq-mqtt", "ejabberd-mqtt")
+PROTOCOLS = {"mosquitto": "mqtt", "nats": "nats", "rabbitmq-mqtt": "mqtt", "zmq-proxy": "zmq",
+             "activemq-mqtt": "mqtt", "ejabberd-mqtt": "mqtt"}
+BINARIES = {"mosquitto": "mosquitto", "nats": "nats-server", "rabbitmq-mqtt": "rabbitmq-server", "zmq-proxy": None,
+            "activemq-mqtt": "java", "ejabberd-mqtt": "erl"}
+START_TIMEOUT_S = {"mosquitto": 10.0, "nats": 10.0, "rabbitmq-mqtt": 60.0, "zmq-proxy": 15.0,
+                   "activemq-mqtt": 120.0, "ejabberd-mqtt": 120.0}
+# MQTT user name and password clients must send (None: anonymous CONNECT without credentials).
+MQTT_CREDENTIALS = {"ejabberd-mqtt": ("pubsim", "pubsim")}
+_WORK_COMM = {"rabbitmq-mqtt": "beam.smp", "ejabberd-mqtt": "beam.smp", "activemq-mqtt": "java"}
+DEBIAN_PACKAGES = {"rabbitmq-mqtt": "rabbitmq-server", "activemq-mqtt": "activemq", "ejabberd-mqtt": "ejabberd"}
+_ACTIVEMQ_HOME = Path("/usr/share/activemq")
+_ACTIVEMQ_MQTT_JARS = ("mqtt-client.jar", "hawtdispatch.jar", "hawtdispatch-transport.jar")
 HOST = "127.0.0.1"
 _PROJECT_ROOT = Path(__file__).resolve().parents[2]
 _RABBITMQ_SERVER = Path("/usr/lib/rabbitmq/bin/rabbitmq-server")  # Debian: /usr/sbin's wrapper su's to rabbitmq
@@ -82,7 +108,7 @@ class BrokerSpec:
 
     Parameters
     ----------
-    kind : {"mosquitto", "nats", "rabbitmq-mqtt", "zmq-proxy"}
+    kind : {"mosquitto", "nats", "rabbitmq-mqtt", "zmq-proxy", "activemq-mqtt", "ejabberd-mqtt"}
     port : int
         Loopback TCP port; 0 picks a free one (zmq-proxy: the XSUB port,
         the XPUB port is always picked free).
@@ -149,6 +175,8 @@ class RunningBroker:
     config_path, log_path, workdir : pathlib.Path
     cpus : tuple of int or None
     cpu_cap : calibration.harness.cpu.CpuCap or None
+    mqtt_credentials : tuple of str or None
+        ``(user name, password)`` MQTT clients must send (see :data:`MQTT_CREDENTIALS`).
     """
 
     def __init__(self, *, spec, procs, ports, files, version, cap):
@@ -164,6 +192,7 @@ class RunningBroker:
         self.version = version
         self.cpus = spec.cpus
         self.cpu_cap = cap
+        self.mqtt_credentials = MQTT_CREDENTIALS.get(spec.kind)
         self._owner = os.getpid()
         self._stopped = False
         _LIVE[id(self)] = self
@@ -442,8 +471,8 @@ def broker_version(kind):
         m = re.search(r"version\s+(\S+)", _run_text(["mosquitto", "-h"]).split("\n")[0])
     elif kind == "nats":
         m = re.search(r"v?(\d+\.\d+\.\d+\S*)", _run_text(["nats-server", "--version"]))
-    elif kind == "rabbitmq-mqtt":
-        m = re.search(r"(\S+)", _run_text(["dpkg-query", "-W", "-f=${Version}", "rabbitmq-server"]))
+    elif kind in DEBIAN_PACKAGES:
+        m = re.search(r"(\S+)", _run_text(["dpkg-query", "-W", "-f=${Version}", DEBIAN_PACKAGES[kind]]))
     else:
         import zmq
 
@@ -505,6 +534,90 @@ def _rabbitmq_plan(spec, workdir, ports):
     return _Plan(argv=[server], ports=[mqtt], config_path=conf, log_path=log, env=env, helpers=[helper])
 
 
+def _activemq_plan(spec, workdir, ports):
+    conf, log, log4j = workdir / "activemq.xml", workdir / "activemq.log", workdir / "log4j.properties"
+    query = "&".join(f"{k}={v}" for k, v in {"transport.tcpNoDelay": "true", **spec.options}.items())
+    _write(conf, [
+        '<beans xmlns="http://www.springframework.org/schema/beans"',
+        '       xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance"',
+        '       xsi:schemaLocation="http://www.springframework.org/schema/beans '
+        'http://www.springframework.org/schema/beans/spring-beans-2.0.xsd '
+        'http://activemq.apache.org/schema/core http://activemq.apache.org/schema/core/activemq-core.xsd">',
+        f'  <broker xmlns="http://activemq.apache.org/schema/core" brokerName="pubsim{ports[0]}" useJmx="false"',
+        f'          persistent="false" advisorySupport="false" schedulerSupport="false" dataDirectory="{workdir / "data"}">',
+        '    <transportConnectors>',
+        f'      <transportConnector name="mqtt" uri="mqtt://{HOST}:{ports[0]}?{query.replace("&", "&amp;")}"/>',
+        '    </transportConnectors>',
+        '  </broker>',
+        '</beans>'])
+    _write(log4j, ["log4j.rootLogger=INFO, file", "log4j.appender.file=org.apache.log4j.FileAppender",
+                   f"log4j.appender.file.File={log}", "log4j.appender.file.layout=org.apache.log4j.PatternLayout",
+                   "log4j.appender.file.layout.ConversionPattern=%d %-5p [%t] %c - %m%n"])
+    (workdir / "tmp").mkdir(exist_ok=True)
+    home = str(_ACTIVEMQ_HOME)
+    argv = [_which("java"), "-Xms256M", "-Xmx256M", f"-Djava.io.tmpdir={workdir / 'tmp'}",
+            f"-Dlog4j.configuration=file:{log4j}", f"-Dactivemq.home={home}", f"-Dactivemq.base={workdir}",
+            f"-Dactivemq.conf={workdir}", f"-Dactivemq.data={workdir / 'data'}",
+            "-jar", str(_ACTIVEMQ_HOME / "bin" / "activemq.jar"), "start", f"xbean:file:{conf}"]
+    _activemq_mqtt_libs(workdir / "lib")
+    return _Plan(argv=argv, ports=ports[:1], config_path=conf, log_path=log, env={"HOME": str(workdir)})
+
+
+def _activemq_mqtt_libs(libdir):
+    """Link the MQTT codec into ``activemq.base/lib`` (the launcher puts that directory on the class path).
+
+    Debian's ``activemq`` ships ``activemq-mqtt.jar`` but not the FuseSource
+    MQTT codec it needs at run time (package ``libmqtt-client-java``, not a
+    dependency): without it every MQTT connection fails with
+    ``NoClassDefFoundError: org/fusesource/mqtt/codec/...``.
+    """
+    if not (_ACTIVEMQ_HOME / "lib" / "activemq-mqtt.jar").exists():
+        raise RuntimeError(f"{_ACTIVEMQ_HOME}/lib/activemq-mqtt.jar missing (install the Debian package "
+                           "activemq: scripts/install_brokers.sh --tier2)")
+    libdir.mkdir(exist_ok=True)
+    for jar in _ACTIVEMQ_MQTT_JARS:
+        src = Path("/usr/share/java") / jar
+        if not src.exists():
+            raise RuntimeError(f"{src} missing: ActiveMQ's MQTT transport needs it (Debian package "
+                               "libmqtt-client-java: scripts/install_brokers.sh --tier2)")
+        dst = libdir / jar
+        if not dst.exists():
+            dst.symlink_to(src)
+
+
+def _ejabberd_plan(spec, workdir, ports):
+    mqtt, dist, epmd = ports[:3]
+    conf, log, spool = workdir / "ejabberd.yml", workdir / "ejabberd.log", workdir / "spool"
+    lines = ['hosts: ["localhost"]', "loglevel: notice", "log_rotate_count: 0", "auth_method: [anonymous]",
+             "anonymous_protocol: login_anon", "allow_multiple_connections: true", "listen:",
+             f"  - port: {mqtt}", f'    ip: "{HOST}"', "    module: mod_mqtt", "    backlog: 1024",
+             "modules:", "  mod_mqtt:", "    max_queue: unlimited", "    queue_type: ram"]
+    lines += [f"{k}: {v}" for k, v in spec.options.items()]
+    _write(conf, lines)
+    spool.mkdir(exist_ok=True)
+    home = workdir / "home"
+    home.mkdir(exist_ok=True)
+    env = {"HOME": str(home), "EJABBERD_CONFIG_PATH": str(conf), "EJABBERD_LOG_PATH": str(log),
+           "ERL_CRASH_DUMP": str(workdir / "erl_crash.dump"), "ERL_EPMD_PORT": str(epmd),
+           "ERL_EPMD_ADDRESS": HOST, "ERL_LIBS": _ejabberd_libs(), "CONTRIB_MODULES_PATH": str(home / "modules")}
+    if Path("/etc/ejabberd/inetrc").exists():
+        env["ERL_INETRC"] = "/etc/ejabberd/inetrc"
+    argv = [_which("erl"), "-sname", f"pubsim{mqtt}@localhost", "+K", "true", "+P", "250000",
+            "-kernel", "inet_dist_use_interface", "{127,0,0,1}", "-kernel", "inet_dist_listen_min", str(dist),
+            "-kernel", "inet_dist_listen_max", str(dist), "-mnesia", "dir", f'"{spool}"', "-s", "ejabberd",
+            "-noinput"]
+    helper = ([_which("epmd"), "-port", str(epmd), "-address", HOST], epmd)
+    return _Plan(argv=argv, ports=[mqtt], config_path=conf, log_path=log, env=env, helpers=[helper])
+
+
+def _ejabberd_libs():
+    """``ERL_LIBS`` holding ejabberd's applications (Debian: /usr/lib/<triplet>/ejabberd-<version>)."""
+    found = sorted(Path("/usr/lib").glob("*/ejabberd-*/ebin/ejabberd.app"))
+    if not found:
+        raise RuntimeError("ejabberd is not installed (run scripts/install_brokers.sh --tier2)")
+    return str(found[-1].parents[2])
+
+
 def _zmq_plan(spec, workdir, ports):
     unknown = set(spec.options) - {"hwm"}
     if unknown:
@@ -519,8 +632,9 @@ def _zmq_plan(spec, workdir, ports):
 
 
 _PLANS = {"mosquitto": _mosquitto_plan, "nats": _nats_plan, "rabbitmq-mqtt": _rabbitmq_plan,
-          "zmq-proxy": _zmq_plan}
-_PORTS_NEEDED = {"mosquitto": 1, "nats": 1, "rabbitmq-mqtt": 3, "zmq-proxy": 2}
+          "zmq-proxy": _zmq_plan, "activemq-mqtt": _activemq_plan, "ejabberd-mqtt": _ejabberd_plan}
+_PORTS_NEEDED = {"mosquitto": 1, "nats": 1, "rabbitmq-mqtt": 3, "zmq-proxy": 2, "activemq-mqtt": 1,
+                 "ejabberd-mqtt": 3}
 
 
 def _write(path, lines):
@@ -573,13 +687,14 @@ def _launch(spec, workdir, plan, cap, what):
 
 
 def _work_pid(kind, proc):
-    """The pid doing the broker's work: the Erlang VM for RabbitMQ, else the started process."""
-    if kind != "rabbitmq-mqtt":
+    """The pid doing the broker's work: the Erlang VM or the JVM for those kinds, else the started process."""
+    comm = _WORK_COMM.get(kind)
+    if comm is None:
         return proc.pid
-    beams = [p for p in _descendants(proc.pid) if _comm(p) == "beam.smp"]
-    if not beams:
-        raise RuntimeError(f"rabbitmq-mqtt (pid {proc.pid}): no beam.smp process found under it")
-    return beams[0]
+    found = [p for p in [proc.pid, *_descendants(proc.pid)] if _comm(p) == comm]
+    if not found:
+        raise RuntimeError(f"{kind} (pid {proc.pid}): no {comm} process found (the started one or under it)")
+    return found[0]
 
 
 def _start_once(spec, workdir, cap):

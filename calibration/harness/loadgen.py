@@ -186,6 +186,9 @@ class LoadSpec:
         ZMQ_SNDHWM / ZMQ_RCVHWM, messages (0: unlimited).
     setup_timeout_s : float
         Time allowed for connecting, subscribing and the probe round.
+    mqtt_username, mqtt_password : str or None
+        MQTT CONNECT credentials (None: none sent; ejabberd's mod_mqtt
+        needs a password even for anonymous login).
     """
 
     protocol: str
@@ -211,6 +214,8 @@ class LoadSpec:
     zmq_mode: str = "proxy"
     zmq_hwm: int = 1000
     setup_timeout_s: float = 20.0
+    mqtt_username: str | None = None
+    mqtt_password: str | None = None
 
     def __post_init__(self):
         if self.protocol not in PROTOCOLS:
@@ -251,6 +256,11 @@ class LoadSpec:
             raise ConfigError("zmq_hwm", self.zmq_hwm, "an integer >= 0 (0: no limit)")
         if not isinstance(self.host, str) or not self.host:
             raise ConfigError("host", self.host, "a host name or address")
+        for name in ("mqtt_username", "mqtt_password"):
+            if getattr(self, name) is not None and not isinstance(getattr(self, name), str):
+                raise ConfigError(name, getattr(self, name), "a string or None")
+        if self.mqtt_password is not None and self.mqtt_username is None:
+            raise ConfigError("mqtt_password", "***", "only with mqtt_username (MQTT 3.1.1)")
         need = {"mqtt": ("pub_port",), "nats": ("pub_port",),
                 "zmq": ("pub_port", "sub_port") if self.zmq_mode == "proxy" else ()}[self.protocol]
         for name in ("pub_port", "sub_port"):
@@ -509,7 +519,8 @@ def _stream_subscriber(spec, index, topics, conn, counters):
     keepalive = int(min(65535, max(60, 3 * (spec.duration_s + spec.setup_timeout_s + spec.max_drain_s))))
     if spec.protocol == "mqtt":
         sock, stream = mw.connect(port, f"pubsim-sub{index}-{os.getpid()}", host=spec.host,
-                                  keepalive=keepalive, timeout_s=spec.setup_timeout_s)
+                                  keepalive=keepalive, timeout_s=spec.setup_timeout_s,
+                                  username=spec.mqtt_username, password=spec.mqtt_password)
         mw.subscribe(sock, stream, names, qos=spec.qos, timeout_s=spec.setup_timeout_s)
         min_msg = 4 + HEADER_BYTES
     else:
@@ -774,7 +785,8 @@ def _stream_publisher(spec, index, conn):
     keepalive = int(min(65535, max(60, 3 * (spec.duration_s + spec.setup_timeout_s + spec.max_drain_s))))
     if is_mqtt:
         sock, stream = mw.connect(spec.pub_port, f"pubsim-pub{index}-{os.getpid()}", host=spec.host,
-                                  keepalive=keepalive, timeout_s=spec.setup_timeout_s)
+                                  keepalive=keepalive, timeout_s=spec.setup_timeout_s,
+                                  username=spec.mqtt_username, password=spec.mqtt_password)
         templates = [mw.PublishTemplate(topic_name(k), spec.payload_bytes, qos=spec.qos)
                      for k in range(spec.topics)]
     else:

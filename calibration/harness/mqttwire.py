@@ -101,12 +101,19 @@ def _packet(first_byte, body):
     return bytes([first_byte]) + encode_remaining_length(len(body)) + body
 
 
-def encode_connect(client_id, *, clean_session=True, keepalive=60):
-    """CONNECT, protocol level 4 (3.1.1), no will, no credentials."""
+def encode_connect(client_id, *, clean_session=True, keepalive=60, username=None, password=None):
+    """CONNECT, protocol level 4 (3.1.1), no will; user name / password only when given.
+
+    A password needs a user name (MQTT 3.1.1 section 3.1.2.9).
+    """
     if not 0 <= keepalive <= 0xFFFF:
         raise ValueError(f"keepalive {keepalive} outside 0..65535 s")
-    flags = 0x02 if clean_session else 0x00
+    if password is not None and username is None:
+        raise ValueError("an MQTT password needs a user name")
+    flags = (0x02 if clean_session else 0x00) | (0x80 if username is not None else 0) \
+        | (0x40 if password is not None else 0)
     body = _str("MQTT") + bytes([4, flags]) + struct.pack("!H", keepalive) + _str(client_id)
+    body += b"".join(_str(x) for x in (username, password) if x is not None)
     return _packet(CONNECT << 4, body)
 
 
@@ -311,7 +318,8 @@ def _recv_packet(sock, stream, want, deadline):
             return found
 
 
-def connect(port, client_id, *, host="127.0.0.1", keepalive=60, clean_session=True, timeout_s=5.0):
+def connect(port, client_id, *, host="127.0.0.1", keepalive=60, clean_session=True, timeout_s=5.0,
+            username=None, password=None):
     """A TCP socket (TCP_NODELAY) with an accepted MQTT session.
 
     Sends CONNECT, waits for CONNACK; returns ``(socket, MqttStream)`` with
@@ -323,7 +331,8 @@ def connect(port, client_id, *, host="127.0.0.1", keepalive=60, clean_session=Tr
     try:
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         stream = MqttStream()
-        sock.sendall(encode_connect(client_id, clean_session=clean_session, keepalive=keepalive))
+        sock.sendall(encode_connect(client_id, clean_session=clean_session, keepalive=keepalive,
+                                    username=username, password=password))
         ack = _recv_packet(sock, stream, CONNACK, deadline)
         code = ack.payload[1] if len(ack.payload) >= 2 else -1
         if code != 0:
