@@ -15,7 +15,7 @@ FAMILIES = {
         "HiveMQ": ("hivemq-placeholder",),
         "EMQX": ("emqx-placeholder",),
         "Moquette": ("moquette-placeholder",),
-        "ActiveMQ MQTT plug-in": ("activemq-mqtt-placeholder",),
+        "ActiveMQ MQTT plug-in": ("activemq-mqtt", "activemq-mqtt-placeholder"),
         "RabbitMQ MQTT plug-in": ("rabbitmq-mqtt",),
     },
     "AMQP broker": {
@@ -33,7 +33,7 @@ FAMILIES = {
     },
     "others named by the studies": {
         "NATS": ("nats",),
-        "XMPP/ejabberd": ("ejabberd-xmpp-placeholder", "ejabberd-placeholder"),
+        "XMPP/ejabberd": ("ejabberd-mqtt", "ejabberd-xmpp-placeholder", "ejabberd-placeholder"),
     },
 }
 
