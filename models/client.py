@@ -16,10 +16,12 @@ from sim.errors import ConfigError
 
 from .params import check_fields
 from .provenance import ASSUMED, Provenance
+from .serialization import SerializationParams
 
-__all__ = ["PublisherParams", "SubscriberParams", "ARRIVALS"]
+__all__ = ["PublisherParams", "SubscriberParams", "ARRIVALS", "TOPIC_CHOICES"]
 
-ARRIVALS = ("poisson", "constant", "schedule")
+ARRIVALS = ("poisson", "constant", "schedule", "closed_loop")
+TOPIC_CHOICES = ("weighted", "round_robin")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -31,8 +33,10 @@ class PublisherParams:
     topics : tuple of str
         Topics it publishes to.
     arrival : str
-        ``poisson``, ``constant`` (random phase in the first period) or
-        ``schedule`` (explicit arrays).
+        ``poisson``, ``constant`` (random phase in the first period),
+        ``schedule`` (explicit arrays) or ``closed_loop`` (request/reply with
+        a window: request i is sent when the reply to request i - W came
+        back, plus ``think_time_s``; :mod:`models.reqrep`).
     rate_per_s : float
         Mean messages per second (poisson, constant).
     size_bytes : Distribution
@@ -76,6 +80,19 @@ class PublisherParams:
     topic_priorities : tuple of int or None
         One priority per topic (a YAMI4 publisher sending priorities 0, 2, 1
         on one connection); None = ``priority`` for every topic.
+    topic_choice : str
+        ``weighted`` (random by ``topic_weights``) or ``round_robin``:
+        consecutive messages cycle through ``topics`` in order, as a ZeroMQ
+        PUSH socket deals messages to its PULL peers (one topic per puller).
+    window_requests : int
+        W, requests outstanding at most (``closed_loop``); the first W are
+        sent at ``start_s``.
+    think_time_s : float
+        Time from a reply to the request it releases, s (``closed_loop``).
+    serialization : SerializationParams or None
+        Message format (:mod:`models.serialization`): payload sizes are
+        multiplied by its ``size_ratio`` and encoding takes the publisher's
+        CPU before the uplink; None = no serialization stage.
     persistent : bool
         Persistent (durable) messages (AMQP delivery mode 2): at a broker
         with a disk they are written and synced before delivery
@@ -102,15 +119,24 @@ class PublisherParams:
     will_size_bytes: float = field(default=0.0, metadata={"unit": "size"})
     will_delay_s: float = field(default=0.0, metadata={"unit": "duration"})
     topic_priorities: tuple | None = field(default=None, metadata={"unit": "raw"})
+    topic_choice: str = field(default="weighted", metadata={"unit": "choice", "choices": TOPIC_CHOICES})
+    window_requests: int = field(default=1, metadata={"unit": "positive_count"})
+    think_time_s: float = field(default=0.0, metadata={"unit": "duration"})
+    serialization: SerializationParams | None = field(default=None, metadata={"unit": "serialization"})
     persistent: bool = field(default=False, metadata={"unit": "flag"})
     provenance: Provenance = field(default=ASSUMED, metadata={"unit": "provenance"})
 
     def __post_init__(self):
         check_fields(self)
         _check_qos(self)
+        if self.arrival == "closed_loop" and len(self.topics) != 1:
+            raise ConfigError("topics", self.topics, "one request topic with arrival closed_loop")
+        if self.topic_choice == "round_robin" and (self.arrival == "schedule" or self.topic_weights is not None):
+            raise ConfigError("topic_choice", self.topic_choice,
+                              "weighted with a schedule or topic_weights (round_robin takes topics in order)")
         if not self.topics:
             raise ConfigError("topics", self.topics, "at least one topic")
-        if self.arrival != "schedule" and not self.rate_per_s > 0:
+        if self.arrival not in ("schedule", "closed_loop") and not self.rate_per_s > 0:
             raise ConfigError("rate_per_s", self.rate_per_s, "a rate > 0")
         if self.topic_weights is not None:
             w = np.asarray(self.topic_weights, dtype=float)
@@ -197,6 +223,9 @@ class SubscriberParams:
     churn_online_mean_s, churn_offline_mean_s : float
         Mean online / offline periods of a churn process (exponential,
         seeded per subscriber, online first); 0 = no churn.
+    serialization : SerializationParams or None
+        Format it decodes: its decode cost is added to ``processing_s``;
+        None = no decoding stage.
     provenance : Provenance
     """
 
@@ -209,6 +238,7 @@ class SubscriberParams:
     clean_session: bool = field(default=True, metadata={"unit": "flag"})
     churn_online_mean_s: float = field(default=0.0, metadata={"unit": "duration"})
     churn_offline_mean_s: float = field(default=0.0, metadata={"unit": "duration"})
+    serialization: SerializationParams | None = field(default=None, metadata={"unit": "serialization"})
     provenance: Provenance = field(default=ASSUMED, metadata={"unit": "provenance"})
 
     def __post_init__(self):

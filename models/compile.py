@@ -32,7 +32,7 @@ from .ildm import steady_state
 from .persistence_compile import add_disk_stations, insert_disks, mark_durable, restart_client_queues
 from .relay import RelayStation
 from .sources import make_source
-from .stations import BrokerStation, LinkStation, SubscriberStation
+from .stations import BrokerStation, EncodeStation, LinkStation, SubscriberStation
 from .topics import SubscriptionTable, TopicSyntax
 
 __all__ = ["build_network"]
@@ -112,6 +112,10 @@ class _Builder:
                                                            streams=self.streams, window=self.window))
         add_disk_stations(self)
         restart_client_queues(self)
+        for p in self.pubs:  # appended last: without serialization the station indices are unchanged
+            codec = self._p(p).serialization
+            if codec is not None and codec.has_encode:
+                self._station(("encode", p), EncodeStation(f"encode:{p}", codec, window=self.window))
 
     def _wanted(self, broker, came_from, topic):
         """Neighbour brokers a copy is forwarded to from ``broker``."""
@@ -165,6 +169,8 @@ class _Builder:
                 root = Hop(self.index[("up", p)], link=True, children=[first])
                 if self._p(p).persistent:
                     insert_disks(self, root)
+                if ("encode", p) in self.index:  # the publisher's CPU encodes before the uplink
+                    root = Hop(self.index[("encode", p)], children=[root])
                 out.append((i, self.topics.index(topic), root))
         return out
 
@@ -187,7 +193,8 @@ def _published_topics(pub):
 def _passthrough(sub):
     """A subscriber that takes no time and has no buffer limit is not a station:
     its copies are delivered as they leave the downlink."""
-    return sub.processing_s.is_constant and sub.processing_s.mean == 0 and sub.buffer_messages is None
+    return (sub.processing_s.is_constant and sub.processing_s.mean == 0 and sub.buffer_messages is None
+            and (sub.serialization is None or not sub.serialization.has_decode))
 
 
 def _tighter(a, b):
@@ -211,6 +218,11 @@ def parameter_table(g):
         if disk is not None:
             rows.append({"component": f"{n}.disk", "kind": "disk", "parameters": to_mapping(disk),
                          "provenance": str(disk.provenance), "placeholder": disk.provenance.is_placeholder})
+        codec = getattr(params, "serialization", None)
+        if codec is not None:
+            rows.append({"component": f"{n}.serialization", "kind": "serialization",
+                         "parameters": to_mapping(codec), "provenance": str(codec.provenance),
+                         "placeholder": codec.provenance.is_placeholder})
     for u, v, data in g.edges(data=True):
         params = data[T.PARAMS]
         rows.append({"component": f"{u}<->{v}", "kind": "link", "parameters": to_mapping(params),

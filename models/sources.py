@@ -5,6 +5,8 @@ returns do not depend on how a run is cut into chunks.
 """
 from __future__ import annotations
 
+import heapq
+
 import numpy as np
 
 from sim.distributions import Exponential
@@ -25,11 +27,19 @@ class _Source:
         w = np.ones(len(topic_index)) if params.topic_weights is None else np.asarray(params.topic_weights, float)
         self.cum_weights = np.cumsum(w) / w.sum()
         self.mean_rate_per_s = params.mean_rate_per_s
+        self.size_ratio = 1.0 if params.serialization is None else params.serialization.size_ratio
+        self.round_robin = params.topic_choice == "round_robin"
+        self._dealt = 0
 
     def _marks(self, n):
-        sizes = np.maximum(np.rint(self.sizes.take(n)), 0).astype(np.int64)
+        raw = self.sizes.take(n)
+        sizes = np.maximum(np.rint(raw if self.size_ratio == 1.0 else raw * self.size_ratio), 0).astype(np.int64)
         if len(self.topic_index) == 1:
             return sizes, np.full(n, self.topic_index[0], dtype=np.int64)
+        if self.round_robin:  # message k goes to topic k mod m, whatever the chunking
+            pick = (self._dealt + np.arange(n)) % len(self.topic_index)
+            self._dealt += n
+            return sizes, self.topic_index[pick]
         pick = np.searchsorted(self.cum_weights, self.topic_u.take(n), side="right")
         return sizes, self.topic_index[np.minimum(pick, len(self.topic_index) - 1)]
 
@@ -89,6 +99,8 @@ class ScheduleSource(_Source):
         pos = {t: i for i, t in enumerate(params.topics)}
         self.times = np.asarray(params.schedule_time_s, dtype=float)
         self.size_arr = np.asarray(params.schedule_size_bytes, dtype=np.int64)
+        if self.size_ratio != 1.0:
+            self.size_arr = np.rint(self.size_arr * self.size_ratio).astype(np.int64)
         self.topic_arr = self.topic_index[[pos[t] for t in params.schedule_topic]] \
             if len(self.times) else np.empty(0, np.int64)
         self.k = 0
@@ -100,7 +112,56 @@ class ScheduleSource(_Source):
         return self.times[sl], self.size_arr[sl], self.topic_arr[sl]
 
 
+class ClosedLoopSource(_Source):
+    """Request/reply with a window of W outstanding requests (closed loop).
+
+    Requests are numbered in the order the client sends them (the network's
+    sequence numbers). The first W are released at ``start_s``; each reply
+    (the first delivery of a request) frees one of the W slots and releases
+    the next request ``think_time_s`` later. With replies in order (a FIFO
+    path) this is exactly "request i is sent when the reply to request
+    i - W came back". Releases due at the same time go out
+    in the order of the replies' message ids, as the reference driver sees
+    the replies. A request or reply that is dropped closes its window slot
+    for good (no client timeout is modelled).
+
+    The drivers must tell it every reply (:meth:`on_reply`) before asking for
+    releases past the reply's time: the batch driver's conservative horizons
+    (:class:`sim.drivers.BatchDriver`) and the reference driver's event order
+    guarantee it.
+    """
+
+    closed_loop = True
+
+    def __init__(self, params, topic_index, streams, name):
+        super().__init__(params, topic_index, streams, name)
+        self.window = int(params.window_requests)
+        self.think_s = float(params.think_time_s)
+        self._due = [(float(params.start_s), -1, i) for i in range(self.window)]  # (time, reply msg, tie)
+        heapq.heapify(self._due)
+        self._sent = 0
+        self._replied = set()
+
+    def on_reply(self, seq, t, msg):
+        """Replies to this client's requests ``seq`` at times ``t`` (message ids ``msg``)."""
+        for q, tq, m in zip(seq.tolist(), t.tolist(), msg.tolist()):
+            if q in self._replied:
+                continue
+            self._replied.add(q)
+            heapq.heappush(self._due, (tq + self.think_s, m, q))
+
+    def emit_until(self, until_s):
+        times = []
+        while self._due and self._due[0][0] < until_s:
+            times.append(heapq.heappop(self._due)[0])
+        self._sent += len(times)
+        times = np.asarray(times, dtype=float)
+        sizes, topics = self._marks(len(times))
+        return times, sizes, topics
+
+
 def make_source(params, topic_index, streams, name):
     """The source for ``params.arrival``."""
-    kind = {"poisson": PoissonSource, "constant": ConstantSource, "schedule": ScheduleSource}[params.arrival]
+    kind = {"poisson": PoissonSource, "constant": ConstantSource, "schedule": ScheduleSource,
+            "closed_loop": ClosedLoopSource}[params.arrival]
     return kind(params, topic_index, streams, name)

@@ -15,7 +15,7 @@ from sim.station import Station
 
 from .protocol import framing_bytes
 
-__all__ = ["LinkStation", "BrokerStation", "SubscriberStation", "make_discipline"]
+__all__ = ["LinkStation", "BrokerStation", "SubscriberStation", "EncodeStation", "make_discipline"]
 
 
 def make_discipline(*, servers, capacity_messages, capacity_bytes, overflow, idle_extra_s=0.0,
@@ -244,8 +244,29 @@ class SubscriberStation(Station):
         self.processing = streams.draws(params.processing_s, name, "processing")
 
     def service_s(self, packets):
-        return self.processing.take(len(packets))
+        service = self.processing.take(len(packets))
+        codec = self.params.serialization
+        return service if codec is None else service + codec.decode_s(packets.size)
 
     @property
     def lookahead_s(self):
-        return self.params.processing_s.min_value
+        codec = self.params.serialization
+        return self.params.processing_s.min_value + (0.0 if codec is None else codec.decode_cost_s)
+
+
+class EncodeStation(Station):
+    """A publisher's CPU encoding its messages (FIFO, one core, no limit):
+    ``encode_cost_s + encode_cost_per_byte_s x encoded size`` per message
+    (:mod:`models.serialization`)."""
+
+    def __init__(self, name, params, *, window):
+        disc = FifoDiscipline(servers=1, capacity_messages=None, overflow=Overflow.DROP_NEWEST)
+        super().__init__(name, "publisher_cpu", disc, window=window)
+        self.params = params
+
+    def service_s(self, packets):
+        return self.params.encode_s(packets.size.astype(np.float64))
+
+    @property
+    def lookahead_s(self):
+        return self.params.encode_cost_s

@@ -338,7 +338,7 @@ def _flat(params):
                 for key in _PROVENANCE_KEYS:
                     text = getattr(value, key)
                     out[f"provenance_{key}"] = text.value if key == "source" else text
-        elif unit == "params":  # nested parameter object (a broker's disk): JSON mapping
+        elif unit in ("params", "serialization"):  # nested parameter object (a broker's disk): JSON mapping
             out[fld.name] = json.dumps(_nested_mapping(value))
         elif unit == "raw":
             if value != ():
@@ -371,7 +371,7 @@ def _unflat(cls, data, where):
         if fld is None or not isinstance(value, str):
             continue
         unit = fld.metadata.get("unit")
-        if unit == "params":
+        if unit in ("params", "serialization"):
             try:
                 data[name] = json.loads(value)
             except json.JSONDecodeError:

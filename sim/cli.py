@@ -3,7 +3,7 @@
 Commands: ``run`` (below); ``measure``, ``calibrate`` and ``validate``
 (:mod:`calibration.cli`); ``trace inspect`` and ``trace convert``
 (:mod:`models.loads.cli`); ``study run`` and ``study summary``
-(:mod:`sim.study.cli`).
+(:mod:`sim.study.cli`); ``presets`` (:mod:`models.presets.cli`).
 
 ``pubsim run SCENARIO.yaml [--out DIR]`` runs every replication of a
 scenario with a progress bar, prints the summary, the parameters with their
@@ -12,7 +12,9 @@ provenance and the busiest stations, and writes to DIR: per replication
 ``record: full``), ``stations.csv``, ``traffic.csv`` (client vs inter-broker
 traffic, :mod:`models.traffic`; also printed with two or more brokers),
 ``throughput.csv``, ``parameters.csv``,
-``latency_cdf.png``, ``throughput.png`` and, last, ``summary.json``; and
+``latency_cdf.png``, ``throughput.png``, ``pattern-<kind>.csv`` for the
+scenario's pattern reports (entries of a kind stacked, ``report`` = their
+index in ``patterns``) and, last, ``summary.json``; and
 ``summary.csv`` with one row per replication. A finished replication (its
 ``summary.json`` present and readable) is not run again, so an interrupted
 study resumes where it stopped. Bad input (scenario or command line) prints
@@ -166,6 +168,23 @@ def _finished(rep_dir):
     return summary if isinstance(summary, dict) else None
 
 
+def _pattern_reports(scenario, result, rep, console):
+    """Print the scenario's pattern reports for one replication; return ``[(kind, frame)]``."""
+    from models.pattern_reports import report
+
+    out = []
+    for entry in scenario.patterns:
+        frame = report(result, scenario.topology, entry, seed=scenario.seed, replication=rep)
+        table = Table(title=f"{entry['kind']} (replication {rep})")
+        for col in frame.columns:
+            table.add_column(str(col), overflow="fold")
+        for row in frame.itertuples(index=False):
+            table.add_row(*[f"{v:.6g}" if isinstance(v, float) else str(v) for v in row])
+        console.print(table)
+        out.append((entry["kind"], frame))
+    return out
+
+
 def _run(args, console):
     from .scenario import load_scenario
 
@@ -189,8 +208,12 @@ def _run(args, console):
             progress.update(task, completed=scenario.run["duration_s"])
             summaries.append(result.summary())
             last = result
+            reports = _pattern_reports(scenario, result, rep, console)
             if rep_dir:
                 _write(result, rep_dir)
+                for kind in dict.fromkeys(k for k, _ in reports):  # one file per kind, entries stacked
+                    frames = [f.assign(report=i) for i, (k, f) in enumerate(reports) if k == kind]
+                    pd.concat(frames, ignore_index=True).to_csv(rep_dir / f"pattern-{kind}.csv", index=False)
     console.print(_summary_table(scenario.name, summaries))
     if last is not None:
         console.print(_parameter_table(last))
@@ -236,6 +259,9 @@ def build_parser():
     from .report import add_commands as report_commands
 
     report_commands(sub)
+    from models.presets.cli import add_commands as preset_commands
+
+    preset_commands(sub)
     return parser
 
 

@@ -44,9 +44,13 @@ def _route(network, sink, station, out):
     leaf = plan.is_delivery[dep.visit]
     if leaf.all():
         sink.add_delivered(dep)
+        if network.has_closed_loop:
+            network.on_delivered(dep)
         return []
     if leaf.any():
         sink.add_delivered(dep.take(leaf))
+        if network.has_closed_loop:
+            network.on_delivered(dep.take(leaf))
         dep = dep.take(~leaf)
     return plan.children_by_station(dep)
 
@@ -89,6 +93,8 @@ class BatchDriver:
         message finish. ``progress(done_s, total_s)`` is called per chunk."""
         rate = self.net.mean_publish_rate_per_s
         chunk_s = until_s if rate <= 0 else max(self.chunk_messages / rate, 1e-9)
+        if self.net.has_closed_loop:
+            return self._run_closed(until_s, chunk_s, drain, progress)
         t0 = 0.0
         while t0 < until_s:
             t1 = min(t0 + chunk_s, until_s)
@@ -97,6 +103,34 @@ class BatchDriver:
             t0 = t1
             if progress:
                 progress(t1, until_s)
+        if drain:
+            self._publish(until_s)
+            self._process_all(math.inf)
+        return self.sink
+
+    def _run_closed(self, until_s, chunk_s, drain, progress):
+        """Closed loops (request/reply): conservative synchronisation.
+
+        Every source is published up to a safe time T; a station s is then
+        processed up to ``T + d[s]``, with ``d[s]`` the least lookahead from
+        any route root to s (no packet not yet published can reach s
+        earlier). Every reply earlier than ``T + L``, ``L`` the least such
+        bound at the reply's delivery station plus its own lookahead, is then
+        known, so closed-loop sources can release requests up to ``T + L``
+        (Chandy & Misra 1979; needs L > 0: positive link latency).
+        """
+        from .closed_loop import closed_loop_bounds
+
+        dist, step = closed_loop_bounds(self.net, self._components)
+        t = 0.0
+        while t < until_s:
+            t = min(t + min(step, chunk_s), until_s)
+            self._publish(t)
+            for members, _, _ in self._components:
+                s = members[0]
+                self._process_station(s, min(t + dist[s], until_s))
+            if progress:
+                progress(t, until_s)
         if drain:
             self._publish(until_s)
             self._process_all(math.inf)
@@ -205,6 +239,7 @@ class ReferenceDriver:
         self._in_transit = {}
 
     def run(self, until_s, *, drain=True, progress=None):
+        self._until = until_s
         pubs = self.net.publications(until_s)
         self.sink.add_published(pubs)
         pub_of = self.net.plan.flow_publisher[self.net.plan.flow[pubs.visit]]
@@ -212,6 +247,13 @@ class ReferenceDriver:
             self.env.process(self._publisher(pubs.take(pub_of == p)))
         self.env.run(until=None if drain else until_s)
         return self.sink
+
+    def _release(self):
+        """Requests that replies just released (closed-loop sources), sent at their times."""
+        pubs = self.net.publications(self._until)
+        if len(pubs):
+            self.sink.add_published(pubs)
+            self._send(self.net.plan.group_by_station(pubs))
 
     def _publisher(self, packets):
         for i in range(len(packets)):
@@ -251,6 +293,8 @@ class ReferenceDriver:
     def _serve(self, station, packet):
         out = station.process(packet, self.env.now)
         self._send(_route(self.net, self.sink, station, out))
+        if self.net.has_closed_loop:
+            self._release()
         wake = station.next_wake()
         if wake is not None and (station.index, wake) not in self._wakes:
             self._wakes.add((station.index, wake))

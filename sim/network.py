@@ -48,6 +48,19 @@ class Network:
         self._flow_of = np.full((max(n_pub, 1), max(n_topic, 1)), -1, dtype=np.int64)
         self._flow_of[plan.flow_publisher, plan.flow_topic] = np.arange(len(plan.flow_root))
         self._seq = np.zeros(n_pub, dtype=np.int64)
+        # closed-loop sources (request/reply): told of their replies by the drivers
+        self.closed_loop = np.array([getattr(s, "closed_loop", False) for s in self.sources], dtype=bool)
+        self.has_closed_loop = bool(self.closed_loop.any())
+
+    def on_delivered(self, packets):
+        """Tell closed-loop sources about deliveries (replies) of their messages."""
+        if len(packets) == 0:
+            return
+        n_pub = len(self.sources)
+        pub = packets.msg % n_pub
+        for p in np.unique(pub[self.closed_loop[pub]]).tolist():
+            mine = pub == p
+            self.sources[p].on_reply(packets.msg[mine] // n_pub, packets.t[mine], packets.msg[mine])
 
     @property
     def mean_publish_rate_per_s(self) -> float:

@@ -24,7 +24,9 @@ expressions. Parameter fields are those of :mod:`models.broker`,
 strings accepted); broker and link mappings may name a ``preset``
 (:mod:`models.presets`) whose fields the others override, client groups
 may not. ``run`` needs ``duration`` > 0 and warmup + cooldown shorter than
-it. ``chain`` takes ``brokers`` (a list of groups with a
+it. ``patterns`` (optional) lists pattern reports (push_pull, request_reply,
+polling, by_publisher; :mod:`models.pattern_reports`). ``chain`` takes
+``brokers`` (a list of groups with a
 ``name``), ``bridge`` (a link), ``forwarding`` and a ``broker`` key on every
 client group; ``graphml`` takes ``path`` (relative to the scenario file). ``brokerless``
 (ZeroMQ direct PUB/SUB, :mod:`models.brokerless`) takes ``socket``, ``link``,
@@ -48,7 +50,7 @@ from .units import parse_duration_s
 
 __all__ = ["Scenario", "load_scenario", "parse_scenario"]
 
-_TOP_KEYS = {"name", "description", "seed", "replications", "run", "topology"}
+_TOP_KEYS = {"name", "description", "seed", "replications", "run", "topology", "patterns"}
 _RUN_KEYS = {"duration", "warmup", "cooldown", "record", "driver", "drain", "series_bin"}
 
 
@@ -62,6 +64,7 @@ class Scenario:
     replications: int
     topology: object
     run: dict
+    patterns: tuple = ()  # pattern reports (models.pattern_reports), printed by ``pubsim run``
 
     def simulate(self, replication=0, **overrides):
         """Run one replication (keyword arguments override ``run`` settings)."""
@@ -316,8 +319,14 @@ def parse_scenario(data, base_dir="."):
         raise ConfigError("seed", seed, "an integer >= 0")
     if isinstance(reps, bool) or not isinstance(reps, int) or reps < 1:
         raise ConfigError("replications", reps, "an integer >= 1")
+    from models.pattern_reports import parse_patterns
+
+    run = _run_settings(data.get("run"))
+    patterns = parse_patterns(data.get("patterns"), graph)
+    if patterns and run["record"] != "full":
+        raise ConfigError("run.record", run["record"], "full when the scenario lists patterns")
     return Scenario(name=str(data.get("name", "scenario")), description=str(data.get("description", "")),
-                    seed=seed, replications=reps, topology=graph, run=_run_settings(data.get("run")))
+                    seed=seed, replications=reps, topology=graph, run=run, patterns=patterns)
 
 
 def _yaml_error(path, text, err):

@@ -37,6 +37,7 @@ __all__ = [
     "mg1_priority_nonpreemptive_wait_mean_s",
     "qos_first_arrival_attempts_mean", "qos1_sends_mean", "qos1_duplicates_mean",
     "window_throughput_per_s",
+    "mva",
 ]
 
 
@@ -584,3 +585,48 @@ def mg1_priority_nonpreemptive_wait_mean_s(arrival_rates_per_s, mean_services_s,
     residual_s = float(np.sum(lams * means**2 * (1.0 + scvs))) / 2.0
     sigma_before = np.concatenate(([0.0], sigma[:-1]))
     return residual_s / ((1.0 - sigma_before) * (1.0 - sigma))
+
+
+# --- closed networks: Mean Value Analysis -------------------------------------
+
+def mva(demands_s, delay_s, customers):
+    """Exact Mean Value Analysis of a single-class closed product-form network.
+
+    Reiser & Lavenberg (1980), "Mean-value analysis of closed multichain
+    queuing networks", *J. ACM* 27(2):313-322. For ``n = 1 .. N``::
+
+        R_k(n) = D_k (1 + Q_k(n - 1))      (FCFS exponential single servers)
+        X(n)   = n / (Z + sum_k R_k(n))
+        Q_k(n) = X(n) R_k(n)
+
+    with ``D_k`` the service demand per cycle at queue k and ``Z`` the total
+    delay (infinite-server stations: think time, propagation; any
+    distribution, BCMP).
+
+    Parameters
+    ----------
+    demands_s : sequence of float
+        Mean demand per cycle at each queueing station, s; > 0.
+    delay_s : float
+        Total delay per cycle outside the queues, s; >= 0.
+    customers : int
+        N, customers in the network (a request/reply client with window W
+        contributes W).
+
+    Returns
+    -------
+    dict
+        ``throughput_per_s`` X(N), ``cycle_s`` (N / X = Z + sum R_k, the mean
+        round trip including delays), ``residence_s`` (R_k per queue),
+        ``queue`` (Q_k per queue), ``utilization`` (X D_k).
+    """
+    demands = np.array(_rate_list("demands_s", demands_s, _positive))
+    z = _non_negative("delay_s", delay_s)
+    n_max = _positive_int("customers", customers)
+    q = np.zeros(len(demands))
+    for n in range(1, n_max + 1):
+        r = demands * (1.0 + q)
+        x = n / (z + r.sum())
+        q = x * r
+    return {"throughput_per_s": float(x), "cycle_s": float(n_max / x), "residence_s": r, "queue": q,
+            "utilization": x * demands}

@@ -230,6 +230,39 @@ CASES = {
 }
 
 
+def codec_push_pull():
+    """Text serialization (encode station, 5x sizes, decode) and round-robin PUSH to 3 pullers."""
+    from models.serialization import SerializationParams
+
+    codec = SerializationParams(format="text", size_ratio=5.0, encode_cost_s=2e-5, encode_cost_per_byte_s=1e-8,
+                                decode_cost_s=1e-5, decode_cost_per_byte_s=2e-8)
+    pubs = {f"push{i}": PublisherParams(topics=("w/0", "w/1", "w/2"), topic_choice="round_robin",
+                                        rate_per_s=1500.0, size_bytes=Uniform(low=50, high=400),
+                                        serialization=codec) for i in range(2)}
+    subs = {f"pull{j}": SubscriberParams(subscriptions=(f"w/{j}",), serialization=codec,
+                                         buffer_messages=4) for j in range(3)}
+    broker = BrokerParams(ingress_cost_s=Exponential(mean_value=1e-4), queue_messages=10)
+    return T.star(broker=broker, publishers=pubs, subscribers=subs, link=LAN)
+
+
+CASES["serialization-round-robin"] = (codec_push_pull, 0.4)
+
+
+def request_reply_with_background():
+    """Two closed-loop clients (windows 3 and 1) sharing a server with open-loop Poisson traffic."""
+    pubs = {"c0": PublisherParams(topics=("rr/c0",), arrival="closed_loop", window_requests=3),
+            "c1": PublisherParams(topics=("rr/c1",), arrival="closed_loop", window_requests=1, think_time_s=1e-3),
+            "bg": PublisherParams(topics=("bg",), rate_per_s=400.0, size_bytes=Constant(value=200))}
+    subs = {"c0.reply": SubscriberParams(subscriptions=("rr/c0",)),
+            "c1.reply": SubscriberParams(subscriptions=("rr/c1",), processing_s=Exponential(mean_value=2e-4)),
+            "sink": SubscriberParams(subscriptions=("bg",))}
+    broker = BrokerParams(ingress_cost_s=Exponential(mean_value=6e-4), queue_messages=5)
+    return T.star(broker=broker, publishers=pubs, subscribers=subs, link=LAN)
+
+
+CASES["request-reply"] = (request_reply_with_background, 0.5)
+
+
 def _frames(result):
     return result.deliveries(), result.drops(), result.stations()
 
@@ -245,7 +278,8 @@ def test_batch_equals_reference(case):
     assert len(fast.deliveries()) > 100
 
 
-@pytest.mark.parametrize("case", ["drop-oldest", "chain-flood", "merged-star", "qos-mixed-lossy", "churn"])
+@pytest.mark.parametrize("case", ["drop-oldest", "chain-flood", "merged-star", "qos-mixed-lossy", "churn",
+                                  "request-reply"])
 def test_chunk_size_does_not_change_results(case):
     build, duration = CASES[case]
     g = build()

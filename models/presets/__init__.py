@@ -15,10 +15,11 @@ import yaml
 
 from sim.errors import ConfigError
 
-__all__ = ["load", "names", "apply"]
+__all__ = ["load", "names", "apply", "kinds"]
 
 _FILES = {"broker": "brokers.yaml", "link": "links.yaml"}
 _FILES.update({"socket": "sockets.yaml", "disk": "disks.yaml"})  # ZeroMQ sockets, disks (persistence)
+_FILES["serialization"] = "serialization.yaml"  # message formats (models.serialization)
 
 
 def _all(kind):
@@ -34,8 +35,13 @@ def _all(kind):
     return presets
 
 
+def kinds():
+    """Preset kinds, sorted."""
+    return sorted(_FILES)
+
+
 def names(kind):
-    """Preset names of a kind (``broker`` or ``link``)."""
+    """Preset names of a kind (``broker``, ``link`` or ``serialization``)."""
     return sorted(_all(kind))
 
 

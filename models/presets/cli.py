@@ -1,0 +1,104 @@
+"""``pubsim presets``: list the shipped presets with their provenance.
+
+``pubsim presets [--kind broker|link|serialization|socket|disk] [--name NAME]`` prints
+one row per preset (name, kind, family, source, reference, date, key
+parameters, note), placeholders in red; ``--name`` prints one preset in
+full.
+"""
+from __future__ import annotations
+
+from rich.table import Table
+
+from sim.errors import ConfigError
+
+from . import kinds, load, names
+from .families import family_of
+
+__all__ = ["add_commands", "preset_rows"]
+
+_KEYS = {
+    "broker": ("workers", "ingress_cost_s", "delivery_cost_s", "per_byte_cost_s", "idle_wakeup_cost_s",
+               "topic_syntax", "overflow"),
+    "link": ("latency_s", "jitter_s", "bandwidth_Bps", "overhead_bytes"),
+    "serialization": ("format", "size_ratio", "encode_cost_s", "encode_cost_per_byte_s", "decode_cost_s",
+                      "decode_cost_per_byte_s"),
+    "socket": ("socket_type", "send_cost_s", "copy_cost_s", "per_byte_cost_s", "sndhwm", "batch_max_bytes"),
+    "disk": ("sync_latency_s", "bandwidth_Bps", "batch_max_messages"),
+}
+
+
+def preset_rows(kind=None):
+    """One dict per preset: name, kind, family, source, reference, date, parameters, note."""
+    rows = []
+    for k in ([kind] if kind else kinds()):
+        for name in names(k):
+            spec = load(k, name)
+            prov = spec.get("provenance") or {}
+            params = {key: spec[key] for key in _KEYS.get(k, ()) if key in spec}
+            family, example = family_of(name) if k == "broker" else ("", "")
+            rows.append({"name": name, "kind": k, "family": f"{family}: {example}" if family else "",
+                         "source": str(prov.get("source", "")), "reference": str(prov.get("reference", "")),
+                         "date": str(prov.get("date", "")), "parameters": params,
+                         "note": " ".join(str(prov.get("note", "")).split())})
+    return rows
+
+
+def _short(params):
+    return ", ".join(f"{k}={v}" for k, v in params.items())
+
+
+def _table(rows):
+    table = Table(title="presets and provenance (placeholders in red: estimates, not calibrated)")
+    # short identifiers are never cut, so a name can be copied from the table
+    table.add_column("name", no_wrap=True)
+    table.add_column("kind", no_wrap=True)
+    table.add_column("family", overflow="fold")
+    table.add_column("source", no_wrap=True)
+    for col in ("reference", "date", "parameters", "note"):
+        table.add_column(col, overflow="fold")
+    for r in rows:
+        table.add_row(r["name"], r["kind"], r["family"], r["source"], r["reference"], r["date"],
+                      _short(r["parameters"]), r["note"],
+                      style="bold red" if r["source"] == "placeholder" else None)
+    return table
+
+
+def _one(kind, name):
+    found = [k for k in ([kind] if kind else kinds()) if name in names(k)]
+    if not found:
+        every = sorted(n for k in ([kind] if kind else kinds()) for n in names(k))
+        raise ConfigError("--name", name, f"one of {every}")
+    out = Table(title=f"preset {name}", show_header=False)
+    out.add_column("field")
+    out.add_column("value", overflow="fold")
+    for k in found:
+        spec = load(k, name)
+        out.add_row("kind", k)
+        if k == "broker" and family_of(name)[0]:
+            out.add_row("family", ": ".join(family_of(name)))
+        for key, value in spec.items():
+            if key == "provenance":
+                for pk, pv in (value or {}).items():
+                    out.add_row(f"provenance.{pk}", " ".join(str(pv).split()),
+                                style="bold red" if pk == "source" and pv == "placeholder" else None)
+            else:
+                out.add_row(key, str(value))
+    return out
+
+
+def _presets(args, console):
+    if args.kind is not None and args.kind not in kinds():
+        raise ConfigError("--kind", args.kind, f"one of {kinds()}")
+    if args.name:
+        console.print(_one(args.kind, args.name))
+    else:
+        console.print(_table(preset_rows(args.kind)))
+    return 0
+
+
+def add_commands(sub):
+    """Register ``presets`` on the ``pubsim`` subcommand parser."""
+    p = sub.add_parser("presets", help="list presets with their provenance")
+    p.add_argument("--kind", help=f"only presets of this kind ({', '.join(kinds())})")
+    p.add_argument("--name", help="show one preset in full")
+    p.set_defaults(func=_presets)
