@@ -72,6 +72,7 @@ class BatchDriver:
         self.chunk_messages = int(chunk_messages)
         self.inbox = [[] for _ in network.stations]
         self._components = self._station_components()
+        self._cycle_cache = {}
 
     def _station_components(self):
         g = nx.DiGraph()
@@ -173,40 +174,61 @@ class BatchDriver:
         wake = self.net.stations[s].next_wake()
         return t if wake is None else min(t, wake)
 
-    def _horizons(self, members, sub, bound):
-        """Least time a packet can still arrive at each member (Bellman-Ford)."""
-        look = {s: self.net.stations[s].lookahead_s for s in members}
-        pend = {s: self._pending_s(s) for s in members}
-        h = {s: bound for s in members}
-        for s in members:
-            for u in sub.successors(s):
-                h[u] = min(h[u], pend[s] + look[s])
-        for _ in range(len(members)):
-            changed = False
-            for s, u in sub.edges:
-                if h[s] + look[s] < h[u]:
-                    h[u] = h[s] + look[s]
-                    changed = True
-            if not changed:
-                break
-        return h
-
     def _process_cycle(self, members, sub, horizon):
-        while any(self._pending_s(s) < horizon for s in members):
-            h = self._horizons(members, sub, horizon)
+        """Advance a strongly connected component to ``horizon``.
+
+        Gauss-Seidel sweeps: each member is processed up to its current bound
+        ``h[u] = min(horizon, min_s pend[s] + D[s, u])`` (``D`` the least
+        lookahead sum over paths s -> ... -> u, :func:`_lookahead_closure`),
+        recomputed after every member that advanced, so a sweep carries the
+        progress of earlier members to later ones."""
+        dist, succ = self._cycle_tables(members, sub)
+        pend = np.array([self._pending_s(s) for s in members])
+        while pend.min() < horizon:
             progressed = False
-            for s in members:
-                if self._pending_s(s) < h[s]:
-                    progressed |= self._process_station(s, h[s])
+            for i, s in enumerate(members):
+                if pend[i] >= horizon:
+                    continue
+                h = min(horizon, float((pend + dist[:, i]).min()))
+                if pend[i] >= h:
+                    continue
+                progressed |= self._process_station(s, h)
+                for j in succ[i]:
+                    pend[j] = self._pending_s(members[j])
             if not progressed:
                 names = [self.net.stations[s].name for s in members]
                 raise RuntimeError(f"stations {names} form a cycle with zero delay; give a link latency > 0")
+
+    def _cycle_tables(self, members, sub):
+        key = tuple(members)
+        if key not in self._cycle_cache:
+            look = [self.net.stations[s].lookahead_s for s in members]
+            pos = {s: i for i, s in enumerate(members)}
+            edges = [(pos[a], pos[b]) for a, b in sub.edges]
+            succ = [[i] + sorted({b for a, b in edges if a == i and b != i}) for i in range(len(members))]
+            self._cycle_cache[key] = (_lookahead_closure(look, edges), succ)
+        return self._cycle_cache[key]
 
     def in_flight_deliveries(self):
         """Deliveries still owed by packets held in inboxes or queues."""
         leaves = self.net.plan.leaves
         held = sum(int(leaves[p.visit].sum()) for parts in self.inbox for p in parts)
         return held + sum(_held_deliveries(st, leaves) for st in self.net.stations)
+
+
+def _lookahead_closure(look_s, edges):
+    """Least lookahead sum over paths of one or more edges (Floyd-Warshall).
+
+    ``D[s, u]`` is the least ``look_s[s] + ... + look_s[v]`` over paths
+    s -> ... -> v -> u; ``inf`` where u is unreachable from s. A packet
+    pending at s at time t cannot reach u before ``t + D[s, u]``."""
+    n = len(look_s)
+    d = np.full((n, n), math.inf)
+    for a, b in edges:
+        d[a, b] = min(d[a, b], look_s[a])
+    for k in range(n):
+        d = np.minimum(d, d[:, k:k + 1] + d[k:k + 1, :])
+    return d
 
 
 def _held_deliveries(station, leaves):
