@@ -159,11 +159,16 @@ class BatchDriver:
         parts = self.inbox[s]
         if not parts and not station.discipline.event_driven:
             return False
-        cat = Packets.concat(parts)
+        cat = parts[0] if len(parts) == 1 else Packets.concat(parts)
         early = cat.t < horizon
-        self.inbox[s] = [cat.take(~early)] if not early.all() else []
-        batch = cat.take(early) if not early.all() else cat
-        if len(batch) == 0 and not (station.discipline.event_driven and station.next_wake() is not None):
+        n_early = int(np.count_nonzero(early))
+        if n_early == len(cat):
+            self.inbox[s], batch = [], cat
+        elif n_early == 0:
+            self.inbox[s], batch = [cat], Packets.empty()
+        else:
+            self.inbox[s], batch = [cat.take(~early)], cat.take(early)
+        if n_early == 0 and not (station.discipline.event_driven and station.next_wake() is not None):
             return False
         out = station.process(batch.sorted(self.net.plan.n_visits), horizon)
         self._dispatch(_route(self.net, self.sink, station, out))
