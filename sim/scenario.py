@@ -348,8 +348,9 @@ def _yaml_error(path, text, err):
     return ConfigError(where, f"malformed YAML: {shown[:100]}" if shown else "malformed YAML", expected)
 
 
-def load_scenario(path):
-    """Read and check a scenario file (safe YAML loader)."""
+def read_yaml(path):
+    """``(text, data)`` of a YAML file (safe loader); one-line errors for an
+    unreadable, non-UTF-8 or malformed file."""
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
@@ -358,7 +359,12 @@ def load_scenario(path):
     except UnicodeDecodeError as err:
         raise ConfigError(str(path), "not UTF-8 text", f"a YAML file ({err.reason} at byte {err.start})") from None
     try:
-        data = yaml.safe_load(text)
+        return text, yaml.safe_load(text)
     except yaml.YAMLError as err:
         raise _yaml_error(path, text, err) from None
-    return parse_scenario(data, base_dir=path.parent)
+
+
+def load_scenario(path):
+    """Read and check a scenario file (safe YAML loader)."""
+    path = Path(path)
+    return parse_scenario(read_yaml(path)[1], base_dir=path.parent)

@@ -39,7 +39,7 @@ from pathlib import Path
 import yaml
 
 from ..errors import ConfigError
-from ..scenario import _yaml_error, parse_scenario
+from ..scenario import _yaml_error, parse_scenario, read_yaml
 from .fieldpath import apply_overrides, parse_path
 from .sampling import combine, grid_points, sample_points, zip_points
 
@@ -226,14 +226,5 @@ def parse_study(data, study_dir=".", *, text="", path="", default_name="study"):
 def load_study(path):
     """Read and check a study file (safe YAML loader)."""
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as err:
-        raise ConfigError(str(path), "unreadable", err.strerror or str(err)) from None
-    except UnicodeDecodeError as err:
-        raise ConfigError(str(path), "not UTF-8 text", f"a YAML file ({err.reason} at byte {err.start})") from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as err:
-        raise _yaml_error(path, text, err) from None
+    text, data = read_yaml(path)
     return parse_study(data, path.parent, text=text, path=path, default_name=path.stem)
