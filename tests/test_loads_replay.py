@@ -100,3 +100,19 @@ def test_bad_inputs(source):
         R.resample(source, 1, duration_s=10)
     with pytest.raises(ConfigError, match="at least two"):
         R.resample(source.window(0, 1e-9), rng, duration_s=10)
+
+
+def test_first_message_is_the_equilibrium_residual_not_a_short_gap():
+    # Poisson source, mean gap 60 s: from a random instant the wait to the first
+    # message is again exponential with mean 60 s (memoryless). Drawing a gap
+    # uniformly and taking a uniform fraction of it gives mean 30 s instead.
+    rng = StreamFactory(9).generator("poisson-source")
+    src = G.poisson(rng, rate_per_s=1 / 60, duration_s=20 * 86400, n_publishers=1)
+    first = []
+    for k in range(4):
+        out = R.resample(src, StreamFactory(10 + k).generator("copies"), duration_s=3600, copies=500)
+        first.append(out.frame.groupby("publisher", observed=True)["t_s"].min().to_numpy())
+    first = np.concatenate(first)
+    mean, half = first.mean(), 3 * first.std() / np.sqrt(len(first))
+    assert abs(mean - 60.0) < half + 1.0, (mean, half)
+    assert first.std() / mean == pytest.approx(1.0, abs=0.1)  # exponential: cv 1

@@ -11,8 +11,9 @@
     resampled stream draws the gap after a message, and the message's size
     and topic, from the interval of the day the message falls in. Each copy
     starts at a random position of the source (its time of day uniform over
-    the source's span) and its first message comes a uniform fraction of a
-    drawn gap after ``t = 0``.
+    the source's span) and its first message comes after the equilibrium
+    residual of a gap (a length-biased gap times a uniform fraction), so a
+    copy is stationary from ``t = 0``.
 :func:`scale_up`
     ``n_gateways`` x ``devices_per_gateway``: every gateway superposes
     ``devices_per_gateway`` independent resampled copies on its own random
@@ -143,6 +144,27 @@ class IntervalPools:
         return self.gap_values[self.gap_start[interval] + (rng.random(len(interval)) * self.gap_len[interval])
                                .astype(np.int64)]
 
+    def draw_first_gaps(self, rng, interval):
+        """Time to the first message from a random instant, s: the
+        equilibrium residual of a renewal process, ``U x G*`` with ``G*``
+        drawn with probability proportional to its length (the gap a random
+        instant falls in is length-biased; Cox 1962, *Renewal Theory*,
+        §1.3). Pools whose gaps are all 0 fall back to a plain draw."""
+        cum = self._gap_cum()
+        lo, n = self.gap_start[interval], self.gap_len[interval]
+        total = cum[lo + n] - cum[lo]
+        pos = cum[lo] + rng.random(len(interval)) * total
+        idx = np.clip(np.searchsorted(cum, pos, side="right") - 1, lo, lo + n - 1)
+        flat = total <= 0
+        if flat.any():
+            idx[flat] = lo[flat] + (rng.random(int(flat.sum())) * n[flat]).astype(np.int64)
+        return rng.random(len(interval)) * self.gap_values[idx]
+
+    def _gap_cum(self):
+        if getattr(self, "_cum", None) is None:
+            self._cum = np.concatenate([[0.0], np.cumsum(self.gap_values)])
+        return self._cum
+
     def draw_messages(self, rng, interval):
         idx = self.msg_start[interval] + (rng.random(len(interval)) * self.msg_len[interval]).astype(np.int64)
         return self.msg_size[idx], self.msg_topic[idx]
@@ -162,7 +184,7 @@ def _resample_arrays(pools, rng, copies, duration_s, start_tod_s):
         return (((tod0[who] + t) % DAY_S) // iv_len).astype(np.int64) % k
 
     who = np.arange(copies)
-    t = rng.random(copies) * pools.draw_gaps(rng, interval(np.zeros(copies), who))
+    t = pools.draw_first_gaps(rng, interval(np.zeros(copies), who))
     out_t, out_c, out_s, out_p = [], [], [], []
     rounds = 0
     stalled = 0

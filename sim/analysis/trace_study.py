@@ -6,12 +6,10 @@ CampusIoT device trace (``../shared/traces/campusiot``, read with
 superposed into ``gateways`` gateways of N devices each
 (:func:`models.loads.replay.scale_up`, SYSTEMS.md §5), replayed through one
 broker per calibrated profile (``Trace.to_publishers()``) to one application
-subscriber (fan-out 1). The resampled copies start at a random point of a
-drawn gap (U x G rather than the length-biased residual of renewal
-theory, so the early rate is inflated where short gaps are common), and
-the CampusIoT gap pools hold zero gaps (frames received twice), so a few
-percent of the copies fire together at t = 0: the first ``settle_s``
-seconds are cut off.
+subscriber (fan-out 1). The resampled copies are stationary from t = 0
+(each one's first message follows the equilibrium residual of a gap, see
+:mod:`models.loads.replay`); the first ``settle_s`` seconds are still cut
+off, as a margin for the broker's own start.
 
 :func:`run_trace_study` returns tidy frames shaped like a study's
 (``summary`` with ``point_id``/``replication``, ``latency`` quantiles,
