@@ -34,7 +34,10 @@ BROKER_MODELS = {
                              "capped core, so the broker is CPU-bound and modelled as one worker "
                              "at the cap; producer flow control blocks publishers when a topic's "
                              "memory limit is reached (ActiveMQ 'Producer Flow Control'); MQTT "
-                             "'/' topic levels map onto ActiveMQ '.' destinations"},
+                             "'/' topic levels map onto ActiveMQ '.' destinations. Caveat (measured): "
+                             "with one publisher and fan-out 1 its limit was not its CPU (0.5-0.6 of "
+                             "the cap used), so the model overestimates that capacity; use it for CPU "
+                             "demand (calibration/README.md)"},
     "ejabberd-mqtt": {"workers": 1, "topic_syntax": "mqtt", "overflow": "backpressure",
                       "why": "an Erlang VM: one process per MQTT session (mod_mqtt_session) on BEAM "
                              "schedulers that share the capped core, so it is CPU-bound and modelled "
