@@ -487,11 +487,8 @@ def mm1_priority_nonpreemptive_wait_mean_s(arrival_rates_per_s, service_rates_pe
     if len(lams) != len(mus):
         raise ConfigError("service_rates_per_s", service_rates_per_s,
                           f"one rate per class ({len(lams)} arrival rates given)")
-    sigma = np.cumsum(lams / mus)
-    _stable("arrival_rates_per_s", arrival_rates_per_s, float(sigma[-1]))
-    residual_s = float(np.sum(lams / mus**2))
-    sigma_before = np.concatenate(([0.0], sigma[:-1]))
-    return residual_s / ((1.0 - sigma_before) * (1.0 - sigma))
+    # exponential service: mean 1/mu, squared coefficient of variation 1
+    return mg1_priority_nonpreemptive_wait_mean_s(arrival_rates_per_s, 1.0 / mus, np.ones(len(mus)))
 
 
 # --- acknowledged delivery on a lossy link (models.qos) ----------------------
