@@ -123,13 +123,6 @@ class _Builder:
                 if n != came_from and self.g.nodes[n][T.KIND] == T.NodeKind.BROKER]
         return [n for n in nbrs if self.control.forwards(broker, n, topic)]
 
-    def _interested(self, broker, came_from, topic):
-        """Independent oracle of SF's steady state (tests compare the control plane with it)."""
-        if self.tables[broker].subscribers(topic):
-            return True
-        return any(self._interested(n, broker, topic) for n in self.g.neighbors(broker)
-                   if n != came_from and self.g.nodes[n][T.KIND] == T.NodeKind.BROKER)
-
     def _entry_hop(self, broker, came_from, topic, ingress):
         """Where a copy enters a node: its relay if it has one, else its broker."""
         if broker not in self.relays:
@@ -195,11 +188,6 @@ def _passthrough(sub):
     its copies are delivered as they leave the downlink."""
     return (sub.processing_s.is_constant and sub.processing_s.mean == 0 and sub.buffer_messages is None
             and (sub.serialization is None or not sub.serialization.has_decode))
-
-
-def _tighter(a, b):
-    vals = [v for v in (a, b) if v is not None]
-    return min(vals) if vals else None
 
 
 def parameter_table(g):

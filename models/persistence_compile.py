@@ -62,11 +62,6 @@ def restart_client_queues(b):
         b.restart_owner[b.index[("down", s)]] = home
 
 
-def _tighter(a, c):
-    vals = [v for v in (a, c) if v is not None]
-    return min(vals) if vals else None
-
-
 def mark_durable(b, plan):
     """Tell restarting queues which visits survive: persistent flows in a durable queue."""
     import numpy as np

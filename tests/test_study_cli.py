@@ -49,8 +49,6 @@ def test_bad_study_file_is_one_line_and_status_2(tmp_path, capsys, text, match):
     path = tmp_path / "study.yaml"
     path.write_text(text)
     assert main(["study", "run", str(path), "--out", str(tmp_path / "o"), "--executor", "serial"]) == 2
-    import re
-
     assert re.match(match, _err(capsys))
     assert not (tmp_path / "o").exists()
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import networkx as nx
 import pandas as pd
 
-from calibration.saturation import SUSTAINABLE_RATIO, interval_search, is_sustainable
+from calibration.saturation import SUSTAINABLE_RATIO, interval_search
 from models import topology as T
 from sim.errors import ConfigError
 from sim.run import simulate

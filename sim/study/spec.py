@@ -202,9 +202,9 @@ def parse_study(data, study_dir=".", *, text="", path="", default_name="study"):
                 else 1, 1)
     fixed = _fixed(data.get("set"))
     fields, overrides = _vary(data.get("vary"), seed)
-    for field, where in list(fields.items()) + [(p, f"set.{p}") for p in fixed]:
-        if parse_path(field, where)[0] in _RESERVED:
-            raise ConfigError(where, field, "a scenario field other than seed and replications "
+    for key, where in list(fields.items()) + [(p, f"set.{p}") for p in fixed]:
+        if parse_path(key, where)[0] in _RESERVED:
+            raise ConfigError(where, key, "a scenario field other than seed and replications "
                                            "(set the study's seed and replications instead)")
     both = sorted(set(fixed) & set(fields))
     if both:
