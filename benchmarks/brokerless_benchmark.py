@@ -13,14 +13,14 @@ from __future__ import annotations
 import argparse
 import time
 
-from models import presets
-from models import topology as T
-from models.brokerless import ZmqSocketParams
-from models.client import PublisherParams, SubscriberParams
-from models.link import LinkParams
-from models.params import from_mapping
-from sim.distributions import Constant
-from sim.run import simulate
+from pubsim.models import presets
+from pubsim.models import topology as T
+from pubsim.models.brokerless import ZmqSocketParams
+from pubsim.models.client import PublisherParams, SubscriberParams
+from pubsim.models.link import LinkParams
+from pubsim.models.params import from_mapping
+from pubsim.sim.distributions import Constant
+from pubsim.run import simulate
 
 N_PUB, N_SUB = 10, 20
 RATE_PER_PUB = 10_000.0

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import time
 
-from models.broker import BrokerParams
-from models.client import PublisherParams
-from models.link import LinkParams
-from models.reqrep import request_reply
-from sim.distributions import Exponential
-from sim.run import simulate
+from pubsim.models.broker import BrokerParams
+from pubsim.models.client import PublisherParams
+from pubsim.models.link import LinkParams
+from pubsim.models.reqrep import request_reply
+from pubsim.sim.distributions import Exponential
+from pubsim.run import simulate
 
 
 def main():

@@ -5,7 +5,7 @@ messages) -> one broker (exponential service, mean 20 us) -> fan-out 4 over
 links of 1 MB/s (1 ms per message) loaded to 90 %, with a 100-message
 transmit queue. The only difference is the links' ``scheduling``: ``fifo``
 runs by arithmetic in the numba kernels; ``priority`` runs every link
-through the event-driven :class:`sim.disciplines.QueueDiscipline`. Prints
+through the event-driven :class:`pubsim.sim.disciplines.QueueDiscipline`. Prints
 published messages per second of wall time for both and their ratio (one
 run each; no assertion: the machine may be shared).
 
@@ -16,12 +16,12 @@ from __future__ import annotations
 import argparse
 import time
 
-from models import topology as T
-from models.broker import BrokerParams
-from models.client import PublisherParams, SubscriberParams
-from models.link import LinkParams
-from sim.distributions import Constant, Exponential
-from sim.run import simulate
+from pubsim.models import topology as T
+from pubsim.models.broker import BrokerParams
+from pubsim.models.client import PublisherParams, SubscriberParams
+from pubsim.models.link import LinkParams
+from pubsim.sim.distributions import Constant, Exponential
+from pubsim.run import simulate
 
 LOAD, TX_S, FANOUT = 0.9, 1e-3, 4
 

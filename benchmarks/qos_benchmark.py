@@ -16,12 +16,12 @@ from __future__ import annotations
 import argparse
 import time
 
-from models import topology as T
-from models.broker import BrokerParams
-from models.client import PublisherParams, SubscriberParams
-from models.link import LinkParams
-from sim.distributions import Constant, Exponential
-from sim.run import simulate
+from pubsim.models import topology as T
+from pubsim.models.broker import BrokerParams
+from pubsim.models.client import PublisherParams, SubscriberParams
+from pubsim.models.link import LinkParams
+from pubsim.sim.distributions import Constant, Exponential
+from pubsim.run import simulate
 
 RATE_PER_S = 5000.0
 N_PUB, FANOUT = 100, 10

@@ -14,12 +14,12 @@ import argparse
 import resource
 import time
 
-from models import topology as T
-from models.broker import BrokerParams
-from models.client import PublisherParams, SubscriberParams
-from models.link import LinkParams
-from sim.distributions import Constant, Exponential
-from sim.run import simulate
+from pubsim.models import topology as T
+from pubsim.models.broker import BrokerParams
+from pubsim.models.client import PublisherParams, SubscriberParams
+from pubsim.models.link import LinkParams
+from pubsim.sim.distributions import Constant, Exponential
+from pubsim.run import simulate
 
 SERVICE_S = 1e-3
 N_PUB, FANOUT = 100, 10

@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from sim.scenario import parse_scenario
-from sim.study import load_study, run_study
+from pubsim.scenario import parse_scenario
+from pubsim.study import load_study, run_study
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -20,10 +20,10 @@ import resource
 import time
 from pathlib import Path
 
-from models.loads import generators as G
-from models.loads import replay as R
-from models.loads.readers import read_campusiot, read_mqtt_pcap
-from sim.rng import StreamFactory
+from pubsim.models.loads import generators as G
+from pubsim.models.loads import replay as R
+from pubsim.models.loads.readers import read_campusiot, read_mqtt_pcap
+from pubsim.sim.rng import StreamFactory
 
 TRACES = Path(__file__).resolve().parents[2] / "shared" / "traces"
 

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import yaml
 
-from sim.scenario import parse_scenario
+from pubsim.scenario import parse_scenario
 
 HERE = Path(__file__).resolve().parent.parent / "experiments" / "ildm"
 

@@ -30,10 +30,10 @@ import numpy as np
 import pandas as pd
 import yaml
 
-from sim.errors import ConfigError
-from sim.units import parse_duration_s, parse_rate_per_s, parse_size_bytes
+from ..sim.errors import ConfigError
+from ..sim.units import parse_duration_s, parse_rate_per_s, parse_size_bytes
 
-from .saturation import interval_search, is_sustainable
+from ..analysis.interval_search import interval_search, is_sustainable
 
 __all__ = ["RunSpec", "Campaign", "load_campaign", "parse_campaign", "run_campaign",
            "read_results", "host_metadata"]
@@ -292,7 +292,7 @@ def run_campaign(campaign, out_dir, measure, *, progress=None, metadata=None):
     measure : callable
         ``measure(RunSpec) -> (row dict, latency sample array)``; rows need
         ``ingress_rate_per_s``, ``sustainability`` and ``delivery_ratio``.
-        The real harness is :func:`calibration.runner.measure_run`; tests pass fakes.
+        The real harness is :func:`pubsim.calibration.runner.measure_run`; tests pass fakes.
     progress : callable or None
         ``progress(done, total, label)`` after each pair.
     metadata : dict or None

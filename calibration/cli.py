@@ -57,7 +57,7 @@ def _fitted(args):
 
 
 def _calibrate(args, console):
-    from models import presets
+    from ..models import presets
 
     from .profile import profile_yaml
 

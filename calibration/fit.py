@@ -11,7 +11,7 @@ utilization law); for the latency floor ``latency_p01_s``,
 optionally ``wakeups_per_ingress`` (voluntary context switches per ingress
 message).
 
-Broker demand model (see :mod:`models.broker`)::
+Broker demand model (see :mod:`pubsim.models.broker`)::
 
     demand per ingress message = ingress + fanout * delivery
                                  + payload * (1 + fanout) * per_byte
@@ -35,7 +35,7 @@ import numpy as np
 import pandas as pd
 from scipy.optimize import nnls
 
-from sim.errors import ConfigError
+from ..sim.errors import ConfigError
 
 __all__ = ["BrokerDemandCalibrator", "LatencyFloorCalibrator", "REQUIRED_COLUMNS"]
 
@@ -193,7 +193,7 @@ class LatencyFloorCalibrator:
         excess = latency - latency_p01     (both links, variable part)
 
     (a CPU quota does not slow a lightly loaded broker: it runs at full speed
-    until its budget for the period is spent, see :mod:`sim.kernels`)
+    until its budget for the period is spent, see :mod:`pubsim.sim.kernels`)
 
     Each link gets ``latency_s = floor / 2`` and a gamma jitter. The sum of
     two independent gamma(k, theta) is gamma(2k, theta): the gamma(2k, theta)
@@ -275,7 +275,7 @@ class KneeDemandCalibrator(BrokerDemandCalibrator):
         With ``fit_background``, alternations of the two stages: stage 1 is
         refitted on what the background load leaves of the runs near the
         limit, so that the background (simulated apart, see
-        :class:`models.broker.BrokerParams`) is not also charged to the busy
+        :class:`pubsim.models.broker.BrokerParams`) is not also charged to the busy
         costs. Wake-ups are never taken out of stage 1 (multi-threaded
         brokers switch threads even when busy).
     wake_regressor, fit_per_byte, fit_delivery, fit_background

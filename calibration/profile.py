@@ -1,7 +1,7 @@
 """Calibrated profiles: fitted broker and loopback-link presets with provenance.
 
 A profile is a mapping ``{"broker": {name: fields}, "link": {name: fields}}``
-in the preset format of :mod:`models.presets`; saved as
+in the preset format of :mod:`pubsim.models.presets`; saved as
 ``models/presets/calibrated/<name>.yaml`` it is loaded by name like any
 preset (``preset: mosquitto``). This module builds the mapping and its YAML
 text; writing the file is the caller's choice (``pubsim calibrate`` does it).
@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import yaml
 
-from models.broker import BrokerParams
-from models.link import LinkParams
-from models.params import from_mapping
+from ..models.broker import BrokerParams
+from ..models.link import LinkParams
+from ..models.params import from_mapping
 
 __all__ = ["BROKER_MODELS", "build_profile", "profile_yaml", "check_profile"]
 
@@ -68,16 +68,16 @@ def build_profile(*, name, broker_kind, demand_params, link_params, metadata, se
     broker_kind : str
         A key of :data:`BROKER_MODELS`.
     demand_params : dict
-        ``params_`` of :class:`calibration.fit.BrokerDemandCalibrator` (s, s/byte).
+        ``params_`` of :class:`pubsim.calibration.fit.BrokerDemandCalibrator` (s, s/byte).
     link_params : dict
-        ``params_`` of :class:`calibration.fit.LatencyFloorCalibrator` (s).
+        ``params_`` of :class:`pubsim.calibration.fit.LatencyFloorCalibrator` (s).
     metadata : dict
         ``data`` (campaign files), ``date``, ``host``, ``cpu``, ``kernel``,
         ``broker_version``, ``cpu_cap_fraction``, ``n_runs``, ``rms_residual_s``;
         optionally ``variability`` (how ``service_cv`` was found).
     service_cv : float
         Coefficient of variation of the ingress and delivery costs (gamma
-        distributed; 0 = constant), see :mod:`calibration.variability`.
+        distributed; 0 = constant), see :mod:`pubsim.calibration.variability`.
     """
     model = BROKER_MODELS[broker_kind]
     where = (f"{metadata['host']} ({metadata['cpu']}, kernel {metadata['kernel']}), "

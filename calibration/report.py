@@ -69,7 +69,7 @@ def cdf_figure(latency, per_run, simulated, *, broker, config, runs=None):
 def saturation_figure(per_run, *, broker, config):
     """Egress against offered load, measured and simulated, for one pair.
 
-    ``per_run``: :attr:`calibration.validate.Validation.per_run`.
+    ``per_run``: :attr:`pubsim.calibration.validate.Validation.per_run`.
     """
     import matplotlib
     matplotlib.use("Agg")

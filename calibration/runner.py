@@ -1,12 +1,12 @@
 """One measured run on a real broker -> one tidy row and a latency sample.
 
 :class:`RealHarness` is the ``measure`` callable of
-:func:`calibration.campaign.run_campaign`: for each :class:`RunSpec` it makes
+:func:`pubsim.calibration.campaign.run_campaign`: for each :class:`RunSpec` it makes
 sure the right broker runs (started on a free loopback port under the
 campaign's CPU pinning and cap; restarted when the broker or the cap
 changes), samples the broker's CPU from ``/proc`` before and after, drives
-the load with :func:`calibration.harness.loadgen.run_load`, and returns the
-row fields of :data:`calibration.virtual.ROW_FIELDS` plus the broker's
+the load with :func:`pubsim.calibration.harness.loadgen.run_load`, and returns the
+row fields of :data:`pubsim.calibration.virtual.ROW_FIELDS` plus the broker's
 wake-ups and the load generator's own health.
 
 Demand per ingress message is the broker's CPU time over the whole run
@@ -31,7 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .saturation import latency_trend_s_per_s
+from ..analysis.interval_search import latency_trend_s_per_s
 from .virtual import latency_fields
 
 __all__ = ["RealHarness"]

@@ -26,14 +26,14 @@ import numpy as np
 import pandas as pd
 from scipy.stats import ks_2samp
 
-from models import topology as T
-from models.broker import BrokerParams
-from models.client import PublisherParams, SubscriberParams
-from models.link import LinkParams
-from models.params import from_mapping
+from ..models import topology as T
+from ..models.broker import BrokerParams
+from ..models.client import PublisherParams, SubscriberParams
+from ..models.link import LinkParams
+from ..models.params import from_mapping
 from .fit import BrokerDemandCalibrator, KneeDemandCalibrator, LatencyFloorCalibrator
 from .profile import build_profile
-from .saturation import interval_search, is_sustainable
+from ..analysis.interval_search import interval_search, is_sustainable
 from .variability import ServiceVariabilityCalibrator
 from .workload import topic_assignment
 
@@ -71,16 +71,16 @@ def fit_profiles(runs, meta, *, split="train", background=True, method="knee", v
     switches per message (or ``1 - utilization`` where they were not
     measured). Only sustainable runs are fitted (see the comment below).
     With ``background``, a background CPU load is fitted (see
-    :class:`calibration.fit.BrokerDemandCalibrator`) and the simulated broker
+    :class:`pubsim.calibration.fit.BrokerDemandCalibrator`) and the simulated broker
     carries it (``background_cpu_fraction``). With ``variability``, the
     coefficient of variation of the per-message costs is chosen from
     ``cv_grid`` by simulating the moderately loaded training runs
-    (:class:`calibration.variability.ServiceVariabilityCalibrator`; slower).
+    (:class:`pubsim.calibration.variability.ServiceVariabilityCalibrator`; slower).
 
     Returns
     -------
     dict
-        broker kind -> profile mapping (:func:`calibration.profile.build_profile`).
+        broker kind -> profile mapping (:func:`pubsim.calibration.profile.build_profile`).
     """
     profiles = {}
     # The utilization law D = CPU / messages holds where every message sent was

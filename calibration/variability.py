@@ -1,6 +1,6 @@
 """Service-time variability of a broker, fitted by simulation.
 
-The demand fit (:mod:`calibration.fit`) gives the *mean* CPU cost of a
+The demand fit (:mod:`pubsim.calibration.fit`) gives the *mean* CPU cost of a
 message; the spread of the latency under load also depends on how variable
 that cost is. For an M/G/1 queue the mean wait is
 ``rho E[S] (1 + cv^2) / (2 (1 - rho))`` (Pollaczek-Khinchine), but the
@@ -19,7 +19,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from sim.errors import ConfigError
+from ..sim.errors import ConfigError
 
 from .fit import _check, cap_of
 

@@ -1,7 +1,7 @@
 """Measurement rows from the simulator: the harness's simulated twin.
 
 :class:`VirtualHarness` answers ``measure(RunSpec)`` like the real harness
-(:func:`calibration.runner.measure_run`), with the same row fields, by
+(:func:`pubsim.calibration.runner.measure_run`), with the same row fields, by
 simulating a broker profile. Uses: the calibrated model's side of
 validation, a virtual benchmark (SYSTEMS.md §4 search on the simulator), and
 tests of the fit-validate pipeline against a known ground truth.
@@ -12,7 +12,7 @@ import math
 
 import numpy as np
 
-from sim.run import simulate
+from ..run import simulate
 
 __all__ = ["ROW_FIELDS", "result_row", "VirtualHarness"]
 
@@ -67,7 +67,7 @@ class VirtualHarness:
     Parameters
     ----------
     profiles : dict
-        Broker kind -> profile mapping (:mod:`calibration.profile`).
+        Broker kind -> profile mapping (:mod:`pubsim.calibration.profile`).
     seed : int
         Base seed; each run gets its own replication number.
     sample : int

@@ -10,7 +10,7 @@ subscriptions spread evenly. A subscriber left without a topic subscribes to
 """
 from __future__ import annotations
 
-from sim.errors import ConfigError
+from ..sim.errors import ConfigError
 
 __all__ = ["topic_name", "topic_assignment", "IDLE_TOPIC"]
 

@@ -5,7 +5,7 @@ A Mosquitto bridge is configured at one broker (``local``) with lines
 local broker to the remote one, ``in`` patterns from the remote to the local
 one (mosquitto.conf(5), "Configuring Bridges"). In a topology with
 ``forwarding: bridge`` each broker-broker edge may carry a
-:class:`BridgeParams` under the edge attribute :data:`models.topology.BRIDGE`;
+:class:`BridgeParams` under the edge attribute :data:`pubsim.models.topology.BRIDGE`;
 a copy crosses the edge only if its topic matches a pattern of that
 direction. An edge without one forwards nothing. On a tree a copy never
 returns to where it came from, so there are no loops.
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from sim.errors import ConfigError
+from ..sim.errors import ConfigError
 
 from .params import check_fields
 from .provenance import ASSUMED, Provenance

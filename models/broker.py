@@ -20,9 +20,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from sim.disciplines import Overflow
-from sim.distributions import Constant, Distribution
-from sim.errors import ConfigError
+from ..sim.disciplines import Overflow
+from ..sim.distributions import Constant, Distribution
+from ..sim.errors import ConfigError
 
 from .disk import DiskParams
 from .params import check_fields
@@ -60,7 +60,7 @@ class BrokerParams:
         ``cpu.cfs_quota_us / cpu.cfs_period_us``). All costs are CPU seconds
         at full speed. The workers together may work ``cpu_fraction x
         cpu_period_s`` per period; past that they stall until the next
-        period (Linux CFS bandwidth control; see :mod:`sim.kernels`). 1 (the
+        period (Linux CFS bandwidth control; see :mod:`pubsim.sim.kernels`). 1 (the
         default) is no quota.
     cpu_period_s : float
         Quota period, s (Linux default 100 ms; pubsim's harness uses 10 ms).
@@ -82,7 +82,7 @@ class BrokerParams:
         What a full ingress queue does: ``drop_newest``, ``drop_oldest`` or
         ``backpressure`` (the publisher holds the message until there is room;
         nothing is lost, the wait counts in latency); also ``reject``,
-        ``ring``, ``update`` and ``flow_to_disk`` (:class:`sim.disciplines.Overflow`).
+        ``ring``, ``update`` and ``flow_to_disk`` (:class:`pubsim.sim.disciplines.Overflow`).
     topic_syntax : str
         ``mqtt``, ``amqp`` or ``prefix`` (ZeroMQ).
     scheduling : str
@@ -118,7 +118,7 @@ class BrokerParams:
         one ``send()``): when the worker becomes free it takes up to this
         many waiting messages and serves them as one batch in
         ``batch_fixed_cost_s`` plus their own demands; all leave at the batch
-        end (:class:`sim.disciplines.BatchDiscipline`). 1 (the default) is
+        end (:class:`pubsim.sim.disciplines.BatchDiscipline`). 1 (the default) is
         no batching: plain FIFO. Needs one worker, FIFO scheduling, no CPU
         quota and no drop_oldest.
     batch_fixed_cost_s : float
@@ -127,7 +127,7 @@ class BrokerParams:
         Most payload bytes per batch (libzmq's out batch size is 8192 B);
         None = no limit. A batch always takes its first message.
     disk : DiskParams or None
-        Disk stage for persistent messages (:mod:`models.disk`): they pass
+        Disk stage for persistent messages (:mod:`pubsim.models.disk`): they pass
         through it after the worker and before delivery; None = no disk
         (persistent messages are treated as transient). In scenario files a
         mapping of DiskParams fields, which may name a ``preset``; in GraphML
@@ -137,7 +137,7 @@ class BrokerParams:
         message it holds is lost (cause ``broker_restart``) unless it is
         persistent and ``durable_queue`` is set; survivors are served after
         the downtime. Modelled in the event-driven queue
-        (:mod:`sim.restart`), for the worker queue and the per-subscriber
+        (:mod:`pubsim.sim.restart`), for the worker queue and the per-subscriber
         queues alike; the disk stage keeps its content.
     restart_downtime_s : float
         How long the broker is down after a restart, s; arrivals meanwhile

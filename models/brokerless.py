@@ -11,9 +11,9 @@ peer, a PUSH socket blocks the sender (ZeroMQ guide, ch. 2 "High-Water
 Marks"; zmq_setsockopt(3)). libzmq's I/O thread writes every message queued
 in a pipe in one ``send()`` call, up to ``out_batch_size`` = 8192 bytes
 (libzmq src/config.hpp; ZeroMQ guide ch. 1, "message batching"): the
-automatic batching of :class:`sim.disciplines.BatchDiscipline`.
+automatic batching of :class:`pubsim.sim.disciplines.BatchDiscipline`.
 
-Graph representation (:mod:`models.topology`): a node of kind ``socket``
+Graph representation (:mod:`pubsim.models.topology`): a node of kind ``socket``
 (params :class:`ZmqSocketParams`) per publisher, linked to its publisher
 (the in-process hand-off, a free link by default) and to every subscriber
 that connects to it (the peer pipe: a link whose transmit queue is the
@@ -26,10 +26,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from sim.disciplines import Overflow
-from sim.distributions import Constant, Distribution
-from sim.errors import ConfigError
-from sim.station import Station
+from ..sim.disciplines import Overflow
+from ..sim.distributions import Constant, Distribution
+from ..sim.errors import ConfigError
+from ..sim.station import Station
 
 from .params import check_fields
 from .provenance import ASSUMED, Provenance
@@ -51,7 +51,7 @@ class ZmqSocketParams:
 
     where ``copies`` is the number of connected peers whose subscription
     prefix matches the topic (PUB) or 1 (PUSH). Messages are served in
-    batches (``batch_*``, see :class:`sim.disciplines.BatchDiscipline`).
+    batches (``batch_*``, see :class:`pubsim.sim.disciplines.BatchDiscipline`).
 
     Parameters
     ----------

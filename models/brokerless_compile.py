@@ -1,12 +1,12 @@
-"""Compiling ZeroMQ socket nodes (:mod:`models.brokerless`) into stations and routes.
+"""Compiling ZeroMQ socket nodes (:mod:`pubsim.models.brokerless`) into stations and routes.
 
-Hooks called by :mod:`models.compile`: the socket stations and their peer
+Hooks called by :mod:`pubsim.models.compile`: the socket stations and their peer
 pipes, the prefix table of each socket (the subscriptions its connected
 peers sent), and the route below a socket: one copy per matching peer.
 """
 from __future__ import annotations
 
-from sim.routing import Hop
+from ..sim.routing import Hop
 
 from . import topology as T
 from .brokerless import SocketStation, socket_link_limits

@@ -1,6 +1,6 @@
 """Priority channels and per-subscriber queue policies (YAMI4, AMQP, Qpid).
 
-A connection's outgoing queue is a link's transmit queue (:class:`models.stations.LinkStation`):
+A connection's outgoing queue is a link's transmit queue (:class:`pubsim.models.stations.LinkStation`):
 
 * a publisher's uplink is the publisher's channel (its own ``LinkParams``);
 * the broker-to-subscriber link is the broker's per-subscriber queue: its
@@ -17,8 +17,8 @@ A message's priority is its flow's (publisher, topic): the publisher's
 """
 from __future__ import annotations
 
-from sim.disciplines import Overflow
-from sim.errors import ConfigError
+from ..sim.disciplines import Overflow
+from ..sim.errors import ConfigError
 
 __all__ = ["flow_priorities", "downlink_queue"]
 

@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from sim.distributions import Constant, Distribution
-from sim.errors import ConfigError
+from ..sim.distributions import Constant, Distribution
+from ..sim.errors import ConfigError
 
 from .params import check_fields
 from .provenance import ASSUMED, Provenance
@@ -36,7 +36,7 @@ class PublisherParams:
         ``poisson``, ``constant`` (random phase in the first period),
         ``schedule`` (explicit arrays) or ``closed_loop`` (request/reply with
         a window: request i is sent when the reply to request i - W came
-        back, plus ``think_time_s``; :mod:`models.reqrep`).
+        back, plus ``think_time_s``; :mod:`pubsim.models.reqrep`).
     rate_per_s : float
         Mean messages per second (poisson, constant).
     size_bytes : Distribution
@@ -51,7 +51,7 @@ class PublisherParams:
         Message priority, higher first (YAMI4 uses 0..2); only brokers with
         ``scheduling="priority"`` look at it.
     qos : int
-        Publish QoS 0, 1 or 2 (AMQP: 1 = publisher confirms); see :mod:`models.qos`.
+        Publish QoS 0, 1 or 2 (AMQP: 1 = publisher confirms); see :mod:`pubsim.models.qos`.
     inflight_messages : int
         Most un-acknowledged QoS > 0 messages on its connection (0 = no
         limit). Default 20: Eclipse Paho Python ``max_inflight_messages_set``
@@ -61,10 +61,10 @@ class PublisherParams:
         Mosquitto's historical ``retry_interval`` (mosquitto.conf(5), 1.x).
     retain : bool
         Its messages are retained by the broker (last one per topic, sent
-        to subscribers when they connect; see :mod:`models.sessions`).
+        to subscribers when they connect; see :mod:`pubsim.models.sessions`).
     offline_s : tuple
         Outages ``((disconnect_s, reconnect_s), ...)``: unexpected
-        disconnects, nothing published until the reconnect (see :mod:`models.will`).
+        disconnects, nothing published until the reconnect (see :mod:`pubsim.models.will`).
     will_topic : str
         Topic of its Will message, published by the broker at each
         unexpected disconnect; "" = none.
@@ -90,13 +90,13 @@ class PublisherParams:
     think_time_s : float
         Time from a reply to the request it releases, s (``closed_loop``).
     serialization : SerializationParams or None
-        Message format (:mod:`models.serialization`): payload sizes are
+        Message format (:mod:`pubsim.models.serialization`): payload sizes are
         multiplied by its ``size_ratio`` and encoding takes the publisher's
         CPU before the uplink; None = no serialization stage.
     persistent : bool
         Persistent (durable) messages (AMQP delivery mode 2): at a broker
         with a disk they are written and synced before delivery
-        (:mod:`models.disk`).
+        (:mod:`pubsim.models.disk`).
     provenance : Provenance
     """
 
@@ -216,7 +216,7 @@ class SubscriberParams:
         count); None = the broker's ``max_inflight_messages``.
     online_s : tuple
         Connection intervals ``((connect_s, disconnect_s), ...)``, ordered
-        and disjoint; empty = always online (see :mod:`models.sessions`).
+        and disjoint; empty = always online (see :mod:`pubsim.models.sessions`).
     clean_session : bool
         True: copies published while it is offline are not owed. False:
         QoS > 0 copies wait at the broker until it reconnects.

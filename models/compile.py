@@ -1,4 +1,4 @@
-"""Compile a validated topology into a runtime :class:`sim.network.Network`.
+"""Compile a validated topology into a runtime :class:`pubsim.sim.network.Network`.
 
 Stations, in this order: each publisher's uplink; each broker; each
 direction of each broker-broker link; each subscriber's downlink and the
@@ -7,9 +7,9 @@ subscriber itself. Route trees follow the forwarding rule of the graph
 tree; ``subscription`` only towards brokers behind which a subscriber's
 filter matches the topic (the steady state of Subscription Flooding);
 ``bridge`` along static bridge patterns. Which neighbour a copy goes to is
-decided by the ILDM control plane (:func:`models.ildm.steady_state`), the
+decided by the ILDM control plane (:func:`pubsim.models.ildm.steady_state`), the
 same model that produces the protocol's message flows. A broker with an ILDM
-relay (:mod:`models.relay`) gets a relay station in front of it: the relay
+relay (:mod:`pubsim.models.relay`) gets a relay station in front of it: the relay
 hands each publication to its broker and forwards the copies to neighbour
 nodes; without one the broker forwards them itself.
 """
@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from sim.network import Network
-from sim.rng import StreamFactory
-from sim.routing import Hop, RoutePlan
+from ..sim.network import Network
+from ..sim.rng import StreamFactory
+from ..sim.routing import Hop, RoutePlan
 
 from . import topology as T
 from .qos_build import broker_handshakes, consumer_folded, qos_link_options, visit_qos
@@ -221,7 +221,7 @@ def parameter_table(g):
 
 
 def _wire_qos(b, plan):
-    """Hop QoS on QoS links and handshake packets at brokers (see :mod:`models.qos_build`)."""
+    """Hop QoS on QoS links and handshake packets at brokers (see :mod:`pubsim.models.qos_build`)."""
     keys = {i: k for k, i in b.index.items()}
     qos = visit_qos(b.g, plan, keys, b.pubs, b.subs)
     brokers = {i for k, i in b.index.items() if k[0] == "broker"}

@@ -7,7 +7,7 @@ message queued when the previous one ended, up to ``batch_max_messages``
 
     sync_latency + (bytes of the batch) / bandwidth
 
-(:class:`sim.disciplines.BatchDiscipline` with fixed cost = sync latency
+(:class:`pubsim.sim.disciplines.BatchDiscipline` with fixed cost = sync latency
 and per-message cost = size / bandwidth). Throughput bound of full batches
 of B messages of ``S`` bytes: ``B / (sync_latency + B S / bandwidth)``.
 """
@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from sim.errors import ConfigError
-from sim.station import Station
+from ..sim.errors import ConfigError
+from ..sim.station import Station
 
 from .params import check_fields
 from .provenance import ASSUMED, Provenance
@@ -77,7 +77,7 @@ class DiskStation(Station):
     """
 
     def __init__(self, name, params, *, broker, window):
-        from sim.disciplines import BatchDiscipline
+        from ..sim.disciplines import BatchDiscipline
 
         disc = BatchDiscipline(batch_max_messages=params.batch_max_messages,
                                batch_fixed_cost_s=params.sync_latency_s)

@@ -29,7 +29,7 @@ UNSUBSCRIBE a node withdraws what it no longer needs and re-sends the
 narrower filters a withdrawn wide one had covered.
 
 Every operation returns tidy :class:`Flow` records. The data plane
-(:mod:`models.compile`) routes with :meth:`ControlPlane.forwards` of the
+(:mod:`pubsim.models.compile`) routes with :meth:`ControlPlane.forwards` of the
 steady state after every subscriber subscribed (:func:`steady_state`), so the
 simulated routes and this protocol model are one source of truth.
 """
@@ -41,7 +41,7 @@ from dataclasses import asdict, dataclass
 
 import networkx as nx
 
-from sim.errors import ConfigError
+from ..sim.errors import ConfigError
 
 from .topics import SubscriptionTable, TopicSyntax, _syntax, validate_filter, validate_topic
 

@@ -9,7 +9,7 @@ retransmission delay as jitter).
 
 Serialization time = (payload + protocol framing + ``overhead_bytes``) /
 ``bandwidth_Bps``; framing is the middleware's per-message header (MQTT fixed
-header, topic, ...; see :mod:`models.protocol`), ``overhead_bytes`` the lower
+header, topic, ...; see :mod:`pubsim.models.protocol`), ``overhead_bytes`` the lower
 layers' per-message bytes (TCP/IP 40, Ethernet 38 with preamble and gap).
 
 Priority channels (YAMI4, SYSTEMS.md §1): with ``scheduling="priority"`` the
@@ -18,16 +18,16 @@ priority (higher first; YAMI4 uses 0 = lowest .. 2 = highest, any integer is
 accepted), FIFO within a priority, non-preemptive: the message being sent
 finishes first. Priorities only change the order when messages wait (a slow
 receiver, a saturated link); on an idle channel delivery is FIFO.
-``overflow`` is what a full transmit queue does (:class:`sim.disciplines.Overflow`).
+``overflow`` is what a full transmit queue does (:class:`pubsim.sim.disciplines.Overflow`).
 """
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
 
-from sim.disciplines import Overflow
-from sim.distributions import Constant, Distribution
-from sim.errors import ConfigError
+from ..sim.disciplines import Overflow
+from ..sim.distributions import Constant, Distribution
+from ..sim.errors import ConfigError
 
 from .params import check_fields
 from .provenance import ASSUMED, Provenance
@@ -59,7 +59,7 @@ class LinkParams:
     overflow : str
         What a full transmit queue does: ``drop_newest`` (drop-tail, the
         default), ``reject``, ``drop_oldest``/``ring``, ``update`` or
-        ``backpressure`` (FIFO only); see :class:`sim.disciplines.Overflow`.
+        ``backpressure`` (FIFO only); see :class:`pubsim.sim.disciplines.Overflow`.
         ``flow_to_disk`` is a broker policy (``BrokerParams.client_overflow``).
     provenance : Provenance
     """

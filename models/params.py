@@ -7,16 +7,16 @@ Every field of a parameter dataclass declares how a human value is read with
 ``"optional_size"``, ``"probability"``, ``"float"``, ``"strings"``,
 ``"choice"`` (with ``choices``), ``"provenance"``. :func:`from_mapping`
 rejects unknown fields and bad values with a one-line
-:class:`~sim.errors.ConfigError` naming the field.
+:class:`~pubsim.sim.errors.ConfigError` naming the field.
 """
 from __future__ import annotations
 
 import dataclasses
 import math
 
-from sim import units
-from sim.distributions import Distribution, parse_distribution
-from sim.errors import ConfigError
+from ..sim import units
+from ..sim.distributions import Distribution, parse_distribution
+from ..sim.errors import ConfigError
 
 from .provenance import Provenance, parse_provenance
 

@@ -5,7 +5,7 @@ A scenario may list ``patterns``, each a mapping with a ``kind``:
 
 * ``push_pull``: deliveries per (pusher, puller) and their share; with
   ``ack: {ack_bytes: 4B, ack_cost: 5us}`` the ack latency
-  (:mod:`models.pushpull`, uncontended return path).
+  (:mod:`pubsim.models.pushpull`, uncontended return path).
 * ``request_reply``: per closed-loop client, window W, replies per second,
   round trip mean and p99, window slots lost (requests or replies dropped:
   no client timeout is modelled, so each closes a slot for good),
@@ -15,7 +15,7 @@ A scenario may list ``patterns``, each a mapping with a ``kind``:
 * ``polling``: ``poller`` (a publisher whose messages are the polls),
   ``sensor`` (the subscriber reading them), ``sample_interval`` and
   ``reply_delay`` (an assumption, stated in the output): lost and
-  duplicated samples against the closed forms (:mod:`models.polling`).
+  duplicated samples against the closed forms (:mod:`pubsim.models.polling`).
 * ``by_publisher``: throughput, latency and size per publisher (e.g. text
   vs binary publishers).
 
@@ -27,8 +27,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from sim.errors import ConfigError
-from sim.units import parse_duration_s, parse_size_bytes
+from ..sim.errors import ConfigError
+from ..sim.units import parse_duration_s, parse_size_bytes
 
 from . import topology as T
 from .polling import (constant_times, expected_duplicate_fraction, expected_lost_fraction, poll_records,
@@ -109,8 +109,8 @@ def _mva_bound(graph, clients):
     enough to solve: one exponential server worker and nothing else at the server,
     identical clients (think time, link, constant size); transmissions on the links are
     counted as pure delays (an approximation when several requests share a link)."""
-    from sim import theory
-    from sim.distributions import Constant, Exponential
+    from ..sim import theory
+    from ..sim.distributions import Constant, Exponential
 
     from .protocol import framing_bytes
 

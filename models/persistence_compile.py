@@ -1,13 +1,13 @@
-"""Compiling broker disks (:mod:`models.disk`) into stations and routes.
+"""Compiling broker disks (:mod:`pubsim.models.disk`) into stations and routes.
 
-Hooks called by :mod:`models.compile`: one disk station per broker with a
+Hooks called by :mod:`pubsim.models.compile`: one disk station per broker with a
 ``disk``; on the routes of persistent publishers, each visit of such a
 broker gets the disk as its only child, and the broker's copies hang below
 the disk (they leave when their write is synced).
 """
 from __future__ import annotations
 
-from sim.routing import Hop
+from ..sim.routing import Hop
 
 from .disk import DiskStation
 
@@ -38,9 +38,9 @@ def _insert(hop, disks):
 def restart_client_queues(b):
     """Per-subscriber queues of a restarting broker restart with it: their
     downlinks get the event-driven restart queue (same limits and overflow policy)."""
-    from sim.disciplines import Overflow
-    from sim.errors import ConfigError
-    from sim.restart import RestartQueueDiscipline
+    from ..sim.disciplines import Overflow
+    from ..sim.errors import ConfigError
+    from ..sim.restart import RestartQueueDiscipline
 
     from . import topology as T
     from .channels import downlink_queue

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from sim.errors import ConfigError
+from ..sim.errors import ConfigError
 
 from .params import check_fields
 from .provenance import ASSUMED, Provenance

@@ -9,7 +9,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
-from sim.errors import ConfigError
+from ..sim.errors import ConfigError
 
 __all__ = ["Source", "Provenance", "ASSUMED", "parse_provenance"]
 

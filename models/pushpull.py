@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from sim.errors import ConfigError
+from ..sim.errors import ConfigError
 
 from . import topology as T
 from .params import check_fields
@@ -95,7 +95,7 @@ def ack_delay_s(g, pusher, puller, ack):
 def ack_times(deliveries, g, ack):
     """Deliveries with ``ack_time_s`` and ``ack_latency_s`` (publish to ack received), s.
 
-    ``deliveries``: the frame of :meth:`sim.run.Result.deliveries`.
+    ``deliveries``: the frame of :meth:`pubsim.run.Result.deliveries`.
     """
     out = deliveries.copy()
     pairs = out[["publisher", "subscriber"]].drop_duplicates().itertuples(index=False)

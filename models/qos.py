@@ -48,7 +48,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from sim.errors import ConfigError
+from ..sim.errors import ConfigError
 
 __all__ = ["QOS_LEVELS", "ACK_BYTES", "handshake_packets", "forward_packets", "exchange_draws",
            "check_protocol_qos"]

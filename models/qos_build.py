@@ -1,7 +1,7 @@
-"""Wiring QoS into a compiled network (called from :mod:`models.compile`).
+"""Wiring QoS into a compiled network (called from :mod:`pubsim.models.compile`).
 
 * :func:`qos_link_options`: whether a link needs a
-  :class:`models.qos_link.QosLinkStation` and with which window, resend
+  :class:`pubsim.models.qos_link.QosLinkStation` and with which window, resend
   timeout and consumer;
 * :func:`visit_qos`: the QoS of every link visit of the route plan
   (publisher's QoS on uplinks and bridges, ``min(publish, granted)`` on
@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import topology as T
-from sim.errors import ConfigError
+from ..sim.errors import ConfigError
 
 from .qos import check_protocol_qos, handshake_packets
 
@@ -34,7 +34,7 @@ def consumer_folded(g, s):
 def qos_link_options(g, key):
     """Keyword arguments of a QosLinkStation for the link ``key``, or None for a plain link.
 
-    ``key``: ``("up", p)``, ``("bridge", x, y)`` or ``("down", s)`` as in :mod:`models.compile`.
+    ``key``: ``("up", p)``, ``("bridge", x, y)`` or ``("down", s)`` as in :mod:`pubsim.models.compile`.
     """
     proto = g.graph[T.PROTOCOL]
     kind = key[0]

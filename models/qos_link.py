@@ -1,11 +1,11 @@
 """A link that carries acknowledged deliveries: QoS handshakes, window, resends.
 
-:class:`QosLinkStation` is a :class:`models.stations.LinkStation` whose
-messages each travel at a hop QoS (see :mod:`models.qos`). It is used for
+:class:`QosLinkStation` is a :class:`pubsim.models.stations.LinkStation` whose
+messages each travel at a hop QoS (see :mod:`pubsim.models.qos`). It is used for
 a client's or bridge's link when some message on it has QoS > 0; links that
-carry only QoS 0 stay plain :class:`~models.stations.LinkStation`.
+carry only QoS 0 stay plain :class:`~pubsim.models.stations.LinkStation`.
 
-Per message it adds, by arithmetic in :func:`sim.window.window_offer`:
+Per message it adds, by arithmetic in :func:`pubsim.sim.window.window_offer`:
 
 * the MQTT packet identifier (2 bytes) and the forward handshake packets
   (QoS 2 PUBREL) to the transmitter's work, for every attempt;
@@ -25,11 +25,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from sim import kernels as K
-from sim import window as W
-from sim.disciplines import FifoDiscipline, Overflow, Served
-from sim.errors import ConfigError
-from sim.station import StationStats
+from ..sim import kernels as K
+from ..sim import window as W
+from ..sim.disciplines import FifoDiscipline, Overflow, Served
+from ..sim.errors import ConfigError
+from ..sim.station import StationStats
 
 from .qos import ACK_BYTES, exchange_draws
 from .stations import _UNIFORM, LinkStation
@@ -40,14 +40,14 @@ _FIELDS = ("windowed", "lost", "delay", "extra", "processing", "ack_extra")
 
 
 class WindowDiscipline(FifoDiscipline):
-    """One FIFO transmitter with an in-flight window (see :mod:`sim.window`).
+    """One FIFO transmitter with an in-flight window (see :mod:`pubsim.sim.window`).
 
     Parameters
     ----------
     inflight_messages : int
         Window W (0 = no window).
     capacity_messages, capacity_bytes, overflow
-        As for :class:`sim.disciplines.FifoDiscipline`.
+        As for :class:`pubsim.sim.disciplines.FifoDiscipline`.
     """
 
     def __init__(self, *, inflight_messages, capacity_messages=None, capacity_bytes=None,
@@ -115,7 +115,7 @@ class QosLinkStation(LinkStation):
     Parameters
     ----------
     name, params, protocol, topic_bytes, streams, window, queue_messages, queue_bytes, **queue
-        As for :class:`models.stations.LinkStation` (the queue must be FIFO,
+        As for :class:`pubsim.models.stations.LinkStation` (the queue must be FIFO,
         drop newest or back-pressure).
     inflight_messages : int
         In-flight window of the connection (0 = none).

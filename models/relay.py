@@ -24,10 +24,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from sim.disciplines import FifoDiscipline, Overflow
-from sim.distributions import Constant, Distribution
-from sim.errors import ConfigError
-from sim.station import Station
+from ..sim.disciplines import FifoDiscipline, Overflow
+from ..sim.distributions import Constant, Distribution
+from ..sim.errors import ConfigError
+from ..sim.station import Station
 
 from .params import check_fields
 from .provenance import ASSUMED, Provenance

@@ -8,13 +8,13 @@ server's processing), the reply link back and the client; the delivery is
 the reply received, its latency the round trip. With at most W requests
 outstanding, throughput <= W / RTT (and <= the server's capacity); for
 exponential servers and several clients the closed network is solved by
-Mean Value Analysis (:func:`sim.theory.mva`).
+Mean Value Analysis (:func:`pubsim.sim.theory.mva`).
 """
 from __future__ import annotations
 
 import dataclasses
 
-from sim.errors import ConfigError
+from ..sim.errors import ConfigError
 
 from . import topology as T
 from .client import SubscriberParams

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from sim.errors import ConfigError
+from ..sim.errors import ConfigError
 
 from .params import READERS, check_fields, from_mapping
 from .provenance import ASSUMED, Provenance

@@ -43,9 +43,9 @@ import math
 
 import numpy as np
 
-from sim import kernels as K
-from sim.distributions import Exponential
-from sim.errors import ConfigError
+from ..sim import kernels as K
+from ..sim.distributions import Exponential
+from ..sim.errors import ConfigError
 
 __all__ = ["Sessions", "check_intervals", "sessions_for"]
 
@@ -126,7 +126,7 @@ def _retained_copies(session, packets, plan):
     """Retained copies for the connects settled by this batch: ``(positions, Packets)``.
 
     A copy for connect ``c`` goes before the first packet arriving at or after ``c``;
-    its ``msg`` is ``-(msg + 1)`` (a retained copy, see :mod:`sim.records`).
+    its ``msg`` is ``-(msg + 1)`` (a retained copy, see :mod:`pubsim.sim.records`).
     """
     if session.flow_retain is None or len(packets) == 0:
         return np.empty(0, np.int64), None
@@ -154,7 +154,7 @@ def _retained_copies(session, packets, plan):
                                         int(packets.size[i]), float(packets.pub_t[i]))
     if not rows:
         return np.empty(0, np.int64), None
-    from sim.packets import Packets
+    from ..sim.packets import Packets
 
     t, m, v, size, pub_t = zip(*rows)
     return np.asarray(pos, np.int64), Packets(t, m, v, size, pub_t)
@@ -170,7 +170,7 @@ def settle_before_service(station, packets, qos):
     keep = ~not_owed
     kept = packets.take(keep).with_time(t[keep])
     if extra is not None:
-        from sim.packets import Packets
+        from ..sim.packets import Packets
 
         key = np.concatenate([np.flatnonzero(keep) * 2 + 1, pos * 2])
         order = np.argsort(key, kind="stable")

@@ -9,7 +9,7 @@ import heapq
 
 import numpy as np
 
-from sim.distributions import Exponential
+from ..sim.distributions import Exponential
 
 from .stations import _UNIFORM
 
@@ -127,7 +127,7 @@ class ClosedLoopSource(_Source):
 
     The drivers must tell it every reply (:meth:`on_reply`) before asking for
     releases past the reply's time: the batch driver's conservative horizons
-    (:class:`sim.drivers.BatchDriver`) and the reference driver's event order
+    (:class:`pubsim.sim.drivers.BatchDriver`) and the reference driver's event order
     guarantee it.
     """
 

@@ -1,17 +1,17 @@
 """Runtime stations built from the parameter objects.
 
-Each class overrides the hooks of :class:`sim.station.Station`; the queueing
+Each class overrides the hooks of :class:`pubsim.sim.station.Station`; the queueing
 itself (FIFO arithmetic or event-driven) is the discipline's business.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from sim import kernels as K
-from sim.disciplines import BatchDiscipline, FifoDiscipline, Overflow, QueueDiscipline
-from sim.distributions import Constant
-from sim.errors import ConfigError
-from sim.station import Station
+from ..sim import kernels as K
+from ..sim.disciplines import BatchDiscipline, FifoDiscipline, Overflow, QueueDiscipline
+from ..sim.distributions import Constant
+from ..sim.errors import ConfigError
+from ..sim.station import Station
 
 from .protocol import framing_bytes
 
@@ -27,10 +27,10 @@ def make_discipline(*, servers, capacity_messages, capacity_bytes, overflow, idl
     ``disk_cost_s``: extra service of a message spilled by ``flow_to_disk``, s.
     ``batch``: keyword arguments of :class:`BatchDiscipline` (batching with
     more than one message per batch), or None. ``restart``: keyword
-    arguments of :class:`sim.restart.RestartQueueDiscipline`, or None.
+    arguments of :class:`pubsim.sim.restart.RestartQueueDiscipline`, or None.
     """
     if restart is not None:
-        from sim.restart import RestartQueueDiscipline
+        from ..sim.restart import RestartQueueDiscipline
 
         return RestartQueueDiscipline(servers=servers, capacity_messages=capacity_messages,
                                       capacity_bytes=capacity_bytes, overflow=overflow,
@@ -55,7 +55,7 @@ class LinkStation(Station):
     name : str
     params : models.link.LinkParams
     protocol : str
-        Framing protocol (see :mod:`models.protocol`).
+        Framing protocol (see :mod:`pubsim.models.protocol`).
     topic_bytes : numpy.ndarray
         Topic length in bytes per flow.
     streams : sim.rng.StreamFactory
@@ -181,7 +181,7 @@ def _restart(params):
 
 
 class BrokerStation(Station):
-    """A broker's workers; demand per message as in :mod:`models.broker`.
+    """A broker's workers; demand per message as in :mod:`pubsim.models.broker`.
 
     Parameters
     ----------
@@ -257,7 +257,7 @@ class SubscriberStation(Station):
 class EncodeStation(Station):
     """A publisher's CPU encoding its messages (FIFO, one core, no limit):
     ``encode_cost_s + encode_cost_per_byte_s x encoded size`` per message
-    (:mod:`models.serialization`)."""
+    (:mod:`pubsim.models.serialization`)."""
 
     def __init__(self, name, params, *, window):
         disc = FifoDiscipline(servers=1, capacity_messages=None, overflow=Overflow.DROP_NEWEST)

@@ -30,7 +30,7 @@ import bisect
 import enum
 import functools
 
-from sim.errors import ConfigError
+from ..sim.errors import ConfigError
 
 __all__ = ["TopicSyntax", "validate_filter", "validate_topic", "matches", "SubscriptionTable"]
 

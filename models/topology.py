@@ -8,21 +8,21 @@ Graph attributes
     ``forwarding`` (:data:`FORWARDING`): between brokers, ``flood``
     (Publication Flooding) or ``subscription`` (Subscription Flooding, steady
     state: a copy goes only towards brokers with matching subscribers) or
-    ``bridge`` (static Mosquitto-style bridges, :mod:`models.bridge`).
+    ``bridge`` (static Mosquitto-style bridges, :mod:`pubsim.models.bridge`).
 
 Node attributes
     ``kind`` (:data:`KIND`): ``broker``, ``publisher`` or ``subscriber``.
-    ``params`` (:data:`PARAMS`): :class:`~models.broker.BrokerParams`,
-    :class:`~models.client.PublisherParams` or
-    :class:`~models.client.SubscriberParams`.
+    ``params`` (:data:`PARAMS`): :class:`~pubsim.models.broker.BrokerParams`,
+    :class:`~pubsim.models.client.PublisherParams` or
+    :class:`~pubsim.models.client.SubscriberParams`.
     ``relay`` (:data:`RELAY`, brokers only, optional): the broker's ILDM
-    interworking node, :class:`~models.relay.RelayParams`.
+    interworking node, :class:`~pubsim.models.relay.RelayParams`.
 
 Edge attributes
-    ``params``: :class:`~models.link.LinkParams`. Edges join a client to its
+    ``params``: :class:`~pubsim.models.link.LinkParams`. Edges join a client to its
     one broker, or two brokers; brokers must form a tree.
     ``bridge`` (:data:`BRIDGE`, broker-broker edges, optional):
-    :class:`~models.bridge.BridgeParams`, used with ``bridge`` forwarding.
+    :class:`~pubsim.models.bridge.BridgeParams`, used with ``bridge`` forwarding.
 
 In a GraphML file the same keys hold flat values: ``kind`` and the
 parameter fields (with units in their names, e.g. ``latency_s``), strings
@@ -44,8 +44,8 @@ import json
 
 import networkx as nx
 
-from sim.distributions import Distribution, Empirical, Shifted
-from sim.errors import ConfigError
+from ..sim.distributions import Distribution, Empirical, Shifted
+from ..sim.errors import ConfigError
 
 from .bridge import BridgeParams
 from .broker import BrokerParams
@@ -312,7 +312,7 @@ _NX_GRAPH_DEFAULTS = ("node_default", "edge_default")
 
 
 def _dist_mapping(d):
-    """A distribution as a mapping :func:`~sim.distributions.parse_distribution` reads back."""
+    """A distribution as a mapping :func:`~pubsim.sim.distributions.parse_distribution` reads back."""
     if isinstance(d, Empirical):
         return {"dist": "empirical", "values": list(d.values)}
     if isinstance(d, Shifted):

@@ -26,7 +26,7 @@ class OutageSource:
     """A publication source with outages and Will messages.
 
     ``at_broker`` is a mask over the last :meth:`emit_until` result: True for
-    Will messages, which start at the broker (see :meth:`sim.network.Network.publications`).
+    Will messages, which start at the broker (see :meth:`pubsim.sim.network.Network.publications`).
     """
 
     def __init__(self, inner, params, will_topic_index):

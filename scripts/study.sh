@@ -11,6 +11,6 @@ cd "$(dirname "$0")/.."
 bash scripts/bootstrap.sh
 OUT=${OUT:-results/main}
 .venv/bin/pubsim study run experiments/studies/main.yaml --out "$OUT" "$@"
-.venv/bin/python -m sim.analysis.trace_study --traces "${PUBSIM_TRACES:-../shared/traces}" --out "$OUT/trace"
+.venv/bin/python -m pubsim.analysis.trace_study --traces "${PUBSIM_TRACES:-../shared/traces}" --out "$OUT/trace"
 .venv/bin/pubsim report "$OUT" --html "$OUT/report.html" --md "$OUT/report.md"
 echo "report: $OUT/report.html (and $OUT/report.md)"

@@ -94,7 +94,7 @@ class FifoDiscipline:
         cost of an event loop), s.
     cpu_quota_s, cpu_period_s : float
         CPU quota of the servers together per period, s (inf: none); see
-        :mod:`sim.kernels`.
+        :mod:`pubsim.sim.kernels`.
     """
 
     event_driven = False
@@ -320,7 +320,7 @@ def _rows_to_packets(rows):
 
 
 class BatchDiscipline:
-    """One server serving what is queued in batches (:mod:`sim.kernels` batch kernel).
+    """One server serving what is queued in batches (:mod:`pubsim.sim.kernels` batch kernel).
 
     When the server becomes free it takes every waiting message, up to
     ``batch_max_messages`` and ``batch_max_bytes``, and serves them together
@@ -333,7 +333,7 @@ class BatchDiscipline:
     known only when its batch starts, so waiting messages are held across
     calls: the station is driven like an event-driven one (``next_wake`` is
     the start of the next batch). Both drivers call the same kernel step,
-    :func:`sim.kernels.batch_offer`.
+    :func:`pubsim.sim.kernels.batch_offer`.
 
     Parameters
     ----------

@@ -341,7 +341,7 @@ def parse_distribution(spec, unit: Callable, field_name: str = "distribution") -
         See the module docstring for the accepted forms.
     unit : callable
         ``unit(value, field) -> float`` converting one value to SI, for example
-        :func:`sim.units.parse_duration_s`.
+        :func:`pubsim.sim.units.parse_duration_s`.
     field_name : str
         Name used in error messages.
 

@@ -1,6 +1,6 @@
 """The two drivers: the fast batch path and the event-by-event reference.
 
-Both run the same stations (:mod:`sim.station`) on the same route plan and
+Both run the same stations (:mod:`pubsim.sim.station`) on the same route plan and
 hand every station its arrivals in the same order: by time, then by (message,
 visit). They differ only in how they get there.
 

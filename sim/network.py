@@ -1,7 +1,7 @@
 """A compiled network: stations, route plan and publication sources.
 
 :class:`Network` is what the drivers run. It is built from a topology by
-:func:`models.compile.build_network`; nothing here knows about brokers or
+:func:`pubsim.models.compile.build_network`; nothing here knows about brokers or
 links, only about stations, visits and sources.
 """
 from __future__ import annotations

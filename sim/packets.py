@@ -1,7 +1,7 @@
 """Messages in flight, as a structure of arrays.
 
 A *packet* is one copy of a published message at one *visit* of its route
-tree (see :mod:`sim.routing`). Packets move between stations in batches; a
+tree (see :mod:`pubsim.sim.routing`). Packets move between stations in batches; a
 batch is a :class:`Packets` with one entry per copy.
 """
 from __future__ import annotations

@@ -13,7 +13,7 @@ horizon the drivers give), so a restart can still take a message that was
 in service. Events at the same time: completions, then restarts, then the
 end of a downtime, then arrivals. A restarting broker's worker queue and its
 per-subscriber queues (the downlinks' transmit queues) use this discipline
-(:mod:`models.persistence_compile`); a disk stage keeps its content (a
+(:mod:`pubsim.models.persistence_compile`); a disk stage keeps its content (a
 simplification: unsynced writes would be lost too).
 """
 from __future__ import annotations
@@ -31,7 +31,7 @@ __all__ = ["RestartQueueDiscipline"]
 
 
 class RestartQueueDiscipline(QueueDiscipline):
-    """:class:`~sim.disciplines.QueueDiscipline` with broker restarts.
+    """:class:`~pubsim.sim.disciplines.QueueDiscipline` with broker restarts.
 
     Parameters
     ----------
@@ -40,7 +40,7 @@ class RestartQueueDiscipline(QueueDiscipline):
     downtime_s : float
         How long the broker is down after each restart, s.
     **kwargs
-        As :class:`~sim.disciplines.QueueDiscipline`.
+        As :class:`~pubsim.sim.disciplines.QueueDiscipline`.
 
     Attributes
     ----------

@@ -1,7 +1,7 @@
 """Closed-form queueing results used to check the simulator.
 
 All rates are in events per second and all times in seconds. Every function
-validates its arguments and raises :class:`sim.errors.ConfigError` naming the
+validates its arguments and raises :class:`pubsim.sim.errors.ConfigError` naming the
 offending argument for negative or non-finite rates, non-integer server counts
 or capacities, and unstable systems (utilisation ``rho >= 1`` for queues with
 unbounded waiting room).

@@ -4,7 +4,7 @@ Configuration files and the command line give durations, sizes and rates as
 strings such as ``"2ms"``, ``"1KiB"`` or ``"100Mbit/s"``. The parsers here turn
 them into SI values (seconds, bytes, bytes per second, events per second) once,
 so that everything inside the simulator works with plain numbers. Bad input
-raises :class:`sim.errors.ConfigError` naming the field and the value.
+raises :class:`pubsim.sim.errors.ConfigError` naming the field and the value.
 
 Prefixes follow SI (k = 10^3, M = 10^6, ...; ``K`` is accepted as ``k``) and
 IEC 80000-13 (Ki = 2^10, Mi = 2^20, ...). In sizes and bandwidths a lowercase

@@ -1,7 +1,7 @@
 """A connection with an in-flight window, by arithmetic (numba).
 
 One step per message of a connection (MQTT client connection, AMQP channel
-to a consumer). The transmitter is the FIFO step of :mod:`sim.kernels` (same
+to a consumer). The transmitter is the FIFO step of :mod:`pubsim.sim.kernels` (same
 admission, same buffer), with one more floor on the start of service: at
 most ``W`` acknowledged-delivery messages may be un-acknowledged, so a
 windowed message may start only when a slot is free: the window is ``W``
@@ -30,7 +30,7 @@ Without resends and processing, one windowed connection carries at most
 ``W / (service + delay + ack_return)`` messages per second (the window
 bound of a sliding-window protocol).
 
-State: the FIFO arrays of :class:`sim.disciplines.FifoDiscipline` (one
+State: the FIFO arrays of :class:`pubsim.sim.disciplines.FifoDiscipline` (one
 server, no CPU quota) plus ``ring`` float64[max(W, 1)] (the slot heap),
 ``wst`` int64[2] (unused, W; W = 0 means no window), ``last`` float64[2]
 (last in-order arrival, consumer free time).

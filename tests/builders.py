@@ -2,11 +2,11 @@
 from __future__ import annotations
 
 
-from models import topology as T
-from models.broker import BrokerParams
-from models.client import PublisherParams, SubscriberParams
-from models.link import LinkParams
-from sim.distributions import Constant, Exponential
+from pubsim.models import topology as T
+from pubsim.models.broker import BrokerParams
+from pubsim.models.client import PublisherParams, SubscriberParams
+from pubsim.models.link import LinkParams
+from pubsim.sim.distributions import Constant, Exponential
 
 ZERO_LINK = LinkParams()  # no latency, infinite bandwidth: a pure queueing test
 

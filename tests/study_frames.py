@@ -9,12 +9,12 @@ import json
 import numpy as np
 import pandas as pd
 
-from models import topology as T
-from models.broker import BrokerParams
-from models.client import PublisherParams, SubscriberParams
-from models.link import LinkParams
-from sim.distributions import Constant
-from sim.run import simulate
+from pubsim.models import topology as T
+from pubsim.models.broker import BrokerParams
+from pubsim.models.client import PublisherParams, SubscriberParams
+from pubsim.models.link import LinkParams
+from pubsim.sim.distributions import Constant
+from pubsim.run import simulate
 
 QUANTILES = np.linspace(0.005, 0.995, 200)
 PRESET_COL = "topology.broker.preset"

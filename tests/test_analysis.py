@@ -9,10 +9,10 @@ import pytest
 matplotlib.use("Agg")
 from matplotlib.figure import Figure  # noqa: E402
 
-from sim.analysis import figures as F  # noqa: E402
-from sim.analysis import knees, saturation_search, with_publisher_rate  # noqa: E402
-from sim.distributions import Constant  # noqa: E402
-from sim.errors import ConfigError  # noqa: E402
+from pubsim.analysis import figures as F  # noqa: E402
+from pubsim.analysis import knees, saturation_search, with_publisher_rate  # noqa: E402
+from pubsim.sim.distributions import Constant  # noqa: E402
+from pubsim.sim.errors import ConfigError  # noqa: E402
 from tests.builders import single_queue, tandem  # noqa: E402
 from tests.study_frames import PRESET_COL, SERVICE_S, study_frames  # noqa: E402
 
@@ -58,8 +58,8 @@ def test_search_with_factory_counts_publishers():
 
 
 def test_schedule_publishers_cannot_be_rerated():
-    from models.client import PublisherParams
-    from models import topology as T
+    from pubsim.models.client import PublisherParams
+    from pubsim.models import topology as T
 
     g = single_queue(rate_per_s=10, service=Constant(value=1e-6))
     n = T.clients(g, T.NodeKind.PUBLISHER)[0]
@@ -121,7 +121,7 @@ def test_station_load_and_series(frames):
 
 
 def test_tree_traffic_bars_per_broker_and_edge():
-    from sim.run import simulate
+    from pubsim.run import simulate
 
     r = simulate(tandem(rate_per_s=200, services=[Constant(value=1e-4)] * 3), duration_s=1.0)
     st = r.stations()

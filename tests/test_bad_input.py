@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from sim.errors import ConfigError
-from sim.scenario import load_scenario, parse_scenario
+from pubsim.sim.errors import ConfigError
+from pubsim.scenario import load_scenario, parse_scenario
 
 ROOT = Path(__file__).resolve().parents[1]
 QUICKSTART = ROOT / "experiments" / "quickstart.yaml"
@@ -232,7 +232,7 @@ def test_graphml_valid_file_loads(tmp_path):
 
 
 def pubsim_cmd():
-    return [sys.executable, "-m", "sim.cli"]
+    return [sys.executable, "-m", "pubsim"]
 
 
 def run_cli(*args, cwd):
@@ -287,7 +287,7 @@ def test_cli_missing_file_and_bad_arguments(tmp_path):
 
 
 def test_console_script_matches_module(tmp_path):
-    """The installed ``pubsim`` entry point behaves as ``python -m sim.cli``."""
+    """The installed ``pubsim`` entry point behaves as ``python -m pubsim``."""
     exe = Path(sys.executable).parent / "pubsim"
     if not exe.exists():
         pytest.skip("pubsim entry point not installed next to this Python")

@@ -9,16 +9,16 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from models import topology as T
-from models.broker import BrokerParams
-from models.client import PublisherParams, SubscriberParams
-from models.link import LinkParams
-from models.stations import BrokerStation
-from sim.disciplines import BatchDiscipline, FifoDiscipline
-from sim.distributions import Constant, Exponential
-from sim.errors import ConfigError
-from sim.packets import Packets
-from sim.run import simulate
+from pubsim.models import topology as T
+from pubsim.models.broker import BrokerParams
+from pubsim.models.client import PublisherParams, SubscriberParams
+from pubsim.models.link import LinkParams
+from pubsim.models.stations import BrokerStation
+from pubsim.sim.disciplines import BatchDiscipline, FifoDiscipline
+from pubsim.sim.distributions import Constant, Exponential
+from pubsim.sim.errors import ConfigError
+from pubsim.sim.packets import Packets
+from pubsim.run import simulate
 
 
 def _packets(times):
@@ -123,7 +123,7 @@ def test_per_message_cost_falls_as_load_rises():
 def test_batch_one_is_exactly_the_fifo_broker():
     params = BrokerParams(ingress_cost_s=Exponential(mean_value=1e-4))
     assert BrokerParams(batch_max_messages=1, batch_fixed_cost_s=1e-3).batch_max_messages == 1
-    from sim.rng import StreamFactory
+    from pubsim.sim.rng import StreamFactory
     st = BrokerStation("b", params, filters=1, streams=StreamFactory(1, 0), window=(0, 1))
     assert isinstance(st.discipline, FifoDiscipline)
     a = _star(8000.0, batch=1, fixed=0.0, cost=1e-4)

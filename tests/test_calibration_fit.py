@@ -3,8 +3,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from calibration.fit import BrokerDemandCalibrator, LatencyFloorCalibrator
-from sim.errors import ConfigError
+from pubsim.calibration.fit import BrokerDemandCalibrator, LatencyFloorCalibrator
+from pubsim.sim.errors import ConfigError
 
 # excess over p01 of two links' jitter: quantiles of gamma(2, 5 us) (sum of two exp(5 us))
 EXCESS_P50, EXCESS_P90 = 8.3917e-06, 1.94499e-05
@@ -103,7 +103,7 @@ def test_latency_floor_uses_low_load_runs():
 
 
 def test_two_gamma_jitters_reproduce_the_excess_quantiles():
-    from sim.distributions import Gamma
+    from pubsim.sim.distributions import Gamma
     runs = synthetic_runs(np.random.default_rng(10))
     p = LatencyFloorCalibrator(max_utilization=0.05).fit(runs).params_
     g = Gamma(mean_value=p["jitter_mean_s"], cv=p["jitter_cv"])
@@ -113,7 +113,7 @@ def test_two_gamma_jitters_reproduce_the_excess_quantiles():
 
 
 def test_gamma_from_quantiles_edge_cases():
-    from calibration.fit import gamma_from_quantiles
+    from pubsim.calibration.fit import gamma_from_quantiles
     assert gamma_from_quantiles(0.0, 1.0) == (0.0, 0.0)
     assert gamma_from_quantiles(2.0, 2.0) == (0.0, 0.0)
     k, theta = gamma_from_quantiles(1.0, 1.0001)  # almost no spread: a very large shape

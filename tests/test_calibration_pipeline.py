@@ -7,10 +7,10 @@ wrong fit (a profile with doubled costs) must show large errors.
 import pandas as pd
 import pytest
 
-from calibration.campaign import parse_campaign, read_results, run_campaign
-from calibration.profile import build_profile
-from calibration.validate import fit_profiles, validate
-from calibration.virtual import VirtualHarness
+from pubsim.calibration.campaign import parse_campaign, read_results, run_campaign
+from pubsim.calibration.profile import build_profile
+from pubsim.calibration.validate import fit_profiles, validate
+from pubsim.calibration.virtual import VirtualHarness
 
 TRUE = {"ingress_cost_s": 6e-6, "delivery_cost_s": 3e-6, "per_byte_cost_s": 2e-9,
         "idle_wakeup_cost_s": 10e-6}
@@ -55,8 +55,8 @@ def results_dir(measured, tmp_path_factory):
 def test_fit_recovers_the_true_costs(measured):
     runs, _, _, meta = measured
     fitted = fit_profiles(runs, meta, method="joint", background=False)["mosquitto"]["broker"]["mosquitto"]
-    from models.params import from_mapping
-    from models.broker import BrokerParams
+    from pubsim.models.params import from_mapping
+    from pubsim.models.broker import BrokerParams
     p = from_mapping(BrokerParams, fitted, "fitted")
     assert p.ingress_cost_s.mean == pytest.approx(TRUE["ingress_cost_s"], rel=0.1)
     assert p.delivery_cost_s.mean == pytest.approx(TRUE["delivery_cost_s"], rel=0.1)
@@ -66,8 +66,8 @@ def test_fit_recovers_the_true_costs(measured):
 
 def test_knee_fit_anchors_the_busy_costs(measured):
     # the default two-stage fit: busy costs from the runs nearest each limit
-    from models.broker import BrokerParams
-    from models.params import from_mapping
+    from pubsim.models.broker import BrokerParams
+    from pubsim.models.params import from_mapping
     runs, _, _, meta = measured
     p = from_mapping(BrokerParams, fit_profiles(runs, meta)["mosquitto"]["broker"]["mosquitto"], "knee")
     busy = p.ingress_cost_s.mean + p.delivery_cost_s.mean + 128 * p.per_byte_cost_s
@@ -94,7 +94,7 @@ def test_validation_exposes_a_wrong_profile(measured):
 
 
 def test_calibrate_and_validate_commands(results_dir, tmp_path, capsys):
-    from sim.cli import main
+    from pubsim.cli import main
     assert main(["calibrate", str(results_dir)]) == 0
     out = capsys.readouterr().out
     assert "source: measured" in out and "loopback-mosquitto" in out
@@ -108,7 +108,7 @@ def test_calibrate_and_validate_commands(results_dir, tmp_path, capsys):
 
 
 def test_validate_on_a_missing_directory_is_one_line(tmp_path, capsys):
-    from sim.cli import main
+    from pubsim.cli import main
     assert main(["validate", str(tmp_path / "nothing")]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("pubsim: error: results") and "\n" not in err and "runs.csv" in err

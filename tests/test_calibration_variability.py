@@ -9,12 +9,12 @@ import math
 import pandas as pd
 import pytest
 
-from calibration.campaign import parse_campaign, read_results, run_campaign
-from calibration.profile import build_profile
-from calibration.validate import fit_profiles
-from calibration.variability import ServiceVariabilityCalibrator
-from calibration.virtual import VirtualHarness
-from sim.errors import ConfigError
+from pubsim.calibration.campaign import parse_campaign, read_results, run_campaign
+from pubsim.calibration.profile import build_profile
+from pubsim.calibration.validate import fit_profiles
+from pubsim.calibration.variability import ServiceVariabilityCalibrator
+from pubsim.calibration.virtual import VirtualHarness
+from pubsim.sim.errors import ConfigError
 
 TRUE = {"ingress_cost_s": 20e-6, "delivery_cost_s": 10e-6, "per_byte_cost_s": 0.0,
         "idle_wakeup_cost_s": 0.0}

@@ -4,8 +4,8 @@ import json
 import numpy as np
 import pytest
 
-from calibration.campaign import parse_campaign, read_results, run_campaign
-from sim.errors import ConfigError
+from pubsim.calibration.campaign import parse_campaign, read_results, run_campaign
+from pubsim.sim.errors import ConfigError
 
 SPEC = {
     "name": "fake",

@@ -42,7 +42,7 @@ def tiny_scenario(tmp_path):
 
 
 def pubsim(*args, cwd):
-    proc = subprocess.run([sys.executable, "-m", "sim.cli", *map(str, args)], capture_output=True, text=True,
+    proc = subprocess.run([sys.executable, "-m", "pubsim", *map(str, args)], capture_output=True, text=True,
                           cwd=cwd, timeout=180, env={**os.environ, "COLUMNS": "200"})
     assert "Traceback" not in proc.stderr, proc.stderr
     return proc

@@ -3,7 +3,7 @@ import math
 
 import numpy as np
 
-from sim.drivers import _lookahead_closure
+from pubsim.sim.drivers import _lookahead_closure
 
 
 def test_closure_matches_hand_computed_least_paths():

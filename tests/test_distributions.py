@@ -4,10 +4,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sim.distributions import (Constant, Empirical, Exponential, Gamma, LogNormal, Shifted, Uniform,
+from pubsim.sim.distributions import (Constant, Empirical, Exponential, Gamma, LogNormal, Shifted, Uniform,
                                parse_distribution)
-from sim.errors import ConfigError
-from sim.units import parse_duration_s, parse_size_bytes
+from pubsim.sim.errors import ConfigError
+from pubsim.sim.units import parse_duration_s, parse_size_bytes
 
 DISTS = [Constant(value=2e-3), Exponential(mean_value=1e-3), Uniform(low=1e-3, high=3e-3),
          LogNormal(mean_value=1e-3, cv=0.7), Gamma(mean_value=1e-3, cv=0.3),

@@ -8,12 +8,12 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from models import topology as T
-from models.broker import BrokerParams
-from models.client import PublisherParams, SubscriberParams
-from models.link import LinkParams
-from sim.distributions import Constant, Exponential, LogNormal, Uniform
-from sim.run import simulate
+from pubsim.models import topology as T
+from pubsim.models.broker import BrokerParams
+from pubsim.models.client import PublisherParams, SubscriberParams
+from pubsim.models.link import LinkParams
+from pubsim.sim.distributions import Constant, Exponential, LogNormal, Uniform
+from pubsim.run import simulate
 
 LAN = LinkParams(latency_s=2e-4, bandwidth_Bps=12.5e6, overhead_bytes=40)
 
@@ -151,7 +151,7 @@ def churn_star():
 
 def relay_chain():
     """ILDM relays in front of the brokers of a two-way chain (SYSTEMS.md §3), per-hop QoS 1."""
-    from models.relay import RelayParams
+    from pubsim.models.relay import RelayParams
 
     g = two_way_chain("subscription")
     for i in range(3):
@@ -183,7 +183,7 @@ def brokerless_mixed():
 
 def restart_with_disk():
     """Persistent and transient flows, a disk stage, broker restarts with a durable queue."""
-    from models.disk import DiskParams
+    from pubsim.models.disk import DiskParams
     from tests.test_restart import _random
 
     g = _random(True)
@@ -232,7 +232,7 @@ CASES = {
 
 def codec_push_pull():
     """Text serialization (encode station, 5x sizes, decode) and round-robin PUSH to 3 pullers."""
-    from models.serialization import SerializationParams
+    from pubsim.models.serialization import SerializationParams
 
     codec = SerializationParams(format="text", size_ratio=5.0, encode_cost_s=2e-5, encode_cost_per_byte_s=1e-8,
                                 decode_cost_s=1e-5, decode_cost_per_byte_s=2e-8)

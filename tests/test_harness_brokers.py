@@ -18,11 +18,11 @@ from pathlib import Path
 
 import pytest
 
-from calibration.harness import brokers as B
-from calibration.harness.brokers import (BrokerSpec, broker, install_signal_cleanup, live_brokers,
+from pubsim.calibration.harness import brokers as B
+from pubsim.calibration.harness.brokers import (BrokerSpec, broker, install_signal_cleanup, live_brokers,
                                          read_mosquitto_sys, start_broker)
-from calibration.harness.cpu import detect_cpu_control
-from sim.errors import ConfigError
+from pubsim.calibration.harness.cpu import detect_cpu_control
+from pubsim.sim.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parents[1]
 BINARIES = {"mosquitto": "mosquitto", "nats": "nats-server", "rabbitmq-mqtt": "rabbitmq-server"}
@@ -179,7 +179,7 @@ def test_bad_option_fails_fast(tmp_path):
 # -- cleanup of a process that is interrupted or exits ---------------------------
 CHILD = textwrap.dedent("""
     import signal, sys, time
-    from calibration.harness.brokers import BrokerSpec, install_signal_cleanup, start_broker
+    from pubsim.calibration.harness.brokers import BrokerSpec, install_signal_cleanup, start_broker
     # Ctrl-C interrupts, as in a terminal, even if this test runs in a job that ignores SIGINT
     signal.signal(signal.SIGINT, signal.default_int_handler)
     install_signal_cleanup()

@@ -1,7 +1,7 @@
 """Load generator: LoadSpec validation, workload shape, and short runs on real brokers.
 
 The broker runs start ``mosquitto`` / ``nats-server`` on a free loopback port
-(with :func:`calibration.harness.brokers.start_broker` when that module is
+(with :func:`pubsim.calibration.harness.brokers.start_broker` when that module is
 available, else directly) and a small XSUB/XPUB proxy for ZeroMQ; they are
 skipped, naming the binary, when it is not installed. Each run is 1 s of
 publishing at 2k msg/s.
@@ -17,9 +17,9 @@ import time
 import numpy as np
 import pytest
 
-from calibration.harness.loadgen import (PROBE_SEQ, RECORD_DTYPE, HarnessError, LoadSpec, _flag_records,
+from pubsim.calibration.harness.loadgen import (PROBE_SEQ, RECORD_DTYPE, HarnessError, LoadSpec, _flag_records,
                                          batch_size, run_load, subscriber_topics, topic_of)
-from sim.errors import ConfigError
+from pubsim.sim.errors import ConfigError
 
 SBIN_PATH = os.pathsep.join([os.environ.get("PATH", ""), "/usr/sbin", "/usr/local/sbin", "/sbin"])
 
@@ -58,7 +58,7 @@ def _start(kind, binary, argv, tmp_path_factory):
     if path is None:
         pytest.skip(f"{binary} not installed (scripts/install_brokers.sh)")
     try:
-        from calibration.harness.brokers import BrokerSpec, start_broker
+        from pubsim.calibration.harness.brokers import BrokerSpec, start_broker
     except ImportError:
         start_broker = None
     if start_broker is not None:

@@ -9,9 +9,9 @@ import time
 
 import pytest
 
-from calibration.harness import procstat
-from calibration.harness.cpu import CpuCap, cores, detect_cpu_control, pin, quota_us
-from sim.errors import ConfigError
+from pubsim.calibration.harness import procstat
+from pubsim.calibration.harness.cpu import CpuCap, cores, detect_cpu_control, pin, quota_us
+from pubsim.sim.errors import ConfigError
 
 # A child that runs commands read from stdin and answers "ok" after each:
 #   busy S  -- burn S s of CPU (process time)      sleep N -- N sleeps of 10 ms

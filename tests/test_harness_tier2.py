@@ -14,12 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from calibration.harness import brokers as B
-from calibration.harness import mqttwire as mw
-from calibration.harness.brokers import BrokerSpec, broker, live_brokers
-from calibration.harness.cpu import detect_cpu_control
-from calibration.harness.loadgen import LoadSpec
-from sim.errors import ConfigError
+from pubsim.calibration.harness import brokers as B
+from pubsim.calibration.harness import mqttwire as mw
+from pubsim.calibration.harness.brokers import BrokerSpec, broker, live_brokers
+from pubsim.calibration.harness.cpu import detect_cpu_control
+from pubsim.calibration.harness.loadgen import LoadSpec
+from pubsim.sim.errors import ConfigError
 
 TIER2 = ("activemq-mqtt", "ejabberd-mqtt")
 

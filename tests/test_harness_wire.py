@@ -6,9 +6,9 @@ import threading
 import numpy as np
 import pytest
 
-from calibration.harness import mqttwire as mw
-from calibration.harness import natswire as nw
-from calibration.harness.loadgen import HEADER, HEADER_BYTES, RECORD_DTYPE, STRIDE
+from pubsim.calibration.harness import mqttwire as mw
+from pubsim.calibration.harness import natswire as nw
+from pubsim.calibration.harness.loadgen import HEADER, HEADER_BYTES, RECORD_DTYPE, STRIDE
 
 
 # ---------------------------------------------------------------------------------------------

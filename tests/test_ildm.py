@@ -10,20 +10,20 @@ import networkx as nx
 import numpy as np
 import pytest
 
-from models import topology as T
-from models.bridge import BridgeParams
-from models.broker import BrokerParams
-from models.client import PublisherParams, SubscriberParams
-from models.compile import _Builder, build_network
-from models.ildm import ControlPlane, covers, steady_state
-from models.link import LinkParams
-from models.relay import RelayParams
-from models.topics import matches
-from sim.distributions import Constant
-from sim.errors import ConfigError
-from sim.rng import StreamFactory
-from sim.run import simulate
-from sim.scenario import load_scenario
+from pubsim.models import topology as T
+from pubsim.models.bridge import BridgeParams
+from pubsim.models.broker import BrokerParams
+from pubsim.models.client import PublisherParams, SubscriberParams
+from pubsim.models.compile import _Builder, build_network
+from pubsim.models.ildm import ControlPlane, covers, steady_state
+from pubsim.models.link import LinkParams
+from pubsim.models.relay import RelayParams
+from pubsim.models.topics import matches
+from pubsim.sim.distributions import Constant
+from pubsim.sim.errors import ConfigError
+from pubsim.sim.rng import StreamFactory
+from pubsim.run import simulate
+from pubsim.scenario import load_scenario
 
 from .test_topology import ILDM_BROKERS, ildm_tree
 
@@ -479,7 +479,7 @@ def _chain_spec(**extra):
 
 
 def test_scenario_relay_and_bridges_parse():
-    from sim.scenario import parse_scenario
+    from pubsim.scenario import parse_scenario
 
     g = parse_scenario(_chain_spec()).topology
     assert g.nodes["n0"][T.RELAY].relay_cost_s.mean == pytest.approx(5e-6)
@@ -499,7 +499,7 @@ def test_scenario_relay_and_bridges_parse():
     (lambda s: s["topology"].update(forwarding="static"), "graph.forwarding"),
 ])
 def test_scenario_bad_ildm_fields_name_the_field(edit, field):
-    from sim.scenario import parse_scenario
+    from pubsim.scenario import parse_scenario
 
     spec = _chain_spec()
     edit(spec)

@@ -6,11 +6,11 @@ import json
 
 import pytest
 
-from models.loads import generators as G
-from models.loads.cli import add_commands
-from models.loads.trace import Trace
-from sim.errors import ConfigError
-from sim.rng import StreamFactory
+from pubsim.models.loads import generators as G
+from pubsim.models.loads.cli import add_commands
+from pubsim.models.loads.trace import Trace
+from pubsim.sim.errors import ConfigError
+from pubsim.sim.rng import StreamFactory
 from tests.test_loads_readers import write_campusiot_sample, write_pcap_sample
 
 

@@ -6,11 +6,11 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from models.loads import generators as G
-from models.provenance import Source
-from sim.distributions import LogNormal
-from sim.errors import ConfigError
-from sim.rng import StreamFactory
+from pubsim.models.loads import generators as G
+from pubsim.models.provenance import Source
+from pubsim.sim.distributions import LogNormal
+from pubsim.sim.errors import ConfigError
+from pubsim.sim.rng import StreamFactory
 
 
 def _rng(component="gen", purpose="", seed=7):

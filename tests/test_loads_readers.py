@@ -18,8 +18,8 @@ import dpkt
 import numpy as np
 import pytest
 
-from models.loads.readers import DEFAULT_CAMPUSIOT_TOPIC, read_campusiot, read_mqtt_pcap
-from sim.errors import ConfigError
+from pubsim.models.loads.readers import DEFAULT_CAMPUSIOT_TOPIC, read_campusiot, read_mqtt_pcap
+from pubsim.sim.errors import ConfigError
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "traces"
 

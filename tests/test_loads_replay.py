@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from models.loads import generators as G
-from models.loads import replay as R
-from sim.errors import ConfigError
-from sim.rng import StreamFactory
+from pubsim.models.loads import generators as G
+from pubsim.models.loads import replay as R
+from pubsim.sim.errors import ConfigError
+from pubsim.sim.rng import StreamFactory
 
 P_MIN = 1e-3
 

@@ -6,15 +6,15 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from models import topology as T
-from models.broker import BrokerParams
-from models.client import SubscriberParams
-from models.loads import generators as G
-from models.loads.trace import Trace
-from sim.distributions import Constant
-from sim.errors import ConfigError
-from sim.rng import StreamFactory
-from sim.run import simulate
+from pubsim.models import topology as T
+from pubsim.models.broker import BrokerParams
+from pubsim.models.client import SubscriberParams
+from pubsim.models.loads import generators as G
+from pubsim.models.loads.trace import Trace
+from pubsim.sim.distributions import Constant
+from pubsim.sim.errors import ConfigError
+from pubsim.sim.rng import StreamFactory
+from pubsim.run import simulate
 from tests.builders import ZERO_LINK
 
 

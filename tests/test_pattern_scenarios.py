@@ -11,10 +11,10 @@ import pandas as pd
 import pytest
 import yaml
 
-from models.pattern_reports import report
-from sim import theory
-from sim.errors import ConfigError
-from sim.scenario import load_scenario, parse_scenario
+from pubsim.models.pattern_reports import report
+from pubsim.sim import theory
+from pubsim.sim.errors import ConfigError
+from pubsim.scenario import load_scenario, parse_scenario
 
 ROOT = Path(__file__).resolve().parents[1]
 EXP = ROOT / "experiments"
@@ -60,7 +60,7 @@ def test_cli_writes_pattern_csv(tmp_path):
     data["run"]["duration"] = "60s"
     path = tmp_path / "poll.yaml"
     path.write_text(yaml.safe_dump(data))
-    proc = subprocess.run([sys.executable, "-m", "sim.cli", "run", str(path), "--out", str(tmp_path / "out")],
+    proc = subprocess.run([sys.executable, "-m", "pubsim", "run", str(path), "--out", str(tmp_path / "out")],
                           capture_output=True, text=True, cwd=ROOT, timeout=300,
                           env={**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "250"})
     assert proc.returncode == 0, proc.stderr

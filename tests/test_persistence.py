@@ -5,15 +5,15 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from models import topology as T
-from models.broker import BrokerParams
-from models.client import PublisherParams, SubscriberParams
-from models.disk import DiskParams
-from models.link import LinkParams
-from sim.distributions import Constant, Exponential
-from sim.errors import ConfigError
-from sim.run import simulate
-from sim.scenario import parse_scenario
+from pubsim.models import topology as T
+from pubsim.models.broker import BrokerParams
+from pubsim.models.client import PublisherParams, SubscriberParams
+from pubsim.models.disk import DiskParams
+from pubsim.models.link import LinkParams
+from pubsim.sim.distributions import Constant, Exponential
+from pubsim.sim.errors import ConfigError
+from pubsim.run import simulate
+from pubsim.scenario import parse_scenario
 
 
 def _sched(times, size, persistent=True):

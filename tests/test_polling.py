@@ -5,15 +5,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from models import topology as T
-from models.broker import BrokerParams
-from models.client import PublisherParams, SubscriberParams
-from models.link import LinkParams
-from models.polling import (PollingParams, constant_times, expected_duplicate_fraction, expected_lost_fraction,
+from pubsim.models import topology as T
+from pubsim.models.broker import BrokerParams
+from pubsim.models.client import PublisherParams, SubscriberParams
+from pubsim.models.link import LinkParams
+from pubsim.models.polling import (PollingParams, constant_times, expected_duplicate_fraction, expected_lost_fraction,
                             poll_records, poll_summary, read_times_from_deliveries)
-from sim.distributions import Constant
-from sim.errors import ConfigError
-from sim.run import simulate
+from pubsim.sim.distributions import Constant
+from pubsim.sim.errors import ConfigError
+from pubsim.run import simulate
 
 
 def test_hand_example():

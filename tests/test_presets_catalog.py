@@ -9,14 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from models import presets
-from models.brokerless import ZmqSocketParams
-from models.broker import BrokerParams
-from models.disk import DiskParams
-from models.link import LinkParams
-from models.params import from_mapping
-from models.presets.families import FAMILIES
-from models.serialization import SerializationParams
+from pubsim.models import presets
+from pubsim.models.brokerless import ZmqSocketParams
+from pubsim.models.broker import BrokerParams
+from pubsim.models.disk import DiskParams
+from pubsim.models.link import LinkParams
+from pubsim.models.params import from_mapping
+from pubsim.models.presets.families import FAMILIES
+from pubsim.models.serialization import SerializationParams
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -76,7 +76,7 @@ def test_estimates_are_not_labelled_as_measurements():
 
 
 def _pubsim(*args):
-    proc = subprocess.run([sys.executable, "-m", "sim.cli", *args], capture_output=True, text=True, cwd=ROOT,
+    proc = subprocess.run([sys.executable, "-m", "pubsim", *args], capture_output=True, text=True, cwd=ROOT,
                           timeout=120, env={**os.environ, "COLUMNS": "400", "PYTHONPATH": str(ROOT)})
     assert "Traceback" not in proc.stderr, proc.stderr
     return proc

@@ -13,15 +13,15 @@ import numpy as np
 import pytest
 import yaml
 
-from models import topology as T
-from models.broker import BrokerParams
-from models.client import PublisherParams, SubscriberParams
-from models.link import LinkParams
-from sim import theory
-from sim.distributions import Constant, Exponential
-from sim.errors import ConfigError
-from sim.run import simulate
-from sim.scenario import load_scenario
+from pubsim.models import topology as T
+from pubsim.models.broker import BrokerParams
+from pubsim.models.client import PublisherParams, SubscriberParams
+from pubsim.models.link import LinkParams
+from pubsim.sim import theory
+from pubsim.sim.distributions import Constant, Exponential
+from pubsim.sim.errors import ConfigError
+from pubsim.run import simulate
+from pubsim.scenario import load_scenario
 
 from .builders import ZERO_LINK
 from .test_queueing_theory import REPS, _assert_matches, _ci
@@ -341,7 +341,7 @@ def test_fifo_link_backpressure_holds_the_sender(driver):
 def test_cli_topic_table_shows_each_topic():
     from rich.console import Console
 
-    from sim.cli import _topic_table
+    from pubsim.cli import _topic_table
 
     pub = _one_topic([0.0, 0.0, 0.0], ["a", "b", "a"])
     link = LinkParams(latency_s=0.010, bandwidth_Bps=1e6, queue_messages=2)

@@ -6,14 +6,14 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from models.broker import BrokerParams
-from models.client import PublisherParams, SubscriberParams
-from models.link import LinkParams
-from models.pushpull import AckParams, ack_times, push_pull
-from sim import theory
-from sim.distributions import Constant
-from sim.errors import ConfigError
-from sim.run import simulate
+from pubsim.models.broker import BrokerParams
+from pubsim.models.client import PublisherParams, SubscriberParams
+from pubsim.models.link import LinkParams
+from pubsim.models.pushpull import AckParams, ack_times, push_pull
+from pubsim.sim import theory
+from pubsim.sim.distributions import Constant
+from pubsim.sim.errors import ConfigError
+from pubsim.run import simulate
 
 FREE = LinkParams()
 

@@ -13,15 +13,15 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from models import topology as T
-from models.broker import BrokerParams
-from models.client import PublisherParams, SubscriberParams
-from models.link import LinkParams
-from models.qos import exchange_draws
-from sim import theory
-from sim.distributions import Constant
-from sim.errors import ConfigError
-from sim.run import simulate
+from pubsim.models import topology as T
+from pubsim.models.broker import BrokerParams
+from pubsim.models.client import PublisherParams, SubscriberParams
+from pubsim.models.link import LinkParams
+from pubsim.models.qos import exchange_draws
+from pubsim.sim import theory
+from pubsim.sim.distributions import Constant
+from pubsim.sim.errors import ConfigError
+from pubsim.run import simulate
 
 LINK = LinkParams(latency_s=0.010, bandwidth_Bps=1e6)
 
@@ -249,7 +249,7 @@ ROOT = __import__("pathlib").Path(__file__).resolve().parents[1]
 
 
 def test_amqp_prefetch_loses_nothing_where_auto_ack_drops():
-    from sim.scenario import load_scenario
+    from pubsim.scenario import load_scenario
 
     sc = load_scenario(ROOT / "experiments" / "amqp_flow_control.yaml")
     r = simulate(sc.topology, duration_s=2.0, warmup_s=0.5, seed=sc.seed)
@@ -265,7 +265,7 @@ def test_amqp_prefetch_loses_nothing_where_auto_ack_drops():
 
 @pytest.mark.parametrize("name", ["qos_lossy_link", "amqp_flow_control"])
 def test_qos_scenarios_run(name):
-    from sim.scenario import load_scenario
+    from pubsim.scenario import load_scenario
 
     sc = load_scenario(ROOT / "experiments" / f"{name}.yaml")
     s = simulate(sc.topology, duration_s=3.0, warmup_s=0.5, seed=sc.seed).summary()

@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from models import topology as T
-from sim import theory
-from sim.distributions import Constant, Exponential
-from sim.run import simulate
+from pubsim.models import topology as T
+from pubsim.sim import theory
+from pubsim.sim.distributions import Constant, Exponential
+from pubsim.run import simulate
 
 from .builders import single_queue, tandem
 
@@ -128,8 +128,8 @@ def test_topology_builder_gives_one_broker_station():
 
 def test_nonpreemptive_priority_waits_cobham():
     """Two priority classes at one broker: mean waits per class (Cobham 1954)."""
-    from models.broker import BrokerParams
-    from models.client import PublisherParams, SubscriberParams
+    from pubsim.models.broker import BrokerParams
+    from pubsim.models.client import PublisherParams, SubscriberParams
 
     from .builders import ZERO_LINK
 

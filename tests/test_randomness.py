@@ -8,9 +8,9 @@ import sys
 import numpy as np
 import pandas as pd
 
-from sim.distributions import Exponential
-from sim.rng import DrawStream, StreamFactory, stable_key
-from sim.run import simulate
+from pubsim.sim.distributions import Exponential
+from pubsim.sim.rng import DrawStream, StreamFactory, stable_key
+from pubsim.run import simulate
 
 from .builders import single_queue
 
@@ -29,7 +29,7 @@ def test_results_ignore_global_random_state():
 
 
 def test_stable_key_is_the_same_in_another_process():
-    code = "from sim.rng import stable_key; print(stable_key('broker:b1'))"
+    code = "from pubsim.sim.rng import stable_key; print(stable_key('broker:b1'))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          env={"PYTHONHASHSEED": "123", "PATH": ""}, cwd=".")
     assert int(out.stdout) == stable_key("broker:b1")

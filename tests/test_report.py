@@ -7,8 +7,8 @@ import re
 
 import pytest
 
-from sim.cli import main
-from sim.report import StudyResults, encode_figures, load_columns, report_blocks, to_html, to_markdown, \
+from pubsim.cli import main
+from pubsim.report import StudyResults, encode_figures, load_columns, report_blocks, to_html, to_markdown, \
     varied_columns
 from tests.study_frames import PRESET_COL, RATE_COL, study_frames
 
@@ -100,7 +100,7 @@ vary:
 
 @pytest.fixture(scope="module")
 def study_dir(tmp_path_factory):
-    study = pytest.importorskip("sim.study")
+    study = pytest.importorskip("pubsim.study")
     from pathlib import Path
 
     root = Path(__file__).resolve().parents[1]
@@ -112,8 +112,8 @@ def study_dir(tmp_path_factory):
 
 
 def test_report_of_a_stored_study(study_dir, tmp_path):
-    from sim.report import build_report, render_html
-    from sim.study import load_summary, read_manifest
+    from pubsim.report import build_report, render_html
+    from pubsim.study import load_summary, read_manifest
 
     md = build_report(study_dir)
     manifest = read_manifest(study_dir)

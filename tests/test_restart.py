@@ -5,13 +5,13 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from models import topology as T
-from models.broker import BrokerParams
-from models.client import PublisherParams, SubscriberParams
-from models.link import LinkParams
-from sim.distributions import Constant, Exponential
-from sim.errors import ConfigError
-from sim.run import simulate
+from pubsim.models import topology as T
+from pubsim.models.broker import BrokerParams
+from pubsim.models.client import PublisherParams, SubscriberParams
+from pubsim.models.link import LinkParams
+from pubsim.sim.distributions import Constant, Exponential
+from pubsim.sim.errors import ConfigError
+from pubsim.run import simulate
 
 
 def _sched(times, persistent):

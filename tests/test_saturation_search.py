@@ -4,8 +4,8 @@ import math
 import numpy as np
 import pytest
 
-from calibration.saturation import interval_search, is_sustainable, latency_trend_s_per_s
-from sim.errors import ConfigError
+from pubsim.analysis.interval_search import interval_search, is_sustainable, latency_trend_s_per_s
+from pubsim.sim.errors import ConfigError
 
 
 def oracle(limit_interval_s, calls=None):

@@ -7,14 +7,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from models import topology as T
-from models.broker import BrokerParams
-from models.client import PublisherParams, SubscriberParams
-from models.link import LinkParams
-from models.serialization import SerializationParams, link_ceiling_per_s, parse_serialization
-from sim.errors import ConfigError
-from sim.run import simulate
-from sim.scenario import parse_scenario
+from pubsim.models import topology as T
+from pubsim.models.broker import BrokerParams
+from pubsim.models.client import PublisherParams, SubscriberParams
+from pubsim.models.link import LinkParams
+from pubsim.models.serialization import SerializationParams, link_ceiling_per_s, parse_serialization
+from pubsim.sim.errors import ConfigError
+from pubsim.run import simulate
+from pubsim.scenario import parse_scenario
 
 CODEC = dict(encode_cost_s=20e-6, encode_cost_per_byte_s=2e-9, decode_cost_s=10e-6, decode_cost_per_byte_s=1e-9)
 

@@ -3,13 +3,13 @@ from __future__ import annotations
 
 import pytest
 
-from models import topology as T
-from models.broker import BrokerParams
-from models.client import PublisherParams, SubscriberParams
-from models.link import LinkParams
-from sim.distributions import Constant
-from sim.errors import ConfigError
-from sim.run import simulate
+from pubsim.models import topology as T
+from pubsim.models.broker import BrokerParams
+from pubsim.models.client import PublisherParams, SubscriberParams
+from pubsim.models.link import LinkParams
+from pubsim.sim.distributions import Constant
+from pubsim.sim.errors import ConfigError
+from pubsim.run import simulate
 
 LINK = LinkParams(latency_s=0.010, bandwidth_Bps=1e6)
 ONLINE = ((0.0, 0.05), (0.2, 1.0))
@@ -98,7 +98,7 @@ def test_bad_sessions_are_one_line_errors(kwargs, field):
 def test_churn_scenario_runs():
     from pathlib import Path
 
-    from sim.scenario import load_scenario
+    from pubsim.scenario import load_scenario
 
     sc = load_scenario(Path(__file__).resolve().parents[1] / "experiments" / "churn_retained.yaml")
     s = simulate(sc.topology, duration_s=60.0, warmup_s=5.0, seed=sc.seed, record="stream").summary()

@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from calibration.campaign import load_campaign, parse_campaign, read_results, run_campaign
-from calibration.harness.brokers import live_brokers
-from calibration.harness.cpu import detect_cpu_control
-from calibration.runner import RealHarness
-from calibration.validate import fit_profiles, validate
+from pubsim.calibration.campaign import load_campaign, parse_campaign, read_results, run_campaign
+from pubsim.calibration.harness.brokers import live_brokers
+from pubsim.calibration.harness.cpu import detect_cpu_control
+from pubsim.calibration.runner import RealHarness
+from pubsim.calibration.validate import fit_profiles, validate
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -6,9 +6,9 @@ import math
 import numpy as np
 import pytest
 
-from sim.distributions import Exponential
-from sim.records import LatencyHistogram
-from sim.run import simulate
+from pubsim.sim.distributions import Exponential
+from pubsim.sim.records import LatencyHistogram
+from pubsim.run import simulate
 
 from .builders import single_queue
 

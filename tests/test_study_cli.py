@@ -6,8 +6,8 @@ import re
 import pandas as pd
 import pytest
 
-from sim.cli import main
-from sim.study import load_summary
+from pubsim.cli import main
+from pubsim.study import load_summary
 from tests.study_cases import study_dict, write_study
 
 RATE = "topology.publishers[0].rate_per_s"

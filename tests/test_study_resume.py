@@ -12,7 +12,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from sim.study import (load_latency, load_parameters, load_series, load_stations, load_summary, parse_study,
+from pubsim.study import (load_latency, load_parameters, load_series, load_stations, load_summary, parse_study,
                        run_study)
 from tests.study_cases import study_dict, write_study
 
@@ -37,7 +37,7 @@ def _assert_same_tables(a, b):
 
 def _cli(*args):
     env = {**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "200"}
-    return [sys.executable, "-m", "sim.cli", *args], env
+    return [sys.executable, "-m", "pubsim", *args], env
 
 
 @pytest.mark.timeout(300)
@@ -129,7 +129,7 @@ def test_ctrl_c_stops_the_pool_and_keeps_finished_work(tmp_path):
     out = tmp_path / "out"
     # Ctrl-C interrupts, as in a terminal, even if this test runs in a job that ignores SIGINT
     child = ("import signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
-             "from sim.cli import main; sys.exit(main(sys.argv[1:]))")
+             "from pubsim.cli import main; sys.exit(main(sys.argv[1:]))")
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     proc = subprocess.Popen([sys.executable, "-c", child, "study", "run", str(path), "--out", str(out),
                              "--workers", "2"], env=env, cwd=tmp_path, stdout=subprocess.DEVNULL,

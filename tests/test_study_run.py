@@ -9,10 +9,10 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from sim.errors import ConfigError
-from sim.study import (load_latency, load_parameters, load_series, load_stations, load_summary, parse_study,
+from pubsim.sim.errors import ConfigError
+from pubsim.study import (load_latency, load_parameters, load_series, load_stations, load_summary, parse_study,
                        read_manifest, run_study, summary_with_ci)
-from sim.study.tasks import QUANTILES
+from pubsim.study.tasks import QUANTILES
 from tests.study_cases import study_dict
 
 RATE = "topology.publishers[0].rate_per_s"

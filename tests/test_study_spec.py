@@ -6,9 +6,9 @@ import re
 import numpy as np
 import pytest
 
-from sim.errors import ConfigError
-from sim.study import load_study, parse_study
-from sim.study.fieldpath import apply_overrides, parse_path
+from pubsim.sim.errors import ConfigError
+from pubsim.study import load_study, parse_study
+from pubsim.study.fieldpath import apply_overrides, parse_path
 from tests.study_cases import SCENARIO, study_dict, write_study
 
 RATE = "topology.publishers[0].rate_per_s"

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from hypothesis import given, strategies as st
 
-from sim.errors import ConfigError
-from sim.theory import (
+from pubsim.sim.errors import ConfigError
+from pubsim.sim.theory import (
     erlang_c, jackson_tandem_sojourn_mean_s, md1_sojourn_mean_s, mg1_sojourn_mean_s,
     mg1_wait_mean_s, mm1_priority_nonpreemptive_wait_mean_s, mm1_sojourn_cdf,
     mm1_sojourn_mean_s, mm1k_loss_probability, mm1k_sojourn_mean_s, mmc_sojourn_mean_s,

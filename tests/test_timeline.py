@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import pytest
 
-from models import topology as T
-from models.broker import BrokerParams
-from models.client import PublisherParams, SubscriberParams
-from models.link import LinkParams
-from sim.distributions import Constant
-from sim.run import simulate
+from pubsim.models import topology as T
+from pubsim.models.broker import BrokerParams
+from pubsim.models.client import PublisherParams, SubscriberParams
+from pubsim.models.link import LinkParams
+from pubsim.sim.distributions import Constant
+from pubsim.run import simulate
 
 LINK = LinkParams(latency_s=0.010, bandwidth_Bps=1e6)
 

@@ -4,10 +4,10 @@ import re
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from models.topics import (
+from pubsim.models.topics import (
     SubscriptionTable, TopicSyntax, matches, validate_filter, validate_topic,
 )
-from sim.errors import ConfigError
+from pubsim.sim.errors import ConfigError
 
 MQTT, AMQP, PREFIX = TopicSyntax.MQTT, TopicSyntax.AMQP, TopicSyntax.PREFIX
 

@@ -8,15 +8,15 @@ import networkx as nx
 import numpy as np
 import pytest
 
-from models import topology as T
-from models.broker import BrokerParams
-from models.client import PublisherParams, SubscriberParams
-from models.compile import build_network
-from models.link import LinkParams
-from models.provenance import ASSUMED, Provenance, Source
-from sim.distributions import Constant, Empirical, Exponential, LogNormal, Shifted, Uniform
-from sim.errors import ConfigError
-from sim.run import simulate
+from pubsim.models import topology as T
+from pubsim.models.broker import BrokerParams
+from pubsim.models.client import PublisherParams, SubscriberParams
+from pubsim.models.compile import build_network
+from pubsim.models.link import LinkParams
+from pubsim.models.provenance import ASSUMED, Provenance, Source
+from pubsim.sim.distributions import Constant, Empirical, Exponential, LogNormal, Shifted, Uniform
+from pubsim.sim.errors import ConfigError
+from pubsim.run import simulate
 
 # --------------------------------------------------------------------------
 # SYSTEMS.md §3 worked example (Banno et al. 2017): five broker+node pairs

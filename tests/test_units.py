@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from hypothesis import given, strategies as st
 
-from sim.errors import ConfigError
-from sim.units import (
+from pubsim.sim.errors import ConfigError
+from pubsim.sim.units import (
     format_duration_s, format_rate_Bps, parse_duration_s, parse_rate_Bps,
     parse_rate_per_s, parse_size_bytes,
 )

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from models import topology as T
-from sim.errors import ConfigError
-from sim.scenario import load_scenario, parse_scenario
+from pubsim.models import topology as T
+from pubsim.sim.errors import ConfigError
+from pubsim.scenario import load_scenario, parse_scenario
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -36,7 +36,7 @@ Kinds
     ``ejabberdctl``, which switches to the ``ejabberd`` user). ``pid`` is the
     Erlang VM (``beam.smp``). Allowed start time: 120 s.
 ``zmq-proxy``
-    ``python -m calibration.harness.zmqproxy``: ``zmq.proxy(XSUB, XPUB)``;
+    ``python -m pubsim.calibration.harness.zmqproxy``: ``zmq.proxy(XSUB, XPUB)``;
     publishers connect to ``pub_port`` (XSUB), subscribers to ``sub_port``
     (XPUB).
 
@@ -73,7 +73,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Mapping
 
-from sim.errors import ConfigError
+from ...sim.errors import ConfigError
 
 from .cpu import CpuCap, cores
 
@@ -164,7 +164,7 @@ class RunningBroker:
     kind : str
     pid : int
         The process doing the broker's work (sample its CPU with
-        :func:`calibration.harness.procstat.sample`).
+        :func:`pubsim.calibration.harness.procstat.sample`).
     port : int
         Main port (zmq-proxy: the XSUB port).
     pub_port, sub_port : int
@@ -623,7 +623,7 @@ def _zmq_plan(spec, workdir, ports):
     if unknown:
         raise ConfigError("options", dict(spec.options), "only 'hwm' for zmq-proxy")
     conf, log = workdir / "zmq-proxy.args", workdir / "zmq-proxy.out"
-    argv = [sys.executable, "-m", "calibration.harness.zmqproxy", "--xsub", str(ports[0]), "--xpub", str(ports[1])]
+    argv = [sys.executable, "-m", "pubsim.calibration.harness.zmqproxy", "--xsub", str(ports[0]), "--xpub", str(ports[1])]
     if "hwm" in spec.options:
         argv += ["--hwm", str(int(spec.options["hwm"]))]
     _write(conf, argv)

@@ -19,7 +19,7 @@ import os
 import time
 from pathlib import Path
 
-from sim.errors import ConfigError
+from ...sim.errors import ConfigError
 
 __all__ = ["CGROUP_ROOT", "PERIOD_US", "CpuCap", "cores", "detect_cpu_control", "pin"]
 

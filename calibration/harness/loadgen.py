@@ -7,7 +7,7 @@ on a small machine, so the clients here speak the wire protocols directly
 (:mod:`.mqttwire`, :mod:`.natswire`; ZeroMQ through pyzmq) from pre-encoded
 packets patched in place.
 
-Workload (shared with the simulated twin, :mod:`calibration.workload`)
+Workload (shared with the simulated twin, :mod:`pubsim.calibration.workload`)
 ---------------------------------------------------------------------
 Topic ``k`` is ``pubsim/t{k}`` (NATS subject ``pubsim.t{k}``). Publisher
 ``i`` sends its message ``seq`` on topic ``(seq + i) mod topics``: every
@@ -95,7 +95,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from sim.errors import ConfigError
+from ...sim.errors import ConfigError
 
 from ..workload import IDLE_TOPIC, topic_assignment, topic_name
 

@@ -96,7 +96,7 @@ def encode_unsub(sid, max_msgs=None):
 class NatsPublishTemplate:
     """One ``PUB`` operation encoded once, patched in place for every message.
 
-    Same interface as :class:`calibration.harness.mqttwire.PublishTemplate`:
+    Same interface as :class:`pubsim.calibration.harness.mqttwire.PublishTemplate`:
     ``buf`` (``bytearray``), ``payload_offset``, :meth:`patch`.
     """
 

@@ -1,6 +1,6 @@
 """A ZeroMQ forwarder broker: ``zmq.proxy(XSUB, XPUB)`` on two loopback ports.
 
-Run as ``python -m calibration.harness.zmqproxy --xsub PORT --xpub PORT2
+Run as ``python -m pubsim.calibration.harness.zmqproxy --xsub PORT --xpub PORT2
 [--hwm N]``: publishers connect their PUB sockets to the XSUB port,
 subscribers their SUB sockets to the XPUB port. ``--hwm`` sets the high-water
 marks of both sides (ZeroMQ drops messages beyond them). It runs until killed
@@ -13,7 +13,7 @@ import sys
 
 
 def _parse(argv):
-    p = argparse.ArgumentParser(prog="python -m calibration.harness.zmqproxy", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="python -m pubsim.calibration.harness.zmqproxy", description=__doc__.splitlines()[0])
     p.add_argument("--xsub", type=int, required=True, help="port publishers connect to")
     p.add_argument("--xpub", type=int, required=True, help="port subscribers connect to")
     p.add_argument("--host", default="127.0.0.1")

@@ -34,8 +34,8 @@ CLIENT_PROV = {"source": "publication", "reference": "Banno et al. 2017 client p
 
 def relay_params():
     """Relay costs derived from the calibrated Mosquitto preset (stated assumption)."""
-    from models import presets
-    from sim.units import parse_duration_s
+    from pubsim.models import presets
+    from pubsim.sim.units import parse_duration_s
 
     m = presets.load("broker", "mosquitto")
     ingress, delivery = (parse_duration_s(m[k], k) for k in ("ingress_cost_s", "delivery_cost_s"))

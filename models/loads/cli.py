@@ -2,12 +2,12 @@
 
 Wire into ``sim/cli.py`` with::
 
-    from models.loads.cli import add_commands as trace_commands
+    from pubsim.models.loads.cli import add_commands as trace_commands
     trace_commands(sub)
 
 Handlers follow the ``func(args, console)`` convention of ``sim.cli.main``
 (``console`` may be None: plain ``print``) and return an exit status; bad
-input raises :class:`~sim.errors.ConfigError`, which ``main`` prints as one line.
+input raises :class:`~pubsim.sim.errors.ConfigError`, which ``main`` prints as one line.
 
 Readable inputs: a saved trace (``.parquet``, ``.pq``, ``.csv``, ``.csv.gz``),
 CampusIoT NDJSON (``.ndjson``, ``.ndjson.gz``, ``.json.gz``), MQTT captures
@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from sim.errors import ConfigError
+from ...sim.errors import ConfigError
 
 from .trace import Trace
 

@@ -1,8 +1,8 @@
 """Synthetic IoT loads, vectorised, each drawn from an explicit random stream.
 
 Every generator takes ``rng`` (a :class:`numpy.random.Generator`, e.g. from
-:meth:`sim.rng.StreamFactory.generator`) and returns a
-:class:`~models.loads.trace.Trace`. Messages are produced as NumPy arrays
+:meth:`pubsim.sim.rng.StreamFactory.generator`) and returns a
+:class:`~pubsim.models.loads.trace.Trace`. Messages are produced as NumPy arrays
 (times, publisher codes, topic codes, sizes): no Python object per message.
 
 Building blocks
@@ -20,7 +20,7 @@ The three classes of SYSTEMS.md §5 (Happ et al., 2017)
     :func:`describe` lists them.
 
 Sizes (``size_bytes`` arguments) are an int (constant), a
-:class:`sim.distributions.Distribution`, or a callable ``f(rng, n) -> array``;
+:class:`pubsim.sim.distributions.Distribution`, or a callable ``f(rng, n) -> array``;
 they are rounded to whole bytes and clipped at 0.
 """
 from __future__ import annotations
@@ -30,8 +30,8 @@ from dataclasses import dataclass, field, fields
 
 import numpy as np
 
-from sim.distributions import Distribution
-from sim.errors import ConfigError
+from ...sim.distributions import Distribution
+from ...sim.errors import ConfigError
 
 from ..provenance import Provenance, Source
 from .trace import DAY_S, Trace

@@ -1,4 +1,4 @@
-"""Readers of real IoT traces into :class:`~models.loads.trace.Trace`.
+"""Readers of real IoT traces into :class:`~pubsim.models.loads.trace.Trace`.
 
 Two sources (see ``../shared/traces/README.md``):
 
@@ -10,7 +10,7 @@ Two sources (see ``../shared/traces/README.md``):
 Both return ``(trace, summary)``. Bad input inside a file (a line that is not
 JSON, a malformed MQTT packet, a truncated frame) is counted in the summary
 and skipped, never fatal; only a file that cannot be opened at all raises a
-:class:`~sim.errors.ConfigError`.
+:class:`~pubsim.sim.errors.ConfigError`.
 """
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from sim.errors import ConfigError
+from ...sim.errors import ConfigError
 
 from .trace import DAY_S, Trace
 

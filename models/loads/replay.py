@@ -33,7 +33,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from sim.errors import ConfigError
+from ...sim.errors import ConfigError
 
 from .trace import DAY_S, Trace
 

@@ -24,7 +24,7 @@ Times, sizes and topic/publisher codes are NumPy arrays; categorical columns
 keep one string per distinct value, so millions of messages cost no Python
 object each. Every constructor validates: a missing or unknown column, a time
 that is not finite, negative or out of order, a negative or fractional size
-raise a one-line :class:`~sim.errors.ConfigError` naming the row and value.
+raise a one-line :class:`~pubsim.sim.errors.ConfigError` naming the row and value.
 """
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from sim.errors import ConfigError
+from ...sim.errors import ConfigError
 
 __all__ = ["Trace", "REQUIRED", "OPTIONAL"]
 
@@ -257,7 +257,7 @@ class Trace:
         Parameters
         ----------
         **params
-            Extra :class:`~models.client.PublisherParams` fields for every
+            Extra :class:`~pubsim.models.client.PublisherParams` fields for every
             publisher (``provenance``, ``priority``, ...).
 
         Returns
@@ -267,7 +267,7 @@ class Trace:
             with a ``priority`` column gives each publisher its priority
             (it must be constant per publisher: the engine has one per client).
         """
-        from models.client import PublisherParams
+        from ..client import PublisherParams
 
         frame = self.frame
         codes = frame["publisher"].cat.codes.to_numpy()

@@ -13,7 +13,7 @@ from importlib import resources
 
 import yaml
 
-from sim.errors import ConfigError
+from ...sim.errors import ConfigError
 
 __all__ = ["load", "names", "apply", "kinds"]
 

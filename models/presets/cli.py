@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from rich.table import Table
 
-from sim.errors import ConfigError
+from ...sim.errors import ConfigError
 
 from . import kinds, load, names
 from .families import family_of

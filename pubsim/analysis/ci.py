@@ -1,6 +1,6 @@
 """Confidence intervals over replications, wide (one row per group).
 
-A thin reshaping of :func:`sim.study.stats.summary_with_ci` (the one place
+A thin reshaping of :func:`pubsim.study.stats.summary_with_ci` (the one place
 for the CI logic: Student-t ``mean +- t_{(1+c)/2, n-1} s / sqrt(n)``,
 half-width NaN for a single replication) into the wide form that tables and
 figures use.
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from sim.study.stats import summary_with_ci
+from ..study.stats import summary_with_ci
 
 __all__ = ["with_ci"]
 

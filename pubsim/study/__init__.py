@@ -5,13 +5,13 @@
 >>> run_study(study, "results/load_sweep", executor="local")
 >>> summary_with_ci(load_summary("results/load_sweep"))
 
-Modules: :mod:`~sim.study.spec` (study files, points, seeds),
-:mod:`~sim.study.sampling` (grid, zip, random and Latin-hypercube samples),
-:mod:`~sim.study.fieldpath` (field paths into scenario mappings),
-:mod:`~sim.study.tasks` (one replication of one point),
-:mod:`~sim.study.executors` (serial, process pool, Dask),
-:mod:`~sim.study.store` (layout on disk, resume, loading),
-:mod:`~sim.study.runner` and :mod:`~sim.study.stats` (confidence intervals).
+Modules: :mod:`~pubsim.study.spec` (study files, points, seeds),
+:mod:`~pubsim.study.sampling` (grid, zip, random and Latin-hypercube samples),
+:mod:`~pubsim.study.fieldpath` (field paths into scenario mappings),
+:mod:`~pubsim.study.tasks` (one replication of one point),
+:mod:`~pubsim.study.executors` (serial, process pool, Dask),
+:mod:`~pubsim.study.store` (layout on disk, resume, loading),
+:mod:`~pubsim.study.runner` and :mod:`~pubsim.study.stats` (confidence intervals).
 """
 from .runner import run_study
 from .spec import Point, Study, load_study, parse_study

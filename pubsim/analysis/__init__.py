@@ -2,7 +2,7 @@
 
 :func:`saturation_search` runs the interval search of SYSTEMS.md §4 on the
 simulator; :func:`knees` finds where a load sweep stops being sustainable;
-:mod:`sim.analysis.figures` draws study results as matplotlib Figures.
+:mod:`pubsim.analysis.figures` draws study results as matplotlib Figures.
 """
 from __future__ import annotations
 

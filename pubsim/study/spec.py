@@ -13,14 +13,14 @@ Layout (every field checked, errors one line naming the field)::
       zip: {topology.publishers[0].count: [10, 20], topology.subscribers[0].count: [30, 60]}
       sample: {method: lhs, n: 8, seed: 3, ranges: {topology.link.latency_s: [1ms, 20ms]}}
 
-Field paths (:mod:`sim.study.fieldpath`) index the raw scenario mapping;
-each point's mapping is checked by :func:`sim.scenario.parse_scenario`, so
+Field paths (:mod:`pubsim.study.fieldpath`) index the raw scenario mapping;
+each point's mapping is checked by :func:`pubsim.scenario.parse_scenario`, so
 every scenario field can be varied and a bad value gives the scenario's own
 error, prefixed with the point.
 
 Seeds and common random numbers: every point is run with the study seed,
 and replication ``r`` of every point draws from
-``StreamFactory(seed, r)`` (:mod:`sim.rng`), i.e. from the children
+``StreamFactory(seed, r)`` (:mod:`pubsim.sim.rng`), i.e. from the children
 ``spawn_key=(r, component, purpose)`` of the one root
 ``SeedSequence(seed)`` of the study. Points therefore share common random
 numbers: the same component draws the same stream in replication ``r`` of
@@ -38,7 +38,7 @@ from pathlib import Path
 
 import yaml
 
-from ..errors import ConfigError
+from ..sim.errors import ConfigError
 from ..scenario import _yaml_error, parse_scenario, read_yaml
 from .fieldpath import apply_overrides, parse_path
 from .sampling import combine, grid_points, sample_points, zip_points

@@ -10,7 +10,7 @@ from __future__ import annotations
 import copy
 import re
 
-from ..errors import ConfigError
+from ..sim.errors import ConfigError
 
 __all__ = ["parse_path", "apply_overrides"]
 

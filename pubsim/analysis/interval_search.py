@@ -8,7 +8,7 @@ sustainable, then dividing ``[x/2, x]`` into 20 steps and measuring each:
 the smallest sustainable interval gives the limit, with at most 5 % error.
 
 The search takes any ``measure(interval_s) -> record`` callable, so it runs
-the same on a real broker (:mod:`calibration.runner`) and on the simulator.
+the same on a real broker (:mod:`pubsim.calibration.runner`) and on the simulator.
 """
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from sim.errors import ConfigError
+from ..sim.errors import ConfigError
 
 __all__ = ["SUSTAINABLE_RATIO", "is_sustainable", "latency_trend_s_per_s",
            "SearchResult", "interval_search"]

@@ -1,16 +1,16 @@
 """The ``pubsim`` command.
 
 Commands: ``run`` (below); ``measure``, ``calibrate`` and ``validate``
-(:mod:`calibration.cli`); ``trace inspect`` and ``trace convert``
-(:mod:`models.loads.cli`); ``study run`` and ``study summary``
-(:mod:`sim.study.cli`); ``presets`` (:mod:`models.presets.cli`).
+(:mod:`pubsim.calibration.cli`); ``trace inspect`` and ``trace convert``
+(:mod:`pubsim.models.loads.cli`); ``study run`` and ``study summary``
+(:mod:`pubsim.study.cli`); ``presets`` (:mod:`pubsim.models.presets.cli`).
 
 ``pubsim run SCENARIO.yaml [--out DIR]`` runs every replication of a
 scenario with a progress bar, prints the summary, the parameters with their
 provenance and the busiest stations, and writes to DIR: per replication
 ``rep-NNN/`` with ``deliveries.parquet``, ``drops.parquet`` (with
 ``record: full``), ``stations.csv``, ``traffic.csv`` (client vs inter-broker
-traffic, :mod:`models.traffic`; also printed with two or more brokers),
+traffic, :mod:`pubsim.models.traffic`; also printed with two or more brokers),
 ``throughput.csv``, ``parameters.csv``,
 ``latency_cdf.png``, ``throughput.png``, ``pattern-<kind>.csv`` for the
 scenario's pattern reports (entries of a kind stacked, ``report`` = their
@@ -36,7 +36,8 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from .errors import ConfigError
+from ._version import __version__
+from .sim.errors import ConfigError
 
 __all__ = ["main"]
 
@@ -139,7 +140,7 @@ def _traffic_table(result):
 
 
 def _write(result, rep_dir):
-    from . import figures
+    from .analysis import run_figures as figures
 
     rep_dir.mkdir(parents=True, exist_ok=True)
     if hasattr(result.sink, "deliveries"):
@@ -170,7 +171,7 @@ def _finished(rep_dir):
 
 def _pattern_reports(scenario, result, rep, console):
     """Print the scenario's pattern reports for one replication; return ``[(kind, frame)]``."""
-    from models.pattern_reports import report
+    from .models.pattern_reports import report
 
     out = []
     for entry in scenario.patterns:
@@ -240,6 +241,7 @@ class _Parser(argparse.ArgumentParser):
 
 def build_parser():
     parser = _Parser(prog="pubsim", description="Simulate publish/subscribe middleware networks.")
+    parser.add_argument("--version", action="version", version=f"pubsim {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="run a scenario file")
     run.add_argument("scenario", help="scenario YAML file")
@@ -247,10 +249,10 @@ def build_parser():
     run.add_argument("--driver", choices=["batch", "reference"], help="override the scenario's driver")
     run.add_argument("--record", choices=["full", "stream"], help="override the scenario's record mode")
     run.set_defaults(func=_run)
-    from calibration.cli import add_commands as calibration_commands
+    from .calibration.cli import add_commands as calibration_commands
 
     calibration_commands(sub)
-    from models.loads.cli import add_commands as trace_commands
+    from .models.loads.cli import add_commands as trace_commands
 
     trace_commands(sub)
     from .study.cli import add_commands as study_commands
@@ -259,7 +261,7 @@ def build_parser():
     from .report import add_commands as report_commands
 
     report_commands(sub)
-    from models.presets.cli import add_commands as preset_commands
+    from .models.presets.cli import add_commands as preset_commands
 
     preset_commands(sub)
     return parser

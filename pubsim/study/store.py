@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..errors import ConfigError
+from ..sim.errors import ConfigError
 
 __all__ = ["MANIFEST", "KINDS", "rep_path", "is_finished", "write_atomic", "write_tables", "prepare",
            "touch_manifest", "read_manifest", "load_summary", "load_latency", "load_stations",

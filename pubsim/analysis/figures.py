@@ -1,6 +1,6 @@
 """Figures of a study (matplotlib Figure objects; saving is the caller's).
 
-Inputs are the tidy frames a study stores (:mod:`sim.study` loaders):
+Inputs are the tidy frames a study stores (:mod:`pubsim.study` loaders):
 summary rows per (point, replication), latency quantiles, station records
 and throughput series, each carrying ``point_id`` and ``replication``.
 """
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from sim.figures import plt, style_latency_axes, throughput
+from .run_figures import plt, style_latency_axes, throughput
 
 from .ci import with_ci
 
@@ -66,7 +66,7 @@ def load_curves(summary, by, *, load_col="offered_per_s", knees=None, confidence
     One colour per configuration (``by`` columns); error bars are confidence
     half-widths over replications; a dashed vertical line marks each
     configuration's last sustainable load (``knees`` from
-    :func:`sim.analysis.knees`).
+    :func:`pubsim.analysis.knees`).
     """
     df = summary.assign(egress_per_pub_s=summary["egress_per_s"] / summary["sp_ratio"],
                         shortfall=1.0 - summary["delivery_ratio"])

@@ -2,7 +2,7 @@
 
 :func:`build_report` gives self-contained Markdown (figures embedded as
 base64 PNG data URIs) and :func:`render_html` one HTML file, from what a
-study run stored (:mod:`sim.study`): the manifest (what was run, code
+study run stored (:mod:`pubsim.study`): the manifest (what was run, code
 revision, package versions), the summary rows per (point, replication), the
 latency quantiles, the station records and the parameters with their
 provenance. Sections: what was run; every point with confidence intervals
@@ -24,10 +24,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from sim.analysis import knees
-from sim.analysis import figures as F
-from sim.analysis.ci import with_ci
-from sim.figures import plt
+from .analysis import knees
+from .analysis import figures as F
+from .analysis.ci import with_ci
+from .analysis.run_figures import plt
 
 __all__ = ["StudyResults", "load_results", "report_blocks", "to_markdown", "to_html", "build_report",
            "render_html", "encode_figures", "study_blocks", "trace_section", "varied_columns", "load_columns"]
@@ -37,7 +37,7 @@ _CONFIDENCE = 0.95
 
 @dataclass
 class StudyResults:
-    """The frames of one study (see :mod:`sim.study` for their columns)."""
+    """The frames of one study (see :mod:`pubsim.study` for their columns)."""
 
     manifest: dict
     summary: pd.DataFrame
@@ -57,8 +57,8 @@ def _optional(loader, out_dir, notes, what):
 
 
 def load_results(out_dir):
-    """Read a study directory with the :mod:`sim.study` loaders."""
-    from sim import study
+    """Read a study directory with the :mod:`pubsim.study` loaders."""
+    from . import study
 
     out_dir = Path(out_dir)
     manifest = json.loads((out_dir / "manifest.json").read_text())
@@ -75,7 +75,7 @@ def load_results(out_dir):
 
 def varied_columns(summary):
     """Columns naming a varied scenario field (``df.attrs["varied"]`` set by
-    :func:`sim.study.load_summary`, else every dotted path such as
+    :func:`pubsim.study.load_summary`, else every dotted path such as
     ``topology.broker.preset``), in stored order."""
     varied = summary.attrs.get("varied")
     if varied:
@@ -259,8 +259,8 @@ def _provenance(res):
 
 def trace_section(out_dir):
     """Blocks of the trace-driven section from ``out_dir/trace`` (written by
-    ``python -m sim.analysis.trace_study``), or a note saying why it is absent."""
-    from sim.analysis.trace_study import load_trace_results
+    ``python -m pubsim.analysis.trace_study``), or a note saying why it is absent."""
+    from .analysis.trace_study import load_trace_results
 
     frames, info = load_trace_results(Path(out_dir) / "trace")
     head = [("h2", "Trace-driven load: a CampusIoT device scaled up to a city")]
@@ -410,7 +410,7 @@ def render_html(out_dir, **kwargs) -> str:
 
 def report_command(args, console):
     """``pubsim report DIR [--md FILE] [--html FILE]``: write the report files."""
-    from .errors import ConfigError
+    from .sim.errors import ConfigError
 
     out_dir = Path(args.dir)
     if not (out_dir / "manifest.json").is_file():

@@ -37,7 +37,7 @@ def _ids(df, point_id, replication=None):
 
 
 def tables_of(result, point_id, replication, varied):
-    """Tidy tables of one :class:`sim.run.RunResult`.
+    """Tidy tables of one :class:`pubsim.run.RunResult`.
 
     Returns
     -------

@@ -42,9 +42,9 @@ def run_study(study, out_dir, executor="local", dask_address=None, workers=None,
     Parameters
     ----------
     study : sim.study.Study
-        From :func:`sim.study.load_study`.
+        From :func:`pubsim.study.load_study`.
     out_dir : str or Path
-        Output directory (layout in :mod:`sim.study.store`); a directory of
+        Output directory (layout in :mod:`pubsim.study.store`); a directory of
         an earlier run of the same study resumes it, one of a different
         study is refused unless ``force_new`` (which deletes its results).
     executor : {"local", "serial", "dask"}
@@ -62,7 +62,7 @@ def run_study(study, out_dir, executor="local", dask_address=None, workers=None,
     Returns
     -------
     pandas.DataFrame
-        The summary table (:func:`sim.study.load_summary`) of the study's
+        The summary table (:func:`pubsim.study.load_summary`) of the study's
         points and replications.
     """
     runner = make_executor(executor, dask_address, workers)

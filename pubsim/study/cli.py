@@ -3,7 +3,7 @@
 ``pubsim study run STUDY.yaml --out DIR [--executor local|serial]
 [--dask ADDR|local] [--workers N] [--force-new]`` runs every unfinished
 (point, replication) of a study and writes the layout of
-:mod:`sim.study.store`; run again with the same DIR, it resumes.
+:mod:`pubsim.study.store`; run again with the same DIR, it resumes.
 ``pubsim study summary DIR [--csv FILE]`` prints the mean and 95 %
 confidence half-width over replications of the headline figures per point
 (and writes every summary row to FILE).
@@ -15,7 +15,7 @@ from pathlib import Path
 
 from rich.table import Table
 
-from ..errors import ConfigError
+from ..sim.errors import ConfigError
 
 __all__ = ["add_commands"]
 

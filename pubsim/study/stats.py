@@ -31,7 +31,7 @@ def summary_with_ci(df, by=None, value_cols=None, confidence=0.95):
     Parameters
     ----------
     df : pandas.DataFrame
-        A summary table (:func:`sim.study.load_summary`), one row per
+        A summary table (:func:`pubsim.study.load_summary`), one row per
         (point, replication).
     by : list of str, optional
         Grouping columns; default the varied paths (``df.attrs["varied"]``,

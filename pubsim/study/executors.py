@@ -19,7 +19,7 @@ import threading
 import uuid
 from concurrent.futures import ProcessPoolExecutor, as_completed
 
-from ..errors import ConfigError
+from ..sim.errors import ConfigError
 
 __all__ = ["SerialExecutor", "LocalExecutor", "DaskExecutor", "make_executor", "EXECUTORS"]
 
@@ -151,7 +151,7 @@ EXECUTORS = {"serial": SerialExecutor, "local": LocalExecutor}
 
 
 def make_executor(executor="local", dask_address=None, workers=None):
-    """The executor named by the command line or :func:`sim.study.run_study` arguments."""
+    """The executor named by the command line or :func:`pubsim.study.run_study` arguments."""
     if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
         raise ConfigError("--workers", workers, "an integer >= 1")
     if executor == "dask" or dask_address is not None:

@@ -4,7 +4,7 @@ together) and samples (random or Latin hypercube) over ranges.
 The blocks combine as a product, grid x zip x samples, in that nesting
 order (the last grid path varies fastest). Sampled values are SI numbers:
 range ends may be unit strings (``1ms``, ``2k/s``, ``1KiB``, ``100Mbit/s``,
-read by :mod:`sim.units`), and a range whose two ends are integers gives
+read by :mod:`pubsim.sim.units`), and a range whose two ends are integers gives
 integers.
 
 Latin hypercube sampling (McKay, Beckman & Conover 1979) uses
@@ -18,8 +18,8 @@ import numbers
 
 import numpy as np
 
-from .. import units
-from ..errors import ConfigError
+from ..sim import units
+from ..sim.errors import ConfigError
 from .fieldpath import parse_path
 
 __all__ = ["grid_points", "zip_points", "sample_points", "unit_samples", "combine"]

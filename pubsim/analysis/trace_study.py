@@ -2,18 +2,18 @@
 
 The main study's trace-driven section (``bash scripts/study.sh``): a
 CampusIoT device trace (``../shared/traces/campusiot``, read with
-:func:`models.loads.readers.read_campusiot`) is resampled without bias and
+:func:`pubsim.models.loads.readers.read_campusiot`) is resampled without bias and
 superposed into ``gateways`` gateways of N devices each
-(:func:`models.loads.replay.scale_up`, SYSTEMS.md §5), replayed through one
+(:func:`pubsim.models.loads.replay.scale_up`, SYSTEMS.md §5), replayed through one
 broker per calibrated profile (``Trace.to_publishers()``) to one application
 subscriber (fan-out 1). The resampled copies are stationary from t = 0
 (each one's first message follows the equilibrium residual of a gap, see
-:mod:`models.loads.replay`); the first ``settle_s`` seconds are still cut
+:mod:`pubsim.models.loads.replay`); the first ``settle_s`` seconds are still cut
 off, as a margin for the broker's own start.
 
 :func:`run_trace_study` returns tidy frames shaped like a study's
 (``summary`` with ``point_id``/``replication``, ``latency`` quantiles,
-``parameters``); :func:`main` (``python -m sim.analysis.trace_study``) writes
+``parameters``); :func:`main` (``python -m pubsim.analysis.trace_study``) writes
 them as CSV/Parquet under ``--out`` or, when the trace directory is absent,
 a ``skipped.txt`` saying so (the report shows that note).
 """
@@ -28,13 +28,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from models import presets
-from models import topology as T
-from models.broker import BrokerParams
-from models.client import SubscriberParams
-from models.link import LinkParams
-from models.params import from_mapping
-from sim.run import simulate
+from ..models import presets
+from ..models import topology as T
+from ..models.broker import BrokerParams
+from ..models.client import SubscriberParams
+from ..models.link import LinkParams
+from ..models.params import from_mapping
+from ..run import simulate
 
 __all__ = ["find_trace", "run_trace_study", "main", "QUANTILES"]
 
@@ -79,7 +79,7 @@ def run_trace_study(trace, *, brokers=("mosquitto", "rabbitmq-mqtt"), devices_pe
         latency_s``), ``parameters`` (of each point's first replication,
         without the per-gateway schedules).
     """
-    from models.loads import replay
+    from ..models.loads import replay
 
     rows, lat, params = [], [], []
     points = [(b, n) for b in brokers for n in devices_per_gateway]
@@ -125,8 +125,8 @@ def load_trace_results(out_dir):
 
 
 def main(argv=None):
-    """``python -m sim.analysis.trace_study --traces DIR --out OUT [--quick]``."""
-    ap = argparse.ArgumentParser(prog="python -m sim.analysis.trace_study", description=__doc__.splitlines()[0])
+    """``python -m pubsim.analysis.trace_study --traces DIR --out OUT [--quick]``."""
+    ap = argparse.ArgumentParser(prog="python -m pubsim.analysis.trace_study", description=__doc__.splitlines()[0])
     ap.add_argument("--traces", default="../shared/traces", help="directory holding campusiot/*.ndjson.gz")
     ap.add_argument("--out", required=True, help="directory for summary.csv, latency.parquet, parameters.csv")
     ap.add_argument("--quick", action="store_true", help="small cities and short runs (tests)")
@@ -141,7 +141,7 @@ def main(argv=None):
         print(f"no CampusIoT trace under {args.traces}: trace section skipped")
         return 0
     (out / "skipped.txt").unlink(missing_ok=True)
-    from models.loads.readers import read_campusiot
+    from ..models.loads.readers import read_campusiot
 
     trace, info = read_campusiot(path)
     kw = dict(devices_per_gateway=(5_000, 50_000), duration_s=3.0, warmup_s=1.0, replications=2) if args.quick else {}

@@ -1,7 +1,7 @@
 """The virtual benchmark: SYSTEMS.md §4's interval search on the simulator,
 and the knee of a load sweep.
 
-:func:`saturation_search` drives :func:`calibration.saturation.interval_search`
+:func:`saturation_search` drives :func:`pubsim.analysis.interval_search.interval_search`
 (the search used on real brokers) with a probe that simulates the topology
 with every publisher sending one message per interval: publish intervals
 ``start, 2 start, 4 start ...`` until one is sustainable
@@ -18,10 +18,10 @@ from dataclasses import dataclass
 import networkx as nx
 import pandas as pd
 
-from calibration.saturation import SUSTAINABLE_RATIO, interval_search
-from models import topology as T
-from sim.errors import ConfigError
-from sim.run import simulate
+from .interval_search import SUSTAINABLE_RATIO, interval_search
+from ..models import topology as T
+from ..sim.errors import ConfigError
+from ..run import simulate
 
 from .ci import with_ci
 
@@ -109,7 +109,7 @@ def saturation_search(source, *, start_interval_s=1e-3, duration_s=2.0, warmup_s
     seed : int
         Probe ``k`` runs replication ``k`` of this seed (reproducible).
     steps, max_doublings, stop_at_first_failure
-        As :func:`calibration.saturation.interval_search`.
+        As :func:`pubsim.analysis.interval_search.interval_search`.
     driver : str
         ``batch`` or ``reference``.
     progress : callable, optional
@@ -154,7 +154,7 @@ def knees(summary, by, *, load_col="offered_per_s", point_col="point_id", confid
     summary : pandas.DataFrame
         One row per (point, replication) with ``load_col``, ``sustainability``,
         ``delivery_ratio``, ``egress_per_s`` and ``sp_ratio``
-        (:func:`sim.study.load_summary`).
+        (:func:`pubsim.study.load_summary`).
     by : list of str
         Columns naming a configuration (e.g. the broker preset).
 
