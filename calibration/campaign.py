@@ -34,6 +34,7 @@ from ..sim.errors import ConfigError
 from ..sim.units import parse_duration_s, parse_rate_per_s, parse_size_bytes
 
 from ..analysis.interval_search import interval_search, is_sustainable
+import os
 
 __all__ = ["RunSpec", "Campaign", "load_campaign", "parse_campaign", "run_campaign",
            "read_results", "host_metadata"]
@@ -236,7 +237,6 @@ def host_metadata():
                 break
     except OSError:
         pass
-    import os
     return {"host": platform.node(), "cpu": cpu, "cores": os.cpu_count(),
             "kernel": platform.release(), "python": platform.python_version(),
             "date": datetime.date.today().isoformat(),

@@ -19,6 +19,14 @@ from pathlib import Path
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
+from .campaign import load_campaign, run_campaign
+from .runner import RealHarness
+from .campaign import read_results
+from .validate import fit_profiles
+from ..models import presets
+from .profile import profile_yaml
+from .report import accuracy_table, cdf_figure, saturation_figure
+from .validate import validate
 
 __all__ = ["add_commands"]
 
@@ -29,8 +37,6 @@ def _progress(console):
 
 
 def _measure(args, console):
-    from .campaign import load_campaign, run_campaign
-    from .runner import RealHarness
 
     campaign = load_campaign(args.campaign)
     with RealHarness(campaign, workdir=Path(args.out) / "work") as harness, _progress(console) as bar:
@@ -49,17 +55,13 @@ def _measure(args, console):
 
 
 def _fitted(args):
-    from .campaign import read_results
-    from .validate import fit_profiles
 
     runs, sat, lat, meta = read_results(args.results)
     return runs, sat, lat, meta, fit_profiles(runs, meta, variability=args.variability)
 
 
 def _calibrate(args, console):
-    from ..models import presets
 
-    from .profile import profile_yaml
 
     *_, profiles = _fitted(args)
     target = Path(presets.__file__).parent / "calibrated"
@@ -83,8 +85,6 @@ def _table(df, title):
 
 
 def _validate(args, console):
-    from .report import accuracy_table, cdf_figure, saturation_figure
-    from .validate import validate
 
     runs, sat, lat, meta, profiles = _fitted(args)
     with _progress(console) as bar:
@@ -107,6 +107,7 @@ def _validate(args, console):
             cdf_figure(lat, v.per_run, sims, broker=kind, config=config).savefig(out / f"cdf-{kind}-{config}.png")
             saturation_figure(v.per_run, broker=kind, config=config).savefig(
                 out / f"saturation-{kind}-{config}.png")
+            # optional heavy dependency: matplotlib, only when figures are drawn
             import matplotlib.pyplot as plt
 
             plt.close("all")

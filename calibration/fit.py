@@ -36,6 +36,8 @@ import pandas as pd
 from scipy.optimize import nnls
 
 from ..sim.errors import ConfigError
+from scipy.optimize import brentq
+from scipy.stats import gamma
 
 __all__ = ["BrokerDemandCalibrator", "LatencyFloorCalibrator", "REQUIRED_COLUMNS"]
 
@@ -149,8 +151,6 @@ def gamma_from_quantiles(median, p90):
     shape grows; the shape is found by root finding on that ratio, then the
     scale matches the median. Returns ``(0, 0)`` when there is no spread.
     """
-    from scipy.optimize import brentq
-    from scipy.stats import gamma
 
     if not (median > 0 and p90 > median):
         return 0.0, 0.0
@@ -173,7 +173,6 @@ def gamma_from_quantiles(median, p90):
 
 def _gamma_excess(mean_s, cv):
     """Median and 90th percentile over the 1st of gamma costs (mean ``mean_s``, ``cv``), s."""
-    from scipy.stats import gamma
 
     k = 1.0 / cv**2
     q01, q50, q90 = gamma.ppf([0.01, 0.5, 0.9], k)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..analysis.run_figures import plt
 from .validate import TARGETS
 
 __all__ = ["accuracy_table", "cdf_figure", "saturation_figure"]
@@ -39,10 +40,6 @@ def cdf_figure(latency, per_run, simulated, *, broker, config, runs=None):
 
     ``simulated`` maps run number -> simulated latency sample (s).
     """
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     fig, ax = plt.subplots(figsize=(6, 4))
     sel = per_run[(per_run.broker == broker) & (per_run.config == config) & per_run.below_saturation]
     if runs is not None:
@@ -71,10 +68,6 @@ def saturation_figure(per_run, *, broker, config):
 
     ``per_run``: :attr:`pubsim.calibration.validate.Validation.per_run`.
     """
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     fig, ax = plt.subplots(figsize=(6, 4))
     m = per_run[(per_run.broker == broker) & (per_run.config == config)].sort_values("rate_per_s")
     ax.plot(m.rate_per_s, m.measured_egress_per_s, "o", label="measured")

@@ -33,6 +33,13 @@ import numpy as np
 
 from ..analysis.interval_search import latency_trend_s_per_s
 from .virtual import latency_fields
+from .harness.brokers import BrokerSpec, start_broker
+from .harness.brokers import install_signal_cleanup
+from .harness.cpu import detect_cpu_control
+from .harness.loadgen import LoadSpec
+from .harness import procstat
+from .harness.loadgen import run_load
+from .harness.brokers import read_mosquitto_sys
 
 __all__ = ["RealHarness"]
 
@@ -66,7 +73,6 @@ class RealHarness:
 
     # -- broker lifecycle -------------------------------------------------
     def _ensure_broker(self, spec):
-        from .harness.brokers import BrokerSpec, start_broker
 
         key = (spec.broker, spec.cpu_cap_fraction, spec.config)
         if self._key == key and self.broker is not None:
@@ -94,7 +100,6 @@ class RealHarness:
             self._tmp = None
 
     def __enter__(self):
-        from .harness.brokers import install_signal_cleanup
 
         install_signal_cleanup()
         return self
@@ -105,7 +110,6 @@ class RealHarness:
 
     def metadata(self):
         """Facts for the campaign's ``meta.json``: CPU control, pinning, versions."""
-        from .harness.cpu import detect_cpu_control
 
         control, reason = detect_cpu_control()
         return {"cpu_control": control, "cpu_control_note": reason, "versions": self.versions,
@@ -115,7 +119,6 @@ class RealHarness:
 
     # -- one run ----------------------------------------------------------
     def _load_spec(self, spec, broker):
-        from .harness.loadgen import LoadSpec
 
         cpus = tuple(self.campaign.client_cpus) or None
         user, password = getattr(broker, "mqtt_credentials", None) or (None, None)
@@ -126,8 +129,6 @@ class RealHarness:
                         cooldown_s=spec.cooldown_s, pub_cpus=cpus, sub_cpus=cpus)
 
     def __call__(self, spec):
-        from .harness import procstat
-        from .harness.loadgen import run_load
 
         broker = self._ensure_broker(spec)
         before = procstat.sample(broker.pid)
@@ -154,7 +155,6 @@ class RealHarness:
         """
         if broker.kind != "mosquitto":
             return math.nan
-        from .harness.brokers import read_mosquitto_sys
 
         try:
             total = int(read_mosquitto_sys(broker.pub_port, timeout_s=3.0).get(

@@ -26,18 +26,13 @@ import numpy as np
 import pandas as pd
 from scipy.stats import ks_2samp
 
-from ..models import topology as T
-from ..models.broker import BrokerParams
-from ..models.client import PublisherParams, SubscriberParams
-from ..models.link import LinkParams
-from ..models.params import from_mapping
 from .fit import BrokerDemandCalibrator, KneeDemandCalibrator, LatencyFloorCalibrator
 from .profile import build_profile
 from ..analysis.interval_search import interval_search, is_sustainable
 from .variability import ServiceVariabilityCalibrator
-from .workload import topic_assignment
+from .virtual import VirtualHarness
 
-__all__ = ["fit_profiles", "topology_for", "simulate_run", "validate", "Validation", "TARGETS"]
+__all__ = ["fit_profiles", "simulate_run", "validate", "Validation", "TARGETS"]
 
 # Accuracy targets on held-out configurations (issue #3).
 TARGETS = {"saturation_error_pct": 10.0, "p50_error_pct": 25.0, "p99_error_pct": 25.0}
@@ -122,53 +117,8 @@ def _within_cap(params, rows):
     return {**params, "background_cpu_fraction": min(params.get("background_cpu_fraction", 0.0), limit)}
 
 
-def paced_publisher(row, index, topics):
-    """Publisher ``index`` sending as the load generator paces it.
-
-    The generator sends batches of ``b`` messages (``loadgen.pacing_batch``),
-    batch ``n`` at ``n b / rate`` s, message ``seq`` on topic
-    ``(seq + index) mod topics``: an explicit schedule reproduces that, so
-    the simulated broker sees the same bursts (and wakes up as often).
-    """
-    from .harness.loadgen import pacing_batch
-
-    k = len(topics)
-    rate = float(row["rate_per_s"]) / int(row["publishers"])
-    b = pacing_batch(rate, int(row["payload_bytes"]), k)
-    n = np.arange(int(rate * float(row["duration_s"])))
-    times = (n // b) * (b / rate)
-    names = np.array(topics, dtype=object)
-    return PublisherParams(topics=topics, arrival="schedule", schedule_time_s=times,
-                           schedule_size_bytes=np.full(n.size, int(row["payload_bytes"])),
-                           schedule_topic=names[(n + index) % k])
-
-
-def topology_for(row, profile):
-    """The simulated twin of a measured run: a star with the calibrated broker."""
-    kind = row["broker"]
-    (bname, bfields), = profile["broker"].items()
-    (lname, lfields), = profile["link"].items()
-    cap = row.get("cpu_cap_fraction")
-    cap = 1.0 if cap is None or (isinstance(cap, float) and math.isnan(cap)) else float(cap)
-    from .harness.cpu import quota_us
-
-    period_s = quota_us(cap)[1] / 1e6
-    broker = from_mapping(BrokerParams, {**bfields, "cpu_fraction": cap, "cpu_period_s": period_s},
-                          f"broker.{bname}")
-    link = from_mapping(LinkParams, dict(lfields), f"link.{lname}")
-    pub_topics, sub_filters = topic_assignment(
-        publishers=int(row["publishers"]), subscribers=int(row["subscribers"]),
-        topics=int(row["topics"]), fanout=int(row["fanout"]))
-    pubs = {f"pub{i}": paced_publisher(row, i, tuple(t)) for i, t in enumerate(pub_topics)}
-    subs = {f"sub{j}": SubscriberParams(subscriptions=tuple(f)) for j, f in enumerate(sub_filters)}
-    protocol = {"zmq-proxy": "zmq", "nats": "none"}.get(kind, "mqtt")
-    return T.star(broker=broker, publishers=pubs, subscribers=subs, link=link, protocol=protocol)
-
-
 def simulate_run(row, profile, *, seed=0, sample=2000):
     """Simulate one measured run; ``(measurement-style row, latency sample)``."""
-    from .virtual import VirtualHarness
-
     return VirtualHarness({row["broker"]: profile}, seed=seed, sample=sample)(row)
 
 

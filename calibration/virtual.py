@@ -12,9 +12,17 @@ import math
 
 import numpy as np
 
+from ..models import topology as T
+from ..models.broker import BrokerParams
+from ..models.client import PublisherParams, SubscriberParams
+from ..models.link import LinkParams
+from ..models.params import from_mapping
 from ..run import simulate
+from .harness.cpu import quota_us
+from .harness.loadgen import pacing_batch
+from .workload import topic_assignment
 
-__all__ = ["ROW_FIELDS", "result_row", "VirtualHarness"]
+__all__ = ["ROW_FIELDS", "result_row", "paced_publisher", "topology_for", "VirtualHarness"]
 
 # Fields every measurement row carries (real and virtual), SI units.
 ROW_FIELDS = ("offered_per_s", "ingress_rate_per_s", "egress_rate_per_s", "sustainability",
@@ -61,6 +69,45 @@ def result_row(result, *, broker_station="broker:broker"):
     return row
 
 
+def paced_publisher(row, index, topics):
+    """Publisher ``index`` sending as the load generator paces it.
+
+    The generator sends batches of ``b`` messages (``loadgen.pacing_batch``),
+    batch ``n`` at ``n b / rate`` s, message ``seq`` on topic
+    ``(seq + index) mod topics``: an explicit schedule reproduces that, so
+    the simulated broker sees the same bursts (and wakes up as often).
+    """
+    k = len(topics)
+    rate = float(row["rate_per_s"]) / int(row["publishers"])
+    b = pacing_batch(rate, int(row["payload_bytes"]), k)
+    n = np.arange(int(rate * float(row["duration_s"])))
+    times = (n // b) * (b / rate)
+    names = np.array(topics, dtype=object)
+    return PublisherParams(topics=topics, arrival="schedule", schedule_time_s=times,
+                           schedule_size_bytes=np.full(n.size, int(row["payload_bytes"])),
+                           schedule_topic=names[(n + index) % k])
+
+
+def topology_for(row, profile):
+    """The simulated twin of a measured run: a star with the calibrated broker."""
+    kind = row["broker"]
+    (bname, bfields), = profile["broker"].items()
+    (lname, lfields), = profile["link"].items()
+    cap = row.get("cpu_cap_fraction")
+    cap = 1.0 if cap is None or (isinstance(cap, float) and math.isnan(cap)) else float(cap)
+    period_s = quota_us(cap)[1] / 1e6
+    broker = from_mapping(BrokerParams, {**bfields, "cpu_fraction": cap, "cpu_period_s": period_s},
+                          f"broker.{bname}")
+    link = from_mapping(LinkParams, dict(lfields), f"link.{lname}")
+    pub_topics, sub_filters = topic_assignment(
+        publishers=int(row["publishers"]), subscribers=int(row["subscribers"]),
+        topics=int(row["topics"]), fanout=int(row["fanout"]))
+    pubs = {f"pub{i}": paced_publisher(row, i, tuple(t)) for i, t in enumerate(pub_topics)}
+    subs = {f"sub{j}": SubscriberParams(subscriptions=tuple(f)) for j, f in enumerate(sub_filters)}
+    protocol = {"zmq-proxy": "zmq", "nats": "none"}.get(kind, "mqtt")
+    return T.star(broker=broker, publishers=pubs, subscribers=subs, link=link, protocol=protocol)
+
+
 class VirtualHarness:
     """``measure(RunSpec) -> (row, latency sample)`` on the simulator.
 
@@ -81,8 +128,6 @@ class VirtualHarness:
         self.runs = 0
 
     def __call__(self, spec):
-        from .validate import topology_for
-
         row = spec.as_row() if hasattr(spec, "as_row") else dict(spec)
         g = topology_for(row, self.profiles[row["broker"]])
         res = simulate(g, duration_s=row["duration_s"], warmup_s=row["warmup_s"],

@@ -38,6 +38,14 @@ from rich.table import Table
 
 from ._version import __version__
 from .sim.errors import ConfigError
+from .analysis import run_figures as figures
+from .models.pattern_reports import report
+from .scenario import load_scenario
+from .calibration.cli import add_commands as calibration_commands
+from .models.loads.cli import add_commands as trace_commands
+from .study.cli import add_commands as study_commands
+from .report import add_commands as report_commands
+from .models.presets.cli import add_commands as preset_commands
 
 __all__ = ["main"]
 
@@ -140,7 +148,6 @@ def _traffic_table(result):
 
 
 def _write(result, rep_dir):
-    from .analysis import run_figures as figures
 
     rep_dir.mkdir(parents=True, exist_ok=True)
     if hasattr(result.sink, "deliveries"):
@@ -171,7 +178,6 @@ def _finished(rep_dir):
 
 def _pattern_reports(scenario, result, rep, console):
     """Print the scenario's pattern reports for one replication; return ``[(kind, frame)]``."""
-    from .models.pattern_reports import report
 
     out = []
     for entry in scenario.patterns:
@@ -187,7 +193,6 @@ def _pattern_reports(scenario, result, rep, console):
 
 
 def _run(args, console):
-    from .scenario import load_scenario
 
     scenario = load_scenario(args.scenario)
     if args.out and Path(args.out).exists() and not Path(args.out).is_dir():
@@ -249,19 +254,14 @@ def build_parser():
     run.add_argument("--driver", choices=["batch", "reference"], help="override the scenario's driver")
     run.add_argument("--record", choices=["full", "stream"], help="override the scenario's record mode")
     run.set_defaults(func=_run)
-    from .calibration.cli import add_commands as calibration_commands
 
     calibration_commands(sub)
-    from .models.loads.cli import add_commands as trace_commands
 
     trace_commands(sub)
-    from .study.cli import add_commands as study_commands
 
     study_commands(sub)
-    from .report import add_commands as report_commands
 
     report_commands(sub)
-    from .models.presets.cli import add_commands as preset_commands
 
     preset_commands(sub)
     return parser

@@ -28,6 +28,9 @@ from .analysis import knees
 from .analysis import figures as F
 from .analysis.ci import with_ci
 from .analysis.run_figures import plt
+from . import study
+from .analysis.trace_study import load_trace_results
+from .sim.errors import ConfigError
 
 __all__ = ["StudyResults", "load_results", "report_blocks", "to_markdown", "to_html", "build_report",
            "render_html", "encode_figures", "study_blocks", "trace_section", "varied_columns", "load_columns"]
@@ -58,7 +61,6 @@ def _optional(loader, out_dir, notes, what):
 
 def load_results(out_dir):
     """Read a study directory with the :mod:`pubsim.study` loaders."""
-    from . import study
 
     out_dir = Path(out_dir)
     manifest = json.loads((out_dir / "manifest.json").read_text())
@@ -260,7 +262,6 @@ def _provenance(res):
 def trace_section(out_dir):
     """Blocks of the trace-driven section from ``out_dir/trace`` (written by
     ``python -m pubsim.analysis.trace_study``), or a note saying why it is absent."""
-    from .analysis.trace_study import load_trace_results
 
     frames, info = load_trace_results(Path(out_dir) / "trace")
     head = [("h2", "Trace-driven load: a CampusIoT device scaled up to a city")]
@@ -410,7 +411,6 @@ def render_html(out_dir, **kwargs) -> str:
 
 def report_command(args, console):
     """``pubsim report DIR [--md FILE] [--html FILE]``: write the report files."""
-    from .sim.errors import ConfigError
 
     out_dir = Path(args.dir)
     if not (out_dir / "manifest.json").is_file():

@@ -15,6 +15,8 @@ import pandas as pd
 from .sim.drivers import BatchDriver, ReferenceDriver
 from .sim.errors import ConfigError
 from .sim.records import RecordSink, StreamSink
+from .models.traffic import traffic_table
+from .models.compile import build_network
 
 __all__ = ["simulate", "RunResult", "DRIVERS", "RECORDS"]
 
@@ -52,7 +54,6 @@ class RunResult:
     def traffic(self) -> pd.DataFrame:
         """Client vs inter-broker traffic, data vs control, per node and per tree
         edge (tidy; see :mod:`pubsim.models.traffic`)."""
-        from .models.traffic import traffic_table
 
         return traffic_table(self.network)
 
@@ -153,7 +154,6 @@ def simulate(topology, *, duration_s, warmup_s=0.0, cooldown_s=0.0, seed=0, repl
     progress : callable, optional
         ``progress(simulated_s, total_s)``, batch driver only.
     """
-    from .models.compile import build_network
 
     window = _check_window(duration_s, warmup_s, cooldown_s)
     if driver not in DRIVERS:

@@ -47,6 +47,21 @@ import yaml
 
 from .sim.errors import ConfigError
 from .sim.units import parse_duration_s
+from .run import simulate
+from .models import presets
+from .models.params import from_mapping
+from .models.broker import BrokerParams
+from .models.client import PublisherParams, SubscriberParams
+from .models.link import LinkParams
+from .models.topology import star
+from .models.relay import RelayParams
+from .models.topology import chain
+from .models.bridge import BridgeParams
+from .models.brokerless import ZmqSocketParams
+from .models.topology import brokerless
+from .models.topology import read_graphml
+from .run import DRIVERS, RECORDS
+from .models.pattern_reports import parse_patterns
 
 __all__ = ["Scenario", "load_scenario", "parse_scenario"]
 
@@ -68,7 +83,6 @@ class Scenario:
 
     def simulate(self, replication=0, **overrides):
         """Run one replication (keyword arguments override ``run`` settings)."""
-        from .run import simulate
 
         kwargs = {**self.run, **overrides}
         return simulate(self.topology, seed=self.seed, replication=replication, **kwargs)
@@ -120,8 +134,6 @@ def _expand_groups(groups, path):
 def _params(cls, kind, spec, path):
     """Parameters of class ``cls`` from a mapping; ``kind`` (``broker``,
     ``link``) allows a ``preset`` key, clients have no presets."""
-    from .models import presets
-    from .models.params import from_mapping
 
     if not isinstance(spec, dict):
         raise ConfigError(path, spec, f"a mapping of {cls.__name__} fields")
@@ -152,10 +164,6 @@ def _clients(groups, cls, path, brokers=None):
 
 
 def _star(spec, path):
-    from .models.broker import BrokerParams
-    from .models.client import PublisherParams, SubscriberParams
-    from .models.link import LinkParams
-    from .models.topology import star
 
     _only(spec, {"builder", "protocol", "broker", "link", "publishers", "subscribers"}, path)
     return star(broker=_params(BrokerParams, "broker", spec.get("broker", {}), f"{path}.broker"),
@@ -166,11 +174,6 @@ def _star(spec, path):
 
 
 def _chain(spec, path):
-    from .models.broker import BrokerParams
-    from .models.client import PublisherParams, SubscriberParams
-    from .models.link import LinkParams
-    from .models.relay import RelayParams
-    from .models.topology import chain
 
     _only(spec, {"builder", "protocol", "forwarding", "brokers", "bridge", "link",
                  "publishers", "subscribers", "bridges"}, path)
@@ -194,7 +197,6 @@ def _chain(spec, path):
 
 def _bridges(items, path):
     """``{(local, remote): BridgeParams}`` of a chain's ``bridges`` list."""
-    from .models.bridge import BridgeParams
 
     if not isinstance(items, list):
         raise ConfigError(path, items, "a list of {local, remote, topics_out, topics_in}")
@@ -214,10 +216,6 @@ def _brokerless(spec, path):
     """ZeroMQ direct PUB/SUB: ``socket`` (ZmqSocketParams, may name a preset), ``link``
     (each peer connection), optional ``handoff`` link; subscribers connect to
     every publisher unless a group lists ``connect`` (publisher names)."""
-    from .models.brokerless import ZmqSocketParams
-    from .models.client import PublisherParams, SubscriberParams
-    from .models.link import LinkParams
-    from .models.topology import brokerless
 
     _only(spec, {"builder", "protocol", "socket", "link", "handoff", "publishers", "subscribers"}, path)
     groups = spec.get("subscribers", [])
@@ -245,7 +243,6 @@ def _connect_list(value, path):
 
 
 def _graphml(spec, path, base_dir):
-    from .models.topology import read_graphml
 
     _only(spec, {"builder", "path"}, path)
     if "path" not in spec:
@@ -267,7 +264,6 @@ def _choice(spec, key, choices):
 
 
 def _run_settings(spec):
-    from .run import DRIVERS, RECORDS
 
     spec = {} if spec is None else spec
     if not isinstance(spec, dict):
@@ -319,7 +315,6 @@ def parse_scenario(data, base_dir="."):
         raise ConfigError("seed", seed, "an integer >= 0")
     if isinstance(reps, bool) or not isinstance(reps, int) or reps < 1:
         raise ConfigError("replications", reps, "an integer >= 1")
-    from .models.pattern_reports import parse_patterns
 
     run = _run_settings(data.get("run"))
     patterns = parse_patterns(data.get("patterns"), graph)

@@ -40,7 +40,7 @@ def test_frames_are_study_shaped(frames):
 def test_main_writes_results_and_the_report_shows_them(frames, tmp_path, monkeypatch):
     out = tmp_path / "study" / "trace"
     monkeypatch.setattr(TS, "find_trace", lambda d: str(tmp_path / "fake.ndjson.gz"))
-    monkeypatch.setattr("pubsim.models.loads.readers.read_campusiot", lambda p: (None, "fake trace"))
+    monkeypatch.setattr(TS, "read_campusiot", lambda p: (None, "fake trace"))
     monkeypatch.setattr(TS, "run_trace_study", lambda trace, **kw: frames)
     assert TS.main(["--traces", str(tmp_path), "--out", str(out)]) == 0
     md = to_markdown(trace_section(tmp_path / "study"))

@@ -131,10 +131,8 @@ def convert_command(args, console=None):
 
 
 def plot_trace(trace: Trace, path, bins=200):
-    """Message rate and size over time (two panels) into ``path`` (PNG), with the Agg backend."""
-    import matplotlib
-
-    matplotlib.use("Agg", force=False)
+    """Message rate and size over time (two panels) into ``path`` (PNG); no pyplot, no backend chosen."""
+    # optional heavy dependency: matplotlib, only when a trace is plotted
     from matplotlib.figure import Figure
 
     t = trace.t_s

@@ -1,10 +1,7 @@
 """Figures of a run, as matplotlib Figure objects (saving is the caller's choice)."""
 from __future__ import annotations
 
-import matplotlib
-
-matplotlib.use("Agg", force=False)
-import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.pyplot as plt  # the backend is the caller's choice (inline in Jupyter, Agg headless)
 
 __all__ = ["latency_cdf", "throughput", "style_latency_axes"]
 

@@ -35,6 +35,8 @@ from ..models.client import SubscriberParams
 from ..models.link import LinkParams
 from ..models.params import from_mapping
 from ..run import simulate
+from ..models.loads import replay
+from ..models.loads.readers import read_campusiot
 
 __all__ = ["find_trace", "run_trace_study", "main", "QUANTILES"]
 
@@ -79,7 +81,6 @@ def run_trace_study(trace, *, brokers=("mosquitto", "rabbitmq-mqtt"), devices_pe
         latency_s``), ``parameters`` (of each point's first replication,
         without the per-gateway schedules).
     """
-    from ..models.loads import replay
 
     rows, lat, params = [], [], []
     points = [(b, n) for b in brokers for n in devices_per_gateway]
@@ -141,7 +142,6 @@ def main(argv=None):
         print(f"no CampusIoT trace under {args.traces}: trace section skipped")
         return 0
     (out / "skipped.txt").unlink(missing_ok=True)
-    from ..models.loads.readers import read_campusiot
 
     trace, info = read_campusiot(path)
     kw = dict(devices_per_gateway=(5_000, 50_000), duration_s=3.0, warmup_s=1.0, replications=2) if args.quick else {}

@@ -16,6 +16,10 @@ from pathlib import Path
 from rich.table import Table
 
 from ..sim.errors import ConfigError
+from . import load_study, run_study
+from .stats import summary_with_ci
+from .store import load_summary, read_manifest
+import argparse
 
 __all__ = ["add_commands"]
 
@@ -30,7 +34,6 @@ def _fmt(value, spec):
 
 
 def run_command(args, console):
-    from . import load_study, run_study
 
     study = load_study(args.study)
     overrides = {k: v for k, v in (("driver", args.driver), ("record", args.record)) if v}
@@ -43,7 +46,6 @@ def run_command(args, console):
 
 def summary_table(df, varied, title):
     """A rich table: one row per point, mean ± half-width of the headline figures."""
-    from .stats import summary_with_ci
 
     by = ["point_id", *varied]
     ci = summary_with_ci(df, by=by, value_cols=[k for k, _ in _HEADLINE if k in df.columns])
@@ -61,7 +63,6 @@ def summary_table(df, varied, title):
 
 
 def summary_command(args, console):
-    from .store import load_summary, read_manifest
 
     manifest = read_manifest(args.dir)
     if manifest is None:
@@ -85,7 +86,6 @@ def _workers(text):
     except ValueError:
         n = 0
     if n < 1:
-        import argparse
 
         raise argparse.ArgumentTypeError(f"{text!r} is not an integer >= 1")
     return n

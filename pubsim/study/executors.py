@@ -99,6 +99,7 @@ class DaskExecutor:
 
     def __init__(self, address, workers=None):
         try:
+            # optional heavy dependency: dask.distributed, only for --dask
             import distributed  # noqa: F401
         except ImportError:
             raise ConfigError("--dask", address, "dask.distributed installed (pip install 'dask[distributed]')") \
@@ -111,6 +112,7 @@ class DaskExecutor:
                             else f"Dask scheduler {address}")
 
     def _client(self):
+        # optional heavy dependency: dask.distributed, only for --dask
         from distributed import Client, LocalCluster
 
         if self.address != "local":
@@ -124,6 +126,7 @@ class DaskExecutor:
         return Client(cluster), cluster
 
     def run(self, fn, jobs):
+        # optional heavy dependency: dask.distributed, only for --dask
         from distributed import as_completed as dask_completed
 
         jobs = list(jobs)

@@ -11,6 +11,8 @@ from contextlib import nullcontext
 from . import store
 from .executors import make_executor
 from .tasks import run_task
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.console import Console
 
 __all__ = ["run_study", "pending_tasks"]
 
@@ -29,7 +31,6 @@ def _jobs(study, pending, run_overrides):
 
 
 def _progress(console):
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                     console=console, transient=False)
@@ -70,7 +71,6 @@ def run_study(study, out_dir, executor="local", dask_address=None, workers=None,
     pending = pending_tasks(study, out_dir)
     total = len(study.points) * study.replications
     if progress:
-        from rich.console import Console
 
         console = console or Console(stderr=True)
         console.print(f"study {study.name}: {len(study.points)} points x {study.replications} replications; "

@@ -21,6 +21,7 @@ import numpy as np
 from ..sim import units
 from ..sim.errors import ConfigError
 from .fieldpath import parse_path
+from scipy.stats import qmc
 
 __all__ = ["grid_points", "zip_points", "sample_points", "unit_samples", "combine"]
 
@@ -93,7 +94,6 @@ def unit_samples(method, n, dims, seed, field="vary.sample.method"):
     if method == "random":
         return rng.random((n, dims))
     if method == "lhs":
-        from scipy.stats import qmc
 
         try:
             sampler = qmc.LatinHypercube(d=dims, rng=rng)

@@ -27,6 +27,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..sim.errors import ConfigError
+import hashlib
 
 __all__ = ["MANIFEST", "KINDS", "rep_path", "is_finished", "write_atomic", "write_tables", "prepare",
            "touch_manifest", "read_manifest", "load_summary", "load_latency", "load_stations",
@@ -99,7 +100,6 @@ def _now():
 
 
 def _manifest(study, created):
-    import hashlib
 
     return {
         "name": study.name, "description": study.description, "study_file": study.path,

@@ -12,6 +12,7 @@ import numbers
 
 import numpy as np
 import pandas as pd
+from ..scenario import parse_scenario
 
 __all__ = ["run_task", "QUANTILES", "tables_of"]
 
@@ -83,7 +84,6 @@ def run_task(raw, base_dir, seed, replication, run_overrides, point_id, varied):
     varied : dict
         ``{path: value}`` of the point, copied into the summary row.
     """
-    from ..scenario import parse_scenario
 
     scenario = parse_scenario({**raw, "seed": seed}, base_dir)
     result = scenario.simulate(replication, **(run_overrides or {}))
