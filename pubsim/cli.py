@@ -24,6 +24,7 @@ be written prints one line and exits with status 1.
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import math
 import os
@@ -267,6 +268,24 @@ def build_parser():
     return parser
 
 
+def _drop_quietly(err):
+    """Free what the interrupted frames held, without noise.
+
+    A writer abandoned mid-write (pyarrow's ParquetWriter) would otherwise
+    print "Exception ignored in __del__" with a traceback as the interpreter
+    exits, after the one-line "interrupted" message. Finished files are
+    unaffected: results are written atomically (temporary file, then rename).
+    """
+    hook = sys.unraisablehook
+    sys.unraisablehook = lambda unraisable: None
+    try:
+        err.__traceback__ = None
+        err.__context__ = None
+        gc.collect()
+    finally:
+        sys.unraisablehook = hook
+
+
 def main(argv=None):
     args = build_parser().parse_args(argv)
     # a pipe or a file gets wide tables rather than words cut to fit 80 columns
@@ -281,7 +300,8 @@ def main(argv=None):
             raise
         print(f"pubsim: error: {err}", file=sys.stderr)  # results cannot be written (disk full, permissions)
         return 1
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as err:
+        _drop_quietly(err)
         print("pubsim: interrupted; finished work is kept and resumed on the next run", file=sys.stderr)
         return 130
 

@@ -1,0 +1,171 @@
+"""``pubsim run`` end to end on a tiny scenario: outputs per replication,
+records that agree with the summary, and resuming an interrupted study."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+from tests import ROOT
+
+QUICKSTART = ROOT / "experiments" / "quickstart.yaml"
+
+# sim/cli.py docstring: per replication rep-NNN/ with these files, summary.json last
+REP_FILES = ["deliveries.parquet", "drops.parquet", "stations.csv", "traffic.csv", "throughput.csv",
+             "parameters.csv",
+             "latency_cdf.png", "throughput.png", "summary.json"]
+# sim/records.py RecordSink.deliveries docstring
+DELIVERY_COLUMNS = ["publish_time_s", "delivery_time_s", "latency_s", "publisher", "subscriber", "topic",
+                    "size_bytes", "hops", "msg", "retained"]
+DROP_COLUMNS = ["publish_time_s", "drop_time_s", "publisher", "topic", "size_bytes", "hops", "place", "cause",
+                "lost_deliveries", "msg"]
+
+DURATION_S, WARMUP_S = 1.5, 0.5
+
+
+def tiny_scenario(tmp_path):
+    """Quickstart with 2 gateways at 40 msg/s, 6 subscribers (3 per topic), 1.5 s, 2 replications."""
+    data = yaml.safe_load(QUICKSTART.read_text())
+    data["name"] = "tiny"
+    data["replications"] = 2
+    data["run"].update(duration=f"{DURATION_S}s", warmup=f"{WARMUP_S}s", series_bin="0.25s")
+    data["topology"]["publishers"][0].update(count=2, rate_per_s="40/s")
+    data["topology"]["subscribers"][0].update(count=6)
+    path = tmp_path / "tiny.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    return path
+
+
+def pubsim(*args, cwd):
+    proc = subprocess.run([sys.executable, "-m", "pubsim", *map(str, args)], capture_output=True, text=True,
+                          cwd=cwd, timeout=180, env={**os.environ, "COLUMNS": "200"})
+    assert "Traceback" not in proc.stderr, proc.stderr
+    return proc
+
+
+@pytest.fixture(scope="module")
+def study(tmp_path_factory):
+    """One first run of the tiny study, shared by the tests (read-only)."""
+    tmp = tmp_path_factory.mktemp("study")
+    scenario = tiny_scenario(tmp)
+    proc = pubsim("run", scenario, "--out", tmp / "out", cwd=tmp)
+    return tmp, scenario, proc
+
+
+def test_run_exits_zero_and_prints_summary(study):
+    _, _, proc = study
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    assert "tiny: summary over the measurement window" in out
+    for metric in ("published", "ingress_per_s", "egress_per_s", "sp_ratio", "sustainability",
+                   "latency_p99_s", "loss_rate"):
+        assert metric in out
+    assert "rep 0" in out and "rep 1" in out and "mean ± 95% CI" in out
+    assert "parameters and provenance" in out and "PLACEHOLDER" in out
+    assert "busiest stations" in out and "broker:broker" in out
+    assert "skipped" not in out
+
+
+def test_files_per_replication(study):
+    tmp, _, _ = study
+    out = tmp / "out"
+    assert sorted(p.name for p in out.iterdir()) == ["rep-000", "rep-001", "summary.csv"]
+    for rep in ("rep-000", "rep-001"):
+        names = sorted(p.name for p in (out / rep).iterdir())
+        assert names == sorted(REP_FILES), rep
+        for name in REP_FILES:
+            assert (out / rep / name).stat().st_size > 0, (rep, name)
+        # summary.json is written last (it marks the replication finished)
+        mtimes = {n: (out / rep / n).stat().st_mtime_ns for n in REP_FILES}
+        assert mtimes["summary.json"] == max(mtimes.values())
+    table = pd.read_csv(out / "summary.csv")
+    assert list(table["replication"]) == [0, 1]
+    for rep in (0, 1):
+        s = json.loads((out / f"rep-{rep:03d}" / "summary.json").read_text())
+        assert table.loc[rep, "published"] == s["published"]
+        assert table.loc[rep, "delivered"] == s["delivered"]
+
+
+@pytest.mark.parametrize("rep", [0, 1])
+def test_records_agree_with_summary(study, rep):
+    tmp, _, _ = study
+    d_rep = tmp / "out" / f"rep-{rep:03d}"
+    s = json.loads((d_rep / "summary.json").read_text())
+    d = pd.read_parquet(d_rep / "deliveries.parquet")
+    assert list(d.columns) == DELIVERY_COLUMNS
+    assert len(d) > 0
+    window = (WARMUP_S, DURATION_S)
+    assert s["window_s"] == pytest.approx(DURATION_S - WARMUP_S)
+    # "delivered": copies of messages published in the window
+    in_window = d.publish_time_s.between(*window, inclusive="left")
+    assert int(in_window.sum()) == s["delivered"]
+    # egress: copies delivered in the window, per second
+    egress = d.delivery_time_s.between(*window, inclusive="left").sum() / s["window_s"]
+    assert egress == pytest.approx(s["egress_per_s"], rel=1e-12)
+    # below saturation, no loss: each message of the window reaches its 3 subscribers
+    assert s["sp_ratio"] == 3.0
+    assert s["expected_deliveries"] == 3 * s["published"] == s["delivered"]
+    assert s["loss_rate"] == 0.0
+    assert (d.latency_s == d.delivery_time_s - d.publish_time_s).all()
+    assert d[in_window].latency_s.max() == pytest.approx(s["latency_max_s"], rel=1e-12)
+    assert set(d.publisher.astype(str)) == {"gw0", "gw1"}
+    assert set(d.subscriber.astype(str)) == {f"app{i}" for i in range(6)}
+    assert set(d.size_bytes) == {36}
+    drops = pd.read_parquet(d_rep / "drops.parquet")
+    assert list(drops.columns) == DROP_COLUMNS and len(drops) == 0
+    stations = pd.read_csv(d_rep / "stations.csv")
+    assert {"station", "role", "utilization", "arrivals"} <= set(stations.columns)
+    assert len(stations) == 1 + 2 + 6  # broker, 2 uplinks, 6 downlinks (pass-through subscribers)
+    throughput = pd.read_csv(d_rep / "throughput.csv")
+    assert list(throughput.columns) == ["time_s", "published_per_s", "delivered_per_s"]
+
+
+def test_replications_differ(study):
+    tmp, _, _ = study
+    s0, s1 = (json.loads((tmp / "out" / f"rep-{r:03d}" / "summary.json").read_text()) for r in (0, 1))
+    assert s0["published"] != s1["published"]  # independent streams per replication
+
+
+def test_resume_skips_finished_and_recomputes_missing(tmp_path):
+    scenario = tiny_scenario(tmp_path)
+    out = tmp_path / "out"
+    first = pubsim("run", scenario, "--out", out, cwd=tmp_path)
+    assert first.returncode == 0, first.stderr
+    summaries = {r: (out / f"rep-{r:03d}" / "summary.json").read_text() for r in (0, 1)}
+    mtimes = {r: {n: (out / f"rep-{r:03d}" / n).stat().st_mtime_ns for n in REP_FILES} for r in (0, 1)}
+    table = pd.read_csv(out / "summary.csv")
+
+    # everything done: nothing is run again, the summary is printed from the files
+    again = pubsim("run", scenario, "--out", out, cwd=tmp_path)
+    assert again.returncode == 0, again.stderr
+    assert "replication 0: already done" in again.stdout and "replication 1: already done" in again.stdout
+    assert again.stdout.count("skipped") == 2
+    assert "tiny: summary over the measurement window" in again.stdout
+    for r in (0, 1):
+        assert {n: (out / f"rep-{r:03d}" / n).stat().st_mtime_ns for n in REP_FILES} == mtimes[r]
+    pd.testing.assert_frame_equal(pd.read_csv(out / "summary.csv"), table)
+
+    # replication 1 interrupted before it finished: only it runs again, with the same result
+    (out / "rep-001" / "summary.json").unlink()
+    (out / "rep-001" / "deliveries.parquet").unlink()
+    resumed = pubsim("run", scenario, "--out", out, cwd=tmp_path)
+    assert resumed.returncode == 0, resumed.stderr
+    assert "replication 0: already done" in resumed.stdout
+    assert "replication 1: already done" not in resumed.stdout
+    assert resumed.stdout.count("skipped") == 1
+    assert {n: (out / "rep-000" / n).stat().st_mtime_ns for n in REP_FILES} == mtimes[0]
+    assert (out / "rep-001" / "summary.json").read_text() == summaries[1]
+    assert (out / "rep-001" / "deliveries.parquet").exists()
+    pd.testing.assert_frame_equal(pd.read_csv(out / "summary.csv"), table)
+
+    # a summary.json cut short by a crash counts as unfinished, not as an error
+    (out / "rep-000" / "summary.json").write_text('{"published": 1')
+    cut = pubsim("run", scenario, "--out", out, cwd=tmp_path)
+    assert cut.returncode == 0, cut.stderr
+    assert cut.stdout.count("skipped") == 1 and "replication 1: already done" in cut.stdout
+    assert (out / "rep-000" / "summary.json").read_text() == summaries[0]
