@@ -15,9 +15,13 @@ traffic, :mod:`pubsim.models.traffic`; also printed with two or more brokers),
 ``latency_cdf.png``, ``throughput.png``, ``pattern-<kind>.csv`` for the
 scenario's pattern reports (entries of a kind stacked, ``report`` = their
 index in ``patterns``) and, last, ``summary.json``; and
-``summary.csv`` with one row per replication. A finished replication (its
-``summary.json`` present and readable) is not run again, so an interrupted
-study resumes where it stopped. Bad input (scenario or command line) prints
+``summary.csv`` with one row per replication, and ``scenario.json``: the
+hash of the resolved scenario (the file's mapping, every component's
+parameters as built, the command-line overrides). A finished replication
+(its ``summary.json`` present and readable) is not run again, so an
+interrupted study resumes where it stopped; results of another version of
+the scenario are refused (``--force-new`` deletes them and starts over), so
+a rerun never shows stale numbers. Bad input (scenario or command line) prints
 one line, ``pubsim: error: ...``, and exits with status 2; a file that cannot
 be written prints one line and exits with status 1.
 """
@@ -28,6 +32,7 @@ import gc
 import json
 import math
 import os
+import shutil
 import sys
 from pathlib import Path
 
@@ -41,7 +46,9 @@ from ._version import __version__
 from .sim.errors import ConfigError
 from .analysis import run_figures as figures
 from .models.pattern_reports import report
-from .scenario import load_scenario
+from .models.compile import parameter_table
+from .scenario import parse_scenario, read_yaml
+from .study.spec import canonical_hash
 from .calibration.cli import add_commands as calibration_commands
 from .models.loads.cli import add_commands as trace_commands
 from .study.cli import add_commands as study_commands
@@ -193,12 +200,47 @@ def _pattern_reports(scenario, result, rep, console):
     return out
 
 
-def _run(args, console):
+_STAMP = "scenario.json"
 
-    scenario = load_scenario(args.scenario)
+
+def _scenario_hash(data, scenario, overrides):
+    """SHA-256 of the resolved scenario: the file's mapping, every component's
+    parameters as built (presets and GraphML files resolved) and the overrides."""
+    return canonical_hash({"scenario": data, "parameters": parameter_table(scenario.topology),
+                           "overrides": overrides})
+
+
+def _claim_out(out, config_hash, source, force_new):
+    """Make ``out`` this scenario's folder: refuse results of another version of it
+    (or of an unknown one), unless ``force_new``, which deletes them first."""
+    stamp = out / _STAMP
+    ours = [p for p in (*out.glob("rep-*"), out / "summary.csv", stamp) if p.exists()] if out.is_dir() else []
+    if ours:
+        try:
+            old = json.loads(stamp.read_text()).get("config_hash")
+        except (OSError, ValueError, AttributeError):
+            old = None
+        if old != config_hash:
+            if not force_new:
+                was = f"scenario hash {old[:12]}" if isinstance(old, str) else "results of an unknown scenario"
+                raise ConfigError("--out", str(out), f"a folder for this scenario (hash {config_hash[:12]}); it holds "
+                                  f"{was}: use another --out, or --force-new to delete them")
+            for p in ours:
+                shutil.rmtree(p) if p.is_dir() else p.unlink()
+    out.mkdir(parents=True, exist_ok=True)
+    tmp = out / (_STAMP + ".tmp")
+    tmp.write_text(json.dumps({"config_hash": config_hash, "scenario": str(source)}, indent=2))
+    os.replace(tmp, stamp)
+
+
+def _run(args, console):
+    _, data = read_yaml(args.scenario)
+    scenario = parse_scenario(data, base_dir=Path(args.scenario).parent)
     if args.out and Path(args.out).exists() and not Path(args.out).is_dir():
         raise ConfigError("--out", args.out, "a directory (or a path where one can be made)")
     overrides = {k: v for k, v in (("driver", args.driver), ("record", args.record)) if v}
+    if args.out:
+        _claim_out(Path(args.out), _scenario_hash(data, scenario, overrides), args.scenario, args.force_new)
     summaries, last = [], None
     with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.percentage:>5.1f}%"),
                   TimeElapsedColumn(), console=console, transient=False) as progress:
@@ -254,6 +296,8 @@ def build_parser():
     run.add_argument("--out", help="directory for records, figures and summaries")
     run.add_argument("--driver", choices=["batch", "reference"], help="override the scenario's driver")
     run.add_argument("--record", choices=["full", "stream"], help="override the scenario's record mode")
+    run.add_argument("--force-new", action="store_true",
+                     help="delete results of another version of the scenario in --out and start over")
     run.set_defaults(func=_run)
 
     calibration_commands(sub)

@@ -74,7 +74,7 @@ def test_run_exits_zero_and_prints_summary(study):
 def test_files_per_replication(study):
     tmp, _, _ = study
     out = tmp / "out"
-    assert sorted(p.name for p in out.iterdir()) == ["rep-000", "rep-001", "summary.csv"]
+    assert sorted(p.name for p in out.iterdir()) == ["rep-000", "rep-001", "scenario.json", "summary.csv"]
     for rep in ("rep-000", "rep-001"):
         names = sorted(p.name for p in (out / rep).iterdir())
         assert names == sorted(REP_FILES), rep
@@ -169,3 +169,38 @@ def test_resume_skips_finished_and_recomputes_missing(tmp_path):
     assert cut.returncode == 0, cut.stderr
     assert cut.stdout.count("skipped") == 1 and "replication 1: already done" in cut.stdout
     assert (out / "rep-000" / "summary.json").read_text() == summaries[0]
+
+
+def test_changed_scenario_is_refused_not_shown_stale(tmp_path):
+    """A rerun into the same --out after the scenario changed must not print the old results."""
+    scenario = tiny_scenario(tmp_path)
+    out = tmp_path / "out"
+    assert pubsim("run", scenario, "--out", out, cwd=tmp_path).returncode == 0
+    old = (out / "rep-000" / "summary.json").read_text()
+    data = yaml.safe_load(scenario.read_text())
+    data["topology"]["publishers"][0]["rate_per_s"] = "80/s"
+    scenario.write_text(yaml.safe_dump(data, sort_keys=False))
+
+    refused = pubsim("run", scenario, "--out", out, cwd=tmp_path)
+    assert refused.returncode == 2
+    line, = refused.stderr.strip().splitlines()
+    assert line.startswith("pubsim: error: --out:") and "--force-new" in line and "scenario hash" in line
+    assert "skipped" not in refused.stdout and (out / "rep-000" / "summary.json").read_text() == old
+
+    # the same scenario with another driver is another run too
+    other = pubsim("run", scenario, "--out", out, "--record", "stream", cwd=tmp_path)
+    assert other.returncode == 2
+
+    fresh = pubsim("run", scenario, "--out", out, "--force-new", cwd=tmp_path)
+    assert fresh.returncode == 0, fresh.stderr
+    assert "skipped" not in fresh.stdout
+    new = json.loads((out / "rep-000" / "summary.json").read_text())
+    assert new["published"] > 1.5 * json.loads(old)["published"]  # twice the rate: the new scenario ran
+
+
+def test_results_of_an_unknown_scenario_are_refused(tmp_path):
+    scenario = tiny_scenario(tmp_path)
+    (tmp_path / "out" / "rep-000").mkdir(parents=True)
+    (tmp_path / "out" / "rep-000" / "summary.json").write_text('{"published": 3}')
+    refused = pubsim("run", scenario, "--out", tmp_path / "out", cwd=tmp_path)
+    assert refused.returncode == 2 and "results of an unknown scenario" in refused.stderr
