@@ -64,7 +64,6 @@ import re
 import shutil
 import signal
 import socket
-import struct
 import subprocess
 import sys
 import time
@@ -75,6 +74,7 @@ from typing import Mapping
 
 from ...sim.errors import ConfigError
 
+from . import mqttwire
 from .cpu import CpuCap, cores
 
 __all__ = ["KINDS", "BrokerSpec", "RunningBroker", "broker", "install_signal_cleanup", "live_brokers",
@@ -772,52 +772,7 @@ def broker(spec, workdir):
         rb.stop()
 
 
-# -- mosquitto $SYS over a minimal MQTT 3.1.1 client -------------------------
-def _mqtt_string(text):
-    data = text.encode()
-    return struct.pack("!H", len(data)) + data
-
-
-def _mqtt_packet(first_byte, body):
-    n, length = len(body), bytearray()
-    while True:
-        n, digit = divmod(n, 128)
-        length.append(digit | (0x80 if n else 0))
-        if not n:
-            return bytes([first_byte]) + bytes(length) + body
-
-
-def _recv_exact(sock, n):
-    buf = bytearray()
-    while len(buf) < n:
-        chunk = sock.recv(n - len(buf))
-        if not chunk:
-            raise ConnectionError("broker closed the connection")
-        buf += chunk
-    return bytes(buf)
-
-
-def _read_packet(sock):
-    """``(first byte, body)`` of the next MQTT packet."""
-    first = _recv_exact(sock, 1)[0]
-    length, shift = 0, 0
-    while True:
-        digit = _recv_exact(sock, 1)[0]
-        length |= (digit & 0x7F) << shift
-        shift += 7
-        if not digit & 0x80:
-            break
-    return first, _recv_exact(sock, length)
-
-
-def _parse_publish(first, body):
-    """``(topic, payload, retained)`` of a PUBLISH packet."""
-    (n,) = struct.unpack_from("!H", body)
-    topic = body[2:2 + n].decode(errors="replace")
-    start = 2 + n + (2 if (first >> 1) & 3 else 0)
-    return topic, body[start:].decode(errors="replace"), bool(first & 1)
-
-
+# -- mosquitto $SYS over the harness MQTT client ----------------------------
 def _number(text):
     for kind in (int, float):
         try:
@@ -827,17 +782,20 @@ def _number(text):
     return text
 
 
-def _mqtt_subscribe(port, topic, timeout_s):
-    sock = socket.create_connection((HOST, port), timeout=timeout_s)
+def _sys_subscribe(port, topic, timeout_s):
+    """``(socket, MqttStream)`` of a clean session subscribed (QoS 0, SUBACK not awaited) to ``topic``."""
     client_id = f"pubsim-sys-{os.getpid()}-{time.monotonic_ns() % 10**9}"
-    connect = _mqtt_string("MQTT") + bytes([4, 0x02]) + struct.pack("!H", 60) + _mqtt_string(client_id)
-    sock.sendall(_mqtt_packet(0x10, connect))
-    first, body = _read_packet(sock)
-    if first >> 4 != 2 or body[1] != 0:
+    try:
+        sock, stream = mqttwire.connect(port, client_id, host=HOST, keepalive=60, timeout_s=timeout_s)
+    except mqttwire.MqttError as err:
+        raise RuntimeError(f"mosquitto on port {port} refused the $SYS reader ({err})") from err
+    try:
+        sock.settimeout(timeout_s)
+        sock.sendall(mqttwire.encode_subscribe(1, topic, 0))
+    except BaseException:
         sock.close()
-        raise RuntimeError(f"mosquitto on port {port} refused the $SYS reader (CONNACK {body.hex()})")
-    sock.sendall(_mqtt_packet(0x82, struct.pack("!H", 1) + _mqtt_string(topic) + b"\x00"))
-    return sock
+        raise
+    return sock, stream
 
 
 def read_mosquitto_sys(port, timeout_s=5.0, *, fresh=True):
@@ -869,10 +827,15 @@ def read_mosquitto_sys(port, timeout_s=5.0, *, fresh=True):
         No (fresh) update within ``timeout_s``.
     """
     deadline = time.monotonic() + timeout_s
-    sock = _mqtt_subscribe(port, "$SYS/#", timeout_s)
+    sock, stream = _sys_subscribe(port, "$SYS/#", timeout_s)
     values, updated = {}, False
+    packets, stream.backlog = stream.backlog, []
     try:
         while True:
+            for pkt in packets:
+                if pkt.type == mqttwire.PUBLISH:
+                    values[pkt.topic] = _number(pkt.payload.decode(errors="replace"))
+                    updated = updated or not pkt.flags & 0x01 or not fresh
             left = deadline - time.monotonic()
             if updated:
                 left = min(left, 0.2)  # the rest of this update's burst
@@ -880,15 +843,14 @@ def read_mosquitto_sys(port, timeout_s=5.0, *, fresh=True):
                 break
             sock.settimeout(left)
             try:
-                first, body = _read_packet(sock)
+                data = sock.recv(65536)
             except socket.timeout:
                 break
-            if first >> 4 == 3:
-                topic, payload, retained = _parse_publish(first, body)
-                values[topic] = _number(payload)
-                updated = updated or not retained or not fresh
+            if not data:
+                raise ConnectionError("broker closed the connection")
+            packets = stream.feed(data)
         with contextlib.suppress(OSError):
-            sock.sendall(b"\xe0\x00")
+            sock.sendall(mqttwire.encode_disconnect())
     finally:
         sock.close()
     if not updated:

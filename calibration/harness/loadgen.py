@@ -821,11 +821,7 @@ def _stream_publisher(spec, index, conn):
                     raise HarnessError(f"NATS error: {item.payload.decode(errors='replace')}")
 
     def patch_ids(buf, offsets):
-        p = pid[0]
-        for o in offsets:
-            p = p % 65535 + 1
-            struct.pack_into("!H", buf, o, p)
-        pid[0] = p
+        pid[0] = mw.patch_packet_ids(buf, offsets, pid[0])
 
     def send_probes(now):
         for o in probe.slot_headers[0]:
