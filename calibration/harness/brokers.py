@@ -74,7 +74,7 @@ from typing import Mapping
 
 from ...sim.errors import ConfigError
 
-from . import mqttwire
+from . import mqttwire, procfs
 from .cpu import CpuCap, cores
 
 __all__ = ["KINDS", "BrokerSpec", "RunningBroker", "broker", "install_signal_cleanup", "live_brokers",
@@ -164,7 +164,7 @@ class RunningBroker:
     kind : str
     pid : int
         The process doing the broker's work (sample its CPU with
-        :func:`pubsim.calibration.harness.procstat.sample`).
+        :func:`pubsim.calibration.harness.procfs.sample`).
     port : int
         Main port (zmq-proxy: the XSUB port).
     pub_port, sub_port : int
@@ -308,43 +308,10 @@ def _cleanup_handler(previous):
 
 
 # -- processes -------------------------------------------------------------
-def _proc_stat(pid):
-    """``(state, ppid)`` of ``pid`` or None when it does not exist."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            text = f.read()
-    except (FileNotFoundError, ProcessLookupError):
-        return None
-    fields = text[text.rindex(")") + 2:].split()
-    return fields[0], int(fields[1])
-
-
-def _dead(pid):
-    st = _proc_stat(pid)
-    return st is None or st[0] in "ZX"
-
-
-def _descendants(pid):
-    """Pids of all live descendants of ``pid`` (from ``/proc``)."""
-    children = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            st = _proc_stat(int(entry))
-            if st is not None:
-                children.setdefault(st[1], []).append(int(entry))
-    found, todo = [], [pid]
-    while todo:
-        for child in children.get(todo.pop(), ()):
-            found.append(child)
-            todo.append(child)
-    return found
-
-
-def _comm(pid):
-    try:
-        return Path(f"/proc/{pid}/comm").read_text().strip()
-    except OSError:
-        return ""
+# /proc parsing lives in .procfs; these names are what the rest of this module (and its tests) call
+_dead = procfs.is_dead
+_descendants = procfs.descendants
+_comm = procfs.comm
 
 
 def _signal_all(proc, pids, sig):
@@ -408,36 +375,6 @@ def _accepts(port):
         return False
 
 
-def _listen_inodes(port):
-    """Socket inodes listening on TCP ``port`` (IPv4 and IPv6), from ``/proc/net``."""
-    inodes = set()
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-        try:
-            rows = Path(table).read_text().splitlines()[1:]
-        except OSError:
-            continue
-        for row in rows:
-            cols = row.split()
-            if cols[3] == "0A" and int(cols[1].rsplit(":", 1)[1], 16) == port:
-                inodes.add(cols[9])
-    return inodes
-
-
-def _owns_listener(pid, port):
-    """True when ``pid`` or one of its descendants holds the listening socket of ``port``."""
-    links = {f"socket:[{inode}]" for inode in _listen_inodes(port)}
-    for p in [pid, *_descendants(pid)]:
-        try:
-            fds = os.listdir(f"/proc/{p}/fd")
-        except OSError:
-            continue
-        for fd in fds:
-            with contextlib.suppress(OSError):
-                if os.readlink(f"/proc/{p}/fd/{fd}") in links:
-                    return True
-    return False
-
-
 def _wait_ports(proc, ports, timeout_s, what):
     """Wait until ``proc`` (or a descendant) listens on every port and it accepts connections.
 
@@ -448,7 +385,7 @@ def _wait_ports(proc, ports, timeout_s, what):
     while pending:
         if proc.poll() is not None:
             raise RuntimeError(f"{what} exited with code {proc.returncode} before port(s) {pending} opened")
-        if _owns_listener(proc.pid, pending[0]) and _accepts(pending[0]):
+        if procfs.owns_listener(proc.pid, pending[0]) and _accepts(pending[0]):
             pending.pop(0)
             continue
         if time.monotonic() >= deadline:

@@ -98,6 +98,7 @@ import numpy as np
 from ...sim.errors import ConfigError
 
 from ..workload import IDLE_TOPIC, topic_assignment, topic_name
+from . import procfs
 
 __all__ = ["PROTOCOLS", "HEADER", "HEADER_BYTES", "RECORD_DTYPE", "PROBE_SEQ", "LoadSpec", "LoadResult",
            "HarnessError", "run_load", "subscriber_topics", "topic_of"]
@@ -335,14 +336,7 @@ def _child_setup(cpus):
         os.sched_setaffinity(0, cpus)
 
 
-def _schedstat():
-    """(ns on CPU, ns waiting for a CPU) of the calling thread, or (nan, nan)."""
-    try:
-        with open("/proc/thread-self/schedstat") as f:
-            run, wait, _ = f.read().split()
-        return int(run), int(wait)
-    except (OSError, ValueError):
-        return math.nan, math.nan
+_schedstat = procfs.thread_schedstat
 
 
 def _report_error(conn, role, index):
