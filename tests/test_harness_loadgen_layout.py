@@ -3,11 +3,21 @@ from __future__ import annotations
 
 import multiprocessing as mp
 
-import pytest
-
 import pubsim.calibration.harness.loadgen as L
-from pubsim.calibration.harness.loadgen import (STRIDE, batch_size, pacing_batch, publisher, records, result, runner,
-                                                spec, subscriber, subscriber_topics, topic_of)
+import pytest
+from pubsim.calibration.harness.loadgen import (
+    STRIDE,
+    batch_size,
+    pacing_batch,
+    publisher,
+    records,
+    result,
+    runner,
+    spec,
+    subscriber,
+    subscriber_topics,
+    topic_of,
+)
 
 
 def test_public_names_unchanged():

@@ -7,7 +7,6 @@ import socket
 import threading
 
 import pytest
-
 from pubsim.calibration.harness import brokers, cpu, procfs, procstat
 
 # a command name with a space and a ')' inside, as the kernel writes it
@@ -48,7 +47,7 @@ def test_readers_on_this_process():
     assert threading.get_native_id() in procfs.thread_ids(me)
     with pytest.raises(ProcessLookupError):
         procfs.thread_ids(2**22 + 12345)
-    run, wait = procfs.thread_schedstat()
+    run, _wait = procfs.thread_schedstat()
     assert math.isnan(run) or run > 0
     s = procfs.sample(me)
     assert s.threads >= 1 and s.cpu_time_s > 0 and s.voluntary_switches >= 0

@@ -4,7 +4,6 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-
 from pubsim.calibration.harness import brokers as B
 from pubsim.calibration.harness.brokers import REGISTRY, BrokerKind, BrokerSpec
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 import struct
 
 import pytest
-
 from pubsim.calibration.harness import mqttwire
 from pubsim.models.loads import readers
 from pubsim.models.protocol import PROTOCOLS, framing_bytes
@@ -26,6 +25,7 @@ def _split(pkt):
 def test_one_codec_shared_by_harness_and_reader():
     assert mqttwire.MqttStream is M.MqttStream and mqttwire.encode_publish is M.encode_publish
     assert readers.MQTT_TYPES is M.TYPE_NAMES
+    assert all(getattr(mqttwire, n) is getattr(M, n) for n in M.__all__) and set(M.__all__) <= set(mqttwire.__all__)
     assert set(PROTOCOLS) == {"mqtt", "amqp", "zmq", "none"}  # the package keeps its public names
     assert int(framing_bytes("mqtt", 10, 5)) == 1 + 1 + 2 + 5
 

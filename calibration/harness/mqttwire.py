@@ -10,12 +10,19 @@ from __future__ import annotations
 import socket
 import time
 
-from ...models.protocol.mqtt import *  # noqa: F403 - the codec is this module's public interface too
-from ...models.protocol.mqtt import __all__ as _CODEC_ALL
-from ...models.protocol.mqtt import CONNACK, CONNACK_CODES, SUBACK, MqttError, MqttStream, Packet, \
-    encode_connect, encode_subscribe
+# the codec's names are this module's public interface too (one MQTT namespace for the harness)
+from ...models.protocol.mqtt import (AUTH, CONNACK, CONNACK_CODES, CONNECT, DISCONNECT, FIXED_FLAGS,
+    MAX_REMAINING_LENGTH, PINGREQ, PINGRESP, PUBACK, PUBCOMP, PUBLISH, PUBREC, PUBREL, SUBACK, SUBSCRIBE, TYPE_NAMES,
+    UNSUBACK, UNSUBSCRIBE, MqttError, MqttStream, Packet, PublishTemplate, check_fixed_header, connect_version,
+    decode_packet, decode_remaining_length, encode_connect, encode_disconnect, encode_pingreq, encode_puback,
+    encode_publish, encode_remaining_length, encode_subscribe, parse_publish, patch_packet_ids)
 
-__all__ = [*_CODEC_ALL, "connect", "subscribe", "recv_packet"]
+__all__ = ["connect", "subscribe", "recv_packet", "AUTH", "CONNACK", "CONNACK_CODES", "CONNECT", "DISCONNECT",
+           "FIXED_FLAGS", "MAX_REMAINING_LENGTH", "MqttError", "MqttStream", "PINGREQ", "PINGRESP", "PUBACK",
+           "PUBCOMP", "PUBLISH", "PUBREC", "PUBREL", "Packet", "PublishTemplate", "SUBACK", "SUBSCRIBE", "TYPE_NAMES",
+           "UNSUBACK", "UNSUBSCRIBE", "check_fixed_header", "connect_version", "decode_packet",
+           "decode_remaining_length", "encode_connect", "encode_disconnect", "encode_pingreq", "encode_puback",
+           "encode_publish", "encode_remaining_length", "encode_subscribe", "parse_publish", "patch_packet_ids"]
 
 
 def recv_packet(sock: socket.socket, stream: MqttStream, want: int, deadline: float) -> Packet:

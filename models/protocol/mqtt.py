@@ -218,13 +218,13 @@ class PublishTemplate:
     ----------
     topic : str
     payload_bytes : int
-        Payload length; the payload is zero-filled until patched.
+        Payload length, bytes; the payload is zero-filled until patched.
     qos : int
         0 or 1 (QoS 1 reserves a packet id, initially 1).
     retain : bool
     """
 
-    def __init__(self, topic, payload_bytes, *, qos=0, retain=False):
+    def __init__(self, topic: str, payload_bytes: int, *, qos: int = 0, retain: bool = False):
         self.qos = qos
         pkt = encode_publish(topic, bytes(payload_bytes), qos=qos, packet_id=1 if qos else None,
                              retain=retain)
@@ -235,11 +235,11 @@ class PublishTemplate:
     def __len__(self):
         return len(self.buf)
 
-    def patch(self, fmt, offset, *values):
+    def patch(self, fmt: str, offset: int, *values) -> None:
         """``struct.pack_into(fmt, buf, payload_offset + offset, *values)``."""
         struct.pack_into(fmt, self.buf, self.payload_offset + offset, *values)
 
-    def set_packet_id(self, packet_id):
+    def set_packet_id(self, packet_id: int) -> None:
         """Write the QoS 1 packet id (1..65535) in place."""
         struct.pack_into("!H", self.buf, self.packet_id_offset, packet_id)
 
@@ -259,11 +259,12 @@ class MqttStream:
         self.backlog = []
 
     @property
-    def pending(self):
+    def pending(self) -> int:
         """Bytes of an incomplete packet kept for the next feed."""
         return len(self._buf)
 
-    def feed(self, data):
+    def feed(self, data) -> list[Packet]:
+        """Decode the complete packets of ``data`` (any bytes-like) plus the bytes kept from before."""
         buf = self._buf
         buf += data
         out = []
@@ -281,7 +282,8 @@ class MqttStream:
         del buf[:pos]
         return out
 
-    def feed_records(self, data, t_recv_ns, records, offset, *, header_bytes, stride, ack_ids=None):
+    def feed_records(self, data, t_recv_ns: int, records: bytearray, offset: int, *, header_bytes: int,
+                     stride: int, ack_ids: list | None = None) -> tuple[int, list[Packet]]:
         """Fast path for received PUBLISH packets: copy headers into a record buffer.
 
         For every complete PUBLISH, the first ``header_bytes`` bytes of its
@@ -293,7 +295,8 @@ class MqttStream:
 
         Returns ``(new offset, other packets)``: non-PUBLISH packets decoded
         as by :meth:`feed`. Packet ids of QoS 1 PUBLISHes (to acknowledge)
-        are appended to ``ack_ids`` when given.
+        are appended to ``ack_ids`` when given. Offsets, strides and sizes
+        are in bytes, ``t_recv_ns`` in ns.
         """
         buf = self._buf
         buf += data

@@ -114,12 +114,12 @@ class LoadResult:
                    subscribers=subscribers, wall=dict(wall), drain_complete=drain_complete,
                    _scheduled_in_window=scheduled)
 
-    def latencies_s(self):
+    def latencies_s(self) -> np.ndarray:
         """Latency of the first copy of every delivery in the window, s."""
         d = self.deliveries
         return d.loc[~d["duplicate"], "latency_s"].to_numpy()
 
-    def summary(self):
+    def summary(self) -> dict:
         """Headline figures over the measurement window.
 
         ``published_in_window`` messages sent in the window (send time);

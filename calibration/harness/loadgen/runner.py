@@ -87,8 +87,12 @@ def _stop_children(children):
         c.conn.close()
 
 
-def run_load(spec):
-    """Run ``spec`` against a broker (or ZeroMQ direct); see the module docstring.
+def run_load(spec: LoadSpec) -> LoadResult:
+    """Run ``spec`` against a broker (or ZeroMQ direct); see the package docstring.
+
+    Takes about ``spec.duration_s`` s plus set-up (at most
+    ``spec.setup_timeout_s`` s) and the drain (at most ``spec.max_drain_s``
+    s, or ``spec.drain_s``).
 
     Raises :class:`HarnessError` when a client fails (connection refused,
     subscription refused, set-up timeout).

@@ -193,26 +193,50 @@ class LoadSpec:
         return self.pub_port if self.sub_port is None and self.protocol != "zmq" else self.sub_port
 
 
-def topic_of(publisher, seq, topics):
-    """Topic index of message ``seq`` of ``publisher``."""
+def topic_of(publisher: int, seq, topics: int):
+    """Topic index of message ``seq`` of ``publisher``: ``(seq + publisher) mod topics``.
+
+    Works elementwise on integer arrays (``seq``, ``publisher``) too.
+    """
     return (seq + publisher) % topics
 
 
-def subscriber_topics(spec):
-    """Topic indices of every subscriber (``[]`` for an idle one)."""
+def subscriber_topics(spec: LoadSpec) -> list[list[int]]:
+    """Topic indices of every subscriber of ``spec`` (``[]`` for an idle one)."""
     _, filters = topic_assignment(publishers=spec.publishers, subscribers=spec.subscribers,
                                   topics=spec.topics, fanout=spec.fanout)
     return [[int(f.rsplit("/t", 1)[1]) for f in fs if f != IDLE_TOPIC] for fs in filters]
 
 
-def batch_size(spec):
-    """Messages per batch of one publisher of ``spec`` (module docstring, Pacing)."""
+def batch_size(spec: LoadSpec) -> int:
+    """Messages per batch of one publisher of ``spec`` (package docstring, Pacing)."""
     return pacing_batch(spec.rate_per_s / spec.publishers, spec.payload_bytes, spec.topics,
                         max_batch=spec.max_batch, batch_interval_s=spec.batch_interval_s)
 
 
-def pacing_batch(rate_per_s, payload_bytes, topics, *, max_batch=MAX_BATCH, batch_interval_s=BATCH_INTERVAL_S):
-    """Messages per batch of a publisher sending ``rate_per_s`` (module docstring, Pacing)."""
+def pacing_batch(rate_per_s: float, payload_bytes: int, topics: int, *, max_batch: int = MAX_BATCH,
+                 batch_interval_s: float = BATCH_INTERVAL_S) -> int:
+    """Messages per batch of one publisher (package docstring, Pacing).
+
+    Parameters
+    ----------
+    rate_per_s : float
+        That publisher's rate, msg/s.
+    payload_bytes : int
+        Message payload, bytes (a batch holds at most 256 KiB of packets,
+        counting 64 bytes of framing per message).
+    topics : int
+        Topics it cycles over.
+    max_batch : int
+        Most messages per batch.
+    batch_interval_s : float
+        Target time between batches, s.
+
+    Returns
+    -------
+    int
+        Messages per batch, a multiple or a divisor of ``topics``.
+    """
     pkt = payload_bytes + 64
     cap = max(1, min(max_batch, _MAX_BATCH_BYTES // pkt))
     b = int(min(max(1, round(rate_per_s * batch_interval_s)), cap))
