@@ -30,7 +30,7 @@ Kinds
 ``ejabberd-mqtt``
     ejabberd (Debian ``ejabberd``) with ``mod_mqtt`` listening on PORT;
     anonymous login (mod_mqtt needs a non-empty password, so clients send
-    :data:`MQTT_CREDENTIALS`); Erlang node name, Mnesia spool, logs, crash
+    its registry entry's ``mqtt_credentials``); Erlang node name, Mnesia spool, logs, crash
     dump and Erlang cookie (``HOME``) inside the work directory; its own
     ``epmd`` on a free port. Started with ``erl -s ejabberd`` directly (not
     ``ejabberdctl``, which switches to the ``ejabberd`` user). ``pid`` is the
@@ -39,6 +39,12 @@ Kinds
     ``python -m pubsim.calibration.harness.zmqproxy``: ``zmq.proxy(XSUB, XPUB)``;
     publishers connect to ``pub_port`` (XSUB), subscribers to ``sub_port``
     (XPUB).
+
+Each kind is one :class:`BrokerKind` entry of :data:`REGISTRY` (binary,
+configuration template and command line, version probe, readiness time,
+the process whose CPU is measured, protocol and ports, credentials,
+install hint); :data:`KINDS`, :data:`PROTOCOLS`, :data:`START_TIMEOUT_S`
+and :data:`MQTT_CREDENTIALS` are read-only views of it.
 
 ``BrokerSpec.options`` adds lines to the configuration file (mosquitto
 ``key value``, NATS ``key: value``, RabbitMQ ``key = value``, ejabberd
@@ -59,38 +65,28 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import functools
 import os
 import re
 import shutil
 import signal
 import socket
-import struct
 import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import Mapping
+from typing import Callable, Mapping
 
 from ...sim.errors import ConfigError
 
+from . import mqttwire, procfs
 from .cpu import CpuCap, cores
 
-__all__ = ["KINDS", "BrokerSpec", "RunningBroker", "broker", "install_signal_cleanup", "live_brokers",
-           "read_mosquitto_sys", "start_broker", "stop_all"]
+__all__ = ["KINDS", "REGISTRY", "BrokerKind", "BrokerSpec", "RunningBroker", "broker", "broker_version",
+           "install_signal_cleanup", "live_brokers", "read_mosquitto_sys", "start_broker", "stop_all"]
 
-KINDS = ("mosquitto", "nats", "rabbitmq-mqtt", "zmq-proxy", "activemq-mqtt", "ejabberd-mqtt")
-PROTOCOLS = {"mosquitto": "mqtt", "nats": "nats", "rabbitmq-mqtt": "mqtt", "zmq-proxy": "zmq",
-             "activemq-mqtt": "mqtt", "ejabberd-mqtt": "mqtt"}
-BINARIES = {"mosquitto": "mosquitto", "nats": "nats-server", "rabbitmq-mqtt": "rabbitmq-server", "zmq-proxy": None,
-            "activemq-mqtt": "java", "ejabberd-mqtt": "erl"}
-START_TIMEOUT_S = {"mosquitto": 10.0, "nats": 10.0, "rabbitmq-mqtt": 60.0, "zmq-proxy": 15.0,
-                   "activemq-mqtt": 120.0, "ejabberd-mqtt": 120.0}
-# MQTT user name and password clients must send (None: anonymous CONNECT without credentials).
-MQTT_CREDENTIALS = {"ejabberd-mqtt": ("pubsim", "pubsim")}
-_WORK_COMM = {"rabbitmq-mqtt": "beam.smp", "ejabberd-mqtt": "beam.smp", "activemq-mqtt": "java"}
-DEBIAN_PACKAGES = {"rabbitmq-mqtt": "rabbitmq-server", "activemq-mqtt": "activemq", "ejabberd-mqtt": "ejabberd"}
 _ACTIVEMQ_HOME = Path("/usr/share/activemq")
 _ACTIVEMQ_MQTT_JARS = ("mqtt-client.jar", "hawtdispatch.jar", "hawtdispatch-transport.jar")
 HOST = "127.0.0.1"
@@ -99,6 +95,61 @@ _RABBITMQ_SERVER = Path("/usr/lib/rabbitmq/bin/rabbitmq-server")  # Debian: /usr
 _PORT_RETRIES = 3
 
 _LIVE = {}  # id(RunningBroker) -> RunningBroker: the only global state (for cleanup)
+
+
+@dataclass(frozen=True, kw_only=True)
+class BrokerKind:
+    """Everything the harness knows about one kind of broker (one :data:`REGISTRY` entry).
+
+    Attributes
+    ----------
+    name : str
+        Registry key, e.g. ``"mosquitto"``.
+    protocol : {"mqtt", "nats", "zmq"}
+        What the load generator speaks to it.
+    binary : str or None
+        Executable it runs (None: this Python interpreter).
+    plan : callable
+        ``plan(spec, workdir, ports) -> _Plan``: writes the configuration file
+        (the kind's template plus ``spec.options``) and returns the command
+        line, environment, helper processes and the ports to wait for.
+    version : callable
+        ``version() -> str``: the installed version (``"unknown"`` when it
+        cannot be told).
+    ports_needed : int
+        Loopback TCP ports it takes: the main one first, then its helpers'
+        (Erlang distribution, ``epmd``) or the XPUB side.
+    start_timeout_s : float
+        Readiness: every port of the plan must accept connections (from a
+        listener of the started process tree) within this time, s.
+    work_comm : str or None
+        CPU placement: command name of the process doing the broker's work
+        (the JVM, the Erlang VM), sampled for CPU and checked to be in the
+        cgroup; None: the started process itself.
+    split_ports : bool
+        Publishers and subscribers connect to different ports (ZeroMQ
+        XSUB / XPUB).
+    mqtt_credentials : (str, str) or None
+        ``(user name, password)`` MQTT clients must send; None: anonymous
+        CONNECT without credentials.
+    debian_package : str or None
+        Package whose version :attr:`version` reports, for the dpkg kinds.
+    install_hint : str
+        How to install it, for error messages.
+    """
+
+    name: str
+    protocol: str
+    binary: str | None
+    plan: Callable
+    version: Callable[[], str]
+    ports_needed: int
+    start_timeout_s: float
+    work_comm: str | None = None
+    split_ports: bool = False
+    mqtt_credentials: tuple[str, str] | None = None
+    debian_package: str | None = None
+    install_hint: str = "scripts/install_brokers.sh"
 
 
 # -- specification ---------------------------------------------------------
@@ -128,7 +179,7 @@ class BrokerSpec:
     options: Mapping[str, object] = field(default_factory=dict)
 
     def __post_init__(self):
-        if self.kind not in KINDS:
+        if self.kind not in REGISTRY:
             raise ConfigError("kind", self.kind, f"one of {', '.join(KINDS)}")
         if not isinstance(self.port, int) or isinstance(self.port, bool) or not 0 <= self.port <= 65535:
             raise ConfigError("port", self.port, "an integer in [0, 65535] (0: pick a free port)")
@@ -164,7 +215,7 @@ class RunningBroker:
     kind : str
     pid : int
         The process doing the broker's work (sample its CPU with
-        :func:`pubsim.calibration.harness.procstat.sample`).
+        :func:`pubsim.calibration.harness.procfs.sample`).
     port : int
         Main port (zmq-proxy: the XSUB port).
     pub_port, sub_port : int
@@ -176,23 +227,24 @@ class RunningBroker:
     cpus : tuple of int or None
     cpu_cap : calibration.harness.cpu.CpuCap or None
     mqtt_credentials : tuple of str or None
-        ``(user name, password)`` MQTT clients must send (see :data:`MQTT_CREDENTIALS`).
+        ``(user name, password)`` MQTT clients must send (the kind's ``mqtt_credentials``).
     """
 
     def __init__(self, *, spec, procs, ports, files, version, cap):
         self.spec = spec
         self.kind = spec.kind
-        self.protocol = PROTOCOLS[spec.kind]
+        kind = REGISTRY[spec.kind]
+        self.protocol = kind.protocol
         self._procs = procs  # main process first, then helpers (rabbitmq: epmd)
         self.pid = procs[0].pid
         self.port = self.pub_port = ports[0]
-        self.sub_port = ports[1] if spec.kind == "zmq-proxy" else ports[0]
+        self.sub_port = ports[1] if kind.split_ports else ports[0]
         self.config_path, self.log_path, self.out_path = files
         self.workdir = self.config_path.parent
         self.version = version
         self.cpus = spec.cpus
         self.cpu_cap = cap
-        self.mqtt_credentials = MQTT_CREDENTIALS.get(spec.kind)
+        self.mqtt_credentials = kind.mqtt_credentials
         self._owner = os.getpid()
         self._stopped = False
         _LIVE[id(self)] = self
@@ -308,43 +360,10 @@ def _cleanup_handler(previous):
 
 
 # -- processes -------------------------------------------------------------
-def _proc_stat(pid):
-    """``(state, ppid)`` of ``pid`` or None when it does not exist."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            text = f.read()
-    except (FileNotFoundError, ProcessLookupError):
-        return None
-    fields = text[text.rindex(")") + 2:].split()
-    return fields[0], int(fields[1])
-
-
-def _dead(pid):
-    st = _proc_stat(pid)
-    return st is None or st[0] in "ZX"
-
-
-def _descendants(pid):
-    """Pids of all live descendants of ``pid`` (from ``/proc``)."""
-    children = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            st = _proc_stat(int(entry))
-            if st is not None:
-                children.setdefault(st[1], []).append(int(entry))
-    found, todo = [], [pid]
-    while todo:
-        for child in children.get(todo.pop(), ()):
-            found.append(child)
-            todo.append(child)
-    return found
-
-
-def _comm(pid):
-    try:
-        return Path(f"/proc/{pid}/comm").read_text().strip()
-    except OSError:
-        return ""
+# /proc parsing lives in .procfs; these names are what the rest of this module (and its tests) call
+_dead = procfs.is_dead
+_descendants = procfs.descendants
+_comm = procfs.comm
 
 
 def _signal_all(proc, pids, sig):
@@ -408,36 +427,6 @@ def _accepts(port):
         return False
 
 
-def _listen_inodes(port):
-    """Socket inodes listening on TCP ``port`` (IPv4 and IPv6), from ``/proc/net``."""
-    inodes = set()
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-        try:
-            rows = Path(table).read_text().splitlines()[1:]
-        except OSError:
-            continue
-        for row in rows:
-            cols = row.split()
-            if cols[3] == "0A" and int(cols[1].rsplit(":", 1)[1], 16) == port:
-                inodes.add(cols[9])
-    return inodes
-
-
-def _owns_listener(pid, port):
-    """True when ``pid`` or one of its descendants holds the listening socket of ``port``."""
-    links = {f"socket:[{inode}]" for inode in _listen_inodes(port)}
-    for p in [pid, *_descendants(pid)]:
-        try:
-            fds = os.listdir(f"/proc/{p}/fd")
-        except OSError:
-            continue
-        for fd in fds:
-            with contextlib.suppress(OSError):
-                if os.readlink(f"/proc/{p}/fd/{fd}") in links:
-                    return True
-    return False
-
-
 def _wait_ports(proc, ports, timeout_s, what):
     """Wait until ``proc`` (or a descendant) listens on every port and it accepts connections.
 
@@ -448,7 +437,7 @@ def _wait_ports(proc, ports, timeout_s, what):
     while pending:
         if proc.poll() is not None:
             raise RuntimeError(f"{what} exited with code {proc.returncode} before port(s) {pending} opened")
-        if _owns_listener(proc.pid, pending[0]) and _accepts(pending[0]):
+        if procfs.owns_listener(proc.pid, pending[0]) and _accepts(pending[0]):
             pending.pop(0)
             continue
         if time.monotonic() >= deadline:
@@ -465,19 +454,33 @@ def _run_text(argv):
     return (out.stdout + out.stderr).strip()
 
 
-def broker_version(kind):
-    """Version of the installed broker of ``kind`` (``"unknown"`` if it cannot be told)."""
-    if kind == "mosquitto":
-        m = re.search(r"version\s+(\S+)", _run_text(["mosquitto", "-h"]).split("\n")[0])
-    elif kind == "nats":
-        m = re.search(r"v?(\d+\.\d+\.\d+\S*)", _run_text(["nats-server", "--version"]))
-    elif kind in DEBIAN_PACKAGES:
-        m = re.search(r"(\S+)", _run_text(["dpkg-query", "-W", "-f=${Version}", DEBIAN_PACKAGES[kind]]))
-    else:
-        import zmq
-
-        return zmq.zmq_version()
+def _regex_version(argv, pattern, first_line=False):
+    text = _run_text(argv)
+    m = re.search(pattern, text.split("\n")[0] if first_line else text)
     return m.group(1) if m else "unknown"
+
+
+def _mosquitto_version() -> str:
+    return _regex_version(["mosquitto", "-h"], r"version\s+(\S+)", first_line=True)
+
+
+def _nats_version() -> str:
+    return _regex_version(["nats-server", "--version"], r"v?(\d+\.\d+\.\d+\S*)")
+
+
+def _dpkg_version(package: str) -> str:
+    return _regex_version(["dpkg-query", "-W", "-f=${Version}", package], r"(\S+)")
+
+
+def _zmq_version() -> str:
+    import zmq  # optional heavy dependency: pyzmq, needed only for the zmq-proxy kind
+
+    return zmq.zmq_version()
+
+
+def broker_version(kind: str) -> str:
+    """Version of the installed broker of ``kind`` (``"unknown"`` if it cannot be told)."""
+    return REGISTRY[kind].version()
 
 
 # -- per-kind launch plans -------------------------------------------------
@@ -529,7 +532,7 @@ def _rabbitmq_plan(spec, workdir, ports):
            "RABBITMQ_ADVANCED_CONFIG_FILE": str(workdir / "advanced.config"),
            "RABBITMQ_DIST_PORT": str(dist), "ERL_EPMD_PORT": str(epmd), "ERL_EPMD_ADDRESS": HOST,
            "RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS": "-kernel inet_dist_use_interface {127,0,0,1}"}
-    server = str(_RABBITMQ_SERVER) if _RABBITMQ_SERVER.exists() else _which("rabbitmq-server")
+    server = str(_RABBITMQ_SERVER) if _RABBITMQ_SERVER.exists() else _which("rabbitmq-server", REGISTRY[spec.kind].install_hint)
     helper = ([_which("epmd"), "-port", str(epmd), "-address", HOST], epmd)
     return _Plan(argv=[server], ports=[mqtt], config_path=conf, log_path=log, env=env, helpers=[helper])
 
@@ -555,7 +558,7 @@ def _activemq_plan(spec, workdir, ports):
                    "log4j.appender.file.layout.ConversionPattern=%d %-5p [%t] %c - %m%n"])
     (workdir / "tmp").mkdir(exist_ok=True)
     home = str(_ACTIVEMQ_HOME)
-    argv = [_which("java"), "-Xms256M", "-Xmx256M", f"-Djava.io.tmpdir={workdir / 'tmp'}",
+    argv = [_which("java", REGISTRY[spec.kind].install_hint), "-Xms256M", "-Xmx256M", f"-Djava.io.tmpdir={workdir / 'tmp'}",
             f"-Dlog4j.configuration=file:{log4j}", f"-Dactivemq.home={home}", f"-Dactivemq.base={workdir}",
             f"-Dactivemq.conf={workdir}", f"-Dactivemq.data={workdir / 'data'}",
             "-jar", str(_ACTIVEMQ_HOME / "bin" / "activemq.jar"), "start", f"xbean:file:{conf}"]
@@ -602,7 +605,7 @@ def _ejabberd_plan(spec, workdir, ports):
            "ERL_EPMD_ADDRESS": HOST, "ERL_LIBS": _ejabberd_libs(), "CONTRIB_MODULES_PATH": str(home / "modules")}
     if Path("/etc/ejabberd/inetrc").exists():
         env["ERL_INETRC"] = "/etc/ejabberd/inetrc"
-    argv = [_which("erl"), "-sname", f"pubsim{mqtt}@localhost", "+K", "true", "+P", "250000",
+    argv = [_which("erl", REGISTRY[spec.kind].install_hint), "-sname", f"pubsim{mqtt}@localhost", "+K", "true", "+P", "250000",
             "-kernel", "inet_dist_use_interface", "{127,0,0,1}", "-kernel", "inet_dist_listen_min", str(dist),
             "-kernel", "inet_dist_listen_max", str(dist), "-mnesia", "dir", f'"{spool}"', "-s", "ejabberd",
             "-noinput"]
@@ -631,25 +634,48 @@ def _zmq_plan(spec, workdir, ports):
     return _Plan(argv=argv, ports=ports[:2], config_path=conf, log_path=log, env={"PYTHONPATH": path})
 
 
-_PLANS = {"mosquitto": _mosquitto_plan, "nats": _nats_plan, "rabbitmq-mqtt": _rabbitmq_plan,
-          "zmq-proxy": _zmq_plan, "activemq-mqtt": _activemq_plan, "ejabberd-mqtt": _ejabberd_plan}
-_PORTS_NEEDED = {"mosquitto": 1, "nats": 1, "rabbitmq-mqtt": 3, "zmq-proxy": 2, "activemq-mqtt": 1,
-                 "ejabberd-mqtt": 3}
+REGISTRY: Mapping[str, BrokerKind] = MappingProxyType({k.name: k for k in (
+    BrokerKind(name="mosquitto", protocol="mqtt", binary="mosquitto", plan=_mosquitto_plan,
+               version=_mosquitto_version, ports_needed=1, start_timeout_s=10.0),
+    BrokerKind(name="nats", protocol="nats", binary="nats-server", plan=_nats_plan, version=_nats_version,
+               ports_needed=1, start_timeout_s=10.0),
+    BrokerKind(name="rabbitmq-mqtt", protocol="mqtt", binary="rabbitmq-server", plan=_rabbitmq_plan,
+               version=functools.partial(_dpkg_version, "rabbitmq-server"), ports_needed=3,
+               start_timeout_s=60.0, work_comm="beam.smp", debian_package="rabbitmq-server",
+               install_hint="scripts/install_brokers.sh --all"),
+    BrokerKind(name="zmq-proxy", protocol="zmq", binary=None, plan=_zmq_plan, version=_zmq_version,
+               ports_needed=2, start_timeout_s=15.0, split_ports=True),
+    BrokerKind(name="activemq-mqtt", protocol="mqtt", binary="java", plan=_activemq_plan,
+               version=functools.partial(_dpkg_version, "activemq"), ports_needed=1, start_timeout_s=120.0,
+               work_comm="java", debian_package="activemq", install_hint="scripts/install_brokers.sh --tier2"),
+    BrokerKind(name="ejabberd-mqtt", protocol="mqtt", binary="erl", plan=_ejabberd_plan,
+               version=functools.partial(_dpkg_version, "ejabberd"), ports_needed=3, start_timeout_s=120.0,
+               work_comm="beam.smp", mqtt_credentials=("pubsim", "pubsim"), debian_package="ejabberd",
+               install_hint="scripts/install_brokers.sh --tier2"),
+)})
+"""Broker kind name -> :class:`BrokerKind`: the one place a kind is described."""
+
+# read-only views of the registry, under the names callers used before it existed
+KINDS = tuple(REGISTRY)
+PROTOCOLS = MappingProxyType({k: v.protocol for k, v in REGISTRY.items()})
+START_TIMEOUT_S = MappingProxyType({k: v.start_timeout_s for k, v in REGISTRY.items()})
+MQTT_CREDENTIALS = MappingProxyType({k: v.mqtt_credentials for k, v in REGISTRY.items()
+                                     if v.mqtt_credentials is not None})
 
 
 def _write(path, lines):
     path.write_text("\n".join(lines) + "\n")
 
 
-def _which(binary):
+def _which(binary, install_hint="scripts/install_brokers.sh"):
     path = shutil.which(binary) or shutil.which(binary, path="/usr/sbin:/usr/bin:/sbin:/bin")
     if path is None:
-        raise RuntimeError(f"{binary} is not installed (run scripts/install_brokers.sh)")
+        raise RuntimeError(f"{binary} is not installed (run {install_hint})")
     return path
 
 
 def _ports_for(spec):
-    extra = _PORTS_NEEDED[spec.kind] - (1 if spec.port else 0)
+    extra = REGISTRY[spec.kind].ports_needed - (1 if spec.port else 0)
     free = [p for p in _free_ports(extra + 1) if p != spec.port][:extra]
     return ([spec.port] if spec.port else []) + free
 
@@ -688,7 +714,7 @@ def _launch(spec, workdir, plan, cap, what):
 
 def _work_pid(kind, proc):
     """The pid doing the broker's work: the Erlang VM or the JVM for those kinds, else the started process."""
-    comm = _WORK_COMM.get(kind)
+    comm = REGISTRY[kind].work_comm
     if comm is None:
         return proc.pid
     found = [p for p in [proc.pid, *_descendants(proc.pid)] if _comm(p) == comm]
@@ -700,13 +726,13 @@ def _work_pid(kind, proc):
 def _start_once(spec, workdir, cap):
     ports = _ports_for(spec)
     what = f"{spec.kind} on port {ports[0]}"
-    plan = _PLANS[spec.kind](spec, workdir, ports)
+    plan = REGISTRY[spec.kind].plan(spec, workdir, ports)
     version = broker_version(spec.kind)
     procs, out_path = _launch(spec, workdir, plan, cap, what)
     rb = RunningBroker(spec=spec, procs=procs, ports=ports, version=version, cap=None,
                        files=(plan.config_path, plan.log_path, out_path))
     try:
-        _wait_ports(procs[0], plan.ports, START_TIMEOUT_S[spec.kind], what)
+        _wait_ports(procs[0], plan.ports, REGISTRY[spec.kind].start_timeout_s, what)
         rb.pid = _work_pid(spec.kind, procs[0])
         if cap is not None and rb.pid not in cap.pids():
             raise RuntimeError(f"{what}: pid {rb.pid} is not in cgroup {cap.path}")
@@ -772,52 +798,7 @@ def broker(spec, workdir):
         rb.stop()
 
 
-# -- mosquitto $SYS over a minimal MQTT 3.1.1 client -------------------------
-def _mqtt_string(text):
-    data = text.encode()
-    return struct.pack("!H", len(data)) + data
-
-
-def _mqtt_packet(first_byte, body):
-    n, length = len(body), bytearray()
-    while True:
-        n, digit = divmod(n, 128)
-        length.append(digit | (0x80 if n else 0))
-        if not n:
-            return bytes([first_byte]) + bytes(length) + body
-
-
-def _recv_exact(sock, n):
-    buf = bytearray()
-    while len(buf) < n:
-        chunk = sock.recv(n - len(buf))
-        if not chunk:
-            raise ConnectionError("broker closed the connection")
-        buf += chunk
-    return bytes(buf)
-
-
-def _read_packet(sock):
-    """``(first byte, body)`` of the next MQTT packet."""
-    first = _recv_exact(sock, 1)[0]
-    length, shift = 0, 0
-    while True:
-        digit = _recv_exact(sock, 1)[0]
-        length |= (digit & 0x7F) << shift
-        shift += 7
-        if not digit & 0x80:
-            break
-    return first, _recv_exact(sock, length)
-
-
-def _parse_publish(first, body):
-    """``(topic, payload, retained)`` of a PUBLISH packet."""
-    (n,) = struct.unpack_from("!H", body)
-    topic = body[2:2 + n].decode(errors="replace")
-    start = 2 + n + (2 if (first >> 1) & 3 else 0)
-    return topic, body[start:].decode(errors="replace"), bool(first & 1)
-
-
+# -- mosquitto $SYS over the harness MQTT client ----------------------------
 def _number(text):
     for kind in (int, float):
         try:
@@ -827,17 +808,20 @@ def _number(text):
     return text
 
 
-def _mqtt_subscribe(port, topic, timeout_s):
-    sock = socket.create_connection((HOST, port), timeout=timeout_s)
+def _sys_subscribe(port, topic, timeout_s):
+    """``(socket, MqttStream)`` of a clean session subscribed (QoS 0, SUBACK not awaited) to ``topic``."""
     client_id = f"pubsim-sys-{os.getpid()}-{time.monotonic_ns() % 10**9}"
-    connect = _mqtt_string("MQTT") + bytes([4, 0x02]) + struct.pack("!H", 60) + _mqtt_string(client_id)
-    sock.sendall(_mqtt_packet(0x10, connect))
-    first, body = _read_packet(sock)
-    if first >> 4 != 2 or body[1] != 0:
+    try:
+        sock, stream = mqttwire.connect(port, client_id, host=HOST, keepalive=60, timeout_s=timeout_s)
+    except mqttwire.MqttError as err:
+        raise RuntimeError(f"mosquitto on port {port} refused the $SYS reader ({err})") from err
+    try:
+        sock.settimeout(timeout_s)
+        sock.sendall(mqttwire.encode_subscribe(1, topic, 0))
+    except BaseException:
         sock.close()
-        raise RuntimeError(f"mosquitto on port {port} refused the $SYS reader (CONNACK {body.hex()})")
-    sock.sendall(_mqtt_packet(0x82, struct.pack("!H", 1) + _mqtt_string(topic) + b"\x00"))
-    return sock
+        raise
+    return sock, stream
 
 
 def read_mosquitto_sys(port, timeout_s=5.0, *, fresh=True):
@@ -869,10 +853,15 @@ def read_mosquitto_sys(port, timeout_s=5.0, *, fresh=True):
         No (fresh) update within ``timeout_s``.
     """
     deadline = time.monotonic() + timeout_s
-    sock = _mqtt_subscribe(port, "$SYS/#", timeout_s)
+    sock, stream = _sys_subscribe(port, "$SYS/#", timeout_s)
     values, updated = {}, False
+    packets, stream.backlog = stream.backlog, []
     try:
         while True:
+            for pkt in packets:
+                if pkt.type == mqttwire.PUBLISH:
+                    values[pkt.topic] = _number(pkt.payload.decode(errors="replace"))
+                    updated = updated or not pkt.flags & 0x01 or not fresh
             left = deadline - time.monotonic()
             if updated:
                 left = min(left, 0.2)  # the rest of this update's burst
@@ -880,15 +869,14 @@ def read_mosquitto_sys(port, timeout_s=5.0, *, fresh=True):
                 break
             sock.settimeout(left)
             try:
-                first, body = _read_packet(sock)
+                data = sock.recv(65536)
             except socket.timeout:
                 break
-            if first >> 4 == 3:
-                topic, payload, retained = _parse_publish(first, body)
-                values[topic] = _number(payload)
-                updated = updated or not retained or not fresh
+            if not data:
+                raise ConnectionError("broker closed the connection")
+            packets = stream.feed(data)
         with contextlib.suppress(OSError):
-            sock.sendall(b"\xe0\x00")
+            sock.sendall(mqttwire.encode_disconnect())
     finally:
         sock.close()
     if not updated:

@@ -21,6 +21,8 @@ from pathlib import Path
 
 from ...sim.errors import ConfigError
 
+from . import procfs
+
 __all__ = ["CGROUP_ROOT", "PERIOD_US", "CpuCap", "cores", "detect_cpu_control", "pin"]
 
 CGROUP_ROOT = Path("/sys/fs/cgroup")
@@ -225,8 +227,8 @@ def pin(pid, cpus):
     if not cpus or not cpus <= set(cores()):
         raise ConfigError("cpus", tuple(sorted(cpus)), f"a non-empty subset of the usable cores {cores()}")
     try:
-        tids = [int(t) for t in os.listdir(f"/proc/{pid}/task")]
-    except FileNotFoundError:
+        tids = procfs.thread_ids(pid)
+    except ProcessLookupError:
         raise ProcessLookupError(f"cannot pin pid {pid}: no such process") from None
     for tid in tids:
         try:

@@ -23,7 +23,7 @@ def _parse(argv):
 
 def main(argv=None):
     """Bind both sockets and forward until terminated."""
-    import zmq
+    import zmq  # optional heavy dependency: pyzmq, needed only when this proxy runs
 
     args = _parse(argv)
     ctx = zmq.Context()

@@ -19,6 +19,7 @@ import binascii
 import gzip
 import json
 import re
+import socket
 import struct
 import time
 from collections import Counter
@@ -29,6 +30,8 @@ import numpy as np
 
 from ...sim.errors import ConfigError
 
+from ..protocol import mqtt
+from ..protocol.mqtt import MqttError
 from .trace import DAY_S, Trace
 
 __all__ = ["read_campusiot", "CampusIoTSummary", "read_mqtt_pcap", "PcapSummary",
@@ -230,10 +233,7 @@ def _fcnt_gaps(t_s, devs, fcnt):
 
 # =========================================================================== MQTT pcap
 
-MQTT_TYPES = {1: "CONNECT", 2: "CONNACK", 3: "PUBLISH", 4: "PUBACK", 5: "PUBREC", 6: "PUBREL",
-              7: "PUBCOMP", 8: "SUBSCRIBE", 9: "SUBACK", 10: "UNSUBSCRIBE", 11: "UNSUBACK",
-              12: "PINGREQ", 13: "PINGRESP", 14: "DISCONNECT", 15: "AUTH"}
-_FIXED_FLAGS = {1: 0, 2: 0, 4: 0, 5: 0, 6: 2, 7: 0, 8: 2, 9: 0, 10: 2, 11: 0, 12: 0, 13: 0, 14: 0, 15: 0}
+MQTT_TYPES = mqtt.TYPE_NAMES  # the codec's table, kept under its old name
 _SEQ = 1 << 32
 _HALF = 1 << 31
 
@@ -304,10 +304,6 @@ class PcapSummary:
                        f"({self.mqtt_packets_per_s:,.0f} MQTT packets/s, {self.megabytes_per_s:.1f} MB/s)")
 
 
-class _Malformed(Exception):
-    pass
-
-
 class _Flow:
     __slots__ = ("buf", "next_seq", "synced", "ts", "pending")
 
@@ -318,70 +314,8 @@ class _Flow:
         self.pending = {}
 
 
-def _varint(buf, pos, end):
-    """(value, bytes used) of an MQTT remaining length at ``pos``; None if incomplete."""
-    value, mult = 0, 1
-    for i in range(4):
-        if pos + i >= end:
-            return None
-        b = buf[pos + i]
-        value += (b & 0x7F) * mult
-        if not b & 0x80:
-            return value, i + 1
-        mult <<= 7
-    raise _Malformed("remaining length longer than 4 bytes")
-
-
-def _parse_publish(body, flags, version):
-    """(topic, payload bytes, qos, retain) of a PUBLISH body."""
-    qos = (flags >> 1) & 3
-    if qos == 3:
-        raise _Malformed("PUBLISH with QoS 3")
-    if qos == 0 and flags & 8:
-        raise _Malformed("PUBLISH with DUP set at QoS 0")
-    n = len(body)
-    if n < 2:
-        raise _Malformed("PUBLISH shorter than its topic length")
-    tlen = (body[0] << 8) | body[1]
-    pos = 2 + tlen + (2 if qos else 0)
-    if pos > n:
-        raise _Malformed("PUBLISH topic longer than the packet")
-    try:
-        topic = bytes(body[2:2 + tlen]).decode("utf-8")
-    except UnicodeDecodeError:
-        raise _Malformed("PUBLISH topic not UTF-8") from None
-    if "+" in topic or "#" in topic or "\x00" in topic:
-        raise _Malformed("PUBLISH topic with a wildcard or NUL")
-    if qos and body[2 + tlen] == 0 and body[3 + tlen] == 0:
-        raise _Malformed("PUBLISH with packet identifier 0")
-    if version == 5:
-        got = _varint(body, pos, n)
-        if got is None:
-            raise _Malformed("PUBLISH properties length past the packet")
-        plen, used = got
-        pos += used + plen
-        if pos > n:
-            raise _Malformed("PUBLISH properties longer than the packet")
-    elif not topic:
-        raise _Malformed("PUBLISH with an empty topic")
-    return topic, n - pos, qos, bool(flags & 1)
-
-
-def _connect_version(body):
-    if len(body) < 7:
-        raise _Malformed("CONNECT too short")
-    nlen = (body[0] << 8) | body[1]
-    name = bytes(body[2:2 + nlen])
-    if name not in (b"MQTT", b"MQIsdp") or len(body) < 3 + nlen:
-        raise _Malformed("CONNECT with an unknown protocol name")
-    level = body[2 + nlen]
-    if level not in (3, 4, 5):
-        raise _Malformed(f"CONNECT with protocol level {level}")
-    return level
-
-
 def _link_decoder(datalink):
-    import dpkt
+    import dpkt  # optional heavy dependency: dpkt, needed only to read captures
 
     if datalink == dpkt.pcap.DLT_EN10MB:
         return dpkt.ethernet.Ethernet
@@ -398,7 +332,7 @@ def _link_decoder(datalink):
 
 class _Raw:
     def __init__(self, buf):
-        import dpkt
+        import dpkt  # optional heavy dependency: dpkt, needed only to read captures
 
         self.data = dpkt.ip6.IP6(buf) if buf and buf[0] >> 4 == 6 else dpkt.ip.IP(buf)
 
@@ -431,7 +365,7 @@ def read_mqtt_pcap(path, *, ports=(1883,), direction: str = "to_broker", max_pac
         payload, plus ``qos`` and ``retain``. ``t_s = 0`` at the first packet
         of the capture.
     """
-    import dpkt
+    import dpkt  # optional heavy dependency: dpkt, needed only to read captures
 
     if direction not in ("to_broker", "from_broker", "both"):
         raise ConfigError("direction", direction, "to_broker, from_broker or both")
@@ -580,25 +514,21 @@ def _drain(flow, ts, to_broker, conn, versions, summary, max_packet_bytes, direc
         while end - pos >= 2:
             b0 = buf[pos]
             ptype, flags = b0 >> 4, b0 & 0x0F
-            got = _varint(buf, pos + 1, end)
+            got = mqtt.decode_remaining_length(buf, pos + 1, end)
             if got is None:
                 break
-            rem, used = got
-            if ptype == 0:
-                raise _Malformed("reserved packet type 0")
-            if ptype != 3 and flags != _FIXED_FLAGS[ptype]:
-                raise _Malformed(f"{MQTT_TYPES[ptype]} with fixed-header flags {flags:#x}")
-            if ptype == 15 and versions.get(conn, 4) != 5:
-                raise _Malformed("AUTH outside MQTT 5")
+            rem, start = got
+            mqtt.check_fixed_header(ptype, flags, versions.get(conn, 4))
             if rem > max_packet_bytes:
-                raise _Malformed("remaining length above max_packet_bytes")
-            total = 1 + used + rem
+                raise MqttError("remaining length above max_packet_bytes")
+            total = start - pos + rem
             if end - pos < total:
                 break
-            body = memoryview(buf)[pos + 1 + used:pos + total]
+            body = memoryview(buf)[start:pos + total]
             try:
-                if ptype == 3:
-                    topic, size, qos, retain = _parse_publish(body, flags, versions.get(conn, 4))
+                if ptype == mqtt.PUBLISH:
+                    topic, payload_start, qos, retain = mqtt.parse_publish(body, flags, versions.get(conn, 4))
+                    size = len(body) - payload_start
                     if want:
                         out_t.append(ts)
                         name = names.get((conn, to_broker))
@@ -612,14 +542,14 @@ def _drain(flow, ts, to_broker, conn, versions, summary, max_packet_bytes, direc
                         out_size.append(size)
                         out_qos.append(qos)
                         out_retain.append(retain)
-                elif ptype == 1 and to_broker:
-                    versions[conn] = _connect_version(body)
+                elif ptype == mqtt.CONNECT and to_broker:
+                    versions[conn] = mqtt.connect_version(body)
             finally:
                 body.release()
             summary.mqtt_packets[MQTT_TYPES[ptype]] += 1
             flow.synced = True
             pos += total
-    except _Malformed as exc:
+    except MqttError as exc:
         reason = str(exc) if flow.synced else f"{exc} (stream joined mid-way)"
         summary.malformed += 1
         summary.malformed_reasons[reason] += 1
@@ -632,8 +562,6 @@ def _drain(flow, ts, to_broker, conn, versions, summary, max_packet_bytes, direc
 
 
 def _endpoint(addr):
-    import socket
-
     ip, port = addr
     fam = socket.AF_INET6 if len(ip) == 16 else socket.AF_INET
     return f"{socket.inet_ntop(fam, ip)}:{port}" if fam == socket.AF_INET else f"[{socket.inet_ntop(fam, ip)}]:{port}"

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from pubsim.calibration.harness import procstat
+from pubsim.calibration.harness import procfs as procstat
 from pubsim.calibration.harness.cpu import CpuCap, cores, detect_cpu_control, pin, quota_us
 from pubsim.sim.errors import ConfigError
 

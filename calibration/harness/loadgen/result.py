@@ -1,0 +1,202 @@
+"""What a load run measured: :class:`LoadResult` and its summary."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from .spec import LoadSpec
+
+__all__ = ["LoadResult"]
+
+
+@dataclass
+class LoadResult:
+    """What one :func:`run_load` measured.
+
+    Attributes
+    ----------
+    spec : LoadSpec
+    offered_per_s : float
+        ``spec.rate_per_s``.
+    t0_ns : int
+        Common start time (CLOCK_MONOTONIC ns); times in seconds below are
+        relative to it.
+    window_s : (float, float)
+        Measurement window of send times, s after ``t0``.
+    sent : numpy.ndarray
+        Messages sent per publisher (whole run).
+    sent_in_window : numpy.ndarray
+        Messages sent per publisher with a send time in the window.
+    send_windows : list of (float, float)
+        First and last send time of each publisher, s after ``t0`` (NaN when
+        it sent nothing).
+    deliveries : pandas.DataFrame
+        One row per received copy of a message sent in the window:
+        ``subscriber``, ``publisher``, ``seq``, ``topic``, ``t_send_s``,
+        ``t_recv_s`` (s after ``t0``), ``latency_s``, ``duplicate`` (a
+        second or later copy), ``out_of_order``.
+    publishers, subscribers : list of dict
+        Per-client figures (batch size, lag, CPU; received, duplicates,
+        out-of-order, disconnection).
+    wall : dict
+        Wall times, s: ``setup_s``, ``run_s``, ``drain_s``, ``total_s``.
+    drain_complete : bool
+        Every copy owed for every message sent (whole run) arrived before
+        the drain ended.
+    """
+
+    spec: LoadSpec
+    offered_per_s: float
+    t0_ns: int
+    window_s: tuple
+    sent: np.ndarray
+    sent_in_window: np.ndarray
+    send_windows: list
+    deliveries: object
+    publishers: list
+    subscribers: list
+    wall: dict
+    drain_complete: bool
+    _scheduled_in_window: int = field(default=0, repr=False)
+
+    @classmethod
+    def _build(cls, spec, t0, pub_reports, sub_reports, wall, drain_complete, sub_topics):
+        w0 = t0 + int(round(spec.warmup_s * 1e9))
+        w1 = t0 + int(round((spec.duration_s - spec.cooldown_s) * 1e9))
+        sent, in_window, send_windows, publishers = [], [], [], []
+        scheduled = 0
+        for r in sorted(pub_reports, key=lambda r: r["index"]):
+            ts = r["batch_t_send_ns"]
+            lo, hi = np.searchsorted(ts, [w0, w1], side="left")
+            sent.append(r["sent"])
+            in_window.append(int(hi - lo) * r["batch"])
+            send_windows.append(((ts[0] - t0) / 1e9, (ts[-1] - t0) / 1e9) if len(ts) else (math.nan, math.nan))
+            due = t0 + (np.arange(len(ts)) * r["interval_ns"]).astype(np.int64)
+            lag = ts - due
+            # batches due in the window, whether sent or not
+            n_lo = math.ceil((w0 - t0) / r["interval_ns"])
+            n_hi = math.ceil((w1 - t0) / r["interval_ns"])
+            scheduled += (n_hi - n_lo) * r["batch"]
+            publishers.append({
+                "index": r["index"], "batch": r["batch"], "batch_interval_s": r["interval_ns"] / 1e9,
+                "sent": r["sent"], "sent_in_window": in_window[-1],
+                "lag_max_s": r["lag_max_ns"] / 1e9,
+                "lag_end_s": float(lag[hi - 1]) / 1e9 if hi > 0 else math.nan,
+                "cpu_fraction": r["cpu_fraction"], "runnable_fraction": r["runnable_fraction"],
+                "flushed": r["flushed"], "flush_s": r["flush_s"], "acks": r["acks"]})
+        frames, subscribers = [], []
+        for r in sorted(sub_reports, key=lambda r: r["index"]):
+            rec = r["records"]
+            ts = rec["t_send_ns"].astype(np.int64)
+            m = (ts >= w0) & (ts < w1)
+            sel = rec[m]
+            tr = sel["t_recv_ns"].astype(np.int64)
+            tsw = ts[m]
+            frames.append(pd.DataFrame({
+                "subscriber": np.full(len(sel), r["index"], np.int32),
+                "publisher": sel["pub"].astype(np.int32), "seq": sel["seq"].astype(np.int64),
+                "topic": sel["topic"].astype(np.int32),
+                "t_send_s": (tsw - t0) / 1e9, "t_recv_s": (tr - t0) / 1e9, "latency_s": (tr - tsw) / 1e9,
+                "duplicate": r["duplicate"][m], "out_of_order": r["out_of_order"][m]}))
+            subscribers.append({"index": r["index"], "topics": sub_topics[r["index"]],
+                                "received": len(rec), "duplicates": int(r["duplicate"].sum()),
+                                "out_of_order": int(r["out_of_order"].sum()),
+                                "disconnected": r["disconnected"], "cpu_fraction": r["cpu_fraction"],
+                                "runnable_fraction": r["runnable_fraction"]})
+        deliveries = pd.concat(frames, ignore_index=True)
+        return cls(spec=spec, offered_per_s=float(spec.rate_per_s), t0_ns=t0,
+                   window_s=(spec.warmup_s, spec.duration_s - spec.cooldown_s),
+                   sent=np.array(sent, np.int64), sent_in_window=np.array(in_window, np.int64),
+                   send_windows=send_windows, deliveries=deliveries, publishers=publishers,
+                   subscribers=subscribers, wall=dict(wall), drain_complete=drain_complete,
+                   _scheduled_in_window=scheduled)
+
+    def latencies_s(self) -> np.ndarray:
+        """Latency of the first copy of every delivery in the window, s."""
+        d = self.deliveries
+        return d.loc[~d["duplicate"], "latency_s"].to_numpy()
+
+    def summary(self) -> dict:
+        """Headline figures over the measurement window.
+
+        ``published_in_window`` messages sent in the window (send time);
+        ``expected_deliveries`` = that x fanout; ``delivered`` distinct
+        (subscriber, publisher, seq) copies received; ``lost`` = expected -
+        delivered; ``duplicates`` extra copies; ``ingress_rate_per_s`` =
+        published in window / window; ``egress_rate_per_s`` = delivered /
+        window (copies of messages SENT in the window, whenever received);
+        ``sustainability`` = egress / (ingress x fanout); ``delivery_ratio``
+        = egress / (offered x fanout). Latency figures use first copies.
+        ``generator_behind``: fewer than 98 % of the messages due in the
+        window were sent in it (less two batches per publisher);
+        ``generator_saturated``: behind while the publishers were runnable
+        (on a CPU or waiting for one) >= 90 % of their sending time, i.e. the
+        generator itself could not keep up; behind but not saturated means
+        the publishers were blocked by the broker (TCP back-pressure).
+        ``subscriber_saturated``: a subscriber was runnable >= 90 % of the
+        run.
+        """
+        span = self.window_s[1] - self.window_s[0]
+        d = self.deliveries
+        dup = d["duplicate"].to_numpy()
+        lat = self.latencies_s()
+        published = int(self.sent_in_window.sum())
+        expected = published * self.spec.fanout
+        delivered = int((~dup).sum())
+        ingress = published / span
+        egress = delivered / span
+        offered = self.offered_per_s
+        # two batches per publisher of slack: a late batch can cross a window edge
+        slack = 2 * sum(p["batch"] for p in self.publishers)
+        behind = published + slack < 0.98 * self._scheduled_in_window
+        runnable = float(np.mean([p["runnable_fraction"] for p in self.publishers]))
+        sub_runnable = [s["runnable_fraction"] for s in self.subscribers]
+        sub_runnable = float(np.nanmax(sub_runnable)) if not all(map(math.isnan, sub_runnable)) else math.nan
+        out = {
+            "protocol": self.spec.protocol,
+            "offered_per_s": offered,
+            "window_s": span,
+            "scheduled_in_window": self._scheduled_in_window,
+            "published_in_window": published,
+            "expected_deliveries": expected,
+            "delivered": delivered,
+            "lost": expected - delivered,
+            "duplicates": int(dup.sum()),
+            "out_of_order": int(d["out_of_order"].sum()),
+            "loss_rate": (expected - delivered) / expected if expected else math.nan,
+            "ingress_rate_per_s": ingress,
+            "egress_rate_per_s": egress,
+            "sustainability": egress / (ingress * self.spec.fanout) if ingress else math.nan,
+            "delivery_ratio": egress / (offered * self.spec.fanout),
+        }
+        if len(lat):
+            q = np.quantile(lat, [0.01, 0.5, 0.9, 0.99])
+            out.update(latency_mean_s=float(lat.mean()), latency_std_s=float(lat.std()),
+                       latency_p01_s=float(q[0]), latency_p50_s=float(q[1]), latency_p90_s=float(q[2]),
+                       latency_p99_s=float(q[3]), latency_max_s=float(lat.max()))
+        else:
+            out.update({f"latency_{k}_s": math.nan for k in ("mean", "std", "p01", "p50", "p90", "p99", "max")})
+        out.update({
+            "publisher_lag_max_s": max(p["lag_max_s"] for p in self.publishers),
+            "publisher_lag_end_s": max((p["lag_end_s"] for p in self.publishers if not math.isnan(p["lag_end_s"])),
+                                       default=math.nan),
+            "publisher_runnable_fraction": runnable,
+            "publisher_cpu_fraction": float(np.mean([p["cpu_fraction"] for p in self.publishers])),
+            "generator_behind": bool(behind),
+            "generator_saturated": bool(behind and runnable >= 0.9),
+            "subscriber_runnable_fraction": sub_runnable,
+            "subscriber_saturated": bool(sub_runnable >= 0.9),
+            "subscriber_disconnects": sum(s["disconnected"] is not None for s in self.subscribers),
+            "sent_total": int(self.sent.sum()),
+            "received_total": int(sum(s["received"] for s in self.subscribers)),
+            "drain_complete": self.drain_complete,
+            "batch": self.publishers[0]["batch"],
+            "wall_setup_s": self.wall.get("setup_s", math.nan),
+            "wall_run_s": self.wall.get("run_s", math.nan),
+            "wall_drain_s": self.wall.get("drain_s", math.nan),
+            "wall_total_s": self.wall.get("total_s", math.nan),
+        })
+        return out
