@@ -34,12 +34,13 @@ from ..sim.errors import ConfigError
 from ..sim.units import parse_duration_s, parse_rate_per_s, parse_size_bytes
 
 from ..analysis.interval_search import interval_search, is_sustainable
+from .harness.brokers import REGISTRY
 import os
 
 __all__ = ["RunSpec", "Campaign", "load_campaign", "parse_campaign", "run_campaign",
            "read_results", "host_metadata"]
 
-KINDS = ("mosquitto", "nats", "rabbitmq-mqtt", "zmq-proxy", "activemq-mqtt", "ejabberd-mqtt")
+KINDS = tuple(REGISTRY)  # the harness's broker kinds (one registry entry each)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -37,7 +37,7 @@ from .harness.brokers import BrokerSpec, start_broker
 from .harness.brokers import install_signal_cleanup
 from .harness.cpu import detect_cpu_control
 from .harness.loadgen import LoadSpec
-from .harness import procstat
+from .harness import procfs
 from .harness.loadgen import run_load
 from .harness.brokers import read_mosquitto_sys
 
@@ -131,10 +131,10 @@ class RealHarness:
     def __call__(self, spec):
 
         broker = self._ensure_broker(spec)
-        before = procstat.sample(broker.pid)
+        before = procfs.sample(broker.pid)
         result = run_load(self._load_spec(spec, broker))
-        after = procstat.sample(broker.pid)
-        cpu = procstat.diff(before, after)
+        after = procfs.sample(broker.pid)
+        cpu = procfs.diff(before, after)
         row = self._row(spec, result, cpu)
         row["broker_dropped"] = self._broker_dropped(broker)
         row["host_load_1min"] = os.getloadavg()[0]  # shared machine: how busy the other cores were

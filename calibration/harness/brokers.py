@@ -362,8 +362,6 @@ def _cleanup_handler(previous):
 # -- processes -------------------------------------------------------------
 # /proc parsing lives in .procfs; these names are what the rest of this module (and its tests) call
 _dead = procfs.is_dead
-_descendants = procfs.descendants
-_comm = procfs.comm
 
 
 def _signal_all(proc, pids, sig):
@@ -387,10 +385,10 @@ def _wait_dead(proc, pids, timeout_s):
 
 def _terminate_tree(proc, timeout_s):
     """SIGTERM ``proc``'s group and descendants; SIGKILL after ``timeout_s``; reap ``proc``."""
-    pids = _descendants(proc.pid) if proc.poll() is None else []
+    pids = procfs.descendants(proc.pid) if proc.poll() is None else []
     _signal_all(proc, pids, signal.SIGTERM)
     if not _wait_dead(proc, pids, timeout_s):
-        _signal_all(proc, pids + _descendants(proc.pid), signal.SIGKILL)
+        _signal_all(proc, pids + procfs.descendants(proc.pid), signal.SIGKILL)
         _wait_dead(proc, pids, 5.0)
     with contextlib.suppress(subprocess.TimeoutExpired):
         proc.wait(1.0)
@@ -717,7 +715,7 @@ def _work_pid(kind, proc):
     comm = REGISTRY[kind].work_comm
     if comm is None:
         return proc.pid
-    found = [p for p in [proc.pid, *_descendants(proc.pid)] if _comm(p) == comm]
+    found = [p for p in [proc.pid, *procfs.descendants(proc.pid)] if _comm(p) == comm]
     if not found:
         raise RuntimeError(f"{kind} (pid {proc.pid}): no {comm} process found (the started one or under it)")
     return found[0]

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from pubsim.calibration.harness import brokers as B
+from pubsim.calibration.harness import procfs
 from pubsim.calibration.harness.brokers import (BrokerSpec, broker, install_signal_cleanup, live_brokers,
                                          read_mosquitto_sys, start_broker)
 from pubsim.calibration.harness.cpu import detect_cpu_control
@@ -267,14 +268,14 @@ def test_read_mosquitto_sys_on_closed_port_raises():
 def test_rabbitmq_mqtt_starts_accepts_mqtt_and_leaves_nothing(tmp_path):
     _require("rabbitmq-mqtt")
     with broker(BrokerSpec(kind="rabbitmq-mqtt"), tmp_path) as rb:
-        tree = [p.pid for p in rb._procs] + B._descendants(rb._procs[0].pid)
-        assert B._comm(rb.pid) == "beam.smp"
+        tree = [p.pid for p in rb._procs] + procfs.descendants(rb._procs[0].pid)
+        assert procfs.comm(rb.pid) == "beam.smp"
         assert rb.version != "unknown"
         _mqtt_connect(rb.port, "pubsim-test").close()
     deadline = time.monotonic() + 5
     while not all(_gone(p) for p in tree) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert all(_gone(p) for p in tree), [(p, B._comm(p)) for p in tree if not _gone(p)]
+    assert all(_gone(p) for p in tree), [(p, procfs.comm(p)) for p in tree if not _gone(p)]
     assert not _accepts(rb.port)
 
 

@@ -7,7 +7,8 @@ import socket
 import threading
 
 import pytest
-from pubsim.calibration.harness import brokers, cpu, procfs, procstat
+from pubsim.calibration import runner
+from pubsim.calibration.harness import cpu, procfs
 
 # a command name with a space and a ')' inside, as the kernel writes it
 STAT = ("4242 (my (odd) proc) S 17 4242 4242 0 -1 4194560 1052 0 0 0 "
@@ -64,6 +65,5 @@ def test_listener_owned_by_this_process():
 
 
 def test_one_reader_behind_every_harness_user():
-    assert procstat.sample is procfs.sample and procstat.diff is procfs.diff
-    assert brokers._descendants is procfs.descendants and brokers._comm is procfs.comm
+    assert runner.procfs is procfs
     assert cpu.procfs is procfs
