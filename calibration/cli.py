@@ -3,11 +3,13 @@
 - ``pubsim measure CAMPAIGN.yaml --out DIR``: run a measurement campaign on
   real brokers (installed by ``scripts/install_brokers.sh``), resuming at
   the first unfinished (broker, configuration) pair found in DIR.
-- ``pubsim calibrate DIR [--write] [--no-variability]``: fit one profile per
-  broker on the campaign's ``train`` runs (with the variability of the
-  per-message costs chosen by simulation unless ``--no-variability``) and
-  print it; ``--write`` saves it as
-  ``models/presets/calibrated/<broker>.yaml``, loadable by name.
+- ``pubsim calibrate DIR [--write [PRESET_DIR]] [--no-variability]``: fit one
+  profile per broker on the campaign's ``train`` runs (with the variability
+  of the per-message costs chosen by simulation unless ``--no-variability``)
+  and print it; ``--write`` saves it as ``<broker>.yaml`` in the user preset
+  folder (``$PUBSIM_PRESETS``, else ``~/.config/pubsim/presets``), never in
+  the installed package, or in PRESET_DIR (the repository's own profiles:
+  ``models/presets/calibrated``); loadable by name either way.
 - ``pubsim validate DIR [--report OUT]``: simulate every measured
   configuration with the profiles fitted on the ``train`` runs and print the
   accuracy per broker and configuration, held-out ones marked; ``--report``
@@ -64,12 +66,12 @@ def _calibrate(args, console):
 
 
     *_, profiles = _fitted(args)
-    target = Path(presets.__file__).parent / "calibrated"
+    target = None if args.write is None else (presets.user_dir() if args.write == "" else Path(args.write))
     for kind, profile in profiles.items():
         text = profile_yaml(profile)
         console.print(text, markup=False, highlight=False)
-        if args.write:
-            target.mkdir(exist_ok=True)
+        if target is not None:
+            target.mkdir(parents=True, exist_ok=True)
             (target / f"{kind}.yaml").write_text(text)
             console.print(f"wrote {target / f'{kind}.yaml'}")
     return 0
@@ -128,7 +130,9 @@ def add_commands(sub):
     m.set_defaults(func=_measure)
     c = sub.add_parser("calibrate", help="fit broker profiles from a campaign's results")
     c.add_argument("results", help="campaign result directory")
-    c.add_argument("--write", action="store_true", help="save as models/presets/calibrated/<broker>.yaml")
+    c.add_argument("--write", nargs="?", const="", metavar="DIR",
+                   help="save as DIR/<broker>.yaml (default: the user preset folder, $PUBSIM_PRESETS or "
+                        "~/.config/pubsim/presets; the repository's own: models/presets/calibrated)")
     _variability_flag(c)
     c.set_defaults(func=_calibrate)
     v = sub.add_parser("validate", help="compare simulation with a campaign's measurements")

@@ -6,33 +6,82 @@ profiles, one file per broker written by ``pubsim calibrate``, in
 ``load("broker", "mosquitto-placeholder")`` returns the mapping of a preset;
 :func:`apply` merges a preset with overrides and records the overrides in the
 provenance note.
+
+A user preset folder (:func:`user_dir`: ``$PUBSIM_PRESETS``, else
+``$XDG_CONFIG_HOME/pubsim/presets``, else ``~/.config/pubsim/presets``) holds
+``*.yaml`` files of the same form; ``pubsim calibrate --write`` writes there.
+A user preset with a built-in name shadows the built-in one, and its
+provenance note says so.
 """
 from __future__ import annotations
 
+import os
 from importlib import resources
+from pathlib import Path
 
 import yaml
 
 from ...sim.errors import ConfigError
 
-__all__ = ["load", "names", "apply", "kinds"]
+__all__ = ["load", "names", "apply", "kinds", "user_dir", "origin"]
 
 _FILES = {"broker": "brokers.yaml", "link": "links.yaml"}
 _FILES.update({"socket": "sockets.yaml", "disk": "disks.yaml"})  # ZeroMQ sockets, disks (persistence)
 _FILES["serialization"] = "serialization.yaml"  # message formats (models.serialization)
 
 
-def _all(kind):
+def user_dir() -> Path:
+    """The user preset folder: ``$PUBSIM_PRESETS``, else the platform's config folder."""
+    if os.environ.get("PUBSIM_PRESETS"):
+        return Path(os.environ["PUBSIM_PRESETS"]).expanduser()
+    config = os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config"
+    return Path(config) / "pubsim" / "presets"
+
+
+def _read_folder(folder, kind):
+    """``{name: (fields, file)}`` of the presets of ``kind`` in the ``*.yaml`` files of ``folder``."""
+    out = {}
+    if not folder.is_dir():
+        return out
+    for entry in sorted(folder.glob("*.yaml")):
+        try:
+            data = yaml.safe_load(entry.read_text()) or {}
+        except (OSError, UnicodeDecodeError, yaml.YAMLError) as err:
+            raise ConfigError(str(entry), "unreadable", f"a preset YAML file ({err})") from None
+        if not isinstance(data, dict) or not isinstance(data.get(kind, {}), dict):
+            raise ConfigError(str(entry), type(data).__name__, "a mapping {kind: {name: fields}}")
+        out.update((name, (fields, str(entry))) for name, fields in data.get(kind, {}).items())
+    return out
+
+
+def _all_with_origin(kind):
+    """``{name: (mapping, origin)}``: built-in, then calibrated, then the user's (which shadow)."""
     if kind not in _FILES:
         raise ConfigError("preset kind", kind, f"one of {sorted(_FILES)}")
     root = resources.files(__package__)
-    presets = yaml.safe_load(root.joinpath(_FILES[kind]).read_text())
-    calibrated = root.joinpath("calibrated")
-    if calibrated.is_dir():
-        for entry in sorted(calibrated.iterdir(), key=lambda e: e.name):
-            if entry.name.endswith(".yaml"):
-                presets.update((yaml.safe_load(entry.read_text()) or {}).get(kind, {}))
+    builtin = yaml.safe_load(root.joinpath(_FILES[kind]).read_text())
+    presets = {name: (fields, "built-in") for name, fields in builtin.items()}
+    calibrated = _read_folder(Path(str(root.joinpath("calibrated"))), kind)
+    presets.update((name, (fields, "built-in (calibrated)")) for name, (fields, _) in calibrated.items())
+    for name, (fields, path) in _read_folder(user_dir(), kind).items():
+        if name in presets and isinstance(fields, dict):
+            prov = dict(fields.get("provenance") or {})
+            prov["note"] = (str(prov.get("note", "")) + f" [user preset from {path}; shadows the built-in {name}]").strip()
+            fields = {**fields, "provenance": prov}
+        presets[name] = (fields, path)
     return presets
+
+
+def _all(kind):
+    return {name: fields for name, (fields, _) in _all_with_origin(kind).items()}
+
+
+def origin(kind, name):
+    """Where preset ``name`` comes from: ``built-in``, ``built-in (calibrated)`` or a user file path."""
+    presets = _all_with_origin(kind)
+    if name not in presets:
+        raise ConfigError(f"{kind}.preset", name, f"one of {sorted(presets)}")
+    return presets[name][1]
 
 
 def kinds():

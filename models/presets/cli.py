@@ -1,17 +1,20 @@
 """``pubsim presets``: list the shipped presets with their provenance.
 
-``pubsim presets [--kind broker|link|serialization|socket|disk] [--name NAME]`` prints
-one row per preset (name, kind, family, source, reference, date, key
-parameters, note), placeholders in red; ``--name`` prints one preset in
-full.
+``pubsim presets [--kind broker|link|serialization|socket|disk]`` prints a
+compact table, one row per preset (name, kind, source, where it comes from,
+the first sentence of its note), placeholders in red; ``--wide`` adds the
+family, reference, date and key parameters; ``--long NAME`` prints one
+preset in full. User presets (:func:`pubsim.models.presets.user_dir`) are
+listed with their file; one that shadows a built-in name says so.
 """
 from __future__ import annotations
 
+from rich.markup import escape
 from rich.table import Table
 
 from ...sim.errors import ConfigError
 
-from . import kinds, load, names
+from . import kinds, load, names, origin
 from .families import family_of
 
 __all__ = ["add_commands", "preset_rows"]
@@ -36,7 +39,8 @@ def preset_rows(kind=None):
             prov = spec.get("provenance") or {}
             params = {key: spec[key] for key in _KEYS.get(k, ()) if key in spec}
             family, example = family_of(name) if k == "broker" else ("", "")
-            rows.append({"name": name, "kind": k, "family": f"{family}: {example}" if family else "",
+            rows.append({"name": name, "kind": k, "origin": origin(k, name),
+                         "family": f"{family}: {example}" if family else "",
                          "source": str(prov.get("source", "")), "reference": str(prov.get("reference", "")),
                          "date": str(prov.get("date", "")), "parameters": params,
                          "note": " ".join(str(prov.get("note", "")).split())})
@@ -57,8 +61,24 @@ def _table(rows):
     for col in ("reference", "date", "parameters", "note"):
         table.add_column(col, overflow="fold")
     for r in rows:
-        table.add_row(r["name"], r["kind"], r["family"], r["source"], r["reference"], r["date"],
-                      _short(r["parameters"]), r["note"],
+        table.add_row(r["name"], r["kind"], r["family"], r["source"], escape(r["reference"]), r["date"],
+                      escape(_short(r["parameters"])), escape(r["note"]),
+                      style="bold red" if r["source"] == "placeholder" else None)
+    return table
+
+
+def _first_sentence(text, limit=90):
+    head = text.split(". ")[0].rstrip(".")
+    return head if len(head) <= limit else head[:limit - 1] + "…"
+
+
+def _compact(rows):
+    table = Table(title="presets (placeholders in red: estimates, not calibrated; --long NAME for one in full)")
+    for col in ("name", "kind", "source", "from"):
+        table.add_column(col, no_wrap=True)
+    table.add_column("note", overflow="ellipsis", no_wrap=True)
+    for r in rows:
+        table.add_row(r["name"], r["kind"], r["source"], escape(r["origin"]), escape(_first_sentence(r["note"])),
                       style="bold red" if r["source"] == "placeholder" else None)
     return table
 
@@ -67,32 +87,35 @@ def _one(kind, name):
     found = [k for k in ([kind] if kind else kinds()) if name in names(k)]
     if not found:
         every = sorted(n for k in ([kind] if kind else kinds()) for n in names(k))
-        raise ConfigError("--name", name, f"one of {every}")
+        raise ConfigError("--long", name, f"one of {every}")
     out = Table(title=f"preset {name}", show_header=False)
     out.add_column("field")
     out.add_column("value", overflow="fold")
     for k in found:
         spec = load(k, name)
         out.add_row("kind", k)
+        out.add_row("from", origin(k, name))
         if k == "broker" and family_of(name)[0]:
             out.add_row("family", ": ".join(family_of(name)))
         for key, value in spec.items():
             if key == "provenance":
                 for pk, pv in (value or {}).items():
-                    out.add_row(f"provenance.{pk}", " ".join(str(pv).split()),
+                    out.add_row(f"provenance.{pk}", escape(" ".join(str(pv).split())),
                                 style="bold red" if pk == "source" and pv == "placeholder" else None)
             else:
-                out.add_row(key, str(value))
+                out.add_row(key, escape(str(value)))
     return out
 
 
 def _presets(args, console):
     if args.kind is not None and args.kind not in kinds():
         raise ConfigError("--kind", args.kind, f"one of {kinds()}")
-    if args.name:
-        console.print(_one(args.kind, args.name))
-    else:
+    if args.long:
+        console.print(_one(args.kind, args.long))
+    elif args.wide:
         console.print(_table(preset_rows(args.kind)))
+    else:
+        console.print(_compact(preset_rows(args.kind)))
     return 0
 
 
@@ -100,5 +123,6 @@ def add_commands(sub):
     """Register ``presets`` on the ``pubsim`` subcommand parser."""
     p = sub.add_parser("presets", help="list presets with their provenance")
     p.add_argument("--kind", help=f"only presets of this kind ({', '.join(kinds())})")
-    p.add_argument("--name", help="show one preset in full")
+    p.add_argument("--long", "--name", dest="long", metavar="NAME", help="show one preset in full")
+    p.add_argument("--wide", action="store_true", help="every column: family, reference, date, key parameters")
     p.set_defaults(func=_presets)

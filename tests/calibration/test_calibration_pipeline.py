@@ -112,3 +112,24 @@ def test_validate_on_a_missing_directory_is_one_line(tmp_path, capsys):
     assert main(["validate", str(tmp_path / "nothing")]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("pubsim: error: results") and "\n" not in err and "runs.csv" in err
+
+
+def test_calibrate_write_goes_to_the_user_preset_folder_never_the_package(tmp_path):
+    """`pubsim calibrate --write` saves profiles in $PUBSIM_PRESETS (not site-packages); they then
+    load by name and shadow the shipped calibrated profile, saying so."""
+    import os
+    import subprocess
+    import sys
+
+    from tests import ROOT
+
+    env = {**os.environ, "PUBSIM_PRESETS": str(tmp_path / "presets"), "COLUMNS": "200"}
+    shipped = sorted(p.stat().st_mtime_ns for p in (ROOT / "models" / "presets" / "calibrated").glob("*.yaml"))
+    proc = subprocess.run([sys.executable, "-m", "pubsim", "calibrate", str(ROOT / "calibration" / "data" / "loopback"),
+                           "--no-variability", "--write"], capture_output=True, text=True, timeout=300, env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "presets" / "mosquitto.yaml").is_file()
+    assert sorted(p.stat().st_mtime_ns for p in (ROOT / "models" / "presets" / "calibrated").glob("*.yaml")) == shipped
+    show = subprocess.run([sys.executable, "-m", "pubsim", "presets", "--long", "mosquitto"], capture_output=True,
+                          text=True, timeout=120, env=env)
+    assert show.returncode == 0 and "shadows the built-in mosquitto" in " ".join(show.stdout.split())

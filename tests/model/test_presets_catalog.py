@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from pubsim.models import presets
 from pubsim.models.brokerless import ZmqSocketParams
@@ -106,3 +107,35 @@ def test_cli_bad_name_and_kind_are_one_line_errors():
         proc = _pubsim(*args)
         assert proc.returncode == 2
         assert len(proc.stderr.strip().splitlines()) == 1 and "nope" in proc.stderr
+
+
+def test_user_presets_shadow_builtins_with_a_note(tmp_path, monkeypatch):
+    monkeypatch.setenv("PUBSIM_PRESETS", str(tmp_path))
+    builtin = presets.load("broker", "mosquitto")
+    (tmp_path / "mine.yaml").write_text(yaml.safe_dump({"broker": {
+        "mosquitto": {**builtin, "workers": 4},
+        "my-broker": {"ingress_cost_s": "20us", "provenance": {"source": "measured", "reference": "my lab"}}}}))
+    shadow = presets.load("broker", "mosquitto")
+    assert shadow["workers"] == 4
+    assert "shadows the built-in mosquitto" in shadow["provenance"]["note"]
+    assert presets.origin("broker", "mosquitto") == str(tmp_path / "mine.yaml")
+    assert presets.origin("broker", "mosquitto-placeholder") == "built-in"
+    assert presets.load("broker", "my-broker")["provenance"]["reference"] == "my lab"
+    proc = subprocess.run([sys.executable, "-m", "pubsim", "presets", "--kind", "broker"], capture_output=True,
+                          text=True, timeout=120, env={**os.environ, "COLUMNS": "400"})
+    assert proc.returncode == 0 and "my-broker" in proc.stdout and str(tmp_path) in proc.stdout
+
+
+def test_unreadable_user_preset_is_a_one_line_error(tmp_path, monkeypatch):
+    monkeypatch.setenv("PUBSIM_PRESETS", str(tmp_path))
+    (tmp_path / "bad.yaml").write_text("broker: [unclosed")
+    proc = subprocess.run([sys.executable, "-m", "pubsim", "presets"], capture_output=True, text=True,
+                          timeout=120, env=dict(os.environ))
+    assert proc.returncode == 2
+    assert len(proc.stderr.strip().splitlines()) == 1 and "bad.yaml" in proc.stderr
+
+
+def test_compact_listing_is_one_line_per_preset():
+    proc = _pubsim("presets")
+    rows = [line for line in proc.stdout.splitlines() if line.startswith("│")]
+    assert len(rows) == sum(len(presets.names(k)) for k in presets.kinds())
