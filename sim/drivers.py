@@ -27,6 +27,7 @@ import numpy as np
 import simpy
 
 from .packets import Packets
+from .station import Station
 
 __all__ = ["BatchDriver", "ReferenceDriver"]
 
@@ -236,13 +237,9 @@ def _lookahead_closure(look_s, edges):
     return d
 
 
-def _held_deliveries(station, leaves):
-    disc = station.discipline
-    if not disc.event_driven:
-        return 0
-    if hasattr(disc, "held_visits"):  # batch discipline: messages waiting for a batch
-        return int(leaves[disc.held_visits()].sum())
-    return sum(int(leaves[e[1][2]]) for q in disc.waiting.values() for e in q)
+def _held_deliveries(station: Station, leaves: np.ndarray) -> int:
+    """Deliveries owed by the messages a station's discipline holds."""
+    return int(leaves[station.discipline.held_visits()].sum())
 
 
 class ReferenceDriver:
