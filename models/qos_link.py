@@ -28,8 +28,8 @@ import numpy as np
 from ..sim import kernels as K
 from ..sim import window as W
 from ..sim.disciplines import FifoDiscipline, Overflow, Served
-from ..sim.packets import Packets
 from ..sim.errors import ConfigError
+from ..sim.packets import Packets
 from ..sim.station import StationStats
 
 from .qos import ACK_BYTES, exchange_draws

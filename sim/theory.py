@@ -23,7 +23,6 @@ from __future__ import annotations
 import math
 import numbers
 import operator
-
 from collections.abc import Callable, Sequence
 from typing import Any
 
