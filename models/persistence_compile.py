@@ -66,11 +66,13 @@ def mark_durable(b, plan):
     """Tell restarting queues which visits survive: persistent flows in a durable queue."""
     import numpy as np
 
+    from ..sim.restart import RestartQueueDiscipline
+
     persistent = np.array([b._p(b.pubs[int(p)]).persistent for p in plan.flow_publisher], dtype=bool)
     durable = persistent[plan.flow] if len(plan.flow) else np.zeros(0, bool)
     owners = {b.index[("broker", name)]: name for name in b.brokers}
     owners.update(getattr(b, "restart_owner", {}))
     for idx, name in owners.items():
         st = b.stations[idx]
-        if hasattr(st.discipline, "durable_visit"):
-            st.discipline.durable_visit = durable & bool(b._p(name).durable_queue)
+        if isinstance(st.discipline, RestartQueueDiscipline):
+            st.discipline.set_durable(durable & bool(b._p(name).durable_queue))

@@ -29,6 +29,7 @@ from ..sim import kernels as K
 from ..sim import window as W
 from ..sim.disciplines import FifoDiscipline, Overflow, Served
 from ..sim.errors import ConfigError
+from ..sim.packets import Packets
 from ..sim.station import StationStats
 
 from .qos import ACK_BYTES, exchange_draws
@@ -41,6 +42,10 @@ _FIELDS = ("windowed", "lost", "delay", "extra", "processing", "ack_extra")
 
 class WindowDiscipline(FifoDiscipline):
     """One FIFO transmitter with an in-flight window (see :mod:`pubsim.sim.window`).
+
+    Besides :meth:`run`'s arguments it needs a :class:`pubsim.sim.window.WindowInputs`
+    per batch, given by :meth:`set_inputs` before each :meth:`run` (the station's
+    ``before_run`` hook) and used by that call only.
 
     Parameters
     ----------
@@ -59,20 +64,27 @@ class WindowDiscipline(FifoDiscipline):
         self.wst = np.array([0, w], dtype=np.int64)
         self.last = np.zeros(2)
         self.ack_return_s = 0.0
-        self.inputs = None
+        self._inputs = None
         self.done = np.empty(0)
         self.rows = np.empty(0, dtype=np.int64)
 
-    def run(self, packets, service, size, horizon):
+    def set_inputs(self, inputs: W.WindowInputs) -> None:
+        """Per-message inputs of the next :meth:`run` (same packets, same order)."""
+        self._inputs = inputs
+
+    def run(self, packets: Packets, service_s: np.ndarray, size_bytes: np.ndarray, horizon_s: float,
+            priority: np.ndarray | None = None, key: np.ndarray | None = None) -> Served:
         n = len(packets)
-        x = self.inputs
+        x, self._inputs = self._inputs, None
+        if x is None or len(x.windowed) != n:
+            raise RuntimeError("WindowDiscipline.run needs set_inputs() for the same packets first")
         admit, start, dep, done = np.empty(n), np.empty(n), np.empty(n), np.empty(n)
         code = np.empty(n, dtype=np.int64)
         i = 0
         while True:
             i = W.window_run(self.fs, self.ist, self.free, self.hdep, self.hsize, self.ring, self.wst,
-                             self.last, packets.t, service, size, x["windowed"], x["lost"], x["delay"],
-                             x["extra"], x["processing"], x["ack_extra"], self.ack_return_s, i,
+                             self.last, packets.t, service_s, size_bytes, x.windowed, x.lost, x.delay,
+                             x.extra, x.processing, x.ack_extra, self.ack_return_s, i,
                              admit, start, dep, done, code)
             if i == n:
                 break
@@ -149,6 +161,7 @@ class QosLinkStation(LinkStation):
         self.processing = None if consumer is None else streams.draws(
             consumer.processing_s, consumer_name, "processing")
         self._counts = None
+        self._window_inputs = None  # from service_s, for before_run
 
     def hop_qos(self, packets):
         return self._qos(packets)
@@ -182,12 +195,17 @@ class QosLinkStation(LinkStation):
         extra = np.where(two, (f1 - 1 + l1 + f2 - 1) * timeout + 2 * (self.params.latency_s + ack_s), extra)
         ack_extra = np.where(one, l1 * timeout, np.where(two, l2 * timeout, 0.0))
         processing = self.processing.take(n) if self.processing is not None else np.zeros(n)
-        self.discipline.inputs = {"windowed": q > 0, "lost": lost, "delay": delay, "extra": extra,
-                                  "processing": processing, "ack_extra": ack_extra}
+        self._window_inputs = W.WindowInputs(windowed=q > 0, lost=lost, delay=delay, extra=extra,
+                                             processing=processing, ack_extra=ack_extra)
         control = np.where(one, 1 + d1, 0) + np.where(two, 1 + d1 + rel_sends + 1 + d2, 0)
         resent = (sends - 1) + np.where(two, rel_sends - 1, 0)
         self._counts = (control, resent, np.where(one, d1, 0))
         return data_s * sends + ack_s * rel_sends
+
+    def before_run(self, packets, service_s, size_bytes):
+        """The window's per-message inputs, drawn with the service times by :meth:`service_s`."""
+        self.discipline.set_inputs(self._window_inputs)
+        self._window_inputs = None
 
     def after_service(self, served):
         d = self.discipline

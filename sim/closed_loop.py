@@ -16,11 +16,16 @@ import math
 import networkx as nx
 
 from .errors import ConfigError
+from .network import Network
+
+Components = list[tuple[list[int], bool, "nx.DiGraph | None"]]
+"""Strongly connected components of the station graph in topological order:
+(member stations, cyclic?, subgraph of a cyclic one)."""
 
 __all__ = ["closed_loop_bounds"]
 
 
-def closed_loop_bounds(net, components):
+def closed_loop_bounds(net: Network, components: Components) -> tuple[dict[int, float], float]:
     """``(d, L)``: per-station least lookahead from the roots, and the chunk bound L, s."""
     if any(cyclic for _, cyclic, _ in components):
         raise ConfigError("topology", "brokers forwarding in both directions",

@@ -1,9 +1,10 @@
 """How messages wait at a station: FIFO arithmetic or an event-driven queue.
 
-Both disciplines take arrival-ordered batches with known service times and
-return what left service (:class:`Served`) and what was dropped. The fast
-path hands them large batches; the reference driver hands them one message at
-a time (and calls them with an empty batch at service completions). Their
+Every discipline implements the :class:`Discipline` protocol: it takes
+arrival-ordered batches with known service times and returns what left
+service (:class:`Served`) and what was dropped. The fast path hands them
+large batches; the reference driver hands them one message at a time (and
+calls event-driven ones with an empty batch at their wake-up times). Their
 logic is the same either way.
 """
 from __future__ import annotations
@@ -12,13 +13,20 @@ import heapq
 import math
 from collections import deque
 from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
 from . import kernels as K
 from .packets import Packets
 
-__all__ = ["Served", "FifoDiscipline", "QueueDiscipline", "BatchDiscipline", "Overflow"]
+__all__ = ["Discipline", "Served", "FifoDiscipline", "QueueDiscipline", "BatchDiscipline", "Overflow"]
+
+
+Row = tuple[float, int, int, int, float]
+"""A message in an event-driven queue: (arrival time, msg, visit, size, publish time)."""
+Entry = tuple[int, Row, float, float, int, float, Any]
+"""A queue entry: (seq, row, service s, buffer bytes, priority, arrival time, key)."""
 
 
 class Overflow:
@@ -73,7 +81,55 @@ class Served:
     service_end: np.ndarray | None = None  # end of each message's share of a batch (None: depart)
 
 
-def _capacity(limit):
+@runtime_checkable
+class Discipline(Protocol):
+    """How messages wait and are served at a station; what :class:`pubsim.sim.station.Station`
+    and the drivers (:mod:`pubsim.sim.drivers`) rely on, and nothing more.
+
+    Attributes
+    ----------
+    event_driven : bool
+        The discipline may hold messages across calls of :meth:`run` (their
+        departure is not known on arrival): the drivers call it at
+        :meth:`next_wake` times even with no arrival. False: every message
+        handed to :meth:`run` is settled (served or dropped) by that call.
+    uses_priority : bool
+        :meth:`run` reads ``priority``; the station computes it only then.
+    uses_key : bool
+        :meth:`run` reads ``key`` (the ``update`` overflow policy); the
+        station computes it only then.
+    """
+
+    event_driven: bool
+    uses_priority: bool
+    uses_key: bool
+
+    def run(self, packets: Packets, service_s: np.ndarray, size_bytes: np.ndarray, horizon_s: float,
+            priority: np.ndarray | None = None, key: np.ndarray | None = None) -> Served:
+        """Serve an arrival-ordered batch and advance to ``horizon_s``.
+
+        ``service_s`` and ``size_bytes`` per packet (service time, s; buffer
+        bytes); ``priority`` (higher first; None: all equal) and ``key``
+        (overflow key; None: none) per packet, given only if the discipline
+        declares it uses them. Returns what left service and what was
+        dropped; a message is returned once, by the call that settled it.
+        """
+        ...
+
+    def next_wake(self) -> float | None:
+        """Time the discipline needs a call with no arrival, or None."""
+        ...
+
+    def held_visits(self) -> np.ndarray:
+        """Route visits (int64) of the messages held by the discipline that
+        :meth:`run` has not returned yet (empty for a non-event-driven one)."""
+        ...
+
+
+_NO_VISITS = np.empty(0, dtype=np.int64)
+
+
+def _capacity(limit: int | None) -> int:
     return -1 if limit is None else int(limit)
 
 
@@ -98,10 +154,13 @@ class FifoDiscipline:
     """
 
     event_driven = False
+    uses_priority = False
+    uses_key = False
 
-    def __init__(self, *, servers=1, capacity_messages=None, capacity_bytes=None,
-                 overflow=Overflow.DROP_NEWEST, idle_extra_s=0.0, cpu_quota_s=math.inf,
-                 cpu_period_s=0.1):
+    def __init__(self, *, servers: int = 1, capacity_messages: int | None = None,
+                 capacity_bytes: float | None = None, overflow: str = Overflow.DROP_NEWEST,
+                 idle_extra_s: float = 0.0, cpu_quota_s: float = math.inf,
+                 cpu_period_s: float = 0.1) -> None:
         policy = {Overflow.DROP_NEWEST: K.POLICY_DROP_NEWEST, Overflow.REJECT: K.POLICY_DROP_NEWEST,
                   Overflow.BACKPRESSURE: K.POLICY_BACKPRESSURE}[overflow]
         self.reject = overflow == Overflow.REJECT
@@ -115,14 +174,16 @@ class FifoDiscipline:
         self.hdep = np.empty(heap_len)
         self.hsize = np.empty(heap_len)
 
-    def run(self, packets, service, size, horizon):
+    def run(self, packets: Packets, service_s: np.ndarray, size_bytes: np.ndarray, horizon_s: float,
+            priority: np.ndarray | None = None, key: np.ndarray | None = None) -> Served:
+        """Serve a batch (every message is settled); ``horizon_s``, ``priority`` and ``key`` are unused."""
         n = len(packets)
         admit, start, dep = np.empty(n), np.empty(n), np.empty(n)
         code = np.empty(n, dtype=np.int64)
         i = 0
         while True:
             i = K.fifo_run(self.fs, self.ist, self.free, self.hdep, self.hsize, packets.t,
-                           service, size, i, admit, start, dep, code)
+                           service_s, size_bytes, i, admit, start, dep, code)
             if i == n:
                 break
             self.hdep = np.concatenate([self.hdep, np.empty_like(self.hdep)])
@@ -137,17 +198,21 @@ class FifoDiscipline:
         return Served(packets.take(ok), admit[ok], start[ok], dep[ok],
                       packets.take(bad), packets.t[bad], code[bad])
 
-    def next_wake(self):
+    def next_wake(self) -> float | None:
         """FIFO stations never need a wake-up event."""
         return None
 
+    def held_visits(self) -> np.ndarray:
+        """None: every message is settled by the call of :meth:`run` that got it."""
+        return _NO_VISITS
+
     @property
-    def work_s(self):
+    def work_s(self) -> float:
         """Service time given so far (CPU s, wake-ups included), whole run."""
         return float(self.fs[K.WORK])
 
     @property
-    def served_total(self):
+    def served_total(self) -> int:
         """Messages that started service so far, whole run."""
         return int(self.fs[K.SERVED])
 
@@ -179,44 +244,46 @@ class QueueDiscipline:
     """
 
     event_driven = True
+    uses_priority = True
 
-    def __init__(self, *, servers=1, capacity_messages=None, capacity_bytes=None,
-                 overflow=Overflow.DROP_OLDEST, idle_extra_s=0.0, disk_cost_s=0.0):
+    def __init__(self, *, servers: int = 1, capacity_messages: int | None = None,
+                 capacity_bytes: float | None = None, overflow: str = Overflow.DROP_OLDEST,
+                 idle_extra_s: float = 0.0, disk_cost_s: float = 0.0) -> None:
         if overflow == Overflow.BACKPRESSURE:
             raise ValueError("back-pressure is handled by FifoDiscipline")
         self.servers = int(servers)
-        self.cap_msgs = math.inf if capacity_messages is None else int(capacity_messages)
+        self.cap_msgs: float = math.inf if capacity_messages is None else int(capacity_messages)
         self.cap_bytes = math.inf if capacity_bytes is None else float(capacity_bytes)
         self.overflow = overflow
         self.drop_oldest = overflow in (Overflow.DROP_OLDEST, Overflow.RING)
-        self.needs_key = overflow == Overflow.UPDATE
+        self.uses_key = overflow == Overflow.UPDATE
         self.disk_cost_s = float(disk_cost_s)
-        self.keyed = {}           # update policy: key -> priority of its waiting message
+        self.keyed: dict[Any, int] = {}  # update policy: key -> priority of its waiting message
         self.idle_extra_s = float(idle_extra_s)
-        self.busy = []            # heap of (completion time, size)
-        self.waiting = {}         # priority -> deque of entries
+        self.busy: list[tuple[float, int, float]] = []  # heap of (completion time, seq, size)
+        self.waiting: dict[int, deque[Entry]] = {}  # priority -> deque of entries
         self.n_waiting = 0
         self.bytes_in = 0.0
         self.seq = 0
-        self._out = []
-        self._drops = []
+        self._out: list[tuple[Row, float, float, float]] = []
+        self._drops: list[tuple[Row, float, int]] = []
 
     # --- state changes -------------------------------------------------
-    def _start(self, entry, t):
+    def _start(self, entry: Entry, t: float) -> None:
         seq, row, service, size, prio, arrival, _ = entry
         dep = t + service
         heapq.heappush(self.busy, (dep, seq, size))
         self._out.append((row, arrival, t, dep))
 
-    def _pop_next(self):
+    def _pop_next(self) -> Entry:
         prio = max(p for p, q in self.waiting.items() if q)
         entry = self.waiting[prio].popleft()
         self.n_waiting -= 1
-        if self.needs_key:
+        if self.uses_key:
             del self.keyed[entry[6]]
         return entry
 
-    def advance(self, t):
+    def advance(self, t: float) -> None:
         """Complete services finishing at or before ``t`` and start waiting ones."""
         while self.busy and self.busy[0][0] <= t:
             done, _, size = heapq.heappop(self.busy)
@@ -224,7 +291,7 @@ class QueueDiscipline:
             if self.n_waiting:
                 self._start(self._pop_next(), done)
 
-    def _evict_oldest(self, t):
+    def _evict_oldest(self, t: float) -> None:
         heads = [(q[0][0], p) for p, q in self.waiting.items() if q]
         _, prio = min(heads)
         seq, row, service, size, p, arrival, _ = self.waiting[prio].popleft()
@@ -232,11 +299,11 @@ class QueueDiscipline:
         self.bytes_in -= size
         self._drops.append((row, t, K.DROP_OLDEST))
 
-    def _full(self, size):
+    def _full(self, size: float) -> bool:
         in_station = len(self.busy) + self.n_waiting
         return in_station >= self.cap_msgs or self.bytes_in + size > self.cap_bytes
 
-    def _replace(self, t, row, service, size, key):
+    def _replace(self, t: float, row: Row, service: float, size: float, key: Any) -> bool:
         """Update policy: the new message takes the waiting one's place; False if its bytes do not fit."""
         prio = self.keyed[key]
         q = self.waiting[prio]
@@ -249,15 +316,16 @@ class QueueDiscipline:
         self._drops.append((old[1], t, K.DROP_REPLACED))
         return True
 
-    def _refuse(self, t, row):
+    def _refuse(self, t: float, row: Row) -> None:
         if self.overflow == Overflow.REJECT:
             code = K.DROP_REJECTED
         else:
             code = K.DROP_FULL if len(self.busy) + self.n_waiting >= self.cap_msgs else K.DROP_BYTES
         self._drops.append((row, t, code))
 
-    def arrive(self, t, row, service, size, prio, key=None):
-        if self.needs_key and key in self.keyed and self._replace(t, row, service, size, key):
+    def arrive(self, t: float, row: Row, service: float, size: float, prio: int, key: Any = None) -> None:
+        """One arrival at time ``t`` (after :meth:`advance` to ``t``)."""
+        if self.uses_key and key in self.keyed and self._replace(t, row, service, size, key):
             return
         if self._full(size):
             if self.overflow == Overflow.FLOW_TO_DISK:
@@ -278,11 +346,12 @@ class QueueDiscipline:
         else:
             self.waiting.setdefault(prio, deque()).append(entry)
             self.n_waiting += 1
-            if self.needs_key:
+            if self.uses_key:
                 self.keyed[key] = prio
 
     # --- batch interface -------------------------------------------------
-    def run(self, packets, service, size, horizon, priority=None, key=None):
+    def run(self, packets: Packets, service_s: np.ndarray, size_bytes: np.ndarray, horizon_s: float,
+            priority: np.ndarray | None = None, key: np.ndarray | None = None) -> Served:
         """Serve a batch; ``priority`` (higher first) and ``key`` (update policy) per packet."""
         prio = np.zeros(len(packets), dtype=np.int64) if priority is None else priority
         keys = [None] * len(packets) if key is None else np.asarray(key).tolist()
@@ -291,11 +360,11 @@ class QueueDiscipline:
         for i, row in enumerate(rows):
             t = row[0]
             self.advance(t)
-            self.arrive(t, row, float(service[i]), float(size[i]), int(prio[i]), keys[i])
-        self.advance(horizon)
+            self.arrive(t, row, float(service_s[i]), float(size_bytes[i]), int(prio[i]), keys[i])
+        self.advance(horizon_s)
         return self._collect()
 
-    def _collect(self):
+    def _collect(self) -> Served:
         out, drops = self._out, self._drops
         self._out, self._drops = [], []
         served = _rows_to_packets([o[0] for o in out])
@@ -305,14 +374,18 @@ class QueueDiscipline:
                       np.array([d[1] for d in drops], dtype=float),
                       np.array([d[2] for d in drops], dtype=np.int64))
 
-    def next_wake(self):
+    def next_wake(self) -> float | None:
         """Next completion time after which a waiting message starts, if any."""
         if self.n_waiting and self.busy:
             return self.busy[0][0]
         return None
 
+    def held_visits(self) -> np.ndarray:
+        """Visits of the waiting messages (those in service were returned when they started)."""
+        return np.array([e[1][2] for q in self.waiting.values() for e in q], dtype=np.int64)
 
-def _rows_to_packets(rows):
+
+def _rows_to_packets(rows: list[Row]) -> Packets:
     if not rows:
         return Packets.empty()
     t, msg, visit, size, pub_t = zip(*rows)
@@ -353,10 +426,13 @@ class BatchDiscipline:
     """
 
     event_driven = True
+    uses_priority = False
+    uses_key = False
 
-    def __init__(self, *, capacity_messages=None, capacity_bytes=None, overflow=Overflow.DROP_NEWEST,
-                 batch_max_messages=1, batch_max_bytes=math.inf, batch_fixed_cost_s=0.0,
-                 idle_extra_s=0.0):
+    def __init__(self, *, capacity_messages: int | None = None, capacity_bytes: float | None = None,
+                 overflow: str = Overflow.DROP_NEWEST, batch_max_messages: int = 1,
+                 batch_max_bytes: float = math.inf, batch_fixed_cost_s: float = 0.0,
+                 idle_extra_s: float = 0.0) -> None:
         policy = {Overflow.DROP_NEWEST: K.POLICY_DROP_NEWEST,
                   Overflow.BACKPRESSURE: K.POLICY_BACKPRESSURE}[overflow]
         self.bf = np.zeros(K.BF_LEN)
@@ -373,11 +449,11 @@ class BatchDiscipline:
         self.held = Packets.empty()   # admitted packets not yet departed, ids held_base...
         self.held_base = 0
 
-    def _alloc_waiting(self, n):
+    def _alloc_waiting(self, n: int) -> None:
         self.wid = np.empty(n, dtype=np.int64)
         self.wadm, self.wsvc, self.wsize = np.empty(n), np.empty(n), np.empty(n)
 
-    def _make_room(self, n):
+    def _make_room(self, n: int) -> int:
         """Compact the waiting slots and size the arrays for ``n`` more arrivals."""
         h, t = int(self.bi[K.BI_HEAD]), int(self.bi[K.BI_TAIL])
         waiting = t - h
@@ -402,7 +478,9 @@ class BatchDiscipline:
             self.hdep, self.hsize = hd, hs
         return need
 
-    def run(self, packets, service, size, horizon, priority=None):
+    def run(self, packets: Packets, service_s: np.ndarray, size_bytes: np.ndarray, horizon_s: float,
+            priority: np.ndarray | None = None, key: np.ndarray | None = None) -> Served:
+        """Offer a batch and advance to ``horizon_s``; ``priority`` and ``key`` are unused."""
         n = len(packets)
         need = self._make_room(n)
         outs = [np.empty(need, dtype=np.int64)] + [np.empty(need) for _ in range(4)]
@@ -410,8 +488,8 @@ class BatchDiscipline:
         self.bi[K.BI_NOUT] = 0
         first = self.next_id
         K.batch_run(self.bf, self.bi, self.wid, self.wadm, self.wsvc, self.wsize, self.hdep, self.hsize,
-                    first, packets.t, np.asarray(service, dtype=np.float64),
-                    np.asarray(size, dtype=np.float64), float(horizon), *outs, code)
+                    first, packets.t, np.asarray(service_s, dtype=np.float64),
+                    np.asarray(size_bytes, dtype=np.float64), float(horizon_s), *outs, code)
         self.next_id += n
         self.held = Packets.concat([self.held, packets])
         k = int(self.bi[K.BI_NOUT])
@@ -422,7 +500,7 @@ class BatchDiscipline:
         return Served(served, oadm, ostart, odep, packets.take(bad), packets.t[bad], code[bad],
                       service_end=oend)
 
-    def _trim(self):
+    def _trim(self) -> None:
         """Forget held packets that have left (ids below the oldest waiting one)."""
         h, t = int(self.bi[K.BI_HEAD]), int(self.bi[K.BI_TAIL])
         keep = int(self.wid[h]) if t > h else self.next_id
@@ -431,27 +509,28 @@ class BatchDiscipline:
             self.held = self.held.take(slice(cut, None))
             self.held_base = keep
 
-    def next_wake(self):
+    def next_wake(self) -> float | None:
         """Start of the next batch, if messages are waiting."""
         if self.bi[K.BI_TAIL] > self.bi[K.BI_HEAD]:
             return float(self.bf[K.BF_FREE])
         return None
 
-    def held_visits(self):
+    def held_visits(self) -> np.ndarray:
         """Visits of the messages still waiting for a batch."""
         h, t = int(self.bi[K.BI_HEAD]), int(self.bi[K.BI_TAIL])
         return self.held.visit[self.wid[h:t] - self.held_base]
 
     @property
-    def work_s(self):
+    def work_s(self) -> float:
         """Busy time so far (batches' fixed costs included), s."""
         return float(self.bf[K.BF_WORK])
 
     @property
-    def served_total(self):
+    def served_total(self) -> int:
+        """Messages that started service so far, whole run."""
         return int(self.bf[K.BF_SERVED])
 
     @property
-    def batches_total(self):
+    def batches_total(self) -> int:
         """Batches served so far."""
         return int(self.bf[K.BF_BATCHES])

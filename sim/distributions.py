@@ -13,12 +13,16 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Any
 
 import numpy as np
 
 from .errors import ConfigError
+
+Unit = Callable[[Any, str], float]
+"""``unit(value, field) -> float``: one value converted to SI (e.g. :func:`pubsim.sim.units.parse_duration_s`)."""
 
 __all__ = [
     "Distribution", "Constant", "Exponential", "Uniform", "LogNormal", "Gamma",
@@ -29,7 +33,10 @@ __all__ = [
 class Distribution:
     """Base of all distributions; subclasses are frozen dataclasses."""
 
-    is_constant = False
+    @property
+    def is_constant(self) -> bool:
+        """Every draw is the same value (no random numbers needed)."""
+        return False
 
     @property
     def mean(self) -> float:  # pragma: no cover - abstract
@@ -50,7 +57,7 @@ class Distribution:
         raise NotImplementedError
 
 
-def _check_nonneg(name, value):
+def _check_nonneg(name: str, value: object) -> None:
     if not (isinstance(value, (int, float)) and math.isfinite(value) and value >= 0):
         raise ConfigError(name, value, "a finite number >= 0")
 
@@ -62,25 +69,25 @@ class Constant(Distribution):
     value: float
     is_constant = True
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         _check_nonneg("value", self.value)
 
     @property
-    def mean(self):
+    def mean(self) -> float:
         return float(self.value)
 
     @property
-    def scv(self):
+    def scv(self) -> float:
         return 0.0
 
     @property
-    def min_value(self):
+    def min_value(self) -> float:
         return float(self.value)
 
-    def sample(self, rng, n):
+    def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
         return np.full(n, float(self.value))
 
-    def __str__(self):
+    def __str__(self) -> str:
         return f"const({self.value!r})"
 
 
@@ -90,21 +97,21 @@ class Exponential(Distribution):
 
     mean_value: float
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         _check_nonneg("mean", self.mean_value)
 
     @property
-    def mean(self):
+    def mean(self) -> float:
         return float(self.mean_value)
 
     @property
-    def scv(self):
+    def scv(self) -> float:
         return 1.0
 
-    def sample(self, rng, n):
+    def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
         return rng.exponential(self.mean_value, n)
 
-    def __str__(self):
+    def __str__(self) -> str:
         return f"exp({self.mean_value!r})"
 
 
@@ -115,29 +122,29 @@ class Uniform(Distribution):
     low: float
     high: float
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         _check_nonneg("low", self.low)
         _check_nonneg("high", self.high)
         if self.high < self.low:
             raise ConfigError("high", self.high, f"a value >= low ({self.low!r})")
 
     @property
-    def mean(self):
+    def mean(self) -> float:
         return 0.5 * (self.low + self.high)
 
     @property
-    def scv(self):
+    def scv(self) -> float:
         m = self.mean
         return 0.0 if m == 0 else (self.high - self.low) ** 2 / 12.0 / m**2
 
     @property
-    def min_value(self):
+    def min_value(self) -> float:
         return float(self.low)
 
-    def sample(self, rng, n):
+    def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
         return rng.uniform(self.low, self.high, n)
 
-    def __str__(self):
+    def __str__(self) -> str:
         return f"uniform({self.low!r}, {self.high!r})"
 
 
@@ -148,19 +155,19 @@ class _MeanCV(Distribution):
     mean_value: float
     cv: float
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         _check_nonneg("mean", self.mean_value)
         _check_nonneg("cv", self.cv)
 
     @property
-    def mean(self):
+    def mean(self) -> float:
         return float(self.mean_value)
 
     @property
-    def scv(self):
+    def scv(self) -> float:
         return float(self.cv) ** 2
 
-    def __str__(self):
+    def __str__(self) -> str:
         return f"{type(self).__name__.lower()}({self.mean_value!r}, cv={self.cv!r})"
 
 
@@ -168,7 +175,7 @@ class _MeanCV(Distribution):
 class LogNormal(_MeanCV):
     """Log-normal given by its mean and coefficient of variation ``cv``."""
 
-    def sample(self, rng, n):
+    def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
         sigma2 = math.log1p(self.cv**2)
         mu = math.log(self.mean_value) - sigma2 / 2 if self.mean_value > 0 else -math.inf
         return rng.lognormal(mu, math.sqrt(sigma2), n)
@@ -178,12 +185,12 @@ class LogNormal(_MeanCV):
 class Gamma(_MeanCV):
     """Gamma given by its mean and coefficient of variation ``cv`` (> 0)."""
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         super().__post_init__()
         if not self.cv > 0:
             raise ConfigError("cv", self.cv, "a number > 0")
 
-    def sample(self, rng, n):
+    def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
         shape = 1.0 / self.cv**2
         return rng.gamma(shape, self.mean_value / shape, n)
 
@@ -194,30 +201,30 @@ class Empirical(Distribution):
 
     values: tuple = field(repr=False)
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         arr = np.asarray(self.values, dtype=float)
         if arr.size == 0 or not np.all(np.isfinite(arr)) or np.any(arr < 0):
             raise ConfigError("values", f"<{arr.size} values>", "a non-empty list of finite numbers >= 0")
         object.__setattr__(self, "values", tuple(arr.tolist()))
 
     @property
-    def mean(self):
+    def mean(self) -> float:
         return float(np.mean(self.values))
 
     @property
-    def scv(self):
+    def scv(self) -> float:
         m = self.mean
         return 0.0 if m == 0 else float(np.var(self.values)) / m**2
 
     @property
-    def min_value(self):
+    def min_value(self) -> float:
         return float(min(self.values))
 
-    def sample(self, rng, n):
+    def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
         arr = np.asarray(self.values)
         return arr[rng.integers(0, arr.size, n)]
 
-    def __str__(self):
+    def __str__(self) -> str:
         return f"empirical(n={len(self.values)}, mean={self.mean!r})"
 
 
@@ -228,30 +235,30 @@ class Shifted(Distribution):
     offset: float
     base: Distribution
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         _check_nonneg("offset", self.offset)
 
     @property
-    def is_constant(self):
+    def is_constant(self) -> bool:
         return self.base.is_constant
 
     @property
-    def mean(self):
+    def mean(self) -> float:
         return self.offset + self.base.mean
 
     @property
-    def scv(self):
+    def scv(self) -> float:
         m = self.mean
         return 0.0 if m == 0 else self.base.scv * self.base.mean**2 / m**2
 
     @property
-    def min_value(self):
+    def min_value(self) -> float:
         return self.offset + self.base.min_value
 
-    def sample(self, rng, n):
+    def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
         return self.offset + self.base.sample(rng, n)
 
-    def __str__(self):
+    def __str__(self) -> str:
         return f"shifted({self.offset!r}, {self.base})"
 
 
@@ -263,9 +270,10 @@ _ALIASES = {
 }
 
 
-def _split_args(text):
+def _split_args(text: str) -> list[str]:
     """Split ``a, b(c, d), e`` at top-level commas."""
-    parts, depth, cur = [], 0, ""
+    parts: list[str] = []
+    depth, cur = 0, ""
     for ch in text:
         if ch == "," and depth == 0:
             parts.append(cur.strip())
@@ -279,13 +287,13 @@ def _split_args(text):
     return parts
 
 
-def _args_to_mapping(kind, args):
+def _args_to_mapping(kind: str, args: list[str]) -> dict[str, Any]:
     names = {
         "constant": ["value"], "exponential": ["mean"], "uniform": ["low", "high"],
         "lognormal": ["mean", "cv"], "gamma": ["mean", "cv"], "shifted": ["offset", "base"],
         "empirical": [],
     }[kind]
-    out = {}
+    out: dict[str, Any] = {}
     for i, arg in enumerate(args):
         if "=" in arg and "(" not in arg.split("=", 1)[0]:
             key, val = arg.split("=", 1)
@@ -297,13 +305,13 @@ def _args_to_mapping(kind, args):
     return out
 
 
-def _build(kind, spec, unit, field_name):
-    def val(key):
+def _build(kind: str, spec: dict[str, Any], unit: Unit, field_name: str) -> Distribution:
+    def val(key: str) -> float:
         if key not in spec:
             raise ConfigError(f"{field_name}.{key}", None, f"a value (required by {kind})")
         return unit(spec[key], f"{field_name}.{key}")
 
-    def num(key):
+    def num(key: str) -> float:
         try:
             return float(spec[key])
         except (KeyError, TypeError, ValueError):
@@ -332,7 +340,7 @@ def _build(kind, spec, unit, field_name):
     raise ConfigError(field_name, kind, f"one of {sorted(set(_ALIASES.values()))}")
 
 
-def parse_distribution(spec, unit: Callable, field_name: str = "distribution") -> Distribution:
+def parse_distribution(spec: Any, unit: Unit, field_name: str = "distribution") -> Distribution:
     """Read a distribution from a number, string or mapping.
 
     Parameters

@@ -21,17 +21,26 @@ from __future__ import annotations
 import heapq
 import itertools
 import math
+from collections.abc import Callable, Generator
+from typing import Any
 
 import networkx as nx
 import numpy as np
 import simpy
 
+from .closed_loop import Components, closed_loop_bounds
+from .network import Network
 from .packets import Packets
+from .records import RecordSink, StreamSink
+from .station import Station, StationOutput
+
+Sink = RecordSink | StreamSink
+Progress = Callable[[float, float], object]
 
 __all__ = ["BatchDriver", "ReferenceDriver"]
 
 
-def _route(network, sink, station, out):
+def _route(network: Network, sink: Sink, station: Station, out: StationOutput) -> list[tuple[int, Packets]]:
     """Record deliveries and drops of a station's output.
 
     Returns the child copies as ``[(station index, Packets)]``."""
@@ -66,20 +75,20 @@ class BatchDriver:
         Target publications per chunk; bounds memory for long runs.
     """
 
-    def __init__(self, network, sink, *, chunk_messages=250_000):
+    def __init__(self, network: Network, sink: Sink, *, chunk_messages: int = 250_000) -> None:
         self.net = network
         self.sink = sink
         self.chunk_messages = int(chunk_messages)
-        self.inbox = [[] for _ in network.stations]
+        self.inbox: list[list[Packets]] = [[] for _ in network.stations]
         self._components = self._station_components()
-        self._cycle_cache = {}
+        self._cycle_cache: dict[tuple[int, ...], tuple[np.ndarray, list[list[int]]]] = {}
 
-    def _station_components(self):
+    def _station_components(self) -> Components:
         g = nx.DiGraph()
         g.add_nodes_from(range(len(self.net.stations)))
         g.add_edges_from(self.net.plan.station_edges())
         cond = nx.condensation(g)
-        comps = []
+        comps: Components = []
         # ties broken by station index, so simultaneous drops at independent
         # stations are recorded in the reference driver's (visit) order
         for c in nx.lexicographical_topological_sort(cond, key=lambda c: min(cond.nodes[c]["members"])):
@@ -89,7 +98,7 @@ class BatchDriver:
         return comps
 
     # --- driving ---------------------------------------------------------
-    def run(self, until_s, *, drain=True, progress=None):
+    def run(self, until_s: float, *, drain: bool = True, progress: Progress | None = None) -> Sink:
         """Publish until ``until_s`` and process; with ``drain`` let every
         message finish. ``progress(done_s, total_s)`` is called per chunk."""
         rate = self.net.mean_publish_rate_per_s
@@ -109,7 +118,7 @@ class BatchDriver:
             self._process_all(math.inf)
         return self.sink
 
-    def _run_closed(self, until_s, chunk_s, drain, progress):
+    def _run_closed(self, until_s: float, chunk_s: float, drain: bool, progress: Progress | None) -> Sink:
         """Closed loops (request/reply): conservative synchronisation.
 
         Every source is published up to a safe time T; a station s is then
@@ -120,8 +129,6 @@ class BatchDriver:
         known, so closed-loop sources can release requests up to ``T + L``
         (Chandy & Misra 1979; needs L > 0: positive link latency).
         """
-        from .closed_loop import closed_loop_bounds
-
         dist, step = closed_loop_bounds(self.net, self._components)
         t = 0.0
         while t < until_s:
@@ -137,24 +144,24 @@ class BatchDriver:
             self._process_all(math.inf)
         return self.sink
 
-    def _publish(self, until_s):
+    def _publish(self, until_s: float) -> None:
         pubs = self.net.publications(until_s)
         if len(pubs):
             self.sink.add_published(pubs)
             self._dispatch(self.net.plan.group_by_station(pubs))
 
-    def _dispatch(self, groups):
+    def _dispatch(self, groups: list[tuple[int, Packets]]) -> None:
         for station, packets in groups:
             self.inbox[station].append(packets)
 
-    def _process_all(self, horizon):
+    def _process_all(self, horizon: float) -> None:
         for members, cyclic, sub in self._components:
             if cyclic:
                 self._process_cycle(members, sub, horizon)
             else:
                 self._process_station(members[0], horizon)
 
-    def _process_station(self, s, horizon):
+    def _process_station(self, s: int, horizon: float) -> bool:
         station = self.net.stations[s]
         parts = self.inbox[s]
         if not parts and not station.discipline.event_driven:
@@ -174,12 +181,12 @@ class BatchDriver:
         self._dispatch(_route(self.net, self.sink, station, out))
         return True
 
-    def _pending_s(self, s):
+    def _pending_s(self, s: int) -> float:
         t = min((float(p.t.min()) for p in self.inbox[s] if len(p)), default=math.inf)
         wake = self.net.stations[s].next_wake()
         return t if wake is None else min(t, wake)
 
-    def _process_cycle(self, members, sub, horizon):
+    def _process_cycle(self, members: list[int], sub: nx.DiGraph, horizon: float) -> None:
         """Advance a strongly connected component to ``horizon``.
 
         Gauss-Seidel sweeps: each member is processed up to its current bound
@@ -204,7 +211,7 @@ class BatchDriver:
                 names = [self.net.stations[s].name for s in members]
                 raise RuntimeError(f"stations {names} form a cycle with zero delay; give a link latency > 0")
 
-    def _cycle_tables(self, members, sub):
+    def _cycle_tables(self, members: list[int], sub: nx.DiGraph) -> tuple[np.ndarray, list[list[int]]]:
         key = tuple(members)
         if key not in self._cycle_cache:
             look = [self.net.stations[s].lookahead_s for s in members]
@@ -214,14 +221,14 @@ class BatchDriver:
             self._cycle_cache[key] = (_lookahead_closure(look, edges), succ)
         return self._cycle_cache[key]
 
-    def in_flight_deliveries(self):
+    def in_flight_deliveries(self) -> int:
         """Deliveries still owed by packets held in inboxes or queues."""
         leaves = self.net.plan.leaves
         held = sum(int(leaves[p.visit].sum()) for parts in self.inbox for p in parts)
         return held + sum(_held_deliveries(st, leaves) for st in self.net.stations)
 
 
-def _lookahead_closure(look_s, edges):
+def _lookahead_closure(look_s: list[float], edges: list[tuple[int, int]]) -> np.ndarray:
     """Least lookahead sum over paths of one or more edges (Floyd-Warshall).
 
     ``D[s, u]`` is the least ``look_s[s] + ... + look_s[v]`` over paths
@@ -236,13 +243,9 @@ def _lookahead_closure(look_s, edges):
     return d
 
 
-def _held_deliveries(station, leaves):
-    disc = station.discipline
-    if not disc.event_driven:
-        return 0
-    if hasattr(disc, "held_visits"):  # batch discipline: messages waiting for a batch
-        return int(leaves[disc.held_visits()].sum())
-    return sum(int(leaves[e[1][2]]) for q in disc.waiting.values() for e in q)
+def _held_deliveries(station: Station, leaves: np.ndarray) -> int:
+    """Deliveries owed by the messages a station's discipline holds."""
+    return int(leaves[station.discipline.held_visits()].sum())
 
 
 class ReferenceDriver:
@@ -255,17 +258,19 @@ class ReferenceDriver:
     which a waiting message starts.
     """
 
-    def __init__(self, network, sink):
+    def __init__(self, network: Network, sink: Sink) -> None:
         self.net = network
         self.sink = sink
         self.env = simpy.Environment()
-        self.pending = []
+        self.pending: list[tuple[int, int, Packets]] = []
         self._flush_due = False
         self._counter = itertools.count()
-        self._wakes = set()
-        self._in_transit = {}
+        self._wakes: set[tuple[int, float]] = set()
+        self._in_transit: dict[int, Packets] = {}
 
-    def run(self, until_s, *, drain=True, progress=None):
+    def run(self, until_s: float, *, drain: bool = True, progress: Progress | None = None) -> Sink:
+        """Publish until ``until_s`` and simulate (to the end with ``drain``;
+        else stop at ``until_s``). ``progress`` is not called."""
         self._until = until_s
         pubs = self.net.publications(until_s)
         self.sink.add_published(pubs)
@@ -275,31 +280,31 @@ class ReferenceDriver:
         self.env.run(until=None if drain else until_s)
         return self.sink
 
-    def _release(self):
+    def _release(self) -> None:
         """Requests that replies just released (closed-loop sources), sent at their times."""
         pubs = self.net.publications(self._until)
         if len(pubs):
             self.sink.add_published(pubs)
             self._send(self.net.plan.group_by_station(pubs))
 
-    def _publisher(self, packets):
+    def _publisher(self, packets: Packets) -> Generator[Any, Any, None]:
         for i in range(len(packets)):
             t = float(packets.t[i])
             if t > self.env.now:
                 yield self.env.timeout(t - self.env.now)
             self._arrive_now(packets.take(slice(i, i + 1)))
 
-    def _key(self, p):
+    def _key(self, p: Packets) -> int:
         return int(p.msg[0]) * self.net.plan.n_visits + int(p.visit[0])
 
-    def _arrive_now(self, packet, _event=None):
+    def _arrive_now(self, packet: Packets, _event: object = None) -> None:
         self._in_transit.pop(id(packet), None)
         heapq.heappush(self.pending, (self._key(packet), next(self._counter), packet))
         if not self._flush_due:
             self._flush_due = True
             self.env.timeout(0).callbacks.append(self._flush)
 
-    def _send(self, groups):
+    def _send(self, groups: list[tuple[int, Packets]]) -> None:
         packets = Packets.concat([p for _, p in groups])
         for i in range(len(packets)):
             p = packets.take(slice(i, i + 1))
@@ -308,16 +313,19 @@ class ReferenceDriver:
                 self._arrive_now(p)
             else:
                 self._in_transit[id(p)] = p
-                self.env.timeout(delay).callbacks.append(lambda ev, p=p: self._arrive_now(p))
+                self.env.timeout(delay).callbacks.append(self._arrival_callback(p))
 
-    def _flush(self, _event):
+    def _arrival_callback(self, packet: Packets) -> Callable[[object], None]:
+        return lambda _event: self._arrive_now(packet)
+
+    def _flush(self, _event: object) -> None:
         self._flush_due = False
         while self.pending:
             _, _, packet = heapq.heappop(self.pending)
             station = self.net.stations[int(self.net.plan.station[packet.visit[0]])]
             self._serve(station, packet)
 
-    def _serve(self, station, packet):
+    def _serve(self, station: Station, packet: Packets) -> None:
         out = station.process(packet, self.env.now)
         self._send(_route(self.net, self.sink, station, out))
         if self.net.has_closed_loop:
@@ -326,13 +334,16 @@ class ReferenceDriver:
         if wake is not None and (station.index, wake) not in self._wakes:
             self._wakes.add((station.index, wake))
             ev = self.env.timeout(wake - self.env.now)
-            ev.callbacks.append(lambda ev, st=station, w=wake: self._wake(st, w))
+            ev.callbacks.append(self._wake_callback(station, wake))
 
-    def _wake(self, station, wake):
+    def _wake_callback(self, station: Station, wake: float) -> Callable[[object], None]:
+        return lambda _event: self._wake(station, wake)
+
+    def _wake(self, station: Station, wake: float) -> None:
         self._wakes.discard((station.index, wake))
         self._serve(station, Packets.empty())
 
-    def in_flight_deliveries(self):
+    def in_flight_deliveries(self) -> int:
         leaves = self.net.plan.leaves
         held = sum(int(leaves[p.visit].sum()) for p in self._in_transit.values())
         held += sum(int(leaves[p.visit].sum()) for _, _, p in self.pending)

@@ -76,7 +76,7 @@ CAUSE_NAMES = {
 
 
 @njit(cache=True)
-def _heap_push(hdep, hsize, n, dep, size):
+def _heap_push(hdep: np.ndarray, hsize: np.ndarray, n: int, dep: float, size: float) -> None:
     i = n
     hdep[i] = dep
     hsize[i] = size
@@ -90,7 +90,7 @@ def _heap_push(hdep, hsize, n, dep, size):
 
 
 @njit(cache=True)
-def _heap_pop(hdep, hsize, n):
+def _heap_pop(hdep: np.ndarray, hsize: np.ndarray, n: int) -> tuple[float, float]:
     dep = hdep[0]
     size = hsize[0]
     n -= 1
@@ -113,7 +113,7 @@ def _heap_pop(hdep, hsize, n):
 
 
 @njit(cache=True)
-def _is_full(fs, ist, size):
+def _is_full(fs: np.ndarray, ist: np.ndarray, size: float) -> bool:
     cap = ist[CAP_MSGS]
     if cap >= 0 and ist[N_HEAP] >= cap:
         return True
@@ -121,7 +121,7 @@ def _is_full(fs, ist, size):
 
 
 @njit(cache=True)
-def _release_until(fs, ist, hdep, hsize, t):
+def _release_until(fs: np.ndarray, ist: np.ndarray, hdep: np.ndarray, hsize: np.ndarray, t: float) -> None:
     while ist[N_HEAP] > 0 and hdep[0] <= t:
         _, sz = _heap_pop(hdep, hsize, ist[N_HEAP])
         ist[N_HEAP] -= 1
@@ -129,7 +129,7 @@ def _release_until(fs, ist, hdep, hsize, t):
 
 
 @njit(cache=True)
-def _admit(fs, ist, hdep, hsize, arrival, size):
+def _admit(fs: np.ndarray, ist: np.ndarray, hdep: np.ndarray, hsize: np.ndarray, arrival: float, size: float) -> tuple[float, int]:
     """Admission time, or -1.0 and a drop code. Buffer-limited stations only."""
     t = arrival
     if ist[POLICY] == POLICY_BACKPRESSURE and fs[ADMIT_FLOOR] > t:
@@ -153,7 +153,7 @@ def _admit(fs, ist, hdep, hsize, arrival, size):
 
 
 @njit(cache=True)
-def quota_finish(fs, start, work):
+def quota_finish(fs: np.ndarray, start: float, work: float) -> float:
     """Finish time of ``work`` CPU seconds started at ``start`` under the quota."""
     period = fs[PERIOD]
     quota = fs[QUOTA]
@@ -188,7 +188,8 @@ def quota_finish(fs, start, work):
 
 
 @njit(cache=True)
-def fifo_offer(fs, ist, free, hdep, hsize, arrival, service, size):
+def fifo_offer(fs: np.ndarray, ist: np.ndarray, free: np.ndarray, hdep: np.ndarray, hsize: np.ndarray, arrival: float, service: float,
+               size: float) -> tuple[float, float, float, int]:
     """Offer one message to a FIFO station.
 
     Parameters
@@ -244,8 +245,8 @@ def fifo_offer(fs, ist, free, hdep, hsize, arrival, service, size):
 
 
 @njit(cache=True)
-def fifo_run(fs, ist, free, hdep, hsize, arrival, service, size, first,
-             out_admit, out_start, out_dep, out_code):
+def fifo_run(fs: np.ndarray, ist: np.ndarray, free: np.ndarray, hdep: np.ndarray, hsize: np.ndarray, arrival: np.ndarray, service: np.ndarray,
+             size: np.ndarray, first: int, out_admit: np.ndarray, out_start: np.ndarray, out_dep: np.ndarray, out_code: np.ndarray) -> int:
     """Apply :func:`fifo_offer` to ``arrival[first:]`` in order.
 
     Returns the index at which it stopped: ``len(arrival)`` when done, or the
@@ -264,7 +265,7 @@ def fifo_run(fs, ist, free, hdep, hsize, arrival, service, size, first,
 
 
 @njit(cache=True)
-def propagate(last, depart, code, delay, lost, out_arrival):
+def propagate(last: np.ndarray, depart: np.ndarray, code: np.ndarray, delay: np.ndarray, lost: np.ndarray, out_arrival: np.ndarray) -> None:
     """Propagation after a link's transmitter, keeping delivery order (TCP).
 
     ``out_arrival[i] = max(depart[i] + delay[i], previous arrival)`` for sent
@@ -321,13 +322,13 @@ BI_LEN = 7
 
 
 @njit(cache=True)
-def _batch_limited(bf, bi):
+def _batch_limited(bf: np.ndarray, bi: np.ndarray) -> bool:
     return bi[BI_CAP] >= 0 or bf[BF_CAP_BYTES] < np.inf
 
 
 @njit(cache=True)
-def _batch_start(bf, bi, wadm, wsvc, wsize, hdep, hsize, s, extra,
-                 oid, wid, oadm, ostart, oend, odep):
+def _batch_start(bf: np.ndarray, bi: np.ndarray, wadm: np.ndarray, wsvc: np.ndarray, wsize: np.ndarray, hdep: np.ndarray, hsize: np.ndarray, s: float,
+                 extra: float, oid: np.ndarray, wid: np.ndarray, oadm: np.ndarray, ostart: np.ndarray, oend: np.ndarray, odep: np.ndarray) -> None:
     """Close one batch starting at ``s`` with the messages at the head of the queue."""
     h = bi[BI_HEAD]
     end = h
@@ -364,8 +365,8 @@ def _batch_start(bf, bi, wadm, wsvc, wsize, hdep, hsize, s, extra,
 
 
 @njit(cache=True)
-def batch_close(bf, bi, wid, wadm, wsvc, wsize, hdep, hsize, t,
-                oid, oadm, ostart, oend, odep):
+def batch_close(bf: np.ndarray, bi: np.ndarray, wid: np.ndarray, wadm: np.ndarray, wsvc: np.ndarray, wsize: np.ndarray, hdep: np.ndarray, hsize: np.ndarray,
+                t: float, oid: np.ndarray, oadm: np.ndarray, ostart: np.ndarray, oend: np.ndarray, odep: np.ndarray) -> None:
     """Close every batch that starts at or before ``t`` (all its members are known)."""
     while bi[BI_HEAD] < bi[BI_TAIL] and bf[BF_FREE] <= t:
         _batch_start(bf, bi, wadm, wsvc, wsize, hdep, hsize, bf[BF_FREE], 0.0,
@@ -373,7 +374,7 @@ def batch_close(bf, bi, wid, wadm, wsvc, wsize, hdep, hsize, t,
 
 
 @njit(cache=True)
-def _batch_full(bf, bi, size):
+def _batch_full(bf: np.ndarray, bi: np.ndarray, size: float) -> bool:
     n = bi[BI_NHEAP] + (bi[BI_TAIL] - bi[BI_HEAD])
     if bi[BI_CAP] >= 0 and n >= bi[BI_CAP]:
         return True
@@ -381,7 +382,7 @@ def _batch_full(bf, bi, size):
 
 
 @njit(cache=True)
-def _batch_release(bf, bi, hdep, hsize, t):
+def _batch_release(bf: np.ndarray, bi: np.ndarray, hdep: np.ndarray, hsize: np.ndarray, t: float) -> None:
     while bi[BI_NHEAP] > 0 and hdep[0] <= t:
         _, sz = _heap_pop(hdep, hsize, bi[BI_NHEAP])
         bi[BI_NHEAP] -= 1
@@ -389,8 +390,9 @@ def _batch_release(bf, bi, hdep, hsize, t):
 
 
 @njit(cache=True)
-def batch_offer(bf, bi, wid, wadm, wsvc, wsize, hdep, hsize, ident, arrival, service, size,
-                oid, oadm, ostart, oend, odep):
+def batch_offer(bf: np.ndarray, bi: np.ndarray, wid: np.ndarray, wadm: np.ndarray, wsvc: np.ndarray, wsize: np.ndarray, hdep: np.ndarray, hsize: np.ndarray,
+                ident: int, arrival: float, service: float, size: float, oid: np.ndarray, oadm: np.ndarray,
+                ostart: np.ndarray, oend: np.ndarray, odep: np.ndarray) -> tuple[float, int]:
     """Offer one message to a batch station (the step both drivers share).
 
     Closes the batches that start before the message is admitted, then
@@ -431,8 +433,9 @@ def batch_offer(bf, bi, wid, wadm, wsvc, wsize, hdep, hsize, ident, arrival, ser
 
 
 @njit(cache=True)
-def batch_run(bf, bi, wid, wadm, wsvc, wsize, hdep, hsize, first_id, arrival, service, size,
-              horizon, oid, oadm, ostart, oend, odep, drop_code):
+def batch_run(bf: np.ndarray, bi: np.ndarray, wid: np.ndarray, wadm: np.ndarray, wsvc: np.ndarray, wsize: np.ndarray, hdep: np.ndarray, hsize: np.ndarray,
+              first_id: int, arrival: np.ndarray, service: np.ndarray, size: np.ndarray, horizon: float, oid: np.ndarray,
+              oadm: np.ndarray, ostart: np.ndarray, oend: np.ndarray, odep: np.ndarray, drop_code: np.ndarray) -> None:
     """Offer ``arrival`` in order (ids ``first_id + i``), then close the
     batches that start at or before ``horizon``. ``drop_code[i]`` gets the
     outcome of message ``i``."""

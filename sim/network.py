@@ -6,9 +6,14 @@ links, only about stations, visits and sources.
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 import numpy as np
 
 from .packets import Packets
+from .routing import RoutePlan
+from .station import Station
 
 __all__ = ["Network"]
 
@@ -33,7 +38,9 @@ class Network:
         Measurement window, s.
     """
 
-    def __init__(self, stations, plan, sources, *, names, sp_ratio, window, parameters=None):
+    def __init__(self, stations: Sequence[Station], plan: RoutePlan, sources: Sequence[Any], *,
+                 names: dict[str, list[str]], sp_ratio: float, window: tuple[float, float],
+                 parameters: list[Any] | None = None) -> None:
         self.stations = list(stations)
         self.plan = plan
         self.sources = list(sources)
@@ -52,7 +59,7 @@ class Network:
         self.closed_loop = np.array([getattr(s, "closed_loop", False) for s in self.sources], dtype=bool)
         self.has_closed_loop = bool(self.closed_loop.any())
 
-    def on_delivered(self, packets):
+    def on_delivered(self, packets: Packets) -> None:
         """Tell closed-loop sources about deliveries (replies) of their messages."""
         if len(packets) == 0:
             return
@@ -66,7 +73,7 @@ class Network:
     def mean_publish_rate_per_s(self) -> float:
         return float(sum(s.mean_rate_per_s for s in self.sources))
 
-    def publications(self, until_s) -> Packets:
+    def publications(self, until_s: float) -> Packets:
         """All publications before ``until_s`` not yet returned, as packets at
         their route roots. Message ids are ``seq * n_publishers + publisher``,
         so they do not depend on how time is cut into chunks."""
@@ -89,7 +96,7 @@ class Network:
             parts.append(Packets(times, seq * n_pub + p, visit, sizes, times))
         return Packets.concat(parts)
 
-    def delivery_frame_columns(self, packets):
+    def delivery_frame_columns(self, packets: Packets) -> dict[str, np.ndarray]:
         """Columns describing delivered or dropped packets, names resolved."""
         plan = self.plan
         flow = plan.flow[packets.visit]

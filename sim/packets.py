@@ -6,6 +6,9 @@ batch is a :class:`Packets` with one entry per copy.
 """
 from __future__ import annotations
 
+from collections.abc import Iterable
+from typing import Any
+
 import numpy as np
 
 __all__ = ["Packets"]
@@ -21,7 +24,8 @@ class Packets:
 
     __slots__ = tuple(name for name, _ in _FIELDS)
 
-    def __init__(self, t, msg, visit, size, pub_t):
+    def __init__(self, t: Any, msg: Any, visit: Any, size: Any, pub_t: Any) -> None:
+        """Each argument array-like (converted to its dtype)."""
         self.t = np.asarray(t, dtype=np.float64)
         self.msg = np.asarray(msg, dtype=np.int64)
         self.visit = np.asarray(visit, dtype=np.int64)
@@ -29,11 +33,11 @@ class Packets:
         self.pub_t = np.asarray(pub_t, dtype=np.float64)
 
     @classmethod
-    def empty(cls) -> "Packets":
+    def empty(cls) -> Packets:
         return cls(*(np.empty(0, dtype) for _, dtype in _FIELDS))
 
     @classmethod
-    def concat(cls, parts) -> "Packets":
+    def concat(cls, parts: Iterable[Packets]) -> Packets:
         parts = [p for p in parts if len(p)]
         if not parts:
             return cls.empty()
@@ -44,12 +48,12 @@ class Packets:
     def __len__(self) -> int:
         return self.t.shape[0]
 
-    def take(self, index) -> "Packets":
+    def take(self, index: Any) -> Packets:
         """Subset by boolean mask or integer index."""
         return Packets(self.t[index], self.msg[index], self.visit[index],
                        self.size[index], self.pub_t[index])
 
-    def with_time(self, t) -> "Packets":
+    def with_time(self, t: np.ndarray) -> Packets:
         """Same packets with new times."""
         return Packets(t, self.msg, self.visit, self.size, self.pub_t)
 
@@ -57,7 +61,7 @@ class Packets:
         """Tie-break key among packets at the same time: message, then visit."""
         return self.msg * n_visits + self.visit
 
-    def sorted(self, n_visits: int) -> "Packets":
+    def sorted(self, n_visits: int) -> Packets:
         """Sorted by (time, message, visit); cheap when already sorted."""
         n = len(self)
         if n < 2:

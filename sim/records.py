@@ -12,11 +12,15 @@ grow with the number of messages.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from . import kernels as K
+from .network import Network
+from .packets import Packets
 
 __all__ = ["RecordSink", "StreamSink", "LatencyHistogram"]
 
@@ -24,7 +28,7 @@ __all__ = ["RecordSink", "StreamSink", "LatencyHistogram"]
 class _Tally:
     """Counters shared by both sinks: what was owed and what was lost, by cause."""
 
-    def __init__(self, network, series_bin_s):
+    def __init__(self, network: Network, series_bin_s: float) -> None:
         self.net = network
         self.w0, self.w1 = network.window
         self.series_bin_s = float(series_bin_s)
@@ -32,14 +36,14 @@ class _Tally:
         self.expected = 0
         self.delivered = 0
         self.delivered_egress = 0
-        self.lost = {}
+        self.lost: dict[int, int] = {}
         self.retained_deliveries = 0
         self._series = {"published": np.zeros(0, np.int64), "delivered": np.zeros(0, np.int64)}
 
-    def _in(self, t):
+    def _in(self, t: np.ndarray) -> np.ndarray:
         return (t >= self.w0) & (t < self.w1)
 
-    def _bin(self, name, t):
+    def _bin(self, name: str, t: np.ndarray) -> None:
         b = np.floor(t / self.series_bin_s).astype(np.int64)
         b = b[b >= 0]
         if len(b) == 0:
@@ -51,14 +55,16 @@ class _Tally:
         old[:len(counts)] += counts
         self._series[name] = old
 
-    def add_published(self, packets):
+    def add_published(self, packets: Packets) -> None:
+        """Count published messages (packets at their route roots)."""
         inw = self._in(packets.pub_t)
         self.published += int(inw.sum())
         self.expected += int(self.net.plan.leaves[packets.visit][inw].sum())
         self._bin("published", packets.pub_t)
         self._published_hook(packets)
 
-    def add_delivered(self, packets):
+    def add_delivered(self, packets: Packets) -> None:
+        """Count (and, by the sink, keep) delivered copies."""
         retained = packets.msg < 0  # retained copies sent on connect (models.sessions): counted apart
         if retained.any():
             self.retained_deliveries += int(self._in(packets.t[retained]).sum())
@@ -69,7 +75,8 @@ class _Tally:
         self._bin("delivered", packets.t)
         self._delivered_hook(packets)
 
-    def add_dropped(self, packets, drop_t, station, code):
+    def add_dropped(self, packets: Packets, drop_t: np.ndarray, station: int, code: np.ndarray) -> None:
+        """Count the deliveries lost with dropped copies at ``station``, by cause ``code``."""
         own = packets.msg >= 0  # a retained copy lost on connect is not an owed delivery
         if not own.all():
             packets, drop_t, code = packets.take(own), np.asarray(drop_t)[own], np.asarray(code)[own]
@@ -79,19 +86,19 @@ class _Tally:
             self.lost[c] = self.lost.get(c, 0) + int(lost[inw & (code == c)].sum())
         self._dropped_hook(packets, drop_t, station, code)
 
-    def _published_hook(self, packets):
+    def _published_hook(self, packets: Packets) -> None:
         pass
 
-    def _delivered_hook(self, packets):
+    def _delivered_hook(self, packets: Packets) -> None:
         pass
 
-    def _retained_hook(self, packets):
+    def _retained_hook(self, packets: Packets) -> None:
         pass
 
-    def _dropped_hook(self, packets, drop_t, station, code):
+    def _dropped_hook(self, packets: Packets, drop_t: np.ndarray, station: int, code: np.ndarray) -> None:
         pass
 
-    def counts(self):
+    def counts(self) -> dict[str, int]:
         """Messages published, deliveries owed / made / lost by cause, in the window.
 
         Copies not owed (a clean-session subscriber was offline) are neither
@@ -106,7 +113,7 @@ class _Tally:
                 out[f"lost_{name}"] = self.lost.get(c, 0)
         return out
 
-    def throughput_series(self):
+    def throughput_series(self) -> pd.DataFrame:
         """Published and delivered messages per second, per time bin (DataFrame)."""
         n = max(len(v) for v in self._series.values())
         pad = {k: np.concatenate([v, np.zeros(n - len(v), np.int64)]) for k, v in self._series.items()}
@@ -120,19 +127,19 @@ class _Tally:
 class RecordSink(_Tally):
     """Keeps every delivery and drop; exact quantiles and DataFrames."""
 
-    def __init__(self, network, series_bin_s=1.0):
+    def __init__(self, network: Network, series_bin_s: float = 1.0) -> None:
         super().__init__(network, series_bin_s)
-        self._delivered = []
-        self._retained = []
-        self._dropped = []
+        self._delivered: list[Packets] = []
+        self._retained: list[Packets] = []
+        self._dropped: list[tuple[Packets, np.ndarray, int, np.ndarray]] = []
 
-    def _delivered_hook(self, packets):
+    def _delivered_hook(self, packets: Packets) -> None:
         self._delivered.append(packets)
 
-    def _retained_hook(self, packets):
+    def _retained_hook(self, packets: Packets) -> None:
         self._retained.append(packets)
 
-    def _dropped_hook(self, packets, drop_t, station, code):
+    def _dropped_hook(self, packets: Packets, drop_t: np.ndarray, station: int, code: np.ndarray) -> None:
         self._dropped.append((packets, np.asarray(drop_t, float), station, np.asarray(code)))
 
     def deliveries(self) -> pd.DataFrame:
@@ -140,8 +147,6 @@ class RecordSink(_Tally):
         publisher, subscriber, topic, size, hops, message id, and whether it
         is a retained copy sent on connect (not egress). Sorted by
         (delivery time, message, subscriber)."""
-        from .packets import Packets
-
         pk = Packets.concat(self._delivered + self._retained)
         retained = pk.msg < 0
         pk = Packets(pk.t, np.where(retained, -pk.msg - 1, pk.msg), pk.visit, pk.size, pk.pub_t)
@@ -164,8 +169,6 @@ class RecordSink(_Tally):
     def drops(self) -> pd.DataFrame:
         """One row per dropped copy: where, when, why, and how many deliveries it cost.
         Sorted by (drop time, message, place)."""
-        from .packets import Packets
-
         if not self._dropped:
             pk, t, st, code = Packets.empty(), np.empty(0), np.empty(0, np.int64), np.empty(0, np.int64)
         else:
@@ -190,11 +193,11 @@ class RecordSink(_Tally):
         # place breaks ties: copies of one message dropped at two places at once
         return df.sort_values(["drop_time_s", "msg", "place"], kind="stable", ignore_index=True)
 
-    def _window_latencies(self):
+    def _window_latencies(self) -> np.ndarray:
         lat = [p.t[self._in(p.pub_t)] - p.pub_t[self._in(p.pub_t)] for p in self._delivered]
         return np.concatenate(lat) if lat else np.empty(0)
 
-    def latency_stats(self, quantiles=(0.5, 0.9, 0.99)):
+    def latency_stats(self, quantiles: Sequence[float] = (0.5, 0.9, 0.99)) -> dict[Any, float]:
         """Mean, quantiles and max latency of window messages, s (exact)."""
         lat = self._window_latencies()
         if len(lat) == 0:
@@ -203,13 +206,13 @@ class RecordSink(_Tally):
         return {"mean": float(lat.mean()), "max": float(lat.max()),
                 **{q: float(v) for q, v in zip(quantiles, qs)}}
 
-    def latency_ecdf(self):
+    def latency_ecdf(self) -> tuple[np.ndarray, np.ndarray]:
         """(latency_s sorted, cumulative fraction) of window messages."""
         lat = np.sort(self._window_latencies())
         return lat, np.arange(1, len(lat) + 1) / max(len(lat), 1)
 
 
-def _names(table, idx):
+def _names(table: Sequence[str], idx: Any) -> Any:
     idx = np.asarray(idx, dtype=np.int64)
     cats = list(table)
     if len(idx) and idx.min() < 0:
@@ -227,7 +230,7 @@ class LatencyHistogram:
     last bin. Exact count, sum, min and max are kept alongside.
     """
 
-    def __init__(self, low=1e-9, high=1e5, per_decade=200):
+    def __init__(self, low: float = 1e-9, high: float = 1e5, per_decade: int = 200) -> None:
         self.low, self.per_decade = low, per_decade
         self.edges = np.logspace(math.log10(low), math.log10(high),
                                  int(round(math.log10(high / low) * per_decade)) + 1)
@@ -237,7 +240,8 @@ class LatencyHistogram:
         self.min = math.inf
         self.max = -math.inf
 
-    def add(self, values):
+    def add(self, values: np.ndarray) -> None:
+        """Add values (s)."""
         if len(values) == 0:
             return
         with np.errstate(divide="ignore"):
@@ -249,7 +253,7 @@ class LatencyHistogram:
         self.min = min(self.min, float(values.min()))
         self.max = max(self.max, float(values.max()))
 
-    def quantile(self, q):
+    def quantile(self, q: float) -> float:
         """Value below which a fraction ``q`` lies (bin geometric midpoint, clamped)."""
         if self.n == 0:
             return math.nan
@@ -261,7 +265,8 @@ class LatencyHistogram:
         hi = self.edges[b] if b < len(self.edges) else self.max
         return float(min(max(math.sqrt(lo * hi), self.min), self.max))
 
-    def ecdf(self):
+    def ecdf(self) -> tuple[np.ndarray, np.ndarray]:
+        """(upper bin edges of non-empty bins, cumulative fraction)."""
         upper = np.concatenate([self.edges, [self.max]])
         frac = np.cumsum(self.counts) / max(self.n, 1)
         keep = self.counts > 0
@@ -271,20 +276,20 @@ class LatencyHistogram:
 class StreamSink(_Tally):
     """Counters and histograms only: memory independent of run length in messages."""
 
-    def __init__(self, network, series_bin_s=1.0):
+    def __init__(self, network: Network, series_bin_s: float = 1.0) -> None:
         super().__init__(network, series_bin_s)
         self.hist = LatencyHistogram()
 
-    def _delivered_hook(self, packets):
+    def _delivered_hook(self, packets: Packets) -> None:
         inw = self._in(packets.pub_t)
         self.hist.add(packets.t[inw] - packets.pub_t[inw])
 
-    def latency_stats(self, quantiles=(0.5, 0.9, 0.99)):
+    def latency_stats(self, quantiles: Sequence[float] = (0.5, 0.9, 0.99)) -> dict[Any, float]:
         """Mean and max exact; quantiles within the histogram's resolution."""
         if self.hist.n == 0:
             return {"mean": math.nan, "max": math.nan, **{q: math.nan for q in quantiles}}
         return {"mean": self.hist.total / self.hist.n, "max": self.hist.max,
                 **{q: self.hist.quantile(q) for q in quantiles}}
 
-    def latency_ecdf(self):
+    def latency_ecdf(self) -> tuple[np.ndarray, np.ndarray]:
         return self.hist.ecdf()

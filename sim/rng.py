@@ -14,8 +14,11 @@ the reference driver agree exactly.
 from __future__ import annotations
 
 import hashlib
+from typing import Any
 
 import numpy as np
+
+from .errors import ConfigError
 
 __all__ = ["stable_key", "StreamFactory", "DrawStream"]
 
@@ -48,10 +51,8 @@ class StreamFactory:
         Replication index; each replication gets disjoint streams.
     """
 
-    def __init__(self, seed: int, replication: int = 0):
+    def __init__(self, seed: int, replication: int = 0) -> None:
         if not isinstance(seed, (int, np.integer)) or seed < 0:
-            from .errors import ConfigError
-
             raise ConfigError("seed", seed, "a non-negative integer")
         self.seed = int(seed)
         self.replication = int(replication)
@@ -66,7 +67,7 @@ class StreamFactory:
         seq = np.random.SeedSequence(entropy=self.seed, spawn_key=key)
         return np.random.Generator(np.random.PCG64(seq))
 
-    def draws(self, dist, component: str, purpose: str, block: int = 4096) -> "DrawStream":
+    def draws(self, dist: Any, component: str, purpose: str, block: int = 4096) -> DrawStream:
         """A :class:`DrawStream` of ``dist`` on this component's stream."""
         return DrawStream(dist, self.generator(component, purpose), block=block)
 
@@ -84,7 +85,7 @@ class DrawStream:
         Number of draws generated at once.
     """
 
-    def __init__(self, dist, rng: np.random.Generator, block: int = 4096):
+    def __init__(self, dist: Any, rng: np.random.Generator, block: int = 4096) -> None:
         self.dist = dist
         self.rng = rng
         self.block = int(block)

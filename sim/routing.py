@@ -10,7 +10,9 @@ that both drivers use, so simultaneous events resolve identically.
 """
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -44,7 +46,7 @@ class Hop:
     subscriber: int = -1
     ingress: bool = False
     link: bool = False
-    children: list = field(default_factory=list)
+    children: list[Hop] = field(default_factory=list)
 
 
 class RoutePlan:
@@ -63,10 +65,13 @@ class RoutePlan:
         Per flow.
     """
 
-    def __init__(self, flows, flow_priority=None):
+    def __init__(self, flows: Iterable[tuple[int, int, Hop]],
+                 flow_priority: Sequence[int] | np.ndarray | None = None) -> None:
         """``flows``: iterable of (publisher index, topic index, root Hop);
         ``flow_priority``: priority of each flow's messages (default 0)."""
-        rows, children, flow_rows = [], [], []
+        rows: list[tuple[Any, ...]] = []
+        children: list[list[int]] = []
+        flow_rows: list[tuple[int, int, int]] = []
         for f, (pub, topic, root) in enumerate(flows):
             flow_rows.append((pub, topic, len(rows)))
             self._flatten(root, -1, 0, f, rows, children)
@@ -87,7 +92,8 @@ class RoutePlan:
                               else np.asarray(flow_priority, dtype=np.int64))
 
     @staticmethod
-    def _flatten(hop, parent, depth, flow, rows, children):
+    def _flatten(hop: Hop, parent: int, depth: int, flow: int, rows: list[tuple[Any, ...]],
+                 children: list[list[int]]) -> None:
         v = len(rows)
         rows.append((hop.station, parent, depth, hop.matched, hop.subscriber, hop.ingress, hop.link, flow))
         children.append([])
@@ -95,7 +101,7 @@ class RoutePlan:
             children[v].append(len(rows))
             RoutePlan._flatten(child, v, depth + 1, flow, rows, children)
 
-    def _count_leaves(self):
+    def _count_leaves(self) -> np.ndarray:
         leaves = self.is_delivery_array().astype(np.int64)
         for v in range(len(self.station) - 1, -1, -1):  # children come after parents
             p = self.parent[v]
@@ -103,27 +109,28 @@ class RoutePlan:
                 leaves[p] += leaves[v]
         return leaves
 
-    def _count_hops(self):
+    def _count_hops(self) -> np.ndarray:
         hops = self.link.copy()
         for v in range(len(hops)):  # parents come before children
             if self.parent[v] >= 0:
                 hops[v] += hops[self.parent[v]]
         return hops
 
-    def is_delivery_array(self):
+    def is_delivery_array(self) -> np.ndarray:
+        """Per visit: is a copy delivered when it leaves the visit."""
         return np.asarray(self.subscriber) >= 0
 
     @property
     def n_visits(self) -> int:
         return len(self.station)
 
-    def station_edges(self):
+    def station_edges(self) -> set[tuple[int, int]]:
         """Set of (from station, to station) pairs used by any route."""
         par = self.parent[self.parent >= 0]
         child = np.nonzero(self.parent >= 0)[0]
         return set(zip(self.station[par].tolist(), self.station[child].tolist()))
 
-    def children_by_station(self, packets):
+    def children_by_station(self, packets: Packets) -> list[tuple[int, Packets]]:
         """Child copies of departing packets, grouped by the station they go to.
 
         Returns a list of ``(station, Packets)``. When every packet has the
@@ -138,21 +145,22 @@ class RoutePlan:
         k = int(n[0])
         if k > 0 and np.all(n == k):
             first = self.child_ptr[packets.visit]
-            groups = []
+            groups: list[tuple[int, Packets]] = []
+            shared = True
             for j in range(k):
                 child = self.child_idx[first + j]
                 station = self.station[child]
                 if not np.all(station == station[0]):
-                    groups = None
+                    shared = False
                     break
                 groups.append((int(station[0]), Packets(packets.t, packets.msg, child,
                                                          packets.size, packets.pub_t)))
-            if groups is not None:
+            if shared:
                 return groups
         children, _ = self.expand(packets)
         return self.group_by_station(children)
 
-    def group_by_station(self, packets):
+    def group_by_station(self, packets: Packets) -> list[tuple[int, Packets]]:
         """``[(station, Packets)]`` of packets at their visits' stations, order kept."""
         if len(packets) == 0:
             return []
@@ -164,7 +172,7 @@ class RoutePlan:
         cuts = np.flatnonzero(np.diff(station[order])) + 1
         return [(int(station[part[0]]), packets.take(part)) for part in np.split(order, cuts)]
 
-    def expand(self, packets):
+    def expand(self, packets: Packets) -> tuple[Packets, np.ndarray | None]:
         """Copies of departing packets at each child visit, in input order.
 
         Returns ``(children, parent_index)``: the child packets (same time,

@@ -5,16 +5,20 @@ overriding hooks, how long a message needs (:meth:`Station.service_s`), how
 much buffer it takes (:meth:`Station.buffer_bytes`) and what happens after
 service (:meth:`Station.after_service`, e.g. a link's propagation delay).
 Models in :mod:`pubsim.models.stations` subclass it; the drivers only call
-:meth:`Station.process`.
+:meth:`Station.process`. The station talks to its discipline only through the
+:class:`pubsim.sim.disciplines.Discipline` protocol.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from . import kernels as K
+from .disciplines import Discipline, Served
 from .packets import Packets
+from .routing import RoutePlan
 
 __all__ = ["Station", "StationOutput", "StationStats"]
 
@@ -33,7 +37,7 @@ class StationOutput:
 _TICKS_PER_S = 2.0**32  # integrals are summed in integer ticks of 2^-32 s (0.23 ns)
 
 
-def _overlap_ticks(a, b, w0, w1):
+def _overlap_ticks(a: np.ndarray, b: np.ndarray, w0: float, w1: float) -> int:
     """Total length of the intervals [a, b) inside the window [w0, w1], in ticks.
 
     Each interval is rounded to whole ticks and the ticks are summed as
@@ -55,22 +59,24 @@ class StationStats:
     service the moment they were admitted): an event loop's wake-ups.
     """
 
-    def __init__(self, window, servers):
+    def __init__(self, window: tuple[float, float], servers: int) -> None:
         self.w0, self.w1 = window
         self.servers = servers
         self.arrivals = 0
         self.ingress_arrivals = 0
         self.served = 0
         self.wakeups = 0
-        self.drops = {}
+        self.drops: dict[int, int] = {}
         self.busy_ticks = 0
         self.waiting_ticks = 0
         self.blocked_ticks = 0
 
-    def _in_window(self, t):
+    def _in_window(self, t: np.ndarray) -> np.ndarray:
         return (t >= self.w0) & (t < self.w1)
 
-    def add(self, arrivals, ingress_mask, served, dropped_t, dropped_code):
+    def add(self, arrivals: np.ndarray, ingress_mask: np.ndarray, served: Served | _NoServed,
+            dropped_t: np.ndarray, dropped_code: np.ndarray) -> None:
+        """Count a call's arrivals, services and drops (the parts in the window)."""
         inw = self._in_window(arrivals)
         self.arrivals += int(inw.sum())
         self.ingress_arrivals += int((inw & ingress_mask).sum())
@@ -86,7 +92,7 @@ class StationStats:
             for c, n in zip(codes.tolist(), counts.tolist()):
                 self.drops[c] = self.drops.get(c, 0) + n
 
-    def record(self):
+    def record(self) -> dict[str, Any]:
         """Figures over the window: utilization, mean queue, drops by cause."""
         span = max(self.w1 - self.w0, 1e-300) * _TICKS_PER_S
         row = {
@@ -107,7 +113,7 @@ class _NoServed:
     """An empty service outcome (for counting drops made before service)."""
 
     start = depart = admit = np.empty(0)
-    service_end = None
+    service_end: np.ndarray | None = None
     packets = Packets.empty()
 
 
@@ -123,40 +129,49 @@ class Station:
         Unique name shown in outputs.
     role : str
         What it models (``"link"``, ``"broker"``, ``"subscriber"``, ...).
-    discipline : FifoDiscipline or QueueDiscipline
+    discipline : Discipline
+        Any :class:`pubsim.sim.disciplines.Discipline`.
     servers : int
         Number of servers, for utilization.
     window : (float, float)
         Measurement window, s.
     """
 
-    def __init__(self, name, role, discipline, *, servers=1, window=(0.0, np.inf)):
+    def __init__(self, name: str, role: str, discipline: Discipline, *, servers: int = 1,
+                 window: tuple[float, float] = (0.0, np.inf)) -> None:
         self.name = name
         self.role = role
         self.discipline = discipline
         self.stats = StationStats(window, servers)
         self.index = -1
-        self.plan = None
+        self._plan: RoutePlan | None = None
+
+    @property
+    def plan(self) -> RoutePlan:
+        """The route plan (set by :meth:`bind`)."""
+        if self._plan is None:
+            raise RuntimeError(f"station {self.name!r} is not bound to a network yet")
+        return self._plan
 
     # --- hooks -----------------------------------------------------------
-    def bind(self, index, plan):
+    def bind(self, index: int, plan: RoutePlan) -> None:
         """Called once by the network with this station's index and the route plan."""
         self.index = index
-        self.plan = plan
+        self._plan = plan
 
-    def service_s(self, packets) -> np.ndarray:
+    def service_s(self, packets: Packets) -> np.ndarray:
         """Service time of each packet, s (drawn in arrival order)."""
         raise NotImplementedError
 
-    def buffer_bytes(self, packets) -> np.ndarray:
+    def buffer_bytes(self, packets: Packets) -> np.ndarray:
         """Bytes each packet occupies in the buffer."""
         return packets.size.astype(np.float64)
 
-    def priority(self, packets):
-        """Priority of each packet (event-driven disciplines only); None = all equal."""
+    def priority(self, packets: Packets) -> np.ndarray | None:
+        """Priority of each packet (asked only if the discipline ``uses_priority``); None = all equal."""
         return None
 
-    def before_service(self, packets):
+    def before_service(self, packets: Packets) -> tuple[Packets, tuple[Packets, np.ndarray, np.ndarray] | None]:
         """Packets that go on to service, and those settled before it.
 
         Returns ``(packets, None)`` or ``(packets, (dropped, drop_t, drop_code))``;
@@ -164,12 +179,21 @@ class Station:
         """
         return packets, None
 
-    def overflow_key(self, packets):
-        """Key of each packet for the ``update`` overflow policy: its flow
-        (publisher, topic); a newer message replaces a waiting one of the same key."""
+    def overflow_key(self, packets: Packets) -> np.ndarray:
+        """Key of each packet for the ``update`` overflow policy (asked only if
+        the discipline ``uses_key``): its flow (publisher, topic); a newer
+        message replaces a waiting one of the same key."""
         return self.plan.flow[packets.visit]
 
-    def after_service(self, served):
+    def before_run(self, packets: Packets, service_s: np.ndarray, size_bytes: np.ndarray) -> None:
+        """Called by :meth:`process` just before the discipline serves ``packets``
+        (after :meth:`service_s`, :meth:`buffer_bytes` and, if asked, :meth:`priority`
+        and :meth:`overflow_key`). A station whose discipline needs per-message
+        inputs beyond :meth:`Discipline.run`'s arguments hands them over here,
+        through a method of its discipline (e.g. ``WindowDiscipline.set_inputs``
+        in :mod:`pubsim.models.qos_link`). Nothing by default."""
+
+    def after_service(self, served: Served) -> tuple[np.ndarray, np.ndarray]:
         """Time each served packet reaches the next place, and its code."""
         return served.depart, np.zeros(len(served.depart), dtype=np.int64)
 
@@ -179,7 +203,7 @@ class Station:
         return 0.0
 
     # --- driver interface ------------------------------------------------
-    def process(self, packets, horizon):
+    def process(self, packets: Packets, horizon: float) -> StationOutput:
         """Serve an arrival-ordered batch; advance event-driven state to ``horizon``."""
         packets, early = self.before_service(packets)
         out = self._serve(packets, horizon)
@@ -190,16 +214,14 @@ class Station:
                              np.concatenate([early[1], out.drop_t]),
                              np.concatenate([early[2], out.drop_code]))
 
-    def _serve(self, packets, horizon):
+    def _serve(self, packets: Packets, horizon: float) -> StationOutput:
+        disc = self.discipline
         service = self.service_s(packets)
         size = self.buffer_bytes(packets)
-        if getattr(self.discipline, "needs_key", False):  # update policy: replace by key
-            served = self.discipline.run(packets, service, size, horizon, self.priority(packets),
-                                         self.overflow_key(packets))
-        elif self.discipline.event_driven:
-            served = self.discipline.run(packets, service, size, horizon, self.priority(packets))
-        else:
-            served = self.discipline.run(packets, service, size, horizon)
+        priority = self.priority(packets) if disc.uses_priority else None
+        key = self.overflow_key(packets) if disc.uses_key else None
+        self.before_run(packets, service, size)
+        served = disc.run(packets, service, size, horizon, priority, key)
         ingress = self.plan.ingress[packets.visit]
         self.stats.add(packets.t, ingress, served, served.drop_t, served.drop_code)
         arrive, code = self.after_service(served)
@@ -215,6 +237,6 @@ class Station:
             self.stats._in_window(served.depart[lost]).sum())
         return StationOutput(departed, dropped, drop_t, drop_code)
 
-    def next_wake(self):
+    def next_wake(self) -> float | None:
         """Time the station needs attention with no arrival (event-driven only)."""
         return self.discipline.next_wake()

@@ -23,10 +23,16 @@ from __future__ import annotations
 import math
 import numbers
 import operator
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .errors import ConfigError
+
+Rates = Sequence[float] | np.ndarray
+"""A sequence of numbers, one per station or class."""
 
 __all__ = [
     "mm1_sojourn_mean_s", "mm1_sojourn_cdf",
@@ -43,14 +49,14 @@ __all__ = [
 
 # --- argument checks --------------------------------------------------------
 
-def _real(field, value, expected):
+def _real(field: str, value: Any, expected: str) -> float:
     """``value`` as a finite float, or ConfigError(field, value, expected)."""
     if not isinstance(value, numbers.Real) or isinstance(value, bool) or not math.isfinite(value):
         raise ConfigError(field, value, expected)
     return float(value)
 
 
-def _non_negative(field, value):
+def _non_negative(field: str, value: Any) -> float:
     """A finite number >= 0 (arrival rates, squared coefficients of variation)."""
     number = _real(field, value, "a finite number >= 0")
     if number < 0:
@@ -58,7 +64,7 @@ def _non_negative(field, value):
     return number
 
 
-def _positive(field, value):
+def _positive(field: str, value: Any) -> float:
     """A finite number > 0 (service rates, service times)."""
     number = _real(field, value, "a finite number > 0")
     if number <= 0:
@@ -66,7 +72,7 @@ def _positive(field, value):
     return number
 
 
-def _positive_int(field, value):
+def _positive_int(field: str, value: Any) -> int:
     """An integer >= 1 (numbers of servers, capacities)."""
     if isinstance(value, bool):
         raise ConfigError(field, value, "an integer >= 1")
@@ -79,14 +85,14 @@ def _positive_int(field, value):
     return number
 
 
-def _stable(field, value, rho):
+def _stable(field: str, value: Any, rho: float) -> None:
     """Raise unless the utilisation ``rho`` is below 1 (stability condition)."""
     if rho >= 1:
         raise ConfigError(field, value, f"a value giving utilisation rho < 1 for a stable queue "
                                         f"(got rho = {rho:.6g})")
 
 
-def _rates(arrival_rate_per_s, service_rate_per_s):
+def _rates(arrival_rate_per_s: float, service_rate_per_s: float) -> tuple[float, float]:
     """Validated (lambda, mu), 1/s."""
     return (_non_negative("arrival_rate_per_s", arrival_rate_per_s),
             _positive("service_rate_per_s", service_rate_per_s))
@@ -94,7 +100,7 @@ def _rates(arrival_rate_per_s, service_rate_per_s):
 
 # --- M/M/1 ------------------------------------------------------------------
 
-def mm1_sojourn_mean_s(arrival_rate_per_s, service_rate_per_s) -> float:
+def mm1_sojourn_mean_s(arrival_rate_per_s: float, service_rate_per_s: float) -> float:
     """Mean sojourn time (wait + service) of an M/M/1 FCFS queue.
 
     ``T = 1 / (mu - lambda)`` ([Kle75]_ eq. 3.26; [GH08]_ section 2.2).
@@ -116,7 +122,8 @@ def mm1_sojourn_mean_s(arrival_rate_per_s, service_rate_per_s) -> float:
     return 1.0 / (mu - lam)
 
 
-def mm1_sojourn_cdf(t_s, arrival_rate_per_s, service_rate_per_s):
+def mm1_sojourn_cdf(t_s: ArrayLike, arrival_rate_per_s: float,
+                    service_rate_per_s: float) -> float | np.ndarray:
     """Distribution function of the M/M/1 FCFS sojourn time.
 
     The sojourn time is exponential with rate ``mu - lambda``:
@@ -144,7 +151,7 @@ def mm1_sojourn_cdf(t_s, arrival_rate_per_s, service_rate_per_s):
     return float(cdf) if cdf.ndim == 0 else cdf
 
 
-def _times(field, t_s):
+def _times(field: str, t_s: ArrayLike) -> np.ndarray:
     """``t_s`` as a float array without NaN."""
     try:
         t = np.asarray(t_s, dtype=float)
@@ -157,7 +164,7 @@ def _times(field, t_s):
 
 # --- M/G/1 and M/D/1 --------------------------------------------------------
 
-def mg1_wait_mean_s(arrival_rate_per_s, mean_service_s, scv_service) -> float:
+def mg1_wait_mean_s(arrival_rate_per_s: float, mean_service_s: float, scv_service: float) -> float:
     """Mean waiting time in queue (excluding service) of an M/G/1 FCFS queue.
 
     Pollaczek-Khinchine mean-value formula ([Kle75]_ eq. 5.105; [GH08]_ 5.1.1):
@@ -187,7 +194,7 @@ def mg1_wait_mean_s(arrival_rate_per_s, mean_service_s, scv_service) -> float:
     return rho * mean_s * (1.0 + scv) / (2.0 * (1.0 - rho))
 
 
-def mg1_sojourn_mean_s(arrival_rate_per_s, mean_service_s, scv_service) -> float:
+def mg1_sojourn_mean_s(arrival_rate_per_s: float, mean_service_s: float, scv_service: float) -> float:
     """Mean sojourn time of an M/G/1 FCFS queue, ``T = W + E[S]``.
 
     ``W`` is the Pollaczek-Khinchine mean wait of :func:`mg1_wait_mean_s`
@@ -210,7 +217,7 @@ def mg1_sojourn_mean_s(arrival_rate_per_s, mean_service_s, scv_service) -> float
     return mg1_wait_mean_s(arrival_rate_per_s, mean_service_s, scv_service) + float(mean_service_s)
 
 
-def md1_sojourn_mean_s(arrival_rate_per_s, service_time_s) -> float:
+def md1_sojourn_mean_s(arrival_rate_per_s: float, service_time_s: float) -> float:
     """Mean sojourn time of an M/D/1 FCFS queue.
 
     Pollaczek-Khinchine with ``c_s^2 = 0`` ([Kle75]_ eq. 5.106; [GH08]_ 5.1.1):
@@ -236,13 +243,14 @@ def md1_sojourn_mean_s(arrival_rate_per_s, service_time_s) -> float:
 
 # --- M/M/1/K ----------------------------------------------------------------
 
-def _mm1k_args(arrival_rate_per_s, service_rate_per_s, capacity):
+def _mm1k_args(arrival_rate_per_s: float, service_rate_per_s: float,
+               capacity: int) -> tuple[float, float, int]:
     """Validated (lambda, mu, K) of an M/M/1/K queue (any rho is stable)."""
     lam, mu = _rates(arrival_rate_per_s, service_rate_per_s)
     return lam, mu, _positive_int("capacity", capacity)
 
 
-def mm1k_loss_probability(arrival_rate_per_s, service_rate_per_s, capacity) -> float:
+def mm1k_loss_probability(arrival_rate_per_s: float, service_rate_per_s: float, capacity: int) -> float:
     """Blocking probability of an M/M/1/K queue (probability the system is full).
 
     ``P_K = (1 - rho) rho^K / (1 - rho^(K+1))`` for ``rho != 1`` and
@@ -277,7 +285,7 @@ def mm1k_loss_probability(arrival_rate_per_s, service_rate_per_s, capacity) -> f
     return math.expm1(x) / (math.expm1(x) - math.expm1(-k * x))
 
 
-def _mm1k_number_mean(x, k):
+def _mm1k_number_mean(x: float, k: int) -> float:
     """Mean number in an M/M/1/K system, ``x = ln rho``.
 
     ``L = rho / (1 - rho) - (K+1) rho^(K+1) / (1 - rho^(K+1))`` ([GH08]_
@@ -296,7 +304,7 @@ def _mm1k_number_mean(x, k):
     return -math.exp(x) / math.expm1(x) + n / (-math.expm1(-n * x))
 
 
-def mm1k_sojourn_mean_s(arrival_rate_per_s, service_rate_per_s, capacity) -> float:
+def mm1k_sojourn_mean_s(arrival_rate_per_s: float, service_rate_per_s: float, capacity: int) -> float:
     """Mean sojourn time of the admitted customers of an M/M/1/K queue.
 
     Little's law on admitted customers ([GH08]_ eq. 2.35):
@@ -328,7 +336,8 @@ def mm1k_sojourn_mean_s(arrival_rate_per_s, service_rate_per_s, capacity) -> flo
 
 # --- M/M/c ------------------------------------------------------------------
 
-def _mmc_args(servers, arrival_rate_per_s, service_rate_per_s):
+def _mmc_args(servers: int, arrival_rate_per_s: float,
+              service_rate_per_s: float) -> tuple[int, float, float]:
     """Validated (c, lambda, mu) of a stable M/M/c queue."""
     c = _positive_int("servers", servers)
     lam, mu = _rates(arrival_rate_per_s, service_rate_per_s)
@@ -336,7 +345,7 @@ def _mmc_args(servers, arrival_rate_per_s, service_rate_per_s):
     return c, lam, mu
 
 
-def _erlang_b(c, offered_load):
+def _erlang_b(c: int, offered_load: float) -> float:
     """Erlang B blocking probability by the stable recursion
     ``B(0) = 1, B(n) = a B(n-1) / (n + a B(n-1))`` ([GH08]_ eq. 2.49)."""
     b = 1.0
@@ -345,7 +354,7 @@ def _erlang_b(c, offered_load):
     return b
 
 
-def erlang_c(servers, arrival_rate_per_s, service_rate_per_s) -> float:
+def erlang_c(servers: int, arrival_rate_per_s: float, service_rate_per_s: float) -> float:
     """Probability that an arrival must wait in an M/M/c queue (Erlang C).
 
     ``C(c, a) = [a^c / (c! (1 - rho))] / [sum_{n<c} a^n / n! + a^c / (c! (1 - rho))]``
@@ -373,7 +382,7 @@ def erlang_c(servers, arrival_rate_per_s, service_rate_per_s) -> float:
     return c * b / (c - offered_load * (1.0 - b))
 
 
-def mmc_wait_mean_s(servers, arrival_rate_per_s, service_rate_per_s) -> float:
+def mmc_wait_mean_s(servers: int, arrival_rate_per_s: float, service_rate_per_s: float) -> float:
     """Mean waiting time in queue of an M/M/c FCFS queue.
 
     ``W = C(c, a) / (c mu - lambda)`` ([Kle75]_ eq. 3.43; [GH08]_ eq. 2.30).
@@ -396,7 +405,7 @@ def mmc_wait_mean_s(servers, arrival_rate_per_s, service_rate_per_s) -> float:
     return erlang_c(c, lam, mu) / (c * mu - lam)
 
 
-def mmc_sojourn_mean_s(servers, arrival_rate_per_s, service_rate_per_s) -> float:
+def mmc_sojourn_mean_s(servers: int, arrival_rate_per_s: float, service_rate_per_s: float) -> float:
     """Mean sojourn time of an M/M/c FCFS queue, ``T = W + 1 / mu``.
 
     ([GH08]_ eq. 2.30; see :func:`mmc_wait_mean_s`.)
@@ -421,7 +430,7 @@ def mmc_sojourn_mean_s(servers, arrival_rate_per_s, service_rate_per_s) -> float
 
 # --- networks and priorities ------------------------------------------------
 
-def _rate_list(field, values, check):
+def _rate_list(field: str, values: Any, check: Callable[[str, Any], float]) -> list[float]:
     """Validate a non-empty sequence of rates; errors name ``field[i]``."""
     try:
         items = list(values)
@@ -432,7 +441,7 @@ def _rate_list(field, values, check):
     return [check(f"{field}[{i}]", value) for i, value in enumerate(items)]
 
 
-def jackson_tandem_sojourn_mean_s(arrival_rate_per_s, service_rates_per_s) -> float:
+def jackson_tandem_sojourn_mean_s(arrival_rate_per_s: float, service_rates_per_s: Rates) -> float:
     """Mean end-to-end sojourn time through M/M/1 stations in series.
 
     By Jackson's theorem ([Jac57]_; [Kle75]_ section 4.8; [GH08]_ section
@@ -458,7 +467,8 @@ def jackson_tandem_sojourn_mean_s(arrival_rate_per_s, service_rates_per_s) -> fl
     return sum(1.0 / (mu - lam) for mu in mus)
 
 
-def mm1_priority_nonpreemptive_wait_mean_s(arrival_rates_per_s, service_rates_per_s) -> np.ndarray:
+def mm1_priority_nonpreemptive_wait_mean_s(arrival_rates_per_s: Rates,
+                                           service_rates_per_s: Rates) -> np.ndarray:
     """Mean waiting time in queue of each class of a non-preemptive priority M/G/1
     queue with exponential service times (M/M/1 with K classes).
 
@@ -492,19 +502,19 @@ def mm1_priority_nonpreemptive_wait_mean_s(arrival_rates_per_s, service_rates_pe
 
 
 # --- acknowledged delivery on a lossy link (models.qos) ----------------------
-def _loss(p):
+def _loss(p: Any) -> float:
     p = _real("loss_probability", p, "a probability in [0, 1)")
     if not 0.0 <= p < 1.0:
         raise ConfigError("loss_probability", p, "a probability in [0, 1)")
     return p
 
 
-def qos_first_arrival_attempts_mean(loss_probability) -> float:
+def qos_first_arrival_attempts_mean(loss_probability: float) -> float:
     """Mean sends until a packet lost independently with p first arrives: 1/(1-p)."""
     return 1.0 / (1.0 - _loss(loss_probability))
 
 
-def qos1_sends_mean(loss_probability) -> float:
+def qos1_sends_mean(loss_probability: float) -> float:
     """Mean PUBLISH sends of a QoS 1 exchange, 1/(1-p)^2.
 
     Each send ends the exchange only if the PUBLISH and its PUBACK both get
@@ -514,7 +524,7 @@ def qos1_sends_mean(loss_probability) -> float:
     return 1.0 / (1.0 - _loss(loss_probability)) ** 2
 
 
-def qos1_duplicates_mean(loss_probability) -> float:
+def qos1_duplicates_mean(loss_probability: float) -> float:
     """Mean duplicate deliveries per QoS 1 message, p/(1-p).
 
     After the PUBLISH first arrives, each PUBACK is lost with p; a lost
@@ -529,7 +539,7 @@ def qos1_duplicates_mean(loss_probability) -> float:
     return p / (1.0 - p)
 
 
-def window_throughput_per_s(window, service_s, round_trip_s) -> float:
+def window_throughput_per_s(window: int, service_s: float, round_trip_s: float) -> float:
     """Most messages per second of one connection with an in-flight window.
 
     ``window`` messages may be un-acknowledged; a slot is busy from the
@@ -544,7 +554,8 @@ def window_throughput_per_s(window, service_s, round_trip_s) -> float:
     return min(1.0 / service, w / (service + rtt))
 
 
-def mg1_priority_nonpreemptive_wait_mean_s(arrival_rates_per_s, mean_services_s, scv_services) -> np.ndarray:
+def mg1_priority_nonpreemptive_wait_mean_s(arrival_rates_per_s: Rates, mean_services_s: Rates,
+                                           scv_services: Rates) -> np.ndarray:
     """Mean waiting time in queue of each class of a non-preemptive priority
     M/G/1 queue with general service times.
 
@@ -586,7 +597,7 @@ def mg1_priority_nonpreemptive_wait_mean_s(arrival_rates_per_s, mean_services_s,
 
 # --- closed networks: Mean Value Analysis -------------------------------------
 
-def mva(demands_s, delay_s, customers):
+def mva(demands_s: Rates, delay_s: float, customers: int) -> dict[str, Any]:
     """Exact Mean Value Analysis of a single-class closed product-form network.
 
     Reiser & Lavenberg (1980), "Mean-value analysis of closed multichain

@@ -20,7 +20,9 @@ from __future__ import annotations
 import math
 import numbers
 import re
+from collections.abc import Sequence
 from fractions import Fraction
+from typing import Any
 
 from .errors import ConfigError
 
@@ -57,7 +59,7 @@ _WORD_SIZES_BYTES = {
 }
 
 
-def _size_units_bytes() -> dict:
+def _size_units_bytes() -> dict[str, Fraction]:
     """Table unit symbol -> bytes, e.g. ``"KiB"`` -> 1024, ``"kbit"`` -> 125."""
     table = dict(_WORD_SIZES_BYTES)
     for prefix, factor in _PREFIXES.items():
@@ -66,7 +68,7 @@ def _size_units_bytes() -> dict:
     return table
 
 
-def _rate_units_Bps() -> dict:
+def _rate_units_Bps() -> dict[str, Fraction]:
     """Table unit symbol -> bytes per second, e.g. ``"Mbit/s"`` -> 125000."""
     table = {"": Fraction(1)}
     for prefix, factor in _PREFIXES.items():
@@ -77,7 +79,7 @@ def _rate_units_Bps() -> dict:
     return table
 
 
-def _event_rate_units_per_s() -> dict:
+def _event_rate_units_per_s() -> dict[str, Fraction]:
     """Table unit -> events per second, e.g. ``"k/s"`` -> 1000, ``"/min"`` -> 1/60."""
     table = {"": Fraction(1)}
     for prefix in ("", "k", "K", "M", "G"):
@@ -95,12 +97,13 @@ _EVENT_RATE_UNITS_PER_S = _event_rate_units_per_s()
 _UNLIMITED_WORDS = {"inf", "infinity", "unlimited"}
 
 
-def _is_real_number(value) -> bool:
+def _is_real_number(value: object) -> bool:
     """True for int, float and numpy scalars, False for bool and everything else."""
     return isinstance(value, numbers.Real) and not isinstance(value, bool)
 
 
-def _split_quantity(value, field, units, expected):
+def _split_quantity(value: str, field: str, units: dict[str, Fraction],
+                    expected: str) -> tuple[Fraction, Fraction]:
     """Split ``"2.5 ms"`` into an exact number and the factor of its unit.
 
     Parameters
@@ -119,12 +122,12 @@ def _split_quantity(value, field, units, expected):
     """
     match = _QUANTITY.match(value)
     unit = "".join(match.group("unit").split()) if match else None
-    if unit not in units:
+    if match is None or unit is None or unit not in units:
         raise ConfigError(field, value, expected)
     return Fraction(match.group("number")), units[unit]
 
 
-def _exact(value, field, units, expected):
+def _exact(value: Any, field: str, units: dict[str, Fraction], expected: str) -> Fraction:
     """Exact SI value of a number or string; numbers are already in SI units."""
     if _is_real_number(value):
         if math.isnan(value) or math.isinf(value):
@@ -136,14 +139,14 @@ def _exact(value, field, units, expected):
     return number * factor
 
 
-def _non_negative(exact, value, field):
+def _non_negative(exact: Fraction, value: object, field: str) -> Fraction:
     """Return ``exact`` unchanged, or raise if it is below zero."""
     if exact < 0:
         raise ConfigError(field, value, "must be >= 0")
     return exact
 
 
-def _finite_float(exact, value, field, expected):
+def _finite_float(exact: Fraction, value: object, field: str, expected: str) -> float:
     """Nearest float to ``exact``; raise if it overflows to infinity."""
     try:
         return float(exact)
@@ -151,7 +154,7 @@ def _finite_float(exact, value, field, expected):
         raise ConfigError(field, value, expected) from None
 
 
-def parse_duration_s(value, field: str = "duration") -> float:
+def parse_duration_s(value: Any, field: str = "duration") -> float:
     """Read a duration in seconds.
 
     Parameters
@@ -178,7 +181,7 @@ def parse_duration_s(value, field: str = "duration") -> float:
     return _finite_float(exact, value, field, expected)
 
 
-def parse_size_bytes(value, field: str = "size") -> int:
+def parse_size_bytes(value: Any, field: str = "size") -> int:
     """Read a size in whole bytes.
 
     Parameters
@@ -208,7 +211,7 @@ def parse_size_bytes(value, field: str = "size") -> int:
     return int(exact)
 
 
-def parse_rate_Bps(value, field: str = "bandwidth") -> float:
+def parse_rate_Bps(value: Any, field: str = "bandwidth") -> float:
     """Read a bandwidth in bytes per second.
 
     Parameters
@@ -240,14 +243,14 @@ def parse_rate_Bps(value, field: str = "bandwidth") -> float:
     return _finite_float(exact, value, field, expected)
 
 
-def _is_unlimited(value) -> bool:
+def _is_unlimited(value: object) -> bool:
     """True for ``math.inf`` and the words ``inf``/``infinity``/``unlimited``."""
     if isinstance(value, str):
         return value.strip().lower() in _UNLIMITED_WORDS
     return _is_real_number(value) and value == math.inf
 
 
-def parse_rate_per_s(value, field: str = "rate") -> float:
+def parse_rate_per_s(value: Any, field: str = "rate") -> float:
     """Read an event rate in events per second.
 
     Parameters
@@ -286,7 +289,7 @@ _BIT_RATE_SCALE = (
 )
 
 
-def _format_scaled(x, scale, digits):
+def _format_scaled(x: float, scale: Sequence[tuple[float, float, str]], digits: int) -> str:
     """Write ``x`` in the largest unit of ``scale`` not exceeding it.
 
     Parameters
@@ -309,7 +312,7 @@ def _format_scaled(x, scale, digits):
     return f"{_significant_text(x / factor, digits)} {symbol}"
 
 
-def _significant_text(x, digits):
+def _significant_text(x: float, digits: int) -> str:
     """Shortest text of ``x`` rounded to ``digits`` significant digits.
 
     ``330.0`` is written ``"330"`` (not ``"3.3e+02"`` as ``format(x, ".2g")``

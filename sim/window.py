@@ -33,23 +33,39 @@ bound of a sliding-window protocol).
 State: the FIFO arrays of :class:`pubsim.sim.disciplines.FifoDiscipline` (one
 server, no CPU quota) plus ``ring`` float64[max(W, 1)] (the slot heap),
 ``wst`` int64[2] (unused, W; W = 0 means no window), ``last`` float64[2]
-(last in-order arrival, consumer free time).
+(last in-order arrival, consumer free time). The per-message inputs beyond
+service time and size are a :class:`WindowInputs`.
 """
 from __future__ import annotations
+
+from typing import NamedTuple
 
 import numpy as np
 from numba import njit
 
 from . import kernels as K
 
-__all__ = ["window_offer", "window_run", "RING_POS", "RING_W", "LAST_REACH", "CONSUMER_FREE"]
+__all__ = ["window_offer", "window_run", "WindowInputs", "RING_POS", "RING_W", "LAST_REACH",
+           "CONSUMER_FREE"]
+
+
+class WindowInputs(NamedTuple):
+    """Per-message inputs of :func:`window_run` besides arrival, service and size
+    (arrays of one length, in arrival order)."""
+
+    windowed: np.ndarray    # bool: uses a window slot (acknowledged delivery)
+    lost: np.ndarray        # bool: lost on the link (not acknowledged, no resend)
+    delay: np.ndarray       # propagation delay, s
+    extra: np.ndarray       # delivery delay by resends, s
+    processing: np.ndarray  # consumer's processing time, s (0: no consumer here)
+    ack_extra: np.ndarray   # extra delay of the acknowledgement (its resends), s
 
 RING_POS, RING_W = 0, 1
 LAST_REACH, CONSUMER_FREE = 0, 1
 
 
 @njit(cache=True)
-def _replace_min(heap, value):
+def _replace_min(heap: np.ndarray, value: float) -> None:
     """Replace the root of a binary min-heap with ``value`` and sift it down."""
     n = heap.shape[0]
     i = 0
@@ -68,8 +84,10 @@ def _replace_min(heap, value):
 
 
 @njit(cache=True)
-def window_offer(fs, ist, free, hdep, hsize, ring, wst, last, arrival, service, size,
-                 windowed, lost, delay, extra, processing, ack_extra, ack_return):
+def window_offer(fs: np.ndarray, ist: np.ndarray, free: np.ndarray, hdep: np.ndarray, hsize: np.ndarray,
+                 ring: np.ndarray, wst: np.ndarray, last: np.ndarray, arrival: float, service: float,
+                 size: float, windowed: bool, lost: bool, delay: float, extra: float, processing: float,
+                 ack_extra: float, ack_return: float) -> tuple[float, float, float, float, int]:
     """Offer one message to a windowed connection.
 
     Returns ``(admit, start, depart, done, code)``: admission, transmitter
@@ -119,9 +137,12 @@ def window_offer(fs, ist, free, hdep, hsize, ring, wst, last, arrival, service, 
 
 
 @njit(cache=True)
-def window_run(fs, ist, free, hdep, hsize, ring, wst, last, arrival, service, size, windowed,
-               lost, delay, extra, processing, ack_extra, ack_return, first,
-               out_admit, out_start, out_dep, out_done, out_code):
+def window_run(fs: np.ndarray, ist: np.ndarray, free: np.ndarray, hdep: np.ndarray, hsize: np.ndarray,
+               ring: np.ndarray, wst: np.ndarray, last: np.ndarray, arrival: np.ndarray,
+               service: np.ndarray, size: np.ndarray, windowed: np.ndarray, lost: np.ndarray,
+               delay: np.ndarray, extra: np.ndarray, processing: np.ndarray, ack_extra: np.ndarray,
+               ack_return: float, first: int, out_admit: np.ndarray, out_start: np.ndarray,
+               out_dep: np.ndarray, out_done: np.ndarray, out_code: np.ndarray) -> int:
     """Apply :func:`window_offer` to messages ``first:`` in order; returns where it stopped."""
     n = arrival.shape[0]
     for i in range(first, n):
