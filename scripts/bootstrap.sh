@@ -23,6 +23,6 @@ stamp=.venv/.pubsim-installed
 want=$(cat setup.cfg pyproject.toml | sha256sum | cut -d' ' -f1)
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
     .venv/bin/python -m pip install -q --upgrade pip
-    .venv/bin/python -m pip install -q -e ".[test,lint]"
+    .venv/bin/python -m pip install -q -e ".[test,lint,docs]"
     echo "$want" > "$stamp"
 fi

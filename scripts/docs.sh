@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Build the documentation site into build/site (warnings are errors):
+# the scenario reference and JSON Schema are generated from the parameter
+# classes, the API reference from the docstrings (on the installed layout).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/bootstrap.sh
+rm -rf build/layout && .venv/bin/python scripts/layout_view.py build/layout
+.venv/bin/python -m pubsim.reference docs/reference
+NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict --quiet
+cp docs/reference/scenario.schema.json build/site/scenario.schema.json
+echo "documentation: build/site/index.html"
