@@ -45,9 +45,10 @@ from rich.table import Table
 from ._version import __version__
 from .sim.errors import ConfigError
 from .analysis import run_figures as figures
+from .analysis.draw import topology_figure
 from .models.pattern_reports import report
 from .models.compile import parameter_table
-from .scenario import parse_scenario, read_yaml
+from .scenario import load_scenario, parse_scenario, read_yaml
 from .study.spec import canonical_hash
 from .calibration.cli import add_commands as calibration_commands
 from .models.loads.cli import add_commands as trace_commands
@@ -233,6 +234,17 @@ def _claim_out(out, config_hash, source, force_new):
     os.replace(tmp, stamp)
 
 
+def _draw(args, console):
+    """``pubsim draw SCENARIO [--out FILE]``: the topology as a figure (PNG, SVG or PDF by suffix)."""
+    scenario = load_scenario(args.scenario)
+    out = Path(args.out or f"{Path(args.scenario).stem}-topology.png")
+    if out.suffix.lower() not in (".png", ".svg", ".pdf"):
+        raise ConfigError("--out", str(out), "a file ending in .png, .svg or .pdf")
+    topology_figure(scenario.topology, title=scenario.name).savefig(out, dpi=110)
+    console.print(f"topology of {scenario.name} drawn in {out}")
+    return 0
+
+
 def _run(args, console):
     _, data = read_yaml(args.scenario)
     scenario = parse_scenario(data, base_dir=Path(args.scenario).parent)
@@ -299,6 +311,10 @@ def build_parser():
     run.add_argument("--force-new", action="store_true",
                      help="delete results of another version of the scenario in --out and start over")
     run.set_defaults(func=_run)
+    draw = sub.add_parser("draw", help="draw a scenario's topology (brokers, grouped clients, link rates)")
+    draw.add_argument("scenario", help="scenario YAML file")
+    draw.add_argument("--out", help="figure file (.png, .svg, .pdf; default SCENARIO-topology.png)")
+    draw.set_defaults(func=_draw)
 
     calibration_commands(sub)
 

@@ -2,6 +2,11 @@
 from __future__ import annotations
 
 import matplotlib.pyplot as plt  # the backend is the caller's choice (inline in Jupyter, Agg headless)
+import numpy as np
+from matplotlib.ticker import FuncFormatter, MaxNLocator, NullFormatter
+
+#: A latency axis is logarithmic only when the data span at least this ratio (max / min).
+LOG_SPAN = 20.0
 
 __all__ = ["latency_cdf", "throughput", "style_latency_axes"]
 
@@ -16,9 +21,30 @@ def latency_cdf(ecdfs):
     return fig
 
 
+def _x_range(ax):
+    xs = [np.asarray(line.get_xdata(), dtype=float) for line in ax.get_lines()]
+    xs = np.concatenate(xs) if xs else np.empty(0)
+    xs = xs[np.isfinite(xs) & (xs > 0)]
+    return (float(xs.min()), float(xs.max())) if xs.size else (np.nan, np.nan)
+
+
 def style_latency_axes(ax):
-    """Log latency axis in ms, fraction of deliveries up, grid and legend."""
-    ax.set_xscale("log")
+    """Latency axis in ms (x), fraction of deliveries up, grid and legend.
+
+    Logarithmic when the latencies span at least :data:`LOG_SPAN` (max /
+    min), with plain tick labels (``0.5``, ``2``, ``10``) and no minor
+    labels; linear otherwise, at most 6 ticks without an offset, so a narrow
+    range (say 14.7 to 15.04 ms) gets readable, non-overlapping labels.
+    """
+    lo, hi = _x_range(ax)
+    plain = FuncFormatter(lambda x, _: f"{x:.4g}")
+    if lo > 0 and hi / lo >= LOG_SPAN:
+        ax.set_xscale("log")
+        ax.xaxis.set_major_formatter(plain)
+        ax.xaxis.set_minor_formatter(NullFormatter())
+    else:
+        ax.xaxis.set_major_locator(MaxNLocator(nbins=6))
+        ax.xaxis.set_major_formatter(plain)
     ax.set_xlabel("latency (ms)")
     ax.set_ylabel("fraction of deliveries")
     ax.grid(True, which="both", alpha=0.3)

@@ -204,3 +204,27 @@ def test_results_of_an_unknown_scenario_are_refused(tmp_path):
     (tmp_path / "out" / "rep-000" / "summary.json").write_text('{"published": 3}')
     refused = pubsim("run", scenario, "--out", tmp_path / "out", cwd=tmp_path)
     assert refused.returncode == 2 and "results of an unknown scenario" in refused.stderr
+
+
+def test_draw_a_five_broker_tree(tmp_path):
+    scenario = ROOT / "experiments" / "ildm" / "placement_d_sf.yaml"
+    proc = pubsim("draw", scenario, "--out", tmp_path / "d.png", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "d.png").stat().st_size > 10_000
+    bad = pubsim("draw", scenario, "--out", tmp_path / "d.txt", cwd=tmp_path)
+    assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1
+
+
+def test_topology_figure_groups_every_client_and_labels_links():
+    from pubsim.analysis.draw import topology_figure
+    from pubsim.scenario import load_scenario
+
+    g = load_scenario(ROOT / "experiments" / "ildm" / "placement_d_sf.yaml").topology
+    fig = topology_figure(g)
+    texts = [t.get_text() for t in fig.axes[0].texts]
+    counted = sum(int(t.split()[0]) for t in texts if " publisher" in t or " subscriber" in t)
+    clients = sum(1 for _, d in g.nodes(data=True) if str(getattr(d["kind"], "value", d["kind"])) in
+                  ("publisher", "subscriber"))
+    assert counted == clients  # every client is in exactly one group
+    assert sum("n" in t and "relay" in t for t in texts) == 5  # the five broker+relay pairs
+    assert sum(t == "1 Gbit/s, 5 ms" for t in texts) == 4  # the four tree edges, labelled

@@ -3,6 +3,9 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+import pandas as pd
+
 import matplotlib
 import pytest
 
@@ -131,3 +134,29 @@ def test_tree_traffic_bars_per_broker_and_edge():
     assert labels == ["b0", "b1", "b2", "b0->b1", "b1->b0", "b1->b2", "b2->b1"]
     heights = [p.get_height() for p in fig.axes[0].patches]
     assert heights[3] == heights[5] > 0 and heights[4] == heights[6] == 0  # SF: nothing flows back
+
+
+def _latency_fig(lo_ms, hi_ms):
+    from pubsim.analysis.run_figures import latency_cdf
+
+    x = np.linspace(lo_ms, hi_ms, 50) / 1e3
+    return latency_cdf({"run": pd.DataFrame({"latency_s": x, "fraction": np.linspace(0, 1, 50)})})
+
+
+def test_narrow_latency_range_gets_a_readable_linear_axis():
+    fig = _latency_fig(14.7, 15.04)  # the range that overlapped labels on a log axis
+    ax = fig.axes[0]
+    fig.canvas.draw()
+    labels = [t.get_text() for t in ax.get_xticklabels() if t.get_text()]
+    assert ax.get_xscale() == "linear" and 2 <= len(labels) <= 7 and len(set(labels)) == len(labels)
+    assert ax.get_xlabel() == "latency (ms)"
+    boxes = [t.get_window_extent() for t in ax.get_xticklabels() if t.get_text()]
+    assert all(a.x1 < b.x0 for a, b in zip(boxes, boxes[1:]))  # no two labels overlap
+
+
+def test_wide_latency_range_is_logarithmic_with_plain_labels():
+    fig = _latency_fig(0.05, 80.0)
+    ax = fig.axes[0]
+    fig.canvas.draw()
+    assert ax.get_xscale() == "log"
+    assert all("$" not in t.get_text() for t in ax.get_xticklabels())  # 0.1, 1, 10 rather than 10^-1
