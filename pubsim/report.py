@@ -186,8 +186,55 @@ def _knees(res, config):
     text = ("The knee of each configuration lies between its last offered load whose mean sustainability "
             "(and delivery ratio) stays >= 0.99 and the next load, where it drops below; the saturated "
             "egress (per published message) at that next load estimates the capacity. Finer "
-            "resolution: `sim.analysis.saturation_search` (the interval search of SYSTEMS.md §4).")
-    return k, [("h2", "Saturation per configuration"), ("p", text), ("table", pd.DataFrame(rows))]
+            "resolution: `pubsim.analysis.saturation_search` (the interval search of SYSTEMS.md §4).")
+    return k, [("h2", "Saturation per configuration, in detail"), ("p", text), ("table", pd.DataFrame(rows))]
+
+
+def _nearest_point(res, config_row, config, load):
+    """The point of this configuration whose mean offered load is nearest ``load``."""
+    mine = res.summary
+    for c in config:
+        mine = mine[mine[c] == config_row[c]]
+    pts = mine.groupby("point_id")["offered_per_s"].mean()
+    return (pts - load).abs().idxmin() if len(pts) else None
+
+
+def _answer(res, config, k):
+    """The first section: per configuration, the knee (with its band), the loss past it,
+    the latency at 80 % of it."""
+    per_point = with_ci(res.summary, ["point_id"], ["offered_per_s", "loss_rate", "latency_p50_s",
+                                                     "latency_p99_s"], _CONFIDENCE).set_index("point_id")
+    rows = []
+    for _, r in k.iterrows():
+        lo, hi = r["last_sustainable_per_s"], r["first_unsustainable_per_s"]
+        row = {_short(c): r[c] for c in config}
+        if math.isfinite(lo) and math.isfinite(hi):
+            row["knee (offered msg/s)"] = f"{_fmt((lo + hi) / 2, 'rate')} ± {_fmt((hi - lo) / 2, 'rate')}"
+        elif math.isfinite(lo):
+            row["knee (offered msg/s)"] = f"> {_fmt(lo, 'rate')} (every load sustainable)"
+        else:
+            row["knee (offered msg/s)"] = f"< {_fmt(hi, 'rate')} (no load sustainable)"
+        past = _nearest_point(res, r, config, hi) if math.isfinite(hi) else None
+        row["loss past the knee"] = (_pm(per_point.loc[past, "loss_rate_mean"], per_point.loc[past, "loss_rate_hw"],
+                                         "pct") + f" at {_fmt(per_point.loc[past, 'offered_per_s_mean'], 'rate')}/s"
+                                     if past is not None else "-")
+        knee = (lo + hi) / 2 if math.isfinite(lo) and math.isfinite(hi) else lo
+        at80 = _nearest_point(res, r, config, 0.8 * knee) if math.isfinite(knee) else None
+        if at80 is not None:
+            q = per_point.loc[at80]
+            row["latency near 80 % of the knee (p50 / p99)"] = (
+                f"{_pm(q['latency_p50_s_mean'], q['latency_p50_s_hw'], 'ms')} / "
+                f"{_pm(q['latency_p99_s_mean'], q['latency_p99_s_hw'], 'ms')} "
+                f"at {_fmt(q['offered_per_s_mean'], 'rate')}/s")
+        else:
+            row["latency near 80 % of the knee (p50 / p99)"] = "-"
+        rows.append(row)
+    text = ("The knee is where a configuration stops being sustainable (the 0.99 rule: egress / (ingress x "
+            "sp-ratio) and egress / (offered x sp-ratio) at least 0.99 in the measurement window). Its band is "
+            "the resolution of this sweep: the knee lies between the last sustainable load and the next one. "
+            "The band does not include the model's own error: the accuracy of each calibrated profile on "
+            "held-out measurements is in calibration/README.md; placeholder models (see provenance) have none.")
+    return [("h2", "The answer"), ("p", text), ("table", pd.DataFrame(rows))]
 
 
 def _figures(res, config, labels, k):
@@ -238,24 +285,25 @@ def _provenance(res):
     if p is None or not len(p):
         return [("h2", "Provenance of the models"), ("p", "No parameters were stored.")]
     rows = []
-    p = p.assign(_set=[t if k in ("broker", "link") else "" for k, t in zip(p["kind"], p["parameters"].astype(str))])
-    for (kind, prov, ph, _), grp in p.groupby(["kind", "provenance", "placeholder", "_set"], sort=True):
+    p = p.assign(_params=p["parameters"].astype(str))
+    for (kind, prov, ph, params), grp in p.groupby(["kind", "provenance", "placeholder", "_params"], sort=True):
         names = list(dict.fromkeys(grp["component"]))
-        variants = grp["parameters"].astype(str).unique()
-        rows.append({"kind": kind,
-                     "components": ", ".join(names[:4]) + (f" ... ({len(names)})" if len(names) > 4 else ""),
+        rows.append({"component": ", ".join(names[:4]) + (f" ... ({len(names)} in all)" if len(names) > 4 else ""),
+                     "kind": kind,
                      "status": "**PLACEHOLDER**" if bool(ph) else "ok",
                      "provenance": prov,
-                     "points": grp["point_id"].nunique() if "point_id" in grp else "-",
-                     "parameters": variants[0] if len(variants) == 1 else f"{len(variants)} parameter sets"})
+                     "parameters": params,
+                     "points": grp["point_id"].nunique() if "point_id" in grp else "-"})
+    rows.sort(key=lambda r: (r["status"] == "ok", r["kind"], r["component"]))
     n_ph = sum(r["status"] != "ok" for r in rows)
     warn = (f"**{n_ph} model(s) rest on placeholder values** (a stated assumption or a value from another "
             "system, not a measurement or a calibrated fit): treat their numbers as illustrative."
             if n_ph else "No component is flagged as a placeholder (rows reading 'assumption' are stated "
             "assumptions, shown for review).")
     return [("h2", "Provenance of the models"),
-            ("p", "Every component's parameters and where they come from (measured here, a named "
-                  "publication, or a stated assumption). " + warn),
+            ("p", "One row per component (or group of components sharing the same values): its parameters and "
+                  "where they come from (measured here, a named publication, or a stated assumption). "
+                  "Placeholders first. " + warn),
             ("table", pd.DataFrame(rows))]
 
 
@@ -303,13 +351,14 @@ def report_blocks(res: StudyResults, *, title=None, extra=()):
     name = res.manifest.get("study", res.manifest.get("name", "study"))
     blocks = [("h1", title or f"Study report: {name}")]
     blocks += [("p", n) for n in res.notes]
-    blocks += _what_was_run(res)
-    blocks += _points_table(res, cols)
     k, kb = _knees(res, config)
-    blocks += kb
+    blocks += _answer(res, config, k)
     blocks += _figures(res, config, labels, k)
+    blocks += _points_table(res, cols)
+    blocks += kb
     blocks += list(extra)
     blocks += _provenance(res)
+    blocks += _what_was_run(res)
     return blocks
 
 
@@ -339,9 +388,21 @@ def encode_figures(blocks):
     return [("png", _png(b[1]), b[2]) if b[0] == "figure" else b for b in blocks]
 
 
-def to_markdown(blocks):
-    """Self-contained Markdown (figures as ``data:image/png;base64`` URIs)."""
+def to_markdown(blocks, image_dir=None):
+    """Markdown of the report.
+
+    Parameters
+    ----------
+    blocks : list
+        From :func:`report_blocks` (figures as Figure or encoded ``png`` blocks).
+    image_dir : pathlib.Path, optional
+        Folder for the figures as PNG files, referenced by relative paths
+        (``<image_dir name>/figure-01.png``): the form code hosts render. The
+        Markdown file belongs in ``image_dir``'s parent. Without it, figures
+        are embedded as ``data:`` URIs (one self-contained file).
+    """
     out = []
+    figure = 0
     for b in encode_figures(blocks):
         kind = b[0]
         if kind in ("h1", "h2", "h3"):
@@ -352,6 +413,12 @@ def to_markdown(blocks):
             out.append("```yaml\n" + b[1].rstrip("\n") + "\n```")
         elif kind == "table":
             out.append(_md_table(b[1]))
+        elif kind == "png" and image_dir is not None:
+            figure += 1
+            name = f"figure-{figure:02d}.png"
+            Path(image_dir).mkdir(parents=True, exist_ok=True)
+            (Path(image_dir) / name).write_bytes(base64.b64decode(b[1]))
+            out.append(f"![{b[2]}]({Path(image_dir).name}/{name})")
         elif kind == "png":
             out.append(f"![{b[2]}](data:image/png;base64,{b[1]})")
     return "\n\n".join(out) + "\n"
@@ -420,7 +487,8 @@ def report_command(args, console):
     if md_path is None and html_path is None:
         md_path, html_path = out_dir / "report.md", out_dir / "report.html"
     blocks = encode_figures(study_blocks(out_dir))
-    for path, text in ((md_path, md_path and to_markdown(blocks)),
+    images = md_path and Path(md_path).with_name(Path(md_path).stem + "-figures")
+    for path, text in ((md_path, md_path and to_markdown(blocks, image_dir=images)),
                        (html_path, html_path and to_html(blocks, title=blocks[0][1]))):
         if path is not None:
             Path(path).parent.mkdir(parents=True, exist_ok=True)
@@ -433,6 +501,6 @@ def add_commands(subparsers):
     """Register ``pubsim report`` on the ``pubsim`` parser."""
     p = subparsers.add_parser("report", help="write a study's report (Markdown and/or one HTML file)")
     p.add_argument("dir", help="study results directory (pubsim study run ... --out DIR)")
-    p.add_argument("--md", help="Markdown file to write (self-contained: figures embedded)")
+    p.add_argument("--md", help="Markdown file to write (figures as PNG files in FILE-figures/ beside it)")
     p.add_argument("--html", help="HTML file to write (self-contained: figures embedded)")
     p.set_defaults(func=report_command)

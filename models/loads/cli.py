@@ -5,7 +5,7 @@ Wire into ``sim/cli.py`` with::
     from pubsim.models.loads.cli import add_commands as trace_commands
     trace_commands(sub)
 
-Handlers follow the ``func(args, console)`` convention of ``sim.cli.main``
+Handlers follow the ``func(args, console)`` convention of ``pubsim.cli.main``
 (``console`` may be None: plain ``print``) and return an exit status; bad
 input raises :class:`~pubsim.sim.errors.ConfigError`, which ``main`` prints as one line.
 

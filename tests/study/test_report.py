@@ -132,3 +132,31 @@ def test_report_of_a_stored_study(study_dir, tmp_path):
     assert main(["report", str(study_dir), "--md", str(tmp_path / "r.md"), "--html", str(tmp_path / "r.html")]) == 0
     assert (tmp_path / "r.md").read_text().startswith("# Study report: tiny-main")
     assert (tmp_path / "r.html").read_text().count("data:image/png;base64,") >= 3
+
+
+def test_report_leads_with_the_answer_and_ends_with_the_manifest(rendered):
+    res, blocks, md, _ = rendered
+    heads = [b[1] for b in blocks if b[0] == "h2"]
+    assert heads[0] == "The answer" and heads[-1] == "What was run"
+    assert heads.index("Provenance of the models") == len(heads) - 2
+    answer = next(b[1] for b in blocks if b[0] == "table" and "knee (offered msg/s)" in b[1].columns)
+    assert list(answer["preset"]) == ["fast", "slow"]
+    k = next(b[1] for b in blocks if b[0] == "table" and "knee between (offered msg/s)" in b[1].columns)
+    for knee, between in zip(answer["knee (offered msg/s)"], k["knee between (offered msg/s)"]):
+        lo, hi = (float(x.replace(",", "")) for x in between.split(" - "))
+        mid, band = (float(x.replace(",", "")) for x in knee.split(" ± "))
+        assert mid == pytest.approx((lo + hi) / 2, abs=1) and band == pytest.approx((hi - lo) / 2, abs=1)
+    assert all("at " in v for v in answer["loss past the knee"])
+    assert all(" / " in v for v in answer["latency near 80 % of the knee (p50 / p99)"])
+    prov = next(b[1] for b in blocks if b[0] == "table" and "provenance" in b[1].columns)
+    assert prov["status"].iloc[0] == "**PLACEHOLDER**"  # placeholders first
+    assert "component" in prov.columns and "parameters" in prov.columns
+
+
+def test_markdown_report_references_image_files_beside_it(rendered, tmp_path):
+    _, blocks, _, _ = rendered
+    md = to_markdown(blocks, image_dir=tmp_path / "report-figures")
+    refs = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", md)
+    assert len(refs) == 6 and "data:" not in md
+    for ref in refs:
+        assert ref.startswith("report-figures/") and (tmp_path / ref).read_bytes()[:4] == b"\x89PNG"
