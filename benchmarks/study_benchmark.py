@@ -55,7 +55,7 @@ def main(argv=None):
             wall = time.perf_counter() - t
             print(f"  {label:<28}{wall:6.2f} s  {n / wall:6.2f} tasks/s")
     first = next(iter(tables.values()))
-    for label, df in tables.items():
+    for df in tables.values():
         pd.testing.assert_frame_equal(first, df, check_exact=True)
     print("  summary tables identical on every executor")
 

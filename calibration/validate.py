@@ -102,7 +102,7 @@ def fit_profiles(runs, meta, *, split="train", background=True, method="knee", v
                 cv_grid=cv_grid).fit(rows)
             cv = var.params_["service_cv"]
             base["metadata"]["variability"] = (
-                f"per-message costs {'gamma with cv %g' % cv if cv else 'constant (cv 0)'}, chosen from "
+                f"per-message costs {f'gamma with cv {cv:g}' if cv else 'constant (cv 0)'}, chosen from "
                 f"{list(cv_grid)} by simulating {var.params_['n_runs']} training runs at 30-90 % "
                 f"utilization (latency quantiles p50/p90/p99, mean |log ratio| "
                 f"{var.params_['objective'][cv]:.3g})")

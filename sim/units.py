@@ -306,7 +306,7 @@ def _format_scaled(x: float, scale: Sequence[tuple[float, float, str]], digits: 
     str
         For example ``"2.1 ms"``.
     """
-    for threshold, factor, symbol in scale:
+    for threshold, factor, symbol in scale:  # noqa: B007 (factor and symbol are used after the loop)
         if abs(x) >= threshold:
             break
     return f"{_significant_text(x / factor, digits)} {symbol}"

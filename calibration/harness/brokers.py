@@ -715,7 +715,7 @@ def _work_pid(kind, proc):
     comm = REGISTRY[kind].work_comm
     if comm is None:
         return proc.pid
-    found = [p for p in [proc.pid, *procfs.descendants(proc.pid)] if _comm(p) == comm]
+    found = [p for p in [proc.pid, *procfs.descendants(proc.pid)] if procfs.comm(p) == comm]
     if not found:
         raise RuntimeError(f"{kind} (pid {proc.pid}): no {comm} process found (the started one or under it)")
     return found[0]

@@ -32,7 +32,7 @@ def smoke(tmp_path_factory):
     campaign = load_campaign(ROOT / "experiments/calibration/smoke.yaml")
     control, reason = detect_cpu_control()
     if control is None:  # say so, and measure uncapped brokers rather than nothing
-        warnings.warn(f"smoke measurement without a CPU cap: {reason}")
+        warnings.warn(f"smoke measurement without a CPU cap: {reason}", stacklevel=2)
         spec = dict(campaign.spec)
         spec["configurations"] = [{**c, "cpu_cap_fraction": None} for c in spec["configurations"]]
         campaign = parse_campaign(spec)

@@ -29,7 +29,7 @@ def _shared_or_generated(name, make, tmp_path):
     path = SHARED / name
     if path.exists():
         return path, True
-    warnings.warn(f"{path} is absent: using a generated sample instead", UserWarning)
+    warnings.warn(f"{path} is absent: using a generated sample instead", UserWarning, stacklevel=2)
     return make(tmp_path), False
 
 

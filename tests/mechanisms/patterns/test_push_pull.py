@@ -33,7 +33,7 @@ def test_round_robin_exact_counts_and_order(driver):
         simulate(g, duration_s=0.5, seed=4, driver=driver)
     d = r.deliveries()
     pubs = simulate(g, duration_s=0.5, seed=4).summary()
-    for p, grp in d.groupby("publisher"):
+    for _, grp in d.groupby("publisher"):
         seq = grp.sort_values("msg")
         k = np.arange(len(seq))
         # message k of a pusher goes to worker k mod 3, exactly once
