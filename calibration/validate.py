@@ -27,10 +27,10 @@ import pandas as pd
 from scipy.stats import ks_2samp
 
 from ..models import topology as T
-from ..models.broker import BrokerParams
-from ..models.client import PublisherParams, SubscriberParams
-from ..models.link import LinkParams
-from ..models.params import from_mapping
+from ..models.params.broker import BrokerParams
+from ..models.params.client import PublisherParams, SubscriberParams
+from ..models.params.link import LinkParams
+from ..models.params.mapping import from_mapping
 from .fit import BrokerDemandCalibrator, KneeDemandCalibrator, LatencyFloorCalibrator
 from .profile import build_profile
 from ..analysis.interval_search import interval_search, is_sustainable

@@ -10,7 +10,7 @@ scenario with a progress bar, prints the summary, the parameters with their
 provenance and the busiest stations, and writes to DIR: per replication
 ``rep-NNN/`` with ``deliveries.parquet``, ``drops.parquet`` (with
 ``record: full``), ``stations.csv``, ``traffic.csv`` (client vs inter-broker
-traffic, :mod:`pubsim.models.traffic`; also printed with two or more brokers),
+traffic, :mod:`pubsim.models.mechanisms.ildm.traffic`; also printed with two or more brokers),
 ``throughput.csv``, ``parameters.csv``,
 ``latency_cdf.png``, ``throughput.png``, ``pattern-<kind>.csv`` for the
 scenario's pattern reports (entries of a kind stacked, ``report`` = their
@@ -171,7 +171,7 @@ def _finished(rep_dir):
 
 def _pattern_reports(scenario, result, rep, console):
     """Print the scenario's pattern reports for one replication; return ``[(kind, frame)]``."""
-    from .models.pattern_reports import report
+    from .models.mechanisms.patterns.reports import report
 
     out = []
     for entry in scenario.patterns:

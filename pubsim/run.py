@@ -51,8 +51,8 @@ class RunResult:
 
     def traffic(self) -> pd.DataFrame:
         """Client vs inter-broker traffic, data vs control, per node and per tree
-        edge (tidy; see :mod:`pubsim.models.traffic`)."""
-        from .models.traffic import traffic_table
+        edge (tidy; see :mod:`pubsim.models.mechanisms.ildm.traffic`)."""
+        from .models.mechanisms.ildm.traffic import traffic_table
 
         return traffic_table(self.network)
 
@@ -82,7 +82,7 @@ class RunResult:
         by cause; ``not_owed``: copies for subscribers offline with a clean
         session (excluded from what is owed); ``retained_deliveries``: retained
         copies sent on connect (not egress); ``duplicates``: extra copies of QoS 1 messages received
-        after a lost acknowledgement (not egress; see :mod:`pubsim.models.qos`).
+        after a lost acknowledgement (not egress; see :mod:`pubsim.models.mechanisms.qos.rules`).
         """
         span = self.window[1] - self.window[0]
         counts = self.sink.counts()
@@ -153,7 +153,7 @@ def simulate(topology, *, duration_s, warmup_s=0.0, cooldown_s=0.0, seed=0, repl
     progress : callable, optional
         ``progress(simulated_s, total_s)``, batch driver only.
     """
-    from .models.compile import build_network
+    from .models.assembly.build import build_network
 
     window = _check_window(duration_s, warmup_s, cooldown_s)
     if driver not in DRIVERS:

@@ -19,23 +19,23 @@ error is one line naming the field and the value. Layout::
 
 Client groups expand ``count`` copies; ``{i}``, ``{i//N}`` and ``{i%N}`` in
 names, topics, filters and ``broker`` are replaced by the copy index
-expressions. Parameter fields are those of :mod:`pubsim.models.broker`,
-:mod:`pubsim.models.link` and :mod:`pubsim.models.client` (units in the names, human
+expressions. Parameter fields are those of :mod:`pubsim.models.params.broker`,
+:mod:`pubsim.models.params.link` and :mod:`pubsim.models.params.client` (units in the names, human
 strings accepted); broker and link mappings may name a ``preset``
 (:mod:`pubsim.models.presets`) whose fields the others override, client groups
 may not. ``run`` needs ``duration`` > 0 and warmup + cooldown shorter than
 it. ``patterns`` (optional) lists pattern reports (push_pull, request_reply,
-polling, by_publisher; :mod:`pubsim.models.pattern_reports`). ``chain`` takes
+polling, by_publisher; :mod:`pubsim.models.mechanisms.patterns.reports`). ``chain`` takes
 ``brokers`` (a list of groups with a
 ``name``), ``bridge`` (a link), ``forwarding`` and a ``broker`` key on every
 client group; ``graphml`` takes ``path`` (relative to the scenario file). ``brokerless``
-(ZeroMQ direct PUB/SUB, :mod:`pubsim.models.brokerless`) takes ``socket``, ``link``,
+(ZeroMQ direct PUB/SUB, :mod:`pubsim.models.mechanisms.brokerless.socket`) takes ``socket``, ``link``,
 optional ``handoff``, and ``connect`` on subscriber groups.
 A ``chain`` broker group may carry ``relay:`` (the fields of
-:class:`pubsim.models.relay.RelayParams`: an ILDM interworking node in front of the
+:class:`pubsim.models.params.relay.RelayParams`: an ILDM interworking node in front of the
 broker), and with ``forwarding: bridge`` the chain takes ``bridges``, a list
 of ``{local: b0, remote: b1, topics_out: [...], topics_in: [...]}``
-(:class:`pubsim.models.bridge.BridgeParams`).
+(:class:`pubsim.models.params.bridge.BridgeParams`).
 """
 from __future__ import annotations
 
@@ -64,7 +64,7 @@ class Scenario:
     replications: int
     topology: object
     run: dict
-    patterns: tuple = ()  # pattern reports (models.pattern_reports), printed by ``pubsim run``
+    patterns: tuple = ()  # pattern reports (models.mechanisms.patterns.reports), printed by ``pubsim run``
 
     def simulate(self, replication=0, **overrides):
         """Run one replication (keyword arguments override ``run`` settings)."""
@@ -121,7 +121,7 @@ def _params(cls, kind, spec, path):
     """Parameters of class ``cls`` from a mapping; ``kind`` (``broker``,
     ``link``) allows a ``preset`` key, clients have no presets."""
     from .models import presets
-    from .models.params import from_mapping
+    from .models.params.mapping import from_mapping
 
     if not isinstance(spec, dict):
         raise ConfigError(path, spec, f"a mapping of {cls.__name__} fields")
@@ -152,9 +152,9 @@ def _clients(groups, cls, path, brokers=None):
 
 
 def _star(spec, path):
-    from .models.broker import BrokerParams
-    from .models.client import PublisherParams, SubscriberParams
-    from .models.link import LinkParams
+    from .models.params.broker import BrokerParams
+    from .models.params.client import PublisherParams, SubscriberParams
+    from .models.params.link import LinkParams
     from .models.topology import star
 
     _only(spec, {"builder", "protocol", "broker", "link", "publishers", "subscribers"}, path)
@@ -166,10 +166,10 @@ def _star(spec, path):
 
 
 def _chain(spec, path):
-    from .models.broker import BrokerParams
-    from .models.client import PublisherParams, SubscriberParams
-    from .models.link import LinkParams
-    from .models.relay import RelayParams
+    from .models.params.broker import BrokerParams
+    from .models.params.client import PublisherParams, SubscriberParams
+    from .models.params.link import LinkParams
+    from .models.params.relay import RelayParams
     from .models.topology import chain
 
     _only(spec, {"builder", "protocol", "forwarding", "brokers", "bridge", "link",
@@ -194,7 +194,7 @@ def _chain(spec, path):
 
 def _bridges(items, path):
     """``{(local, remote): BridgeParams}`` of a chain's ``bridges`` list."""
-    from .models.bridge import BridgeParams
+    from .models.params.bridge import BridgeParams
 
     if not isinstance(items, list):
         raise ConfigError(path, items, "a list of {local, remote, topics_out, topics_in}")
@@ -214,9 +214,9 @@ def _brokerless(spec, path):
     """ZeroMQ direct PUB/SUB: ``socket`` (ZmqSocketParams, may name a preset), ``link``
     (each peer connection), optional ``handoff`` link; subscribers connect to
     every publisher unless a group lists ``connect`` (publisher names)."""
-    from .models.brokerless import ZmqSocketParams
-    from .models.client import PublisherParams, SubscriberParams
-    from .models.link import LinkParams
+    from .models.params.zmq import ZmqSocketParams
+    from .models.params.client import PublisherParams, SubscriberParams
+    from .models.params.link import LinkParams
     from .models.topology import brokerless
 
     _only(spec, {"builder", "protocol", "socket", "link", "handoff", "publishers", "subscribers"}, path)
@@ -319,7 +319,7 @@ def parse_scenario(data, base_dir="."):
         raise ConfigError("seed", seed, "an integer >= 0")
     if isinstance(reps, bool) or not isinstance(reps, int) or reps < 1:
         raise ConfigError("replications", reps, "an integer >= 1")
-    from .models.pattern_reports import parse_patterns
+    from .models.mechanisms.patterns.reports import parse_patterns
 
     run = _run_settings(data.get("run"))
     patterns = parse_patterns(data.get("patterns"), graph)

@@ -1,7 +1,7 @@
 """A compiled network: stations, route plan and publication sources.
 
 :class:`Network` is what the drivers run. It is built from a topology by
-:func:`pubsim.models.compile.build_network`; nothing here knows about brokers or
+:func:`pubsim.models.assembly.build.build_network`; nothing here knows about brokers or
 links, only about stations, visits and sources.
 """
 from __future__ import annotations
@@ -83,7 +83,7 @@ class Network:
             seq = self._seq[p] + np.arange(len(times))
             self._seq[p] += len(times)
             visit = self.plan.flow_root[flows]
-            at_broker = getattr(src, "at_broker", None)  # Will messages start at the broker (models.will)
+            at_broker = getattr(src, "at_broker", None)  # Will messages start at the broker (models.mechanisms.sessions.will)
             if at_broker is not None and at_broker.any():
                 visit = np.where(at_broker, self.plan.child_idx[self.plan.child_ptr[visit]], visit)
             parts.append(Packets(times, seq * n_pub + p, visit, sizes, times))

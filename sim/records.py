@@ -59,7 +59,7 @@ class _Tally:
         self._published_hook(packets)
 
     def add_delivered(self, packets):
-        retained = packets.msg < 0  # retained copies sent on connect (models.sessions): counted apart
+        retained = packets.msg < 0  # retained copies sent on connect (models.mechanisms.sessions.sessions): counted apart
         if retained.any():
             self.retained_deliveries += int(self._in(packets.t[retained]).sum())
             self._retained_hook(packets.take(retained))

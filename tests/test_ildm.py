@@ -11,14 +11,14 @@ import numpy as np
 import pytest
 
 from pubsim.models import topology as T
-from pubsim.models.bridge import BridgeParams
-from pubsim.models.broker import BrokerParams
-from pubsim.models.client import PublisherParams, SubscriberParams
-from pubsim.models.compile import _Builder, build_network
-from pubsim.models.ildm import ControlPlane, covers, steady_state
-from pubsim.models.link import LinkParams
-from pubsim.models.relay import RelayParams
-from pubsim.models.topics import matches
+from pubsim.models.params.bridge import BridgeParams
+from pubsim.models.params.broker import BrokerParams
+from pubsim.models.params.client import PublisherParams, SubscriberParams
+from pubsim.models.assembly.build import _Builder, build_network
+from pubsim.models.mechanisms.ildm.control import ControlPlane, covers, steady_state
+from pubsim.models.params.link import LinkParams
+from pubsim.models.params.relay import RelayParams
+from pubsim.models.params.topics import matches
 from pubsim.sim.distributions import Constant
 from pubsim.sim.errors import ConfigError
 from pubsim.sim.rng import StreamFactory

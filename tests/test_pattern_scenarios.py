@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from pubsim.models.pattern_reports import report
+from pubsim.models.mechanisms.patterns.reports import report
 from pubsim.sim import theory
 from pubsim.sim.errors import ConfigError
 from pubsim.scenario import load_scenario, parse_scenario

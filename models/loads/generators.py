@@ -33,7 +33,7 @@ import numpy as np
 from ...sim.distributions import Distribution
 from ...sim.errors import ConfigError
 
-from ..provenance import Provenance, Source
+from ..params.provenance import Provenance, Source
 from .trace import DAY_S, Trace
 
 __all__ = ["poisson", "constant_rate", "mmpp", "on_off", "diurnal", "DEFAULT_DIURNAL_PROFILE",

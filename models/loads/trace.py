@@ -36,6 +36,8 @@ import pandas as pd
 
 from ...sim.errors import ConfigError
 
+from ..params.client import PublisherParams
+
 __all__ = ["Trace", "REQUIRED", "OPTIONAL"]
 
 REQUIRED = ("t_s", "publisher", "topic", "size_bytes")
@@ -257,7 +259,7 @@ class Trace:
         Parameters
         ----------
         **params
-            Extra :class:`~pubsim.models.client.PublisherParams` fields for every
+            Extra :class:`~pubsim.models.params.client.PublisherParams` fields for every
             publisher (``provenance``, ``priority``, ...).
 
         Returns
@@ -267,8 +269,6 @@ class Trace:
             with a ``priority`` column gives each publisher its priority
             (it must be constant per publisher: the engine has one per client).
         """
-        from ..client import PublisherParams
-
         frame = self.frame
         codes = frame["publisher"].cat.codes.to_numpy()
         names = frame["publisher"].cat.categories

@@ -19,7 +19,7 @@ __all__ = ["load", "names", "apply", "kinds"]
 
 _FILES = {"broker": "brokers.yaml", "link": "links.yaml"}
 _FILES.update({"socket": "sockets.yaml", "disk": "disks.yaml"})  # ZeroMQ sockets, disks (persistence)
-_FILES["serialization"] = "serialization.yaml"  # message formats (models.serialization)
+_FILES["serialization"] = "serialization.yaml"  # message formats (models.params.serialization)
 
 
 def _all(kind):

@@ -1,0 +1,1 @@
+"""The compiler: registry of mechanisms, :func:`build_network`, parameter table, feature table."""

@@ -1,0 +1,1 @@
+"""Mechanisms as plug-ins, one subpackage each, and the plug-in interface they share."""

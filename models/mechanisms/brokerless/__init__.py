@@ -1,0 +1,1 @@
+"""Brokerless ZeroMQ PUB/SUB and PUSH/PULL: socket stations and peer pipes."""

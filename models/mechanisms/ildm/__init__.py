@@ -1,0 +1,1 @@
+"""Cooperating edge brokers (ILDM): control plane, relays, bridges, traffic accounting."""

@@ -1,0 +1,1 @@
+"""Persistent messages: broker disks (group commit) and broker restarts."""

@@ -1,0 +1,1 @@
+"""Priority channels and per-subscriber queue policies."""

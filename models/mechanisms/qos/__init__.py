@@ -1,0 +1,1 @@
+"""MQTT/AMQP per-hop QoS: windowed links, visit QoS, handshake packets at brokers."""

@@ -1,0 +1,1 @@
+"""Message serialization: the encode stage on the publisher's CPU."""

@@ -1,0 +1,1 @@
+"""Subscriber sessions (churn, clean sessions), retained messages, publisher outages and Will messages."""
