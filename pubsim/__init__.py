@@ -28,16 +28,16 @@ it; the contract is checked by ``lint-imports``, see ``setup.cfg``):
 """
 from __future__ import annotations
 
+from .models.loads import Trace
 from .models.params.bridge import BridgeParams
 from .models.params.broker import BrokerParams
-from .models.params.zmq import ZmqSocketParams
 from .models.params.client import PublisherParams, SubscriberParams
 from .models.params.disk import DiskParams
 from .models.params.link import LinkParams
-from .models.loads import Trace
 from .models.params.provenance import Provenance
 from .models.params.relay import RelayParams
 from .models.params.serialization import SerializationParams
+from .models.params.zmq import ZmqSocketParams
 from .models.topology import brokerless, chain, read_graphml, star, validate, write_graphml
 from .run import RunResult, simulate
 from .scenario import Scenario, load_scenario

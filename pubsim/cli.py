@@ -264,6 +264,9 @@ def build_parser():
     from .models.presets.cli import add_commands as preset_commands
 
     preset_commands(sub)
+    from .models.assembly.features import add_commands as feature_commands
+
+    feature_commands(sub)
     return parser
 
 

@@ -31,9 +31,14 @@ class Network:
         sum_i P(t_i) S(t_i) / sum_i P(t_i) (SYSTEMS.md §4).
     window : (float, float)
         Measurement window, s.
+    parameters : list of dict or None
+        The parameter table of the components (for the records).
+    control : object or None
+        Model data for accounting, opaque here: the ILDM control plane that
+        routed the copies (``pubsim.models.mechanisms.ildm.traffic`` reads it).
     """
 
-    def __init__(self, stations, plan, sources, *, names, sp_ratio, window, parameters=None):
+    def __init__(self, stations, plan, sources, *, names, sp_ratio, window, parameters=None, control=None):
         self.stations = list(stations)
         self.plan = plan
         self.sources = list(sources)
@@ -41,6 +46,7 @@ class Network:
         self.sp_ratio = float(sp_ratio)
         self.window = window
         self.parameters = parameters if parameters is not None else []
+        self.control = control
         for i, st in enumerate(self.stations):
             st.bind(i, plan)
         n_pub = len(self.sources)

@@ -10,13 +10,15 @@ import numpy as np
 from ...sim import kernels as K
 from ...sim.disciplines import BatchDiscipline, FifoDiscipline, Overflow, QueueDiscipline
 from ...sim.distributions import Constant
-from ...sim.errors import ConfigError
 from ...sim.station import Station
 
-from ..protocol import framing_bytes
 from ...sim.restart import RestartQueueDiscipline
 
-__all__ = ["LinkStation", "BrokerStation", "SubscriberStation", "EncodeStation", "make_discipline"]
+from ..protocol import framing_bytes
+from .wiring import Wiring
+
+__all__ = ["ModelStation", "LinkStation", "BrokerStation", "SubscriberStation", "EncodeStation",
+           "make_discipline"]
 
 
 def make_discipline(*, servers, capacity_messages, capacity_bytes, overflow, idle_extra_s=0.0,
@@ -47,7 +49,32 @@ def make_discipline(*, servers, capacity_messages, capacity_bytes, overflow, idl
                           **quota)
 
 
-class LinkStation(Station):
+class ModelStation(Station):
+    """A station of the model layer: takes its per-visit collaborators in one bind step.
+
+    :func:`pubsim.models.assembly.build.build_network` calls :meth:`wire` once per
+    station, after the route plan is known and before the network binds the
+    stations (:meth:`pubsim.sim.station.Station.bind`).
+    """
+
+    def wire(self, index: int, wiring: Wiring) -> None:
+        """Take what this station needs from ``wiring`` (nothing by default).
+
+        Parameters
+        ----------
+        index : int
+            This station's index in the network.
+        wiring : Wiring
+        """
+
+    def _wire_durable(self, index: int, wiring: Wiring) -> None:
+        """A restarting queue learns which visits survive a restart."""
+        durable = wiring.durable_visit.get(index)
+        if durable is not None:
+            self.discipline.durable_visit = durable
+
+
+class LinkStation(ModelStation):
     """Transmitter (FIFO or priority channel) then propagation with jitter and loss.
 
     Parameters
@@ -70,27 +97,38 @@ class LinkStation(Station):
         Priorities above it count as it (AMQP ``x-max-priority``).
     disk_cost_s : float
         Extra time of a message spilled by ``flow_to_disk``, s.
+    session : models.mechanisms.sessions.sessions.Sessions or None
+        Connection intervals of the subscriber at the end of a downlink; it
+        settles each copy before service (``before_service(station, packets, qos)``).
+    restart : dict or None
+        Restart settings of the transmit queue (a restarting broker's
+        per-client queue, :class:`pubsim.sim.restart.RestartQueueDiscipline`).
     """
 
     def __init__(self, name, params, *, protocol, topic_bytes, streams, window,
                  queue_messages=None, queue_bytes=None, scheduling=None, overflow=None,
-                 max_priority=None, disk_cost_s=0.0):
+                 max_priority=None, disk_cost_s=0.0, session=None, restart=None):
         self.scheduling = params.scheduling if scheduling is None else scheduling
         self.max_priority = max_priority
         overflow = params.overflow if overflow is None else overflow
-        if self.scheduling == "priority" and overflow == Overflow.BACKPRESSURE:
-            raise ConfigError(f"{name}.overflow", overflow, "not backpressure on a priority channel")
         disc = make_discipline(servers=1, capacity_messages=queue_messages, capacity_bytes=queue_bytes,
-                               overflow=overflow, priority=self.scheduling == "priority", disk_cost_s=disk_cost_s)
+                               overflow=overflow, priority=self.scheduling == "priority", disk_cost_s=disk_cost_s,
+                               restart=restart)
         super().__init__(name, "link", disc, window=window)
         self.params = params
         self.protocol = protocol
         self.topic_bytes = topic_bytes
+        self.session = session
         self.jitter = streams.draws(params.jitter_s, name, "jitter")
         self.loss = streams.draws(_UNIFORM, name, "loss")
         self._last = np.zeros(1)
 
-    session = None  # models.mechanisms.sessions.sessions.Sessions of the subscriber at the end of a downlink
+    def wire(self, index, wiring):
+        """Topic bytes per flow (framing); the session's and restart queue's per-visit arrays."""
+        self.topic_bytes = wiring.flow_topic_bytes
+        if self.session is not None:
+            self.session.wire(wiring)
+        self._wire_durable(index, wiring)
 
     def hop_qos(self, packets):
         """QoS of each packet on this link (0 on plain links)."""
@@ -179,7 +217,7 @@ def _restart(params):
     return {"restart_at_s": params.restart_at_s, "downtime_s": params.restart_downtime_s}
 
 
-class BrokerStation(Station):
+class BrokerStation(ModelStation):
     """A broker's workers; demand per message as in :mod:`pubsim.models.params.broker`.
 
     Parameters
@@ -207,8 +245,14 @@ class BrokerStation(Station):
         self.ingress = streams.draws(params.ingress_cost_s, name, "ingress")
         self.match = streams.draws(params.match_cost_s, name, "match")
         self.delivery = streams.draws(params.delivery_cost_s, name, "delivery")
-        self.ack_packets = None  # QoS handshake packets per visit (models.mechanisms.qos.build), or None
-        self.copies_by_visit = None  # set by a disk stage (models.mechanisms.persistence.disk): copies made after the disk
+        self.ack_packets = None  # QoS handshake packets per visit (models.mechanisms.qos), or None
+        self.copies_by_visit = None  # copies made per visit below a disk (models.mechanisms.persistence), or None
+
+    def wire(self, index, wiring):
+        """Handshake packets per visit, copies per visit below a disk, durable visits."""
+        self.ack_packets = wiring.ack_packets
+        self.copies_by_visit = wiring.copies_by_visit.get(index)
+        self._wire_durable(index, wiring)
 
     def service_s(self, packets):
         p = self.params
@@ -232,7 +276,7 @@ class BrokerStation(Station):
         return self.params.ingress_cost_s.min_value
 
 
-class SubscriberStation(Station):
+class SubscriberStation(ModelStation):
     """A subscriber handling messages one at a time, with a receive buffer."""
 
     def __init__(self, name, params, *, streams, window):
@@ -253,7 +297,7 @@ class SubscriberStation(Station):
         return self.params.processing_s.min_value + (0.0 if codec is None else codec.decode_cost_s)
 
 
-class EncodeStation(Station):
+class EncodeStation(ModelStation):
     """A publisher's CPU encoding its messages (FIFO, one core, no limit):
     ``encode_cost_s + encode_cost_per_byte_s x encoded size`` per message
     (:mod:`pubsim.models.params.serialization`)."""

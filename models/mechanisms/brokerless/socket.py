@@ -25,13 +25,11 @@ instead of one broker. Stations: the publisher's hand-off link, the socket
 from __future__ import annotations
 
 from ....sim.disciplines import Overflow
-from ....sim.station import Station
-
-from ...stations.core import _batch, make_discipline
+from ...stations.core import ModelStation, _batch, make_discipline
 
 __all__ = ["SocketStation", "socket_link_limits"]
 
-class SocketStation(Station):
+class SocketStation(ModelStation):
     """A PUB/PUSH socket's I/O work on the publisher's host (fan-out paid here).
 
     Parameters

@@ -23,13 +23,12 @@ from __future__ import annotations
 import numpy as np
 
 from ....sim.disciplines import FifoDiscipline, Overflow
-from ....sim.station import Station
-
 from ...params.relay import SENDER_ACKS
+from ...stations.core import ModelStation
 
 __all__ = ["RelayStation"]
 
-class RelayStation(Station):
+class RelayStation(ModelStation):
     """A relay node: FIFO workers, demand as in the module docstring.
 
     The local broker is always the first child of a relay visit, so the

@@ -13,43 +13,34 @@ of B messages of ``S`` bytes: ``B / (sync_latency + B S / bandwidth)``.
 """
 from __future__ import annotations
 
-import numpy as np
-
 from ....sim.disciplines import BatchDiscipline
-from ....sim.station import Station
+
+from ...stations.core import ModelStation
 
 __all__ = ["DiskStation"]
 
 
-class DiskStation(Station):
+class DiskStation(ModelStation):
     """The disk stage of a broker: group-committed writes of persistent messages.
 
     Sits after the broker's worker on the route of persistent messages;
-    copies go on to subscribers when their write is synced. At bind time it
-    tells its broker station how many copies each persistent message makes
-    (the broker's route child is the disk, not the copies).
+    copies go on to subscribers when their write is synced. The broker's
+    route child is then the disk, not the copies: the persistence
+    mechanism's ``wire`` hook gives the broker its copies per visit
+    (:class:`pubsim.models.stations.wiring.Wiring`).
 
     Parameters
     ----------
     name : str
     params : DiskParams
-    broker : models.stations.core.BrokerStation
     window : (float, float)
     """
 
-    def __init__(self, name, params, *, broker, window):
+    def __init__(self, name, params, *, window):
         disc = BatchDiscipline(batch_max_messages=params.batch_max_messages,
                                batch_fixed_cost_s=params.sync_latency_s)
         super().__init__(name, "disk", disc, window=window)
         self.params = params
-        self.broker = broker
-
-    def bind(self, index, plan):
-        super().bind(index, plan)
-        mine = np.flatnonzero(plan.station == index)
-        copies = plan.n_children.copy() if self.broker.copies_by_visit is None else self.broker.copies_by_visit
-        copies[plan.parent[mine]] = plan.n_children[mine]
-        self.broker.copies_by_visit = copies
 
     def service_s(self, packets):
         return packets.size / self.params.bandwidth_Bps

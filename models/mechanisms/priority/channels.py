@@ -18,7 +18,6 @@ A message's priority is its flow's (publisher, topic): the publisher's
 from __future__ import annotations
 
 from ....sim.disciplines import Overflow
-from ....sim.errors import ConfigError
 
 __all__ = ["flow_priorities", "downlink_queue"]
 
@@ -37,21 +36,19 @@ def flow_priorities(publisher_params, topic_names, flows):
     return [publisher_params[p].flow_priority(topic_names[t]) for p, t, _ in flows]
 
 
-def downlink_queue(link, broker, where):
+def downlink_queue(link, broker):
     """Keyword arguments of the broker-to-subscriber :class:`LinkStation`'s queue.
 
     Parameters
     ----------
     link : models.params.link.LinkParams
     broker : models.params.broker.BrokerParams
-    where : str
-        Name of the link, for errors.
+
+    Which queue policies combine is checked before, by
+    :func:`pubsim.models.assembly.features.check_features`.
     """
     priority = "priority" in (link.scheduling, broker.client_scheduling)
     overflow = broker.client_overflow if broker.client_overflow != Overflow.DROP_NEWEST else link.overflow
-    if priority and overflow == Overflow.BACKPRESSURE:
-        raise ConfigError(f"{where}.overflow", overflow,
-                          "drop_newest, reject, drop_oldest, ring, update or flow_to_disk on a priority queue")
     return {"queue_messages": _tighter(link.queue_messages, broker.client_queue_messages),
             "queue_bytes": _tighter(link.queue_bytes, broker.client_queue_bytes),
             "scheduling": "priority" if priority else "fifo", "overflow": overflow,

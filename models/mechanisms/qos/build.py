@@ -15,8 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from ... import topology as T
-from ....sim.errors import ConfigError
-
+from ..keys import StationKind
 from .rules import check_protocol_qos, handshake_packets
 
 __all__ = ["qos_link_options", "visit_qos", "broker_handshakes", "consumer_folded"]
@@ -34,35 +33,37 @@ def consumer_folded(g, s):
 def qos_link_options(g, key):
     """Keyword arguments of a QosLinkStation for the link ``key``, or None for a plain link.
 
-    ``key``: ``("up", p)``, ``("bridge", x, y)`` or ``("down", s)`` as in :mod:`pubsim.models.assembly.build`.
+    ``key``: a :class:`~pubsim.models.mechanisms.keys.StationKey` of an uplink,
+    a bridge or a downlink (other links, e.g. brokerless pipes, have no
+    acknowledgements).
     """
     proto = g.graph[T.PROTOCOL]
-    kind = key[0]
-    if kind == "up":
-        pp = _p(g, key[1])
-        check_protocol_qos(proto, pp.qos, f"{key[1]}.qos")
+    kind = key.kind
+    if kind is StationKind.UPLINK:
+        pp = _p(g, key.node)
+        check_protocol_qos(proto, pp.qos, f"{key.node}.qos")
         if pp.qos == 0:
             return None
         return {"inflight_messages": pp.inflight_messages, "retry_timeout_s": pp.retry_timeout_s}
-    if kind == "bridge":
+    if kind is StationKind.BRIDGE:
         if not any(_p(g, p).qos > 0 for p in T.clients(g, T.NodeKind.PUBLISHER)):
             return None
-        bp = _p(g, key[1])
+        bp = _p(g, key.node)
         return {"inflight_messages": bp.max_inflight_messages, "retry_timeout_s": bp.retry_timeout_s}
-    if kind != "down":  # e.g. a brokerless pipe (models.mechanisms.brokerless.compile): no acknowledgements
+    if kind is not StationKind.DOWNLINK:
         return None
-    s = key[1]
+    s = key.node
     sp = _p(g, s)
     check_protocol_qos(proto, sp.qos, f"{s}.qos")
     if sp.qos == 0:
         return None
     bp = _p(g, T.home_broker(g, s))
-    if getattr(bp, "restart_at_s", ()):
-        raise ConfigError(f"{s}.qos", sp.qos, "0 at a broker with restart_at_s (windowed connections "
-                          "are not modelled across broker restarts)")
     window = bp.max_inflight_messages if sp.inflight_messages is None else sp.inflight_messages
     return {"inflight_messages": window, "retry_timeout_s": bp.retry_timeout_s,
             "consumer": sp, "consumer_name": f"subscriber:{s}"}
+
+
+_LINKS = (StationKind.UPLINK, StationKind.BRIDGE, StationKind.DOWNLINK)
 
 
 def visit_qos(g, plan, station_keys, pubs, subs):
@@ -72,11 +73,11 @@ def visit_qos(g, plan, station_keys, pubs, subs):
     amqp = g.graph[T.PROTOCOL] == "amqp"  # consumer acks do not depend on publisher confirms
     for v in range(plan.n_visits):
         key = station_keys[int(plan.station[v])]
-        if key[0] not in ("up", "bridge", "down"):
+        if key.kind not in _LINKS:
             continue
         q = pub_qos[plan.flow_publisher[plan.flow[v]]]
-        if key[0] == "down":
-            q = _p(g, key[1]).qos if amqp else min(q, _p(g, key[1]).qos)
+        if key.kind is StationKind.DOWNLINK:
+            q = _p(g, key.node).qos if amqp else min(q, _p(g, key.node).qos)
         qos[v] = q
     return qos
 

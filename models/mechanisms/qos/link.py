@@ -28,7 +28,6 @@ import numpy as np
 from ....sim import kernels as K
 from ....sim import window as W
 from ....sim.disciplines import FifoDiscipline, Overflow, Served
-from ....sim.errors import ConfigError
 from ....sim.station import StationStats
 
 from .rules import ACK_BYTES, exchange_draws
@@ -132,11 +131,7 @@ class QosLinkStation(LinkStation):
                  consumer_name="", **queue):
         super().__init__(name, params, protocol=protocol, topic_bytes=topic_bytes, streams=streams,
                          window=window, queue_messages=queue_messages, queue_bytes=queue_bytes, **queue)
-        overflow = queue.get("overflow") or params.overflow
-        if self.scheduling != "fifo" or overflow not in (Overflow.DROP_NEWEST, Overflow.BACKPRESSURE):
-            raise ConfigError(f"{name}.overflow", f"{self.scheduling}/{overflow}",
-                              "a FIFO queue with drop_newest or backpressure on a connection with QoS > 0 "
-                              "(the in-flight window is modelled for FIFO queues)")
+        overflow = queue.get("overflow") or params.overflow  # FIFO, drop_newest or backpressure (models.assembly.features)
         self.discipline = WindowDiscipline(inflight_messages=inflight_messages, capacity_messages=queue_messages,
                                            capacity_bytes=queue_bytes, overflow=overflow)
         self.stats = QosStats(window, 1)
@@ -149,6 +144,11 @@ class QosLinkStation(LinkStation):
         self.processing = None if consumer is None else streams.draws(
             consumer.processing_s, consumer_name, "processing")
         self._counts = None
+
+    def wire(self, index, wiring):
+        """Also the QoS of each visit (:mod:`pubsim.models.mechanisms.qos.build`)."""
+        super().wire(index, wiring)
+        self.visit_qos = wiring.visit_qos
 
     def hop_qos(self, packets):
         return self._qos(packets)

@@ -72,7 +72,7 @@ class Sessions:
             self.connect, self.disconnect = np.zeros(1), self.on.take(1)
         else:
             self.connect, self.disconnect = check_intervals(params.online_s)
-        self.flow_retain = None   # per flow: publisher retains (set by models.assembly.build)
+        self.flow_retain = None   # per flow: publisher retains (from the wiring, see wire)
         self.store = {}           # topic -> (msg, visit, size, pub_t) of the last retained copy
         self.next_connect = 0     # index of the first connect not yet settled
 
@@ -97,6 +97,11 @@ class Sessions:
         held = ~online & (not self.clean) & (qos > 0) & np.isfinite(nxt)
         not_owed = ~online & ~held
         return np.where(held, nxt, t), not_owed
+
+    def wire(self, wiring):
+        """Take the per-flow retain flags (None when no publisher retains); called by
+        its downlink's :meth:`~pubsim.models.stations.core.LinkStation.wire`."""
+        self.flow_retain = wiring.flow_retain
 
     def before_service(self, station, packets, qos):
         """The ``before_service`` hook of the downlink ``station`` this session sits on
