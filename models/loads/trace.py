@@ -28,6 +28,7 @@ raise a one-line :class:`~pubsim.sim.errors.ConfigError` naming the row and valu
 """
 from __future__ import annotations
 
+import gzip
 import json
 from pathlib import Path
 
@@ -191,7 +192,7 @@ class Trace:
         meta = {"t0_of_day_s": self.t0_of_day_s, "origin_epoch_s": self.origin_epoch_s, "version": 1}
         kind = _kind(path)
         if kind == "parquet":
-            import pyarrow as pa
+            import pyarrow as pa  # optional heavy dependency: pyarrow, only for parquet files
             import pyarrow.parquet as pq
 
             table = pa.Table.from_pandas(self.frame, preserve_index=False)
@@ -199,8 +200,6 @@ class Trace:
                                                    _META_KEY: json.dumps(meta).encode()})
             pq.write_table(table, path)
         else:
-            import gzip
-
             opener = gzip.open if path.name.endswith(".gz") else open
             with opener(path, "wt", newline="") as fh:
                 fh.write(_CSV_MAGIC + json.dumps(meta) + "\n")
@@ -223,7 +222,7 @@ class Trace:
             raise ConfigError(str(path), "missing", "an existing trace file")
         meta, offset = {}, 0
         if kind == "parquet":
-            import pyarrow.parquet as pq
+            import pyarrow.parquet as pq  # optional heavy dependency: pyarrow, only for parquet files
 
             try:
                 table = pq.read_table(path)
@@ -233,8 +232,6 @@ class Trace:
             meta = json.loads(raw) if raw else {}
             frame = table.to_pandas()
         else:
-            import gzip
-
             opener = gzip.open if path.name.endswith(".gz") else open
             with opener(path, "rt", newline="") as fh:
                 first = fh.readline()
