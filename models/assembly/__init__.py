@@ -1,1 +1,6 @@
-"""The compiler: registry of mechanisms, :func:`build_network`, parameter table, feature table."""
+"""The compiler: the registry of mechanisms (:mod:`.registry`), :func:`.build.build_network`,
+the parameter table (:mod:`.table`) and the feature table (:mod:`.features`).
+
+Top layer of :mod:`pubsim.models`: it imports the mechanisms, nothing imports it
+except the application layer (:mod:`pubsim.run`, :mod:`pubsim.cli`).
+"""

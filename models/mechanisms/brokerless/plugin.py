@@ -36,6 +36,7 @@ class Brokerless:
     name = "brokerless"
 
     def prepare(self, ctx: CompileContext) -> None:
+        """Each socket's prefix table (``ctx.socket_tables``)."""
         ctx.socket_tables = {k: socket_table(ctx.graph, k, ctx.subscribers) for k in ctx.sockets}
 
     def add_stations(self, ctx: CompileContext) -> None:
@@ -61,6 +62,7 @@ class Brokerless:
         return hop
 
     def matching_subscribers(self, ctx: CompileContext, topic: str) -> int:
+        """Distinct peers of all sockets whose prefix matches ``topic``."""
         return len(set().union(*(ctx.socket_tables[k].subscribers(topic) for k in ctx.sockets)))
 
 

@@ -51,6 +51,7 @@ class Brokers:
     name = "brokers"
 
     def prepare(self, ctx: CompileContext) -> None:
+        """Each broker's subscription table of its local subscribers (``ctx.tables``)."""
         for b in ctx.brokers:
             table = SubscriptionTable(TopicSyntax(ctx.params(b).topic_syntax))
             for s in ctx.subscribers:
@@ -60,6 +61,7 @@ class Brokers:
             ctx.tables[b] = table
 
     def add_stations(self, ctx: CompileContext) -> None:
+        """Each publisher's uplink, then each broker."""
         for p in ctx.publishers:
             b = ctx.home(p)
             link = ctx.link_params(p, b)
@@ -71,15 +73,18 @@ class Brokers:
                                                                 streams=ctx.streams, window=ctx.window))
 
     def route(self, ctx: CompileContext, publisher, topic: str) -> Hop:
+        """A flow's tree: the uplink, then the entry hop of the publisher's home node."""
         first = ctx.entry_hop(ctx.home(publisher), None, topic, True)
         return Hop(ctx.index_of(StationKey.uplink(publisher)), link=True, children=[first])
 
     def entry_hop(self, ctx: CompileContext, node, came_from, topic: str, ingress: bool) -> Hop | None:
+        """The plain broker hop (the default entry of a broker)."""
         if node not in ctx.tables:
             return None
         return broker_hop(ctx, node, came_from, topic, ingress)
 
     def matching_subscribers(self, ctx: CompileContext, topic: str) -> int:
+        """Local subscribers of all brokers whose filters match ``topic``."""
         return sum(len(ctx.tables[b].subscribers(topic)) for b in ctx.brokers)
 
 
@@ -89,6 +94,7 @@ class Delivery:
     name = "delivery"
 
     def add_stations(self, ctx: CompileContext) -> None:
+        """Each subscriber's downlink, then its station unless it is a pass-through or folded."""
         for s in ctx.subscribers:
             b, sp = ctx.home(s), ctx.params(s)
             if b not in ctx.tables:  # brokerless: pipes from sockets instead of a downlink

@@ -26,11 +26,13 @@ class Ildm:
     name = "ildm"
 
     def prepare(self, ctx: CompileContext) -> None:
+        """The relays (``ctx.relays``) and the control plane in its steady state (``ctx.control``)."""
         g = ctx.graph
         ctx.relays = {b: g.nodes[b][T.RELAY] for b in ctx.brokers if g.nodes[b].get(T.RELAY) is not None}
         ctx.control = steady_state(g)
 
     def add_stations(self, ctx: CompileContext) -> None:
+        """Relay stations, then both directions of each broker-broker link."""
         for b in ctx.relays:
             ctx.add_station(StationKey.relay(b), RelayStation(f"relay:{b}", ctx.relays[b], streams=ctx.streams,
                                                               window=ctx.window))

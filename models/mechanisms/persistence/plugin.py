@@ -30,6 +30,7 @@ class Persistence:
     name = "persistence"
 
     def add_stations(self, ctx: CompileContext) -> None:
+        """One disk station per broker with a ``disk``."""
         for name in ctx.brokers:
             disk = ctx.params(name).disk
             if disk is not None:
@@ -53,6 +54,7 @@ class Persistence:
         return root
 
     def wire(self, ctx: CompileContext, wiring: Wiring) -> None:
+        """Copies per broker visit below each disk; durable visits of restarting queues."""
         plan = wiring.plan
         for name in ctx.brokers:  # copies made below each disk, per broker visit
             if ctx.has(StationKey.disk(name)):

@@ -20,6 +20,7 @@ class Priority:
     name = "priority"
 
     def link_options(self, ctx: CompileContext, key: StationKey) -> dict | None:
+        """The broker's per-client queue policy on a downlink."""
         if key.kind is not StationKind.DOWNLINK:
             return None
         s = key.node
@@ -27,6 +28,7 @@ class Priority:
         return downlink_queue(ctx.link_params(s, b), ctx.params(b))
 
     def plan_options(self, ctx: CompileContext, flows) -> dict:
+        """Each flow's priority."""
         return {"flow_priority": flow_priorities([ctx.params(p) for p in ctx.publishers], ctx.topics, flows)}
 
 

@@ -23,13 +23,16 @@ class Qos:
     name = "qos"
 
     def link_options(self, ctx: CompileContext, key: StationKey) -> dict | None:
+        """A QosLinkStation, its window, resend timeout and consumer, for QoS > 0 connections."""
         options = qos_link_options(ctx.graph, key)
         return None if options is None else {"station_class": QosLinkStation, **options}
 
     def folds_subscriber(self, ctx: CompileContext, subscriber) -> bool:
+        """A QoS > 0 subscriber acknowledges after its work: it is served inside its downlink."""
         return consumer_folded(ctx.graph, subscriber)
 
     def wire(self, ctx: CompileContext, wiring: Wiring) -> None:
+        """QoS of every visit; handshake packets per broker visit (None if there are none)."""
         plan = wiring.plan
         wiring.visit_qos = visit_qos(ctx.graph, plan, ctx.keys, ctx.publishers, ctx.subscribers)
         brokers = {i for k, i in ctx.index.items() if k.kind is StationKind.BROKER}

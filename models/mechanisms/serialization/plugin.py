@@ -24,12 +24,14 @@ class Serialization:
     name = "serialization"
 
     def add_stations(self, ctx: CompileContext) -> None:
+        """An encode station per publisher whose codec has an encode cost."""
         for p in ctx.publishers:
             codec = ctx.params(p).serialization
             if codec is not None and codec.has_encode:
                 ctx.add_station(StationKey.encode(p), EncodeStation(f"encode:{p}", codec, window=ctx.window))
 
     def wrap_route(self, ctx: CompileContext, publisher, root: Hop) -> Hop:
+        """The encode stage before the uplink."""
         key = StationKey.encode(publisher)
         return Hop(ctx.index_of(key), children=[root]) if ctx.has(key) else root
 

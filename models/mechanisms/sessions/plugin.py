@@ -27,16 +27,19 @@ class SessionsMechanism:
     name = "sessions"
 
     def link_options(self, ctx: CompileContext, key: StationKey) -> dict | None:
+        """The subscriber's session, in its downlink's constructor."""
         if key.kind is not StationKind.DOWNLINK:
             return None
         session = sessions_for(ctx.params(key.node), ctx.streams, f"subscriber:{key.node}")
         return None if session is None else {"session": session}
 
     def wire(self, ctx: CompileContext, wiring: Wiring) -> None:
+        """Per-flow retain flags (None if no publisher retains)."""
         retain = np.array([ctx.params(ctx.publishers[p]).retain for p in wiring.plan.flow_publisher], dtype=bool)
         wiring.flow_retain = retain if retain.any() else None
 
     def wrap_source(self, ctx: CompileContext, publisher, source):
+        """Outages and Will messages of the publisher, if it has any."""
         return wrap_source(source, ctx.params(publisher), ctx.topics)
 
 
