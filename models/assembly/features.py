@@ -1,104 +1,50 @@
-"""Which features a topology uses, and the one table of combinations that are refused.
+"""Which features a topology uses; the refused combinations of one compiled network's connections.
 
-A *feature* is a mechanism or queue property a component uses, detected
-from the parameters (:func:`features`). Most features combine freely;
-:data:`REFUSED` lists, for each pair that does not, the reason, the field
-the error names and where the pair is checked. :func:`check_features` is
-called once, by :func:`pubsim.models.assembly.build.build_network`, before
-any station is built, and raises the one-line
-:class:`~pubsim.sim.errors.ConfigError` of the first refused pair it finds.
-
-Pairs are checked per *connection*: each link station a compile builds
-(a publisher's uplink, each direction of a bridge, a socket's pipe, a
-broker's per-client queue on a downlink), with the features of its queue
-(effective scheduling and overflow policy), of the QoS it carries and of
-the broker whose queue it is. Combinations inside one parameter object
-(e.g. ``BrokerParams`` with batching and several workers) are refused when
-that object is built, by its own ``__post_init__``.
-
-``pubsim features`` prints the table (:func:`table`).
+The one table of refused pairs is :data:`pubsim.models.params.features.REFUSED`:
+pairs inside one parameter object are refused when that object is built;
+pairs of scope ``connection`` are checked here, once per compile, by
+:func:`check_features` (called by
+:func:`pubsim.models.assembly.build.build_network` before any station is
+built). A *connection* is each link station a compile builds (a
+publisher's uplink, each direction of a bridge, a socket's pipe, a broker's
+per-client queue on a downlink), with the features of its queue (effective
+scheduling and overflow policy), of the QoS it carries and of the broker
+whose queue it is. :func:`features` lists the features a topology uses and
+where. ``pubsim features`` prints the table (:func:`table`).
 """
 from __future__ import annotations
 
-import enum
 from dataclasses import dataclass
 
 import networkx as nx
 from rich.table import Table
 
 from ...sim.disciplines import Overflow
-from ...sim.errors import ConfigError
 
 from .. import topology as T
 from ..mechanisms.qos.rules import check_protocol_qos
+from ..params.features import REFUSED, Feature, Refusal, object_features
 
-__all__ = ["Feature", "Refusal", "REFUSED", "features", "connections", "check_features", "table",
+__all__ = ["Feature", "Refusal", "REFUSED", "Connection", "features", "connections", "check_features", "table",
            "add_commands"]
-
-
-class Feature(str, enum.Enum):
-    """A feature a component of a topology uses."""
-
-    QOS = "qos"                    # QoS > 0 on a connection (windowed, acknowledged)
-    RESTART = "restart"            # a broker that restarts (restart_at_s), its client queues with it
-    PRIORITY = "priority"          # a priority queue (scheduling / client_scheduling)
-    BACKPRESSURE = "backpressure"  # a full queue blocks its sender
-    QUEUE_POLICY = "queue_policy"  # drop_oldest, reject, ring, update or flow_to_disk
-    BATCHING = "batching"          # batch_max_messages > 1 (brokers, sockets)
-    CPU_QUOTA = "cpu_quota"        # cpu_fraction < 1
-    DISK = "disk"                  # a broker disk for persistent messages
-    BROKERLESS = "brokerless"      # ZeroMQ socket nodes
-    RELAY = "relay"                # ILDM relay in front of a broker
-    BRIDGE = "bridge"              # static bridges (forwarding: bridge)
-    SESSIONS = "sessions"          # connection schedules or churn
-    RETAIN = "retain"              # retained messages
-    WILL = "will"                  # publisher outages and Will messages
-    CLOSED_LOOP = "closed_loop"    # request/reply clients (arrival closed_loop)
-    SERIALIZATION = "serialization"
-
-
-@dataclass(frozen=True)
-class Refusal:
-    """Why a pair of features is refused on one connection.
-
-    Parameters
-    ----------
-    field : str
-        The field the error names: ``"{subscriber}.qos"`` or ``"{link}.overflow"``,
-        formatted with the connection's names.
-    value : str
-        Which value the error shows: ``"qos"``, ``"overflow"`` or ``"queue"``
-        (``scheduling/overflow``).
-    reason : str
-        What would be accepted, in plain words (the error's ``expected``).
-    """
-
-    field: str
-    value: str
-    reason: str
-
-
-_QOS_FIFO = Refusal("{link}.overflow", "queue",
-                    "a FIFO queue with drop_newest or backpressure on a connection with QoS > 0 "
-                    "(the in-flight window is modelled for FIFO queues)")
-
-#: The refused pairs, checked in this order on every connection.
-REFUSED: dict[tuple[Feature, Feature], Refusal] = {
-    (Feature.QOS, Feature.RESTART): Refusal(
-        "{subscriber}.qos", "qos",
-        "0 at a broker with restart_at_s (windowed connections are not modelled across broker restarts)"),
-    (Feature.RESTART, Feature.BACKPRESSURE): Refusal("{link}.overflow", "overflow", "not backpressure with restart_at_s"),
-    (Feature.PRIORITY, Feature.BACKPRESSURE): Refusal(
-        "{link}.overflow", "overflow",
-        "drop_newest, reject, drop_oldest, ring, update or flow_to_disk on a priority queue (not backpressure)"),
-    (Feature.QOS, Feature.PRIORITY): _QOS_FIFO,
-    (Feature.QOS, Feature.QUEUE_POLICY): _QOS_FIFO,
-}
 
 
 @dataclass(frozen=True)
 class Connection:
-    """One link station of a compile and the features of its queue."""
+    """One link station of a compile and the features of its queue.
+
+    Parameters
+    ----------
+    link : str
+        The station's name (``link:a->b`` or ``pipe:k->s``).
+    subscriber : str
+        The subscriber at its end (downlinks and pipes), else empty.
+    features : frozenset of Feature
+    qos : int
+        QoS it carries.
+    scheduling, overflow : str
+        Its queue's effective order and overflow policy.
+    """
 
     link: str
     subscriber: str
@@ -106,6 +52,11 @@ class Connection:
     qos: int
     scheduling: str
     overflow: str
+
+    @property
+    def queue(self) -> str:
+        """``scheduling/overflow``."""
+        return f"{self.scheduling}/{self.overflow}"
 
 
 def _queue_features(scheduling, overflow):
@@ -168,20 +119,18 @@ def connections(g: nx.Graph) -> list[Connection]:
 
 
 def check_features(g: nx.Graph) -> None:
-    """Raise the :class:`~pubsim.sim.errors.ConfigError` of the first refused pair of :data:`REFUSED`.
+    """Raise the :class:`~pubsim.sim.errors.ConfigError` of the first refused ``connection`` pair.
 
     Parameters
     ----------
     g : networkx.Graph
         A validated topology.
     """
+    rules = [r for r in REFUSED if r.scope == "connection"]
     for conn in connections(g):
-        for (a, b), refusal in REFUSED.items():
-            if a in conn.features and b in conn.features:
-                value = {"qos": conn.qos, "overflow": conn.overflow,
-                         "queue": f"{conn.scheduling}/{conn.overflow}"}[refusal.value]
-                raise ConfigError(refusal.field.format(link=conn.link, subscriber=conn.subscriber), value,
-                                  refusal.reason)
+        for r in rules:
+            if r.first in conn.features and r.second in conn.features:
+                raise r.error(conn, r.field.format(link=conn.link, subscriber=conn.subscriber))
 
 
 def features(g: nx.Graph) -> dict[Feature, list[str]]:
@@ -196,28 +145,19 @@ def features(g: nx.Graph) -> dict[Feature, list[str]]:
     for conn in connections(g):
         for f in conn.features:
             add(f, conn.link)
+    scope = {T.NodeKind.BROKER: "broker", T.NodeKind.PUBLISHER: "publisher", T.NodeKind.SUBSCRIBER: "subscriber"}
     for n, data in g.nodes(data=True):
-        params, kind = data[T.PARAMS], T.NodeKind(data[T.KIND])
-        if kind is T.NodeKind.BROKER:
-            for f, used in ((Feature.BATCHING, params.batch_max_messages > 1),
-                            (Feature.CPU_QUOTA, params.cpu_fraction < 1.0), (Feature.DISK, params.disk is not None),
-                            (Feature.RESTART, bool(params.restart_at_s)),
-                            (Feature.RELAY, data.get(T.RELAY) is not None)):
-                if used:
-                    add(f, str(n))
-        elif kind is T.NodeKind.SOCKET:
+        kind = T.NodeKind(data[T.KIND])
+        if kind is T.NodeKind.SOCKET:
             add(Feature.BROKERLESS, str(n))
-        elif kind is T.NodeKind.PUBLISHER:
-            for f, used in ((Feature.RETAIN, params.retain), (Feature.WILL, bool(params.offline_s)),
-                            (Feature.CLOSED_LOOP, params.arrival == "closed_loop"),
-                            (Feature.SERIALIZATION, params.serialization is not None)):
-                if used:
-                    add(f, str(n))
-        elif kind is T.NodeKind.SUBSCRIBER:
-            if params.online_s or params.churn_online_mean_s > 0:
-                add(Feature.SESSIONS, str(n))
-            if params.serialization is not None:
-                add(Feature.SERIALIZATION, str(n))
+            continue
+        for f in sorted(object_features(data[T.PARAMS], scope[kind]), key=list(Feature).index):
+            add(f, str(n))
+        if data.get(T.RELAY) is not None:
+            add(Feature.RELAY, str(n))
+    for u, v, data in g.edges(data=True):
+        for f in sorted(object_features(data[T.PARAMS], "link"), key=list(Feature).index):
+            add(f, f"{u}<->{v}")
     if g.graph.get(T.FORWARDING) == T.Forwarding.BRIDGE.value:
         for u, v in g.subgraph(T.brokers(g)).edges:
             add(Feature.BRIDGE, f"{u}<->{v}")
@@ -225,23 +165,23 @@ def features(g: nx.Graph) -> dict[Feature, list[str]]:
 
 
 def table() -> list[dict]:
-    """The refused pairs as rows: ``feature``, ``with``, ``field``, ``reason``."""
-    return [{"feature": a.value, "with": b.value, "field": r.field, "reason": r.reason}
-            for (a, b), r in REFUSED.items()]
+    """The refused pairs as rows: ``scope``, ``feature``, ``with``, ``field``, ``reason``."""
+    return [{"scope": r.scope, "feature": r.first.value, "with": r.second.value, "field": r.field,
+             "reason": r.reason} for r in REFUSED]
 
 
 def _print(args, console):
-    out = Table(title="Refused combinations of features (checked per connection by build_network)")
-    for col in ("feature", "with", "error field", "reason"):
+    out = Table(title="Refused combinations of features (parameter objects when built; connections by build_network)")
+    for col in ("scope", "feature", "with", "error field", "reason"):
         out.add_column(col, overflow="fold")
     for row in table():
-        out.add_row(row["feature"], row["with"], row["field"], row["reason"])
+        out.add_row(row["scope"], row["feature"], row["with"], row["field"], row["reason"])
     console.print(out)
     console.print("features: " + ", ".join(f.value for f in Feature) + "; every other pair combines.")
     return 0
 
 
 def add_commands(sub) -> None:
-    """Register ``pubsim features`` (print :data:`REFUSED`) on the CLI's subparsers."""
+    """Register ``pubsim features`` (print :data:`~pubsim.models.params.features.REFUSED`) on the CLI's subparsers."""
     cmd = sub.add_parser("features", help="print which features combine (the refused pairs and why)")
     cmd.set_defaults(func=_print)

@@ -25,6 +25,7 @@ from ...sim.distributions import Constant, Distribution
 from ...sim.errors import ConfigError
 
 from .disk import DiskParams
+from .features import refuse
 from .mapping import check_fields
 from .provenance import ASSUMED, Provenance
 from .topics import TopicSyntax
@@ -186,25 +187,14 @@ class BrokerParams:
 
     def __post_init__(self):
         check_fields(self)
-        if self.batch_max_messages > 1:
-            _check_batching(self)
         if self.restart_at_s != ():
             _check_restarts(self)
-        if self.cpu_fraction < 1.0 and (self.scheduling == "priority" or self.overflow in Overflow.EVENT_DRIVEN):
-            raise ConfigError("cpu_fraction", self.cpu_fraction,
-                              f"1 with priority scheduling or {self.overflow} "
-                              "(the CPU quota is modelled for FIFO brokers)")
+        refuse(self, "broker")  # pairs of features that do not combine (models.params.features)
         if self.background_cpu_fraction >= min(self.cpu_fraction, self.workers):
             raise ConfigError("background_cpu_fraction", self.background_cpu_fraction,
                               f"less than the broker's CPU (cpu_fraction {self.cpu_fraction} core)")
         if not self.cpu_period_s > 0:
             raise ConfigError("cpu_period_s", self.cpu_period_s, "a period > 0 s")
-        if self.scheduling == "priority" and self.overflow == Overflow.BACKPRESSURE:
-            raise ConfigError("overflow", self.overflow, "drop_newest or drop_oldest with priority scheduling")
-        if self.client_scheduling == "priority" and self.client_overflow == Overflow.BACKPRESSURE:
-            raise ConfigError("client_overflow", self.client_overflow,
-                              "drop_newest, reject, drop_oldest, ring, update or flow_to_disk "
-                              "with client_scheduling=priority")
 
     @property
     def mean_demand_s(self):
@@ -212,19 +202,8 @@ class BrokerParams:
         return self.ingress_cost_s.mean + self.match_cost_s.mean + self.delivery_cost_s.mean
 
 
-def _check_batching(p):
-    """Batching is modelled for one FIFO worker without CPU quota (one-line errors)."""
-    for name, ok, expected in (("workers", p.workers == 1, "1 with batch_max_messages > 1"),
-                               ("cpu_fraction", p.cpu_fraction >= 1.0, "1 with batch_max_messages > 1"),
-                               ("scheduling", p.scheduling == "fifo", "fifo with batch_max_messages > 1"),
-                               ("overflow", p.overflow in (Overflow.DROP_NEWEST, Overflow.BACKPRESSURE),
-                                "drop_newest or backpressure with batch_max_messages > 1")):
-        if not ok:
-            raise ConfigError(name, getattr(p, name), expected)
-
-
 def _check_restarts(p):
-    """Restart times: finite, >= 0, increasing; the event-driven queue models them."""
+    """Restart times: finite, >= 0, increasing (what they combine with: models.params.features)."""
     try:
         times = [float(t) for t in p.restart_at_s]
     except (TypeError, ValueError):
@@ -232,9 +211,3 @@ def _check_restarts(p):
     if any(not (t >= 0 and t < float("inf")) for t in times) or times != sorted(times):
         raise ConfigError("restart_at_s", p.restart_at_s, "finite times >= 0 in increasing order")
     object.__setattr__(p, "restart_at_s", tuple(times))
-    for name, ok, expected in (("batch_max_messages", p.batch_max_messages == 1, "1 with restart_at_s"),
-                               ("cpu_fraction", p.cpu_fraction >= 1.0, "1 with restart_at_s"),
-                               ("overflow", p.overflow != Overflow.BACKPRESSURE,
-                                "drop_newest or drop_oldest with restart_at_s")):
-        if not ok:
-            raise ConfigError(name, getattr(p, name), expected)

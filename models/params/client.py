@@ -14,6 +14,7 @@ import numpy as np
 from ...sim.distributions import Constant, Distribution
 from ...sim.errors import ConfigError
 
+from .features import refuse
 from .mapping import check_fields
 from .provenance import ASSUMED, Provenance
 from .serialization import SerializationParams
@@ -131,9 +132,7 @@ class PublisherParams:
         _check_qos(self)
         if self.arrival == "closed_loop" and len(self.topics) != 1:
             raise ConfigError("topics", self.topics, "one request topic with arrival closed_loop")
-        if self.topic_choice == "round_robin" and (self.arrival == "schedule" or self.topic_weights is not None):
-            raise ConfigError("topic_choice", self.topic_choice,
-                              "weighted with a schedule or topic_weights (round_robin takes topics in order)")
+        refuse(self, "publisher")  # pairs of features that do not combine (models.params.features)
         if not self.topics:
             raise ConfigError("topics", self.topics, "at least one topic")
         if self.arrival not in ("schedule", "closed_loop") and not self.rate_per_s > 0:
@@ -242,9 +241,6 @@ class SubscriberParams:
     def __post_init__(self):
         check_fields(self)
         _check_qos(self)
-        if self.qos > 0 and self.buffer_messages is not None:
-            raise ConfigError("buffer_messages", self.buffer_messages,
-                              "unset with qos > 0 (the in-flight window bounds what the client holds)")
         self._check_sessions()
 
     def _check_sessions(self):
@@ -253,8 +249,7 @@ class SubscriberParams:
         if (self.churn_online_mean_s > 0) != (self.churn_offline_mean_s > 0):
             raise ConfigError("churn_offline_mean_s", self.churn_offline_mean_s,
                               "> 0 together with churn_online_mean_s (both or neither)")
-        if self.churn_online_mean_s > 0 and self.online_s:
-            raise ConfigError("online_s", self.online_s, "empty with a churn process")
+        refuse(self, "subscriber")  # pairs of features that do not combine (models.params.features)
         if not self.subscriptions:
             raise ConfigError("subscriptions", self.subscriptions, "at least one topic filter")
 

@@ -29,6 +29,7 @@ from ...sim.disciplines import Overflow
 from ...sim.distributions import Constant, Distribution
 from ...sim.errors import ConfigError
 
+from .features import refuse
 from .mapping import check_fields
 from .provenance import ASSUMED, Provenance
 
@@ -82,9 +83,7 @@ class LinkParams:
         if self.overflow == Overflow.FLOW_TO_DISK:
             raise ConfigError("overflow", self.overflow,
                               "a link policy other than flow_to_disk (a broker's client_overflow can spill to disk)")
-        if self.scheduling == "priority" and self.overflow == Overflow.BACKPRESSURE:
-            raise ConfigError("overflow", self.overflow,
-                              "drop_newest, reject, drop_oldest, ring or update with scheduling=priority")
+        refuse(self, "link")  # pairs of features that do not combine (models.params.features)
 
     def serialization_s(self, wire_bytes):
         """Time to put ``wire_bytes`` on the link, s."""
