@@ -1,6 +1,6 @@
 """Speed of brokerless ZeroMQ PUB/SUB on the fast path and the reference driver.
 
-10 publishers x 20 subscribers, direct PUB/SUB (models.brokerless): each
+10 publishers x 20 subscribers, direct PUB/SUB (models.mechanisms.brokerless.socket): each
 publisher's socket (zmq-pub preset: sender-side fan-out, batching) copies
 every message into the pipes of the 20 subscribers (all subscribe to the
 prefix "bench/"), loopback links. Prints published messages and delivered
@@ -15,10 +15,10 @@ import time
 
 from pubsim.models import presets
 from pubsim.models import topology as T
-from pubsim.models.brokerless import ZmqSocketParams
-from pubsim.models.client import PublisherParams, SubscriberParams
-from pubsim.models.link import LinkParams
-from pubsim.models.params import from_mapping
+from pubsim.models.params.zmq import ZmqSocketParams
+from pubsim.models.params.client import PublisherParams, SubscriberParams
+from pubsim.models.params.link import LinkParams
+from pubsim.models.params.mapping import from_mapping
 from pubsim.sim.distributions import Constant
 from pubsim.run import simulate
 

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import time
 
-from pubsim.models.broker import BrokerParams
-from pubsim.models.client import PublisherParams
-from pubsim.models.link import LinkParams
-from pubsim.models.reqrep import request_reply
+from pubsim.models.params.broker import BrokerParams
+from pubsim.models.params.client import PublisherParams
+from pubsim.models.params.link import LinkParams
+from pubsim.models.mechanisms.patterns.reqrep import request_reply
 from pubsim.sim.distributions import Exponential
 from pubsim.run import simulate
 

@@ -17,9 +17,9 @@ import argparse
 import time
 
 from pubsim.models import topology as T
-from pubsim.models.broker import BrokerParams
-from pubsim.models.client import PublisherParams, SubscriberParams
-from pubsim.models.link import LinkParams
+from pubsim.models.params.broker import BrokerParams
+from pubsim.models.params.client import PublisherParams, SubscriberParams
+from pubsim.models.params.link import LinkParams
 from pubsim.sim.distributions import Constant, Exponential
 from pubsim.run import simulate
 

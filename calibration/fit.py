@@ -11,7 +11,7 @@ utilization law); for the latency floor ``latency_p01_s``,
 optionally ``wakeups_per_ingress`` (voluntary context switches per ingress
 message).
 
-Broker demand model (see :mod:`pubsim.models.broker`)::
+Broker demand model (see :mod:`pubsim.models.params.broker`)::
 
     demand per ingress message = ingress + fanout * delivery
                                  + payload * (1 + fanout) * per_byte
@@ -274,7 +274,7 @@ class KneeDemandCalibrator(BrokerDemandCalibrator):
         With ``fit_background``, alternations of the two stages: stage 1 is
         refitted on what the background load leaves of the runs near the
         limit, so that the background (simulated apart, see
-        :class:`pubsim.models.broker.BrokerParams`) is not also charged to the busy
+        :class:`pubsim.models.params.broker.BrokerParams`) is not also charged to the busy
         costs. Wake-ups are never taken out of stage 1 (multi-threaded
         brokers switch threads even when busy).
     wake_regressor, fit_per_byte, fit_delivery, fit_background

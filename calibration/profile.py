@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import yaml
 
-from ..models.broker import BrokerParams
-from ..models.link import LinkParams
-from ..models.params import from_mapping
+from ..models.params.broker import BrokerParams
+from ..models.params.link import LinkParams
+from ..models.params.mapping import from_mapping
 
 __all__ = ["BROKER_MODELS", "build_profile", "profile_yaml", "check_profile"]
 

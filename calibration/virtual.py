@@ -13,10 +13,10 @@ import math
 import numpy as np
 
 from ..models import topology as T
-from ..models.broker import BrokerParams
-from ..models.client import PublisherParams, SubscriberParams
-from ..models.link import LinkParams
-from ..models.params import from_mapping
+from ..models.params.broker import BrokerParams
+from ..models.params.client import PublisherParams, SubscriberParams
+from ..models.params.link import LinkParams
+from ..models.params.mapping import from_mapping
 from ..run import simulate
 from .harness.cpu import quota_us
 from .harness.loadgen import pacing_batch

@@ -8,21 +8,21 @@ Graph attributes
     ``forwarding`` (:data:`FORWARDING`): between brokers, ``flood``
     (Publication Flooding) or ``subscription`` (Subscription Flooding, steady
     state: a copy goes only towards brokers with matching subscribers) or
-    ``bridge`` (static Mosquitto-style bridges, :mod:`pubsim.models.bridge`).
+    ``bridge`` (static Mosquitto-style bridges, :mod:`pubsim.models.params.bridge`).
 
 Node attributes
     ``kind`` (:data:`KIND`): ``broker``, ``publisher`` or ``subscriber``.
-    ``params`` (:data:`PARAMS`): :class:`~pubsim.models.broker.BrokerParams`,
-    :class:`~pubsim.models.client.PublisherParams` or
-    :class:`~pubsim.models.client.SubscriberParams`.
+    ``params`` (:data:`PARAMS`): :class:`~pubsim.models.params.broker.BrokerParams`,
+    :class:`~pubsim.models.params.client.PublisherParams` or
+    :class:`~pubsim.models.params.client.SubscriberParams`.
     ``relay`` (:data:`RELAY`, brokers only, optional): the broker's ILDM
-    interworking node, :class:`~pubsim.models.relay.RelayParams`.
+    interworking node, :class:`~pubsim.models.params.relay.RelayParams`.
 
 Edge attributes
-    ``params``: :class:`~pubsim.models.link.LinkParams`. Edges join a client to its
+    ``params``: :class:`~pubsim.models.params.link.LinkParams`. Edges join a client to its
     one broker, or two brokers; brokers must form a tree.
     ``bridge`` (:data:`BRIDGE`, broker-broker edges, optional):
-    :class:`~pubsim.models.bridge.BridgeParams`, used with ``bridge`` forwarding.
+    :class:`~pubsim.models.params.bridge.BridgeParams`, used with ``bridge`` forwarding.
 
 In a GraphML file the same keys hold flat values: ``kind`` and the
 parameter fields (with units in their names, e.g. ``latency_s``), strings
@@ -47,16 +47,16 @@ import networkx as nx
 from ..sim.distributions import Distribution, Empirical, Shifted
 from ..sim.errors import ConfigError
 
-from .bridge import BridgeParams
-from .broker import BrokerParams
-from .brokerless import ZmqSocketParams, check_socket
-from .client import PublisherParams, SubscriberParams
-from .link import LinkParams
-from .params import from_mapping, to_mapping
+from .params.bridge import BridgeParams
+from .params.broker import BrokerParams
+from .params.client import PublisherParams, SubscriberParams
+from .params.link import LinkParams
+from .params.mapping import from_mapping, to_mapping
+from .params.provenance import ASSUMED, Provenance, Source
+from .params.relay import RelayParams
+from .params.topics import TopicSyntax, validate_filter, validate_topic
+from .params.zmq import ZmqSocketParams
 from .protocol import PROTOCOLS
-from .provenance import ASSUMED, Provenance, Source
-from .relay import RelayParams
-from .topics import TopicSyntax, validate_filter, validate_topic
 
 __all__ = ["KIND", "PARAMS", "PROTOCOL", "FORWARDING", "NodeKind", "Forwarding",
            "validate", "star", "chain", "brokerless", "sockets", "read_graphml", "write_graphml", "brokers", "clients",
@@ -74,7 +74,7 @@ class NodeKind(str, enum.Enum):
     BROKER = "broker"
     PUBLISHER = "publisher"
     SUBSCRIBER = "subscriber"
-    SOCKET = "socket"  # a ZeroMQ PUB/PUSH socket on a publisher's host (models.brokerless)
+    SOCKET = "socket"  # a ZeroMQ PUB/PUSH socket on a publisher's host (models.mechanisms.brokerless.socket)
 
 
 class Forwarding(str, enum.Enum):
@@ -478,3 +478,21 @@ def brokerless(*, publishers, subscribers, socket, link, connect=None, handoff=N
                 raise ConfigError(f"connect[{name!r}]", p, f"one of the publishers {list(publishers)}")
             g.add_edge(name, f"{p}.sock", **{PARAMS: link})
     return validate(g)
+
+
+def check_socket(g, n, kinds):
+    """A socket links to exactly one publisher and to subscribers; PUSH to one peer."""
+    nbrs = list(g.neighbors(n))
+    pubs = [m for m in nbrs if kinds(m) is NodeKind.PUBLISHER]
+    if len(pubs) != 1:
+        raise ConfigError(f"node {n!r}", f"{len(pubs)} publishers linked",
+                          "exactly one publisher per socket (the socket lives on its host)")
+    other = [m for m in nbrs if kinds(m) not in (NodeKind.PUBLISHER, NodeKind.SUBSCRIBER)]
+    if other:
+        raise ConfigError(f"node {n!r}", f"linked to {kinds(other[0]).value} {other[0]!r}",
+                          "links to one publisher and to subscribers only")
+    params = g.nodes[n][PARAMS]
+    if params.socket_type == "push" and len(nbrs) - 1 > 1:
+        raise ConfigError(f"node {n!r}.socket_type", "push",
+                          "one connected peer for a PUSH socket (round-robin over PULL peers is not modelled)")
+

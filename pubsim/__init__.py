@@ -28,29 +28,20 @@ it; the contract is checked by ``lint-imports``, see ``setup.cfg``):
 """
 from __future__ import annotations
 
-from .models.bridge import BridgeParams
-from .models.broker import BrokerParams
-from .models.brokerless import ZmqSocketParams
-from .models.client import PublisherParams, SubscriberParams
-from .models.disk import DiskParams
-from .models.link import LinkParams
 from .models.loads import Trace
-from .models.provenance import Provenance
-from .models.relay import RelayParams
-from .models.serialization import SerializationParams
+from .models.params.bridge import BridgeParams
+from .models.params.broker import BrokerParams
+from .models.params.client import PublisherParams, SubscriberParams
+from .models.params.disk import DiskParams
+from .models.params.link import LinkParams
+from .models.params.provenance import Provenance
+from .models.params.relay import RelayParams
+from .models.params.serialization import SerializationParams
+from .models.params.zmq import ZmqSocketParams
 from .models.topology import brokerless, chain, read_graphml, star, validate, write_graphml
 from .run import RunResult, simulate
 from .scenario import Scenario, load_scenario
-from .sim.distributions import (
-    Constant,
-    Empirical,
-    Exponential,
-    Gamma,
-    LogNormal,
-    Shifted,
-    Uniform,
-    parse_distribution,
-)
+from .sim.distributions import (Constant, Empirical, Exponential, Gamma, LogNormal, Shifted, Uniform, parse_distribution)
 from ._version import __version__
 from .sim.errors import ConfigError
 

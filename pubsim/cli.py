@@ -10,7 +10,7 @@ scenario with a progress bar, prints the summary, the parameters with their
 provenance and the busiest stations, and writes to DIR: per replication
 ``rep-NNN/`` with ``deliveries.parquet``, ``drops.parquet`` (with
 ``record: full``), ``stations.csv``, ``traffic.csv`` (client vs inter-broker
-traffic, :mod:`pubsim.models.traffic`; also printed with two or more brokers),
+traffic, :mod:`pubsim.models.mechanisms.ildm.traffic`; also printed with two or more brokers),
 ``throughput.csv``, ``parameters.csv``,
 ``latency_cdf.png``, ``throughput.png``, ``pattern-<kind>.csv`` for the
 scenario's pattern reports (entries of a kind stacked, ``report`` = their
@@ -46,8 +46,8 @@ from ._version import __version__
 from .sim.errors import ConfigError
 from .analysis import run_figures as figures
 from .analysis.draw import topology_figure
-from .models.pattern_reports import report
-from .models.compile import parameter_table
+from .models.mechanisms.patterns.reports import report
+from .models.assembly.table import parameter_table
 from .scenario import load_scenario, parse_scenario, read_yaml
 from .study.spec import canonical_hash
 from .calibration.cli import add_commands as calibration_commands
@@ -55,6 +55,7 @@ from .models.loads.cli import add_commands as trace_commands
 from .study.cli import add_commands as study_commands
 from .report import add_commands as report_commands
 from .models.presets.cli import add_commands as preset_commands
+from .models.assembly.features import add_commands as feature_commands
 
 __all__ = ["main"]
 
@@ -325,6 +326,7 @@ def build_parser():
     report_commands(sub)
 
     preset_commands(sub)
+    feature_commands(sub)
     return parser
 
 

@@ -37,7 +37,7 @@ from . import (
     SubscriberParams,
     ZmqSocketParams,
 )
-from .models.provenance import Source
+from .models.params.provenance import Source
 
 __all__ = ["PARAMETER_CLASSES", "field_rows", "scenario_schema", "reference_markdown", "UNITS"]
 

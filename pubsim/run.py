@@ -15,8 +15,8 @@ import pandas as pd
 from .sim.drivers import BatchDriver, ReferenceDriver
 from .sim.errors import ConfigError
 from .sim.records import RecordSink, StreamSink
-from .models.traffic import traffic_table
-from .models.compile import build_network
+from .models.mechanisms.ildm.traffic import traffic_table
+from .models.assembly.build import build_network
 
 __all__ = ["simulate", "RunResult", "DRIVERS", "RECORDS"]
 
@@ -53,7 +53,7 @@ class RunResult:
 
     def traffic(self) -> pd.DataFrame:
         """Client vs inter-broker traffic, data vs control, per node and per tree
-        edge (tidy; see :mod:`pubsim.models.traffic`)."""
+        edge (tidy; see :mod:`pubsim.models.mechanisms.ildm.traffic`)."""
 
         return traffic_table(self.network)
 
@@ -83,7 +83,7 @@ class RunResult:
         by cause; ``not_owed``: copies for subscribers offline with a clean
         session (excluded from what is owed); ``retained_deliveries``: retained
         copies sent on connect (not egress); ``duplicates``: extra copies of QoS 1 messages received
-        after a lost acknowledgement (not egress; see :mod:`pubsim.models.qos`).
+        after a lost acknowledgement (not egress; see :mod:`pubsim.models.mechanisms.qos.rules`).
         """
         span = self.window[1] - self.window[0]
         counts = self.sink.counts()

@@ -19,23 +19,23 @@ error is one line naming the field and the value. Layout::
 
 Client groups expand ``count`` copies; ``{i}``, ``{i//N}`` and ``{i%N}`` in
 names, topics, filters and ``broker`` are replaced by the copy index
-expressions. Parameter fields are those of :mod:`pubsim.models.broker`,
-:mod:`pubsim.models.link` and :mod:`pubsim.models.client` (units in the names, human
+expressions. Parameter fields are those of :mod:`pubsim.models.params.broker`,
+:mod:`pubsim.models.params.link` and :mod:`pubsim.models.params.client` (units in the names, human
 strings accepted); broker and link mappings may name a ``preset``
 (:mod:`pubsim.models.presets`) whose fields the others override, client groups
 may not. ``run`` needs ``duration`` > 0 and warmup + cooldown shorter than
 it. ``patterns`` (optional) lists pattern reports (push_pull, request_reply,
-polling, by_publisher; :mod:`pubsim.models.pattern_reports`). ``chain`` takes
+polling, by_publisher; :mod:`pubsim.models.mechanisms.patterns.reports`). ``chain`` takes
 ``brokers`` (a list of groups with a
 ``name``), ``bridge`` (a link), ``forwarding`` and a ``broker`` key on every
 client group; ``graphml`` takes ``path`` (relative to the scenario file). ``brokerless``
-(ZeroMQ direct PUB/SUB, :mod:`pubsim.models.brokerless`) takes ``socket``, ``link``,
+(ZeroMQ direct PUB/SUB, :mod:`pubsim.models.mechanisms.brokerless.socket`) takes ``socket``, ``link``,
 optional ``handoff``, and ``connect`` on subscriber groups.
 A ``chain`` broker group may carry ``relay:`` (the fields of
-:class:`pubsim.models.relay.RelayParams`: an ILDM interworking node in front of the
+:class:`pubsim.models.params.relay.RelayParams`: an ILDM interworking node in front of the
 broker), and with ``forwarding: bridge`` the chain takes ``bridges``, a list
 of ``{local: b0, remote: b1, topics_out: [...], topics_in: [...]}``
-(:class:`pubsim.models.bridge.BridgeParams`).
+(:class:`pubsim.models.params.bridge.BridgeParams`).
 """
 from __future__ import annotations
 
@@ -49,19 +49,19 @@ from .sim.errors import ConfigError
 from .sim.units import parse_duration_s
 from .run import simulate
 from .models import presets
-from .models.params import from_mapping
-from .models.broker import BrokerParams
-from .models.client import PublisherParams, SubscriberParams
-from .models.link import LinkParams
+from .models.params.mapping import from_mapping
+from .models.params.broker import BrokerParams
+from .models.params.client import PublisherParams, SubscriberParams
+from .models.params.link import LinkParams
 from .models.topology import star
-from .models.relay import RelayParams
+from .models.params.relay import RelayParams
 from .models.topology import chain
-from .models.bridge import BridgeParams
-from .models.brokerless import ZmqSocketParams
+from .models.params.bridge import BridgeParams
+from .models.params.zmq import ZmqSocketParams
 from .models.topology import brokerless
 from .models.topology import read_graphml
 from .run import DRIVERS, RECORDS
-from .models.pattern_reports import parse_patterns
+from .models.mechanisms.patterns.reports import parse_patterns
 
 __all__ = ["Scenario", "load_scenario", "parse_scenario"]
 
@@ -79,7 +79,7 @@ class Scenario:
     replications: int
     topology: object
     run: dict
-    patterns: tuple = ()  # pattern reports (models.pattern_reports), printed by ``pubsim run``
+    patterns: tuple = ()  # pattern reports (models.mechanisms.patterns.reports), printed by ``pubsim run``
 
     def simulate(self, replication=0, **overrides):
         """Run one replication (keyword arguments override ``run`` settings)."""

@@ -60,7 +60,7 @@ DROP_RESTART = 5     # in a broker when it restarted (not persistent, or queue n
 DROP_DOWN = 6        # refused: the broker was down (restarting)
 DROP_REJECTED = 7    # refused by a full queue with the reject policy (sender told)
 DROP_REPLACED = 8    # replaced while waiting by a newer message of its flow (update policy)
-NOT_OWED = 9         # subscriber offline, copy not owed (clean session; models.sessions)
+NOT_OWED = 9         # subscriber offline, copy not owed (clean session; models.mechanisms.sessions.sessions)
 
 CAUSE_NAMES = {
     DROP_FULL: "buffer_full",

@@ -1,7 +1,7 @@
 """A compiled network: stations, route plan and publication sources.
 
 :class:`Network` is what the drivers run. It is built from a topology by
-:func:`pubsim.models.compile.build_network`; nothing here knows about brokers or
+:func:`pubsim.models.assembly.build.build_network`; nothing here knows about brokers or
 links, only about stations, visits and sources.
 """
 from __future__ import annotations
@@ -36,11 +36,16 @@ class Network:
         sum_i P(t_i) S(t_i) / sum_i P(t_i) (SYSTEMS.md §4).
     window : (float, float)
         Measurement window, s.
+    parameters : list of dict or None
+        The parameter table of the components (for the records).
+    control : object or None
+        Model data for accounting, opaque here: the ILDM control plane that
+        routed the copies (``pubsim.models.mechanisms.ildm.traffic`` reads it).
     """
 
     def __init__(self, stations: Sequence[Station], plan: RoutePlan, sources: Sequence[Any], *,
                  names: dict[str, list[str]], sp_ratio: float, window: tuple[float, float],
-                 parameters: list[Any] | None = None) -> None:
+                 parameters: list[Any] | None = None, control: Any = None) -> None:
         self.stations = list(stations)
         self.plan = plan
         self.sources = list(sources)
@@ -48,6 +53,7 @@ class Network:
         self.sp_ratio = float(sp_ratio)
         self.window = window
         self.parameters = parameters if parameters is not None else []
+        self.control = control
         for i, st in enumerate(self.stations):
             st.bind(i, plan)
         n_pub = len(self.sources)
@@ -90,7 +96,7 @@ class Network:
             seq = self._seq[p] + np.arange(len(times))
             self._seq[p] += len(times)
             visit = self.plan.flow_root[flows]
-            at_broker = getattr(src, "at_broker", None)  # Will messages start at the broker (models.will)
+            at_broker = getattr(src, "at_broker", None)  # Will messages start at the broker (models.mechanisms.sessions.will)
             if at_broker is not None and at_broker.any():
                 visit = np.where(at_broker, self.plan.child_idx[self.plan.child_ptr[visit]], visit)
             parts.append(Packets(times, seq * n_pub + p, visit, sizes, times))

@@ -65,7 +65,7 @@ class _Tally:
 
     def add_delivered(self, packets: Packets) -> None:
         """Count (and, by the sink, keep) delivered copies."""
-        retained = packets.msg < 0  # retained copies sent on connect (models.sessions): counted apart
+        retained = packets.msg < 0  # retained copies sent on connect (models.mechanisms.sessions): counted apart
         if retained.any():
             self.retained_deliveries += int(self._in(packets.t[retained]).sum())
             self._retained_hook(packets.take(retained))

@@ -13,7 +13,7 @@ horizon the drivers give), so a restart can still take a message that was
 in service. Events at the same time: completions, then restarts, then the
 end of a downtime, then arrivals. A restarting broker's worker queue and its
 per-subscriber queues (the downlinks' transmit queues) use this discipline
-(:mod:`pubsim.models.persistence_compile`); a disk stage keeps its content (a
+(:mod:`pubsim.models.mechanisms.persistence.compile`); a disk stage keeps its content (a
 simplification: unsynced writes would be lost too).
 """
 from __future__ import annotations

@@ -4,7 +4,7 @@ A :class:`Station` owns a discipline (:mod:`pubsim.sim.disciplines`) and defines
 overriding hooks, how long a message needs (:meth:`Station.service_s`), how
 much buffer it takes (:meth:`Station.buffer_bytes`) and what happens after
 service (:meth:`Station.after_service`, e.g. a link's propagation delay).
-Models in :mod:`pubsim.models.stations` subclass it; the drivers only call
+Models in :mod:`pubsim.models.stations.core` subclass it; the drivers only call
 :meth:`Station.process`. The station talks to its discipline only through the
 :class:`pubsim.sim.disciplines.Discipline` protocol.
 """

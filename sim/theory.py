@@ -501,7 +501,7 @@ def mm1_priority_nonpreemptive_wait_mean_s(arrival_rates_per_s: Rates,
     return mg1_priority_nonpreemptive_wait_mean_s(arrival_rates_per_s, 1.0 / mus, np.ones(len(mus)))
 
 
-# --- acknowledged delivery on a lossy link (models.qos) ----------------------
+# --- acknowledged delivery on a lossy link (models.mechanisms.qos.rules) ----------------------
 def _loss(p: Any) -> float:
     p = _real("loss_probability", p, "a probability in [0, 1)")
     if not 0.0 <= p < 1.0:

@@ -47,7 +47,7 @@ def relay_params():
         "hop_qos": 0,
         "provenance": {
             "source": "assumption",
-            "reference": "pubsim ILDM model (models/relay.py)",
+            "reference": "pubsim ILDM model (models/mechanisms/ildm/relay.py)",
             "note": "the interworking node is an MQTT endpoint like the broker: per PUBLISH it pays the calibrated "
                     f"Mosquitto ingress + one delivery ({us(ingress)} + {us(delivery)}, "
                     "models/presets/calibrated/mosquitto.yaml), per forwarded copy or control packet one delivery; "

@@ -22,6 +22,7 @@ import numpy as np
 
 from ...sim.errors import ConfigError
 
+from .readers import read_campusiot, read_mqtt_pcap
 from .trace import Trace
 
 __all__ = ["add_commands", "load_any", "inspect_command", "convert_command", "plot_trace", "format_summary"]
@@ -52,12 +53,8 @@ def load_any(path):
     if name.endswith((".parquet", ".pq", ".csv", ".csv.gz")):
         return Trace.load(path), None
     if name.endswith((".ndjson", ".ndjson.gz", ".json.gz", ".jsonl", ".jsonl.gz")):
-        from .readers import read_campusiot
-
         return read_campusiot(path)
     if name.endswith((".pcap", ".pcapng", ".cap")):
-        from .readers import read_mqtt_pcap
-
         return read_mqtt_pcap(path)
     raise ConfigError(str(path), path.suffix, "a .parquet, .csv, .ndjson.gz, .pcap or .pcapng file")
 

@@ -29,11 +29,12 @@ import math
 from dataclasses import dataclass, field, fields
 
 import numpy as np
+import pandas as pd
 
 from ...sim.distributions import Distribution
 from ...sim.errors import ConfigError
 
-from ..provenance import Provenance, Source
+from ..params.provenance import Provenance, Source
 from .trace import DAY_S, Trace
 
 __all__ = ["poisson", "constant_rate", "mmpp", "on_off", "diurnal", "DEFAULT_DIURNAL_PROFILE",
@@ -300,8 +301,6 @@ def with_zipf_topics(trace, rng, *, n_topics, exponent=1.0, prefix="topic/"):
     """The trace with every message's topic redrawn from a Zipf popularity over ``n_topics``."""
     codes = zipf_topics(rng, len(trace), n_topics=n_topics, exponent=exponent)
     frame = trace.frame.copy()
-    import pandas as pd
-
     frame["topic"] = pd.Categorical.from_codes(codes, categories=[f"{prefix}{i}" for i in range(n_topics)])
     return trace.copy_with(frame)
 

@@ -338,7 +338,7 @@ def interval_ks(source: Trace, resampled: Trace, *, interval_s=900.0, min_sample
         ``interval, n_size_source, n_size_resampled, p_size, n_gap_source,
         n_gap_resampled, p_gap``.
     """
-    from scipy.stats import ks_2samp
+    from scipy.stats import ks_2samp  # optional heavy dependency: scipy.stats, only for this check
 
     iv_s, n = _check_interval(interval_s)
     a_iv, a_size, a_giv, a_gap = _per_interval(source, iv_s)

@@ -28,6 +28,7 @@ raise a one-line :class:`~pubsim.sim.errors.ConfigError` naming the row and valu
 """
 from __future__ import annotations
 
+import gzip
 import json
 from pathlib import Path
 
@@ -35,6 +36,8 @@ import numpy as np
 import pandas as pd
 
 from ...sim.errors import ConfigError
+
+from ..params.client import PublisherParams
 
 __all__ = ["Trace", "REQUIRED", "OPTIONAL"]
 
@@ -189,7 +192,7 @@ class Trace:
         meta = {"t0_of_day_s": self.t0_of_day_s, "origin_epoch_s": self.origin_epoch_s, "version": 1}
         kind = _kind(path)
         if kind == "parquet":
-            import pyarrow as pa
+            import pyarrow as pa  # optional heavy dependency: pyarrow, only for parquet files
             import pyarrow.parquet as pq
 
             table = pa.Table.from_pandas(self.frame, preserve_index=False)
@@ -197,8 +200,6 @@ class Trace:
                                                    _META_KEY: json.dumps(meta).encode()})
             pq.write_table(table, path)
         else:
-            import gzip
-
             opener = gzip.open if path.name.endswith(".gz") else open
             with opener(path, "wt", newline="") as fh:
                 fh.write(_CSV_MAGIC + json.dumps(meta) + "\n")
@@ -221,7 +222,7 @@ class Trace:
             raise ConfigError(str(path), "missing", "an existing trace file")
         meta, offset = {}, 0
         if kind == "parquet":
-            import pyarrow.parquet as pq
+            import pyarrow.parquet as pq  # optional heavy dependency: pyarrow, only for parquet files
 
             try:
                 table = pq.read_table(path)
@@ -231,8 +232,6 @@ class Trace:
             meta = json.loads(raw) if raw else {}
             frame = table.to_pandas()
         else:
-            import gzip
-
             opener = gzip.open if path.name.endswith(".gz") else open
             with opener(path, "rt", newline="") as fh:
                 first = fh.readline()
@@ -257,7 +256,7 @@ class Trace:
         Parameters
         ----------
         **params
-            Extra :class:`~pubsim.models.client.PublisherParams` fields for every
+            Extra :class:`~pubsim.models.params.client.PublisherParams` fields for every
             publisher (``provenance``, ``priority``, ...).
 
         Returns
@@ -267,8 +266,6 @@ class Trace:
             with a ``priority`` column gives each publisher its priority
             (it must be constant per publisher: the engine has one per client).
         """
-        from ..client import PublisherParams
-
         frame = self.frame
         codes = frame["publisher"].cat.codes.to_numpy()
         names = frame["publisher"].cat.categories

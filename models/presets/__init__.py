@@ -27,7 +27,7 @@ __all__ = ["load", "names", "apply", "kinds", "user_dir", "origin"]
 
 _FILES = {"broker": "brokers.yaml", "link": "links.yaml"}
 _FILES.update({"socket": "sockets.yaml", "disk": "disks.yaml"})  # ZeroMQ sockets, disks (persistence)
-_FILES["serialization"] = "serialization.yaml"  # message formats (models.serialization)
+_FILES["serialization"] = "serialization.yaml"  # message formats (models.params.serialization)
 
 
 def user_dir() -> Path:

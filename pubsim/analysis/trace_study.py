@@ -30,10 +30,10 @@ import pandas as pd
 
 from ..models import presets
 from ..models import topology as T
-from ..models.broker import BrokerParams
-from ..models.client import SubscriberParams
-from ..models.link import LinkParams
-from ..models.params import from_mapping
+from ..models.params.broker import BrokerParams
+from ..models.params.client import SubscriberParams
+from ..models.params.link import LinkParams
+from ..models.params.mapping import from_mapping
 from ..run import simulate
 from ..models.loads import replay
 from ..models.loads.readers import read_campusiot

@@ -8,7 +8,7 @@ import pytest
 
 from tests import ROOT
 
-PACKAGES = ("sim", "pubsim", "calibration")  # models/: after its regrouping
+PACKAGES = ("sim", "models", "pubsim", "calibration")
 SOURCES = sorted(p for d in PACKAGES for p in (ROOT / d).rglob("*.py"))
 OPTIONAL_MARK = "optional heavy dependency"  # the comment that allows an import in a function
 

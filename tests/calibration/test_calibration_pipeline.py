@@ -55,8 +55,8 @@ def results_dir(measured, tmp_path_factory):
 def test_fit_recovers_the_true_costs(measured):
     runs, _, _, meta = measured
     fitted = fit_profiles(runs, meta, method="joint", background=False)["mosquitto"]["broker"]["mosquitto"]
-    from pubsim.models.params import from_mapping
-    from pubsim.models.broker import BrokerParams
+    from pubsim.models.params.mapping import from_mapping
+    from pubsim.models.params.broker import BrokerParams
     p = from_mapping(BrokerParams, fitted, "fitted")
     assert p.ingress_cost_s.mean == pytest.approx(TRUE["ingress_cost_s"], rel=0.1)
     assert p.delivery_cost_s.mean == pytest.approx(TRUE["delivery_cost_s"], rel=0.1)
@@ -66,8 +66,8 @@ def test_fit_recovers_the_true_costs(measured):
 
 def test_knee_fit_anchors_the_busy_costs(measured):
     # the default two-stage fit: busy costs from the runs nearest each limit
-    from pubsim.models.broker import BrokerParams
-    from pubsim.models.params import from_mapping
+    from pubsim.models.params.broker import BrokerParams
+    from pubsim.models.params.mapping import from_mapping
     runs, _, _, meta = measured
     p = from_mapping(BrokerParams, fit_profiles(runs, meta)["mosquitto"]["broker"]["mosquitto"], "knee")
     busy = p.ingress_cost_s.mean + p.delivery_cost_s.mean + 128 * p.per_byte_cost_s

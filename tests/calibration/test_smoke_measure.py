@@ -10,7 +10,6 @@ calibration/README.md).
 import math
 import shutil
 import warnings
-from pathlib import Path
 
 import pytest
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pubsim.models.qos_link import WindowDiscipline
+from pubsim.models.mechanisms.qos.link import WindowDiscipline
 from pubsim.sim.disciplines import BatchDiscipline, Discipline, FifoDiscipline, Overflow, QueueDiscipline
 from pubsim.sim.packets import Packets
 from pubsim.sim.restart import RestartQueueDiscipline

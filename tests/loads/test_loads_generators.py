@@ -7,7 +7,7 @@ import pytest
 from scipy import stats
 
 from pubsim.models.loads import generators as G
-from pubsim.models.provenance import Source
+from pubsim.models.params.provenance import Source
 from pubsim.sim.distributions import LogNormal
 from pubsim.sim.errors import ConfigError
 from pubsim.sim.rng import StreamFactory

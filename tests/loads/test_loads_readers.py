@@ -12,7 +12,6 @@ import json
 import socket
 import struct
 import warnings
-from pathlib import Path
 
 import dpkt
 import numpy as np

@@ -7,8 +7,8 @@ import pandas as pd
 import pytest
 
 from pubsim.models import topology as T
-from pubsim.models.broker import BrokerParams
-from pubsim.models.client import SubscriberParams
+from pubsim.models.params.broker import BrokerParams
+from pubsim.models.params.client import SubscriberParams
 from pubsim.models.loads import generators as G
 from pubsim.models.loads.trace import Trace
 from pubsim.sim.distributions import Constant

@@ -5,19 +5,18 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 import yaml
 
 from pubsim.models import presets
-from pubsim.models.brokerless import ZmqSocketParams
-from pubsim.models.broker import BrokerParams
-from pubsim.models.disk import DiskParams
-from pubsim.models.link import LinkParams
-from pubsim.models.params import from_mapping
+from pubsim.models.params.zmq import ZmqSocketParams
+from pubsim.models.params.broker import BrokerParams
+from pubsim.models.params.disk import DiskParams
+from pubsim.models.params.link import LinkParams
+from pubsim.models.params.mapping import from_mapping
 from pubsim.models.presets.families import FAMILIES
-from pubsim.models.serialization import SerializationParams
+from pubsim.models.params.serialization import SerializationParams
 from tests import ROOT
 
 

@@ -1,12 +1,10 @@
-"""Tests of models.topics: MQTT, AMQP (RabbitMQ topic exchange) and prefix matching."""
+"""Tests of models.params.topics: MQTT, AMQP (RabbitMQ topic exchange) and prefix matching."""
 import re
 
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from pubsim.models.topics import (
-    SubscriptionTable, TopicSyntax, matches, validate_filter, validate_topic,
-)
+from pubsim.models.params.topics import (SubscriptionTable, TopicSyntax, matches, validate_filter, validate_topic)
 from pubsim.sim.errors import ConfigError
 
 MQTT, AMQP, PREFIX = TopicSyntax.MQTT, TopicSyntax.AMQP, TopicSyntax.PREFIX

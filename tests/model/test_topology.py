@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 
 from pubsim.models import topology as T
-from pubsim.models.broker import BrokerParams
-from pubsim.models.client import PublisherParams, SubscriberParams
-from pubsim.models.compile import build_network
-from pubsim.models.link import LinkParams
-from pubsim.models.provenance import ASSUMED, Provenance, Source
+from pubsim.models.params.broker import BrokerParams
+from pubsim.models.params.client import PublisherParams, SubscriberParams
+from pubsim.models.assembly.build import build_network
+from pubsim.models.params.link import LinkParams
+from pubsim.models.params.provenance import ASSUMED, Provenance, Source
 from pubsim.sim.distributions import Constant, Empirical, Exponential, LogNormal, Shifted, Uniform
 from pubsim.sim.errors import ConfigError
 from pubsim.run import simulate

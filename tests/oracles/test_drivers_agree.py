@@ -9,9 +9,9 @@ import pandas as pd
 import pytest
 
 from pubsim.models import topology as T
-from pubsim.models.broker import BrokerParams
-from pubsim.models.client import PublisherParams, SubscriberParams
-from pubsim.models.link import LinkParams
+from pubsim.models.params.broker import BrokerParams
+from pubsim.models.params.client import PublisherParams, SubscriberParams
+from pubsim.models.params.link import LinkParams
 from pubsim.sim.distributions import Constant, Exponential, LogNormal, Uniform
 from pubsim.run import simulate
 
@@ -151,7 +151,7 @@ def churn_star():
 
 def relay_chain():
     """ILDM relays in front of the brokers of a two-way chain (SYSTEMS.md §3), per-hop QoS 1."""
-    from pubsim.models.relay import RelayParams
+    from pubsim.models.params.relay import RelayParams
 
     g = two_way_chain("subscription")
     for i in range(3):
@@ -183,7 +183,7 @@ def brokerless_mixed():
 
 def restart_with_disk():
     """Persistent and transient flows, a disk stage, broker restarts with a durable queue."""
-    from pubsim.models.disk import DiskParams
+    from pubsim.models.params.disk import DiskParams
     from tests.mechanisms.persistence.test_restart import _random
 
     g = _random(True)
@@ -232,7 +232,7 @@ CASES = {
 
 def codec_push_pull():
     """Text serialization (encode station, 5x sizes, decode) and round-robin PUSH to 3 pullers."""
-    from pubsim.models.serialization import SerializationParams
+    from pubsim.models.params.serialization import SerializationParams
 
     codec = SerializationParams(format="text", size_ratio=5.0, encode_cost_s=2e-5, encode_cost_per_byte_s=1e-8,
                                 decode_cost_s=1e-5, decode_cost_per_byte_s=2e-8)

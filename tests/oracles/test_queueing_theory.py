@@ -128,8 +128,8 @@ def test_topology_builder_gives_one_broker_station():
 
 def test_nonpreemptive_priority_waits_cobham():
     """Two priority classes at one broker: mean waits per class (Cobham 1954)."""
-    from pubsim.models.broker import BrokerParams
-    from pubsim.models.client import PublisherParams, SubscriberParams
+    from pubsim.models.params.broker import BrokerParams
+    from pubsim.models.params.client import PublisherParams, SubscriberParams
 
     from pubsim.testing import ZERO_LINK
 

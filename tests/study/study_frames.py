@@ -10,9 +10,9 @@ import numpy as np
 import pandas as pd
 
 from pubsim.models import topology as T
-from pubsim.models.broker import BrokerParams
-from pubsim.models.client import PublisherParams, SubscriberParams
-from pubsim.models.link import LinkParams
+from pubsim.models.params.broker import BrokerParams
+from pubsim.models.params.client import PublisherParams, SubscriberParams
+from pubsim.models.params.link import LinkParams
 from pubsim.sim.distributions import Constant
 from pubsim.run import simulate
 

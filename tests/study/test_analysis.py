@@ -61,7 +61,7 @@ def test_search_with_factory_counts_publishers():
 
 
 def test_schedule_publishers_cannot_be_rerated():
-    from pubsim.models.client import PublisherParams
+    from pubsim.models.params.client import PublisherParams
     from pubsim.models import topology as T
 
     g = single_queue(rate_per_s=10, service=Constant(value=1e-6))

@@ -102,7 +102,6 @@ vary:
 @pytest.fixture(scope="module")
 def study_dir(tmp_path_factory):
     study = pytest.importorskip("pubsim.study")
-    from pathlib import Path
 
     root = ROOT
     d = tmp_path_factory.mktemp("study")

@@ -164,7 +164,6 @@ def test_base_file_relative_to_the_study_file(tmp_path):
 
 
 def test_example_study_file_parses():
-    from pathlib import Path
 
     study = load_study(ROOT / "experiments" / "studies" / "load_sweep.yaml")
     assert len(study.points) == 8 and study.replications == 2
@@ -173,7 +172,6 @@ def test_example_study_file_parses():
 
 def test_the_study_keeps_its_file_path_when_fields_are_set():
     # the manifest's study_file: a `set:` block must not overwrite it
-    from pathlib import Path
 
     path = ROOT / "experiments" / "studies" / "main.yaml"
     study = load_study(path)

@@ -10,10 +10,10 @@ import pandas as pd
 import pytest
 
 from pubsim.models import topology as T
-from pubsim.models.broker import BrokerParams
-from pubsim.models.client import PublisherParams, SubscriberParams
-from pubsim.models.link import LinkParams
-from pubsim.models.stations import BrokerStation
+from pubsim.models.params.broker import BrokerParams
+from pubsim.models.params.client import PublisherParams, SubscriberParams
+from pubsim.models.params.link import LinkParams
+from pubsim.models.stations.core import BrokerStation
 from pubsim.sim.disciplines import BatchDiscipline, FifoDiscipline
 from pubsim.sim.distributions import Constant, Exponential
 from pubsim.sim.errors import ConfigError

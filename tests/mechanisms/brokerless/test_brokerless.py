@@ -1,4 +1,4 @@
-"""Brokerless ZeroMQ PUB/SUB and PUSH/PULL (models.brokerless).
+"""Brokerless ZeroMQ PUB/SUB and PUSH/PULL (models.mechanisms.brokerless.socket).
 
 Fan-out cost on the publisher's host, byte-prefix filtering at the
 publisher, HWM drops (PUB) vs a blocked sender (PUSH) on hand timelines, no
@@ -10,10 +10,10 @@ import pandas as pd
 import pytest
 
 from pubsim.models import topology as T
-from pubsim.models.broker import BrokerParams
-from pubsim.models.brokerless import ZmqSocketParams
-from pubsim.models.client import PublisherParams, SubscriberParams
-from pubsim.models.link import LinkParams
+from pubsim.models.params.broker import BrokerParams
+from pubsim.models.params.zmq import ZmqSocketParams
+from pubsim.models.params.client import PublisherParams, SubscriberParams
+from pubsim.models.params.link import LinkParams
 from pubsim.sim.distributions import Constant, Exponential
 from pubsim.sim.errors import ConfigError
 from pubsim.run import simulate

@@ -2,7 +2,6 @@
 the brokerless builder reads sockets, presets and ``connect`` lists."""
 from __future__ import annotations
 
-from pathlib import Path
 
 import pytest
 

@@ -4,21 +4,20 @@ relay node on a hand timeline, traffic accounting, static bridges, and the
 placement scenarios."""
 from __future__ import annotations
 
-from pathlib import Path
 
 import networkx as nx
 import numpy as np
 import pytest
 
 from pubsim.models import topology as T
-from pubsim.models.bridge import BridgeParams
-from pubsim.models.broker import BrokerParams
-from pubsim.models.client import PublisherParams, SubscriberParams
-from pubsim.models.compile import _Builder, build_network
-from pubsim.models.ildm import ControlPlane, covers, steady_state
-from pubsim.models.link import LinkParams
-from pubsim.models.relay import RelayParams
-from pubsim.models.topics import matches
+from pubsim.models.params.bridge import BridgeParams
+from pubsim.models.params.broker import BrokerParams
+from pubsim.models.params.client import PublisherParams, SubscriberParams
+from pubsim.models.assembly.build import build_network, compile_context
+from pubsim.models.mechanisms.ildm.control import ControlPlane, covers, steady_state
+from pubsim.models.params.link import LinkParams
+from pubsim.models.params.relay import RelayParams
+from pubsim.models.params.topics import matches
 from pubsim.sim.distributions import Constant
 from pubsim.sim.errors import ConfigError
 from pubsim.sim.rng import StreamFactory
@@ -183,8 +182,8 @@ def _interested(b, broker, came_from, topic):
     ``broker`` or behind it, away from ``came_from`` (recursive search)."""
     if b.tables[broker].subscribers(topic):
         return True
-    return any(_interested(b, n, broker, topic) for n in b.g.neighbors(broker)
-               if n != came_from and b.g.nodes[n][T.KIND] == T.NodeKind.BROKER)
+    return any(_interested(b, n, broker, topic) for n in b.graph.neighbors(broker)
+               if n != came_from and b.graph.nodes[n][T.KIND] == T.NodeKind.BROKER)
 
 
 def test_steady_state_equals_an_independent_oracle():
@@ -204,7 +203,7 @@ def test_steady_state_equals_an_independent_oracle():
             g.add_node(f"s{k}", **{T.KIND: "subscriber", T.PARAMS: SubscriberParams(subscriptions=filt)})
             g.add_edge(f"s{k}", f"b{rng.integers(7)}", **{T.PARAMS: LinkParams()})
         T.validate(g)
-        b = _Builder(g, StreamFactory(0, 0), (0.0, 1.0))
+        b = compile_context(g, StreamFactory(0, 0), (0.0, 1.0))
         cp = steady_state(g)
         for x, y in g.subgraph(T.brokers(g)).edges:
             for u, v in ((x, y), (y, x)):

@@ -5,13 +5,12 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pandas as pd
 import pytest
 import yaml
 
-from pubsim.models.pattern_reports import report
+from pubsim.models.mechanisms.patterns.reports import report
 from pubsim.sim import theory
 from pubsim.sim.errors import ConfigError
 from pubsim.scenario import load_scenario, parse_scenario

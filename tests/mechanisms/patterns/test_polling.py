@@ -6,11 +6,11 @@ import numpy as np
 import pytest
 
 from pubsim.models import topology as T
-from pubsim.models.broker import BrokerParams
-from pubsim.models.client import PublisherParams, SubscriberParams
-from pubsim.models.link import LinkParams
-from pubsim.models.polling import (PollingParams, constant_times, expected_duplicate_fraction, expected_lost_fraction,
-                            poll_records, poll_summary, read_times_from_deliveries)
+from pubsim.models.params.broker import BrokerParams
+from pubsim.models.params.client import PublisherParams, SubscriberParams
+from pubsim.models.params.link import LinkParams
+from pubsim.models.params.patterns import PollingParams
+from pubsim.models.mechanisms.patterns.polling import (constant_times, expected_duplicate_fraction, expected_lost_fraction, poll_records, poll_summary, read_times_from_deliveries)
 from pubsim.sim.distributions import Constant
 from pubsim.sim.errors import ConfigError
 from pubsim.run import simulate

@@ -6,10 +6,11 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from pubsim.models.broker import BrokerParams
-from pubsim.models.client import PublisherParams, SubscriberParams
-from pubsim.models.link import LinkParams
-from pubsim.models.pushpull import AckParams, ack_times, push_pull
+from pubsim.models.params.broker import BrokerParams
+from pubsim.models.params.client import PublisherParams, SubscriberParams
+from pubsim.models.params.link import LinkParams
+from pubsim.models.params.patterns import AckParams
+from pubsim.models.mechanisms.patterns.pushpull import ack_times, push_pull
 from pubsim.sim import theory
 from pubsim.sim.distributions import Constant
 from pubsim.sim.errors import ConfigError

@@ -8,10 +8,10 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from pubsim.models.broker import BrokerParams
-from pubsim.models.client import PublisherParams
-from pubsim.models.link import LinkParams
-from pubsim.models.reqrep import request_reply
+from pubsim.models.params.broker import BrokerParams
+from pubsim.models.params.client import PublisherParams
+from pubsim.models.params.link import LinkParams
+from pubsim.models.mechanisms.patterns.reqrep import request_reply
 from pubsim.sim import theory
 from pubsim.sim.distributions import Constant, Exponential
 from pubsim.sim.errors import ConfigError
@@ -99,7 +99,7 @@ def test_bad_client_is_a_one_line_error():
 
 def test_lost_requests_close_window_slots_for_good():
     """No client timeout: with a lossy link every slot is lost in the end, and the report counts them."""
-    from pubsim.models.pattern_reports import report
+    from pubsim.models.mechanisms.patterns.reports import report
 
     g = request_reply(server=BrokerParams(ingress_cost_s=Constant(value=1e-4)),
                       link=LinkParams(latency_s=1e-3, loss_probability=0.2), clients={"c": _client(3)})

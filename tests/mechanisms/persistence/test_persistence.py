@@ -1,4 +1,4 @@
-"""Persistent messages through a broker's disk stage (models.disk): group
+"""Persistent messages through a broker's disk stage (models.mechanisms.persistence.disk): group
 commit hand timelines, the throughput bound, conservation, both drivers."""
 from __future__ import annotations
 
@@ -6,10 +6,10 @@ import pandas as pd
 import pytest
 
 from pubsim.models import topology as T
-from pubsim.models.broker import BrokerParams
-from pubsim.models.client import PublisherParams, SubscriberParams
-from pubsim.models.disk import DiskParams
-from pubsim.models.link import LinkParams
+from pubsim.models.params.broker import BrokerParams
+from pubsim.models.params.client import PublisherParams, SubscriberParams
+from pubsim.models.params.disk import DiskParams
+from pubsim.models.params.link import LinkParams
 from pubsim.sim.distributions import Constant, Exponential
 from pubsim.sim.errors import ConfigError
 from pubsim.run import simulate

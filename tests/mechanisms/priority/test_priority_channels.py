@@ -14,9 +14,9 @@ import pytest
 import yaml
 
 from pubsim.models import topology as T
-from pubsim.models.broker import BrokerParams
-from pubsim.models.client import PublisherParams, SubscriberParams
-from pubsim.models.link import LinkParams
+from pubsim.models.params.broker import BrokerParams
+from pubsim.models.params.client import PublisherParams, SubscriberParams
+from pubsim.models.params.link import LinkParams
 from pubsim.sim import theory
 from pubsim.sim.distributions import Constant, Exponential
 from pubsim.sim.errors import ConfigError
@@ -298,7 +298,6 @@ def test_scenario_field_error_names_the_path(tmp_path):
 
 
 def test_priority_scenario_loads(tmp_path):
-    from pathlib import Path
 
     path = ROOT / "experiments" / "priority_channels.yaml"
     sc = load_scenario(path)

@@ -1,4 +1,4 @@
-"""QoS handshakes, in-flight window, resends and duplicates (models.qos, sim.window).
+"""QoS handshakes, in-flight window, resends and duplicates (models.mechanisms.qos.rules, sim.window).
 
 Timelines: links 1 MB/s (1 us per byte), 10 ms propagation; broker 2 ms.
 MQTT PUBLISH of 992 payload bytes on topic "a": 1 + 2 (remaining length
@@ -14,10 +14,10 @@ import pytest
 from scipy import stats
 
 from pubsim.models import topology as T
-from pubsim.models.broker import BrokerParams
-from pubsim.models.client import PublisherParams, SubscriberParams
-from pubsim.models.link import LinkParams
-from pubsim.models.qos import exchange_draws
+from pubsim.models.params.broker import BrokerParams
+from pubsim.models.params.client import PublisherParams, SubscriberParams
+from pubsim.models.params.link import LinkParams
+from pubsim.models.mechanisms.qos.rules import exchange_draws
 from pubsim.sim import theory
 from pubsim.sim.distributions import Constant
 from pubsim.sim.errors import ConfigError

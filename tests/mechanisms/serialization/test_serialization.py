@@ -8,10 +8,10 @@ import pandas as pd
 import pytest
 
 from pubsim.models import topology as T
-from pubsim.models.broker import BrokerParams
-from pubsim.models.client import PublisherParams, SubscriberParams
-from pubsim.models.link import LinkParams
-from pubsim.models.serialization import SerializationParams, link_ceiling_per_s, parse_serialization
+from pubsim.models.params.broker import BrokerParams
+from pubsim.models.params.client import PublisherParams, SubscriberParams
+from pubsim.models.params.link import LinkParams
+from pubsim.models.params.serialization import SerializationParams, link_ceiling_per_s, parse_serialization
 from pubsim.sim.errors import ConfigError
 from pubsim.run import simulate
 from pubsim.scenario import parse_scenario

@@ -4,9 +4,9 @@ from __future__ import annotations
 import pytest
 
 from pubsim.models import topology as T
-from pubsim.models.broker import BrokerParams
-from pubsim.models.client import PublisherParams, SubscriberParams
-from pubsim.models.link import LinkParams
+from pubsim.models.params.broker import BrokerParams
+from pubsim.models.params.client import PublisherParams, SubscriberParams
+from pubsim.models.params.link import LinkParams
 from pubsim.sim.distributions import Constant
 from pubsim.sim.errors import ConfigError
 from pubsim.run import simulate
@@ -97,7 +97,6 @@ def test_bad_sessions_are_one_line_errors(kwargs, field):
 
 
 def test_churn_scenario_runs():
-    from pathlib import Path
 
     from pubsim.scenario import load_scenario
 

@@ -1,0 +1,42 @@
+"""The ordered registry of mechanisms the compiler runs.
+
+Registry order is station order (hence the order of the records): each
+publisher's uplink; each broker; relays; both directions of each bridge;
+sockets and their pipes; downlinks and subscribers; disks; encode stations
+last. Hooks other than ``entry_hop`` are called in this order;
+``entry_hop`` is asked last-to-first (:meth:`CompileContext.entry_hop`).
+See :mod:`pubsim.models.mechanisms.base` for the hooks.
+"""
+from __future__ import annotations
+
+from ..mechanisms.base import HOOKS, Mechanism
+from ..mechanisms.brokerless import BROKERLESS
+from ..mechanisms.core import BROKERS, DELIVERY
+from ..mechanisms.ildm import ILDM
+from ..mechanisms.persistence import PERSISTENCE
+from ..mechanisms.priority import PRIORITY
+from ..mechanisms.qos import QOS
+from ..mechanisms.serialization import SERIALIZATION
+from ..mechanisms.sessions import SESSIONS
+
+__all__ = ["MECHANISMS", "Mechanism", "HOOKS", "hooks"]
+
+#: The mechanisms, in the order the compiler runs them.
+MECHANISMS: tuple[Mechanism, ...] = (
+    BROKERS,        # uplinks, brokers, subscription tables, flow routes, plain broker hops
+    ILDM,           # control plane, relays, bridges (both directions), forwarding
+    BROKERLESS,     # ZeroMQ sockets and their pipes, socket hops
+    DELIVERY,       # downlinks and subscriber stations
+    PERSISTENCE,    # disks; restarting per-client queues; disk hops; copies per visit, durable visits
+    SERIALIZATION,  # encode stations (last), encode hop before the uplink
+    QOS,            # QoS link stations, folded consumers, visit QoS, handshake packets
+    SESSIONS,       # downlink sessions, retain flags, publisher outages and Will
+    PRIORITY,       # per-client queue policy, flow priorities
+)
+
+
+def hooks(name: str, mechanisms: tuple = MECHANISMS) -> list:
+    """Bound hooks called ``name`` of the registry entries that have one, in registry order."""
+    if name not in HOOKS:
+        raise ValueError(f"unknown hook {name!r}")
+    return [getattr(m, name) for m in mechanisms if hasattr(m, name)]

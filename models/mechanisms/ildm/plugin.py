@@ -1,0 +1,68 @@
+"""ILDM as a registry entry: relays in front of brokers, bridges between them,
+forwarding decided by the control plane's steady state (:func:`.control.steady_state`).
+
+Stations: each broker's relay (``relay:`` mapping), then both directions of
+each broker-broker link. A copy entering a broker with a relay enters the
+relay, which hands it to its broker and forwards copies over the bridges;
+without a relay the broker forwards them itself (:meth:`ILDM.forward_hops`).
+"""
+from __future__ import annotations
+
+from ....sim.routing import Hop
+
+from ... import topology as T
+from ..context import CompileContext
+from ..core import broker_hop
+from ..keys import StationKey
+from .control import steady_state
+from .relay import RelayStation
+
+__all__ = ["ILDM", "Ildm"]
+
+
+class Ildm:
+    """Relays, bridges and the control plane."""
+
+    name = "ildm"
+
+    def prepare(self, ctx: CompileContext) -> None:
+        """The relays (``ctx.relays``) and the control plane in its steady state (``ctx.control``)."""
+        g = ctx.graph
+        ctx.relays = {b: g.nodes[b][T.RELAY] for b in ctx.brokers if g.nodes[b].get(T.RELAY) is not None}
+        ctx.control = steady_state(g)
+
+    def add_stations(self, ctx: CompileContext) -> None:
+        """Relay stations, then both directions of each broker-broker link."""
+        for b in ctx.relays:
+            ctx.add_station(StationKey.relay(b), RelayStation(f"relay:{b}", ctx.relays[b], streams=ctx.streams,
+                                                              window=ctx.window))
+        for a, b in ctx.graph.subgraph(ctx.brokers).edges:
+            link = ctx.link_params(a, b)
+            for x, y in ((a, b), (b, a)):
+                ctx.add_link(StationKey.bridge(x, y), f"link:{x}->{y}", link,
+                             queue_messages=link.queue_messages, queue_bytes=link.queue_bytes)
+
+    def entry_hop(self, ctx: CompileContext, node, came_from, topic: str, ingress: bool) -> Hop | None:
+        """A broker with a relay: the relay, its broker (first child), then the forwarded copies."""
+        if node not in ctx.relays:
+            return None
+        hop = Hop(ctx.index_of(StationKey.relay(node)),
+                  children=[broker_hop(ctx, node, came_from, topic, ingress, forward=False)])
+        hop.children.extend(self.forward_hops(ctx, node, came_from, topic))
+        return hop
+
+    def forward_hops(self, ctx: CompileContext, node, came_from, topic: str) -> list[Hop]:
+        """A copy over the bridge to each neighbour broker the control plane forwards ``topic`` to."""
+        return [Hop(ctx.index_of(StationKey.bridge(node, n)), link=True,
+                    children=[ctx.entry_hop(n, node, topic, False)])
+                for n in _wanted(ctx, node, came_from, topic)]
+
+
+def _wanted(ctx: CompileContext, broker, came_from, topic: str) -> list:
+    """Neighbour brokers a copy is forwarded to from ``broker``."""
+    g = ctx.graph
+    nbrs = [n for n in g.neighbors(broker) if n != came_from and g.nodes[n][T.KIND] == T.NodeKind.BROKER]
+    return [n for n in nbrs if ctx.control.forwards(broker, n, topic)]
+
+
+ILDM = Ildm()

@@ -1,0 +1,56 @@
+"""The interworking node (relay) of a broker in ILDM (SYSTEMS.md §3).
+
+In ILDM clients publish to their node, not to the broker: the node hands each
+PUBLISH to its local broker and forwards copies to neighbour nodes over the
+tree links. With a relay the route of a publication is::
+
+    uplink -> relay(Ik) -> { broker(Ik) -> downlinks ;
+                             link Ik->Ij -> relay(Ij) -> ... }
+
+Service demand of one PUBLISH at a relay (seconds of its worker's time)::
+
+    relay + copies * (forward + acks(hop_qos) * control)
+
+where ``copies`` is the number of copies sent to neighbour nodes (the copy
+handed to the local broker is part of ``relay``) and ``acks`` the MQTT
+acknowledgements the sender handles per hop: 0 at QoS 0, 1 (PUBACK) at QoS 1,
+2 (PUBREC received, PUBREL sent; PUBCOMP closes it) at QoS 2. Ack handling is
+charged to the message that caused it (a modelling assumption: acks arrive
+later, but a FIFO worker pays for them all the same).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ....sim.disciplines import FifoDiscipline, Overflow
+from ...params.relay import SENDER_ACKS
+from ...stations.core import ModelStation
+
+__all__ = ["RelayStation"]
+
+class RelayStation(ModelStation):
+    """A relay node: FIFO workers, demand as in the module docstring.
+
+    The local broker is always the first child of a relay visit, so the
+    copies to neighbour nodes are the visit's other children.
+    """
+
+    def __init__(self, name, params, *, streams, window):
+        cap = None if params.queue_messages is None else params.queue_messages + params.workers
+        disc = FifoDiscipline(servers=params.workers, capacity_messages=cap, overflow=Overflow.DROP_NEWEST)
+        super().__init__(name, "relay", disc, servers=params.workers, window=window)
+        self.params = params
+        self.acks = SENDER_ACKS[params.hop_qos]
+        self.relay = streams.draws(params.relay_cost_s, name, "relay")
+        self.forward = streams.draws(params.forward_cost_s, name, "forward")
+        self.control = streams.draws(params.control_cost_s, name, "control")
+
+    def service_s(self, packets):
+        n = len(packets)
+        copies = (self.plan.n_children[packets.visit] - 1).astype(np.float64)
+        per_copy = self.forward.take(n) + self.acks * self.control.take(n)
+        return self.relay.take(n) + copies * per_copy
+
+    @property
+    def lookahead_s(self):
+        return self.params.relay_cost_s.min_value

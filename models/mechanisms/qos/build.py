@@ -1,0 +1,95 @@
+"""Wiring QoS into a compiled network (called from :mod:`pubsim.models.assembly.build`).
+
+* :func:`qos_link_options`: whether a link needs a
+  :class:`pubsim.models.mechanisms.qos.link.QosLinkStation` and with which window, resend
+  timeout and consumer;
+* :func:`visit_qos`: the QoS of every link visit of the route plan
+  (publisher's QoS on uplinks and bridges, ``min(publish, granted)`` on
+  MQTT downlinks, the consumer's ack mode on AMQP downlinks);
+* :func:`broker_handshakes`: handshake packets a broker handles per visit
+  (those of the hop that brought the message plus those of each copy it
+  sends), charged at ``BrokerParams.ack_cost_s`` each.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ... import topology as T
+from ..keys import StationKind
+from .rules import check_protocol_qos, handshake_packets
+
+__all__ = ["qos_link_options", "visit_qos", "broker_handshakes", "consumer_folded"]
+
+
+def _p(g, n):
+    return g.nodes[n][T.PARAMS]
+
+
+def consumer_folded(g, s):
+    """True if subscriber ``s`` is served inside its downlink (QoS > 0: it acknowledges after work)."""
+    return _p(g, s).qos > 0
+
+
+def qos_link_options(g, key):
+    """Keyword arguments of a QosLinkStation for the link ``key``, or None for a plain link.
+
+    ``key``: a :class:`~pubsim.models.mechanisms.keys.StationKey` of an uplink,
+    a bridge or a downlink (other links, e.g. brokerless pipes, have no
+    acknowledgements).
+    """
+    proto = g.graph[T.PROTOCOL]
+    kind = key.kind
+    if kind is StationKind.UPLINK:
+        pp = _p(g, key.node)
+        check_protocol_qos(proto, pp.qos, f"{key.node}.qos")
+        if pp.qos == 0:
+            return None
+        return {"inflight_messages": pp.inflight_messages, "retry_timeout_s": pp.retry_timeout_s}
+    if kind is StationKind.BRIDGE:
+        if not any(_p(g, p).qos > 0 for p in T.clients(g, T.NodeKind.PUBLISHER)):
+            return None
+        bp = _p(g, key.node)
+        return {"inflight_messages": bp.max_inflight_messages, "retry_timeout_s": bp.retry_timeout_s}
+    if kind is not StationKind.DOWNLINK:
+        return None
+    s = key.node
+    sp = _p(g, s)
+    check_protocol_qos(proto, sp.qos, f"{s}.qos")
+    if sp.qos == 0:
+        return None
+    bp = _p(g, T.home_broker(g, s))
+    window = bp.max_inflight_messages if sp.inflight_messages is None else sp.inflight_messages
+    return {"inflight_messages": window, "retry_timeout_s": bp.retry_timeout_s,
+            "consumer": sp, "consumer_name": f"subscriber:{s}"}
+
+
+_LINKS = (StationKind.UPLINK, StationKind.BRIDGE, StationKind.DOWNLINK)
+
+
+def visit_qos(g, plan, station_keys, pubs, subs):
+    """QoS per visit (0 off links), from the station key of each visit's station."""
+    qos = np.zeros(plan.n_visits, dtype=np.int64)
+    pub_qos = np.array([_p(g, p).qos for p in pubs], dtype=np.int64)
+    amqp = g.graph[T.PROTOCOL] == "amqp"  # consumer acks do not depend on publisher confirms
+    for v in range(plan.n_visits):
+        key = station_keys[int(plan.station[v])]
+        if key.kind not in _LINKS:
+            continue
+        q = pub_qos[plan.flow_publisher[plan.flow[v]]]
+        if key.kind is StationKind.DOWNLINK:
+            q = _p(g, key.node).qos if amqp else min(q, _p(g, key.node).qos)
+        qos[v] = q
+    return qos
+
+
+def broker_handshakes(plan, qos, broker_stations):
+    """Handshake packets per visit at broker stations (0 elsewhere)."""
+    per_hop = handshake_packets(qos)
+    out = np.zeros(plan.n_visits, dtype=np.int64)
+    for v in range(plan.n_visits):
+        if int(plan.station[v]) not in broker_stations:
+            continue
+        kids = plan.child_idx[plan.child_ptr[v]:plan.child_ptr[v + 1]]
+        parent = plan.parent[v]
+        out[v] = (per_hop[parent] if parent >= 0 else 0) + int(per_hop[kids].sum())
+    return out

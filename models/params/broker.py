@@ -1,0 +1,213 @@
+"""Broker parameters.
+
+Service demand of one message at a broker (seconds of a worker's time)::
+
+    ingress + matched * match + deliveries * delivery
+            + per_byte * size * (1 + deliveries) + filter_scan * filters
+            (+ idle_wakeup when the message finds its worker idle)
+
+where ``matched`` is the number of subscription filters the topic matches at
+this broker, ``deliveries`` the copies it sends on (to subscribers and
+neighbour brokers) and ``filters`` the filters installed on the broker. Each
+of ``ingress``, ``match`` and ``delivery`` is a distribution drawn once per
+message and multiplied by its count. ``idle_wakeup`` captures load-dependent
+cost: an event-loop broker that sleeps between messages pays a wake-up
+(system call, context switch, cache misses) per message at low load and
+almost none when busy (issue #3 measured Mosquitto at about 21 us of CPU per
+message at 1k msg/s and about 8 us at 40k msg/s).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ...sim.disciplines import Overflow
+from ...sim.distributions import Constant, Distribution
+from ...sim.errors import ConfigError
+
+from .disk import DiskParams
+from .features import refuse
+from .mapping import check_fields
+from .provenance import ASSUMED, Provenance
+from .topics import TopicSyntax
+
+__all__ = ["BrokerParams"]
+
+_ZERO = Constant(value=0.0)
+
+
+@dataclass(frozen=True, kw_only=True)
+class BrokerParams:
+    """A broker: workers, service demand, buffers, overflow policy, topic syntax.
+
+    Parameters
+    ----------
+    workers : int
+        Worker threads / cores that serve messages in parallel (Mosquitto: 1).
+    ingress_cost_s : Distribution
+        Fixed cost per incoming message, s.
+    match_cost_s : Distribution
+        Cost per matched subscription filter, s.
+    delivery_cost_s : Distribution
+        Cost per outgoing copy, s.
+    per_byte_cost_s : float
+        Cost per payload byte handled, once on ingress and once per copy, s/byte.
+    filter_scan_cost_s : float
+        Cost per installed filter per message (topic matching grows with the
+        number of subscriptions), s.
+    idle_wakeup_cost_s : float
+        Extra cost of a message that finds its worker idle, s.
+    cpu_fraction : float
+        CPU quota of the broker, in cores, in (0, 1] (a cgroup CPU quota:
+        ``cpu.cfs_quota_us / cpu.cfs_period_us``). All costs are CPU seconds
+        at full speed. The workers together may work ``cpu_fraction x
+        cpu_period_s`` per period; past that they stall until the next
+        period (Linux CFS bandwidth control; see :mod:`pubsim.sim.kernels`). 1 (the
+        default) is no quota.
+    cpu_period_s : float
+        Quota period, s (Linux default 100 ms; pubsim's harness uses 10 ms).
+    background_cpu_fraction : float
+        CPU the broker spends on work that is not messages (timers, runtime
+        housekeeping, ``$SYS`` updates), in cores, in [0, 1). Under a quota it
+        takes its share of the budget first (the messages get
+        ``cpu_fraction - background_cpu_fraction`` cores); without one it
+        time-shares the workers, stretching every service by
+        ``1 / (1 - background / workers)`` (processor sharing of a constant
+        background load; an approximation that keeps FIFO arithmetic).
+    queue_messages, queue_bytes : int or None
+        Limit of the shared ingress queue (messages waiting for a worker, plus
+        those in service), messages / bytes; None = unlimited.
+    client_queue_messages, client_queue_bytes : int or None
+        Limit of each subscriber's outgoing queue at this broker (Mosquitto
+        ``max_queued_messages``), messages / bytes.
+    overflow : str
+        What a full ingress queue does: ``drop_newest``, ``drop_oldest`` or
+        ``backpressure`` (the publisher holds the message until there is room;
+        nothing is lost, the wait counts in latency); also ``reject``,
+        ``ring``, ``update`` and ``flow_to_disk`` (:class:`pubsim.sim.disciplines.Overflow`).
+    topic_syntax : str
+        ``mqtt``, ``amqp`` or ``prefix`` (ZeroMQ).
+    scheduling : str
+        ``fifo``, or ``priority``: waiting messages are served by their
+        publisher's priority (higher first, FIFO within a priority,
+        non-preemptive), as in YAMI4's outgoing queues (SYSTEMS.md §1).
+    ack_cost_s : float
+        CPU cost per QoS handshake packet the broker sends or receives
+        (PUBACK, PUBREC, PUBREL, PUBCOMP, AMQP basic.ack), s; default 0
+        (assumption: not measured; handshake packets have no payload).
+    max_inflight_messages : int
+        Most un-acknowledged QoS > 0 messages per client connection (and
+        bridge) it sends on; 0 = no limit. Default 20: Mosquitto
+        ``max_inflight_messages`` (mosquitto.conf(5)).
+    retry_timeout_s : float
+        Resend an unacknowledged packet to a client after this time, s
+        (Mosquitto 1.x ``retry_interval``, default 20 s).
+    client_scheduling : str
+        ``fifo`` or ``priority``: order of each subscriber's outgoing queue
+        (the broker-to-subscriber link's transmit queue): a YAMI4 priority
+        channel, an AMQP priority queue per consumer.
+    client_overflow : str
+        What a full per-subscriber queue does (same choices as ``overflow``);
+        the default ``drop_newest`` leaves the link's own ``overflow`` in force.
+    max_priority : int or None
+        AMQP ``x-max-priority`` (RabbitMQ): priorities above it count as it,
+        at the ingress queue and the per-subscriber queues; None = no cap.
+    flow_to_disk_cost_s : float
+        ``flow_to_disk`` (Qpid): extra time a message admitted beyond a
+        queue's limit needs (written to disk and read back), s.
+    batch_max_messages : int
+        Automatic batching (ZeroMQ writes every queued message of a pipe in
+        one ``send()``): when the worker becomes free it takes up to this
+        many waiting messages and serves them as one batch in
+        ``batch_fixed_cost_s`` plus their own demands; all leave at the batch
+        end (:class:`pubsim.sim.disciplines.BatchDiscipline`). 1 (the default) is
+        no batching: plain FIFO. Needs one worker, FIFO scheduling, no CPU
+        quota and no drop_oldest.
+    batch_fixed_cost_s : float
+        Cost per batch (system call, wake-up of the I/O thread), s.
+    batch_max_bytes : int or None
+        Most payload bytes per batch (libzmq's out batch size is 8192 B);
+        None = no limit. A batch always takes its first message.
+    disk : DiskParams or None
+        Disk stage for persistent messages (:mod:`pubsim.models.mechanisms.persistence.disk`): they pass
+        through it after the worker and before delivery; None = no disk
+        (persistent messages are treated as transient). In scenario files a
+        mapping of DiskParams fields, which may name a ``preset``; in GraphML
+        a JSON mapping.
+    restart_at_s : tuple of float
+        Times the broker restarts, s (e.g. a crash and restart): every
+        message it holds is lost (cause ``broker_restart``) unless it is
+        persistent and ``durable_queue`` is set; survivors are served after
+        the downtime. Modelled in the event-driven queue
+        (:mod:`pubsim.sim.restart`), for the worker queue and the per-subscriber
+        queues alike; the disk stage keeps its content.
+    restart_downtime_s : float
+        How long the broker is down after a restart, s; arrivals meanwhile
+        are refused (cause ``broker_down``).
+    durable_queue : bool
+        The broker's queue is durable (AMQP ``durable=true``): persistent
+        messages in it survive a restart.
+    provenance : Provenance
+    """
+
+    workers: int = field(default=1, metadata={"unit": "positive_count"})
+    ingress_cost_s: Distribution = field(default=_ZERO, metadata={"unit": "duration_dist"})
+    match_cost_s: Distribution = field(default=_ZERO, metadata={"unit": "duration_dist"})
+    delivery_cost_s: Distribution = field(default=_ZERO, metadata={"unit": "duration_dist"})
+    per_byte_cost_s: float = field(default=0.0, metadata={"unit": "float"})
+    filter_scan_cost_s: float = field(default=0.0, metadata={"unit": "float"})
+    idle_wakeup_cost_s: float = field(default=0.0, metadata={"unit": "duration"})
+    cpu_fraction: float = field(default=1.0, metadata={"unit": "cpu_fraction"})
+    cpu_period_s: float = field(default=0.1, metadata={"unit": "duration"})
+    background_cpu_fraction: float = field(default=0.0, metadata={"unit": "probability"})
+    queue_messages: int | None = field(default=None, metadata={"unit": "optional_count"})
+    queue_bytes: int | None = field(default=None, metadata={"unit": "optional_size"})
+    client_queue_messages: int | None = field(default=None, metadata={"unit": "optional_count"})
+    client_queue_bytes: int | None = field(default=None, metadata={"unit": "optional_size"})
+    overflow: str = field(default=Overflow.DROP_NEWEST,
+                          metadata={"unit": "choice", "choices": Overflow.ALL})
+    topic_syntax: str = field(default="mqtt",
+                              metadata={"unit": "choice", "choices": tuple(s.value for s in TopicSyntax)})
+    scheduling: str = field(default="fifo", metadata={"unit": "choice", "choices": ("fifo", "priority")})
+    ack_cost_s: float = field(default=0.0, metadata={"unit": "duration"})
+    max_inflight_messages: int = field(default=20, metadata={"unit": "count"})
+    retry_timeout_s: float = field(default=20.0, metadata={"unit": "duration"})
+    client_scheduling: str = field(default="fifo", metadata={"unit": "choice", "choices": ("fifo", "priority")})
+    client_overflow: str = field(default=Overflow.DROP_NEWEST,
+                                 metadata={"unit": "choice", "choices": Overflow.ALL})
+    max_priority: int | None = field(default=None, metadata={"unit": "optional_count"})
+    flow_to_disk_cost_s: float = field(default=0.0, metadata={"unit": "duration"})
+    batch_max_messages: int = field(default=1, metadata={"unit": "positive_count"})
+    batch_fixed_cost_s: float = field(default=0.0, metadata={"unit": "duration"})
+    batch_max_bytes: int | None = field(default=None, metadata={"unit": "optional_size"})
+    disk: DiskParams | None = field(default=None, metadata={"unit": "params", "cls": DiskParams, "preset": "disk"})
+    restart_at_s: tuple = field(default=(), metadata={"unit": "raw"})
+    restart_downtime_s: float = field(default=0.0, metadata={"unit": "duration"})
+    durable_queue: bool = field(default=False, metadata={"unit": "flag"})
+    provenance: Provenance = field(default=ASSUMED, metadata={"unit": "provenance"})
+
+    def __post_init__(self):
+        check_fields(self)
+        if self.restart_at_s != ():
+            _check_restarts(self)
+        refuse(self, "broker")  # pairs of features that do not combine (models.params.features)
+        if self.background_cpu_fraction >= min(self.cpu_fraction, self.workers):
+            raise ConfigError("background_cpu_fraction", self.background_cpu_fraction,
+                              f"less than the broker's CPU (cpu_fraction {self.cpu_fraction} core)")
+        if not self.cpu_period_s > 0:
+            raise ConfigError("cpu_period_s", self.cpu_period_s, "a period > 0 s")
+
+    @property
+    def mean_demand_s(self):
+        """Mean demand of a message with one match and one copy, s (for quick sizing)."""
+        return self.ingress_cost_s.mean + self.match_cost_s.mean + self.delivery_cost_s.mean
+
+
+def _check_restarts(p):
+    """Restart times: finite, >= 0, increasing (what they combine with: models.params.features)."""
+    try:
+        times = [float(t) for t in p.restart_at_s]
+    except (TypeError, ValueError):
+        raise ConfigError("restart_at_s", p.restart_at_s, "a list of times in s") from None
+    if any(not (t >= 0 and t < float("inf")) for t in times) or times != sorted(times):
+        raise ConfigError("restart_at_s", p.restart_at_s, "finite times >= 0 in increasing order")
+    object.__setattr__(p, "restart_at_s", tuple(times))

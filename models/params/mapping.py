@@ -1,0 +1,215 @@
+"""Reading parameter dataclasses from plain mappings (YAML, GraphML).
+
+Every field of a parameter dataclass declares how a human value is read with
+``metadata={"unit": ...}``: ``"duration"`` (s), ``"size"`` (bytes),
+``"bandwidth"`` (bytes/s), ``"rate"`` (1/s), ``"duration_dist"`` and
+``"size_dist"`` (distributions), ``"count"``, ``"optional_count"``,
+``"optional_size"``, ``"probability"``, ``"float"``, ``"strings"``,
+``"choice"`` (with ``choices``), ``"provenance"``. :func:`from_mapping`
+rejects unknown fields and bad values with a one-line
+:class:`~pubsim.sim.errors.ConfigError` naming the field.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+
+from ...sim import units
+from ...sim.distributions import Distribution, parse_distribution
+from ...sim.errors import ConfigError
+
+from .provenance import Provenance, parse_provenance
+from .. import presets
+
+__all__ = ["from_mapping", "to_mapping", "check_fields"]
+
+
+def _count(value, field, minimum=0):
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise ConfigError(field, value, f"an integer >= {minimum}")
+    try:
+        number = float(value)
+    except ValueError:
+        raise ConfigError(field, value, f"an integer >= {minimum}") from None
+    if not number.is_integer() or number < minimum:
+        raise ConfigError(field, value, f"an integer >= {minimum}")
+    return int(number)
+
+
+def _optional(reader):
+    def read(value, field):
+        if value is None or (isinstance(value, str) and value.lower() in ("none", "unlimited", "inf", "")):
+            return None
+        return reader(value, field)
+    return read
+
+
+def _probability(value, field):
+    try:
+        p = float(value)
+    except (TypeError, ValueError):
+        raise ConfigError(field, value, "a probability in [0, 1)") from None
+    if not 0.0 <= p < 1.0:
+        raise ConfigError(field, value, "a probability in [0, 1)")
+    return p
+
+
+def _float(value, field):
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        raise ConfigError(field, value, "a number") from None
+    if not math.isfinite(x) or x < 0:
+        raise ConfigError(field, value, "a finite number >= 0")
+    return x
+
+
+def _cpu_fraction(value, field):
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        raise ConfigError(field, value, "a fraction of one core in (0, 1]") from None
+    if not 0.0 < x <= 1.0:
+        raise ConfigError(field, value, "a fraction of one core in (0, 1]")
+    return x
+
+
+def _strings(value, field):
+    if isinstance(value, str):
+        value = [v for v in value.split(";") if v]
+    if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
+        raise ConfigError(field, value, "a list of strings (or one string, ';'-separated)")
+    return tuple(value)
+
+
+READERS = {
+    "duration": units.parse_duration_s,
+    "size": units.parse_size_bytes,
+    "bandwidth": units.parse_rate_Bps,
+    "rate": units.parse_rate_per_s,
+    "duration_dist": lambda v, f: parse_distribution(v, units.parse_duration_s, f),
+    "size_dist": lambda v, f: parse_distribution(v, units.parse_size_bytes, f),
+    "count": _count,
+    "positive_count": lambda v, f: _count(v, f, 1),
+    "optional_count": _optional(_count),
+    "optional_size": _optional(units.parse_size_bytes),
+    "probability": _probability,
+    "float": _float,
+    "cpu_fraction": _cpu_fraction,
+    "strings": _strings,
+    "provenance": parse_provenance,
+    "text": lambda v, f: _text(v, f),
+}
+
+
+def _text(value, field):
+    if not isinstance(value, (str, int)) or isinstance(value, bool):
+        raise ConfigError(field, value, "a name (text)")
+    return str(value)
+
+
+def _flag(value, field):
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.lower() in ("true", "false", "yes", "no"):
+        return value.lower() in ("true", "yes")
+    raise ConfigError(field, value, "true or false")
+
+
+READERS["flag"] = _flag
+
+
+def _nested(fld, value, path):
+    """A nested parameter object (``metadata["cls"]``): None, an instance, or a
+    mapping (which may name a ``preset`` of kind ``metadata["preset"]``)."""
+    cls = fld.metadata["cls"]
+    if value is None or isinstance(value, cls):
+        return value
+    if isinstance(value, dict) and "preset" in value:
+
+        try:
+            value = presets.apply(fld.metadata["preset"], value)
+        except ConfigError as err:
+            raise ConfigError(f"{path}.preset", err.value, err.expected) from None
+    return from_mapping(cls, value, path)
+
+
+def _read(fld, value, path):
+    unit = fld.metadata.get("unit")
+    if unit == "choice":
+        choices = fld.metadata["choices"]
+        text = getattr(value, "value", value)
+        if text not in choices:
+            raise ConfigError(path, value, f"one of {list(choices)}")
+        return text
+    if unit == "params":  # a nested parameter object
+        return _nested(fld, value, path)
+    if unit == "raw":  # list-valued fields checked by the class itself; lists become tuples
+        return tuple(value) if isinstance(value, list) else value
+    return READERS[unit](value, path)
+
+
+def from_mapping(cls, mapping, path):
+    """Build ``cls`` from a mapping of human values.
+
+    Parameters
+    ----------
+    cls : type
+        A parameter dataclass whose fields carry ``metadata["unit"]``.
+    mapping : dict
+        Field name -> value (strings with units are accepted).
+    path : str
+        Where the mapping came from, prefixed to field names in errors.
+    """
+    if isinstance(mapping, cls):
+        return mapping
+    if not isinstance(mapping, dict):
+        raise ConfigError(path, mapping, f"a mapping of {cls.__name__} fields")
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    kwargs = {}
+    for key, value in mapping.items():
+        if key not in fields:
+            raise ConfigError(f"{path}.{key}", value, f"not a {cls.__name__} field; known: {sorted(fields)}")
+        kwargs[key] = _read(fields[key], value, f"{path}.{key}")
+    try:
+        return cls(**kwargs)
+    except ConfigError as err:
+        raise ConfigError(f"{path}.{err.field}", err.value, err.expected) from None
+    except (TypeError, ValueError) as err:
+        # a check in the class tripped on a value no reader converted (a "raw" field)
+        raw = [k for k in kwargs if fields[k].metadata.get("unit") == "raw"]
+        if len(raw) == 1:
+            raise ConfigError(f"{path}.{raw[0]}", mapping[raw[0]], f"a valid value ({err})") from None
+        raise ConfigError(path, {k: mapping[k] for k in raw} or mapping,
+                          f"valid {cls.__name__} fields ({err})") from None
+
+
+def check_fields(obj, path=""):
+    """Validate a constructed parameter object field by field (used in ``__post_init__``).
+
+    Values that are already in SI form pass through the same readers as
+    human values, so a negative latency is rejected however it was given.
+    """
+    for fld in dataclasses.fields(obj):
+        value = getattr(obj, fld.name)
+        if isinstance(value, (Distribution, Provenance)):
+            continue
+        name = f"{path}{fld.name}"
+        object.__setattr__(obj, fld.name, _read(fld, value, name))
+
+
+def to_mapping(obj):
+    """Flat ``{field: value}`` of a parameter object, values as plain text or numbers."""
+    out = {}
+    for fld in dataclasses.fields(obj):
+        value = getattr(obj, fld.name)
+        if isinstance(value, Provenance):
+            continue
+        if isinstance(getattr(value, "provenance", None), Provenance):  # nested (a broker's disk)
+            value = f"{type(value).__name__}({', '.join(f'{k}={v}' for k, v in to_mapping(value).items())})"
+        elif isinstance(value, tuple):
+            value = ";".join(map(str, value))
+        elif isinstance(value, Distribution):
+            value = str(value)
+        out[fld.name] = value
+    return out

@@ -1,0 +1,406 @@
+"""Topic filters and topic matching for three protocol families.
+
+``TopicSyntax.MQTT``
+    MQTT 3.1.1 section 4.7 / MQTT 5.0 section 4.7. Levels are separated by
+    ``/``; ``+`` matches exactly one level (possibly empty); ``#`` matches the
+    parent level and any number of child levels, so ``a/#`` matches ``a``,
+    ``a/b`` and ``a/b/c``. ``+`` must fill a whole level; ``#`` must fill the
+    last level. A filter starting with a wildcard does not match a topic name
+    starting with ``$`` (4.7.2), so ``#`` does not match ``$SYS/uptime`` but
+    ``$SYS/#`` does. Shared subscriptions (``$share/...``) get no special
+    treatment.
+``TopicSyntax.AMQP``
+    AMQP 0-9-1 topic exchange as implemented by RabbitMQ. Binding and routing
+    keys are words separated by ``.``; ``*`` matches exactly one word and
+    ``#`` zero or more words, anywhere in the key (``#.b``, ``a.#.c``). The
+    empty key has zero words, so ``#`` matches ``""`` and ``*`` does not.
+    RabbitMQ treats a word such as ``a*`` as a literal; here such binding keys
+    are rejected, since they are almost always a mistake.
+``TopicSyntax.PREFIX``
+    ZeroMQ SUB sockets: a subscription matches when the topic's bytes (UTF-8
+    for strings) start with the filter's bytes; the empty filter matches all.
+
+:class:`SubscriptionTable` compiles filters into a trie of levels (MQTT,
+AMQP) or a table of prefixes, so matching a topic costs about the number of
+levels it has rather than the number of subscriptions.
+"""
+from __future__ import annotations
+
+import bisect
+import enum
+import functools
+
+from ...sim.errors import ConfigError
+
+__all__ = ["TopicSyntax", "validate_filter", "validate_topic", "matches", "SubscriptionTable"]
+
+MQTT_MAX_BYTES = 65535   # MQTT 3.1.1 section 1.5.3: UTF-8 strings have a 16-bit length
+AMQP_MAX_BYTES = 255     # AMQP 0-9-1: routing keys are short strings
+
+
+class TopicSyntax(enum.Enum):
+    """Protocol family whose filter rules apply."""
+
+    MQTT = "mqtt"
+    AMQP = "amqp"
+    PREFIX = "prefix"
+
+
+def _syntax(value) -> TopicSyntax:
+    """Return ``value`` as a :class:`TopicSyntax`; strings are case-insensitive."""
+    if isinstance(value, TopicSyntax):
+        return value
+    try:
+        return TopicSyntax(str(value).lower()) if isinstance(value, str) else TopicSyntax(value)
+    except ValueError:
+        raise ConfigError("syntax", value, f"one of {[s.value for s in TopicSyntax]}") from None
+
+
+def _utf8(text, field, kind, max_bytes):
+    """Check that ``text`` is a str encodable as UTF-8 in ``max_bytes`` bytes."""
+    if not isinstance(text, str):
+        raise ConfigError(field, text, f"{kind} must be a str")
+    try:
+        size_bytes = len(text.encode("utf-8"))
+    except UnicodeEncodeError:
+        raise ConfigError(field, text, f"{kind} must be valid UTF-8 (no lone surrogates)") from None
+    if size_bytes > max_bytes:
+        raise ConfigError(field, text, f"{kind} must be at most {max_bytes} bytes in UTF-8")
+
+
+def _check_mqtt_string(text, field, kind):
+    """Rules common to MQTT filters and topic names: UTF-8, non-empty, no NUL."""
+    _utf8(text, field, kind, MQTT_MAX_BYTES)
+    if text == "":
+        raise ConfigError(field, text, f"an MQTT {kind} must not be empty (MQTT 4.7.3)")
+    if "\x00" in text:
+        raise ConfigError(field, text, f"an MQTT {kind} must not contain U+0000 (MQTT 1.5.3)")
+
+
+def _validate_mqtt_filter(text, field):
+    """Enforce MQTT 4.7.1: ``+`` alone in its level, ``#`` alone in the last level."""
+    _check_mqtt_string(text, field, "filter")
+    levels = text.split("/")
+    for position, level in enumerate(levels):
+        if "+" in level and level != "+":
+            raise ConfigError(field, text,
+                              "an MQTT filter; '+' must fill a whole level (MQTT 4.7.1.3)")
+        if "#" in level and (level != "#" or position != len(levels) - 1):
+            raise ConfigError(field, text,
+                              "an MQTT filter; '#' must fill the last level (MQTT 4.7.1.2)")
+
+
+def _validate_mqtt_topic(text, field):
+    """Enforce MQTT 4.7.1.1: topic names contain no wildcard characters."""
+    _check_mqtt_string(text, field, "topic name")
+    if "+" in text or "#" in text:
+        raise ConfigError(field, text,
+                          "an MQTT topic name without wildcards '+' or '#' (MQTT 4.7.1.1)")
+
+
+def _validate_amqp_filter(text, field):
+    """Binding key: at most 255 bytes; ``*`` and ``#`` only as whole words."""
+    _utf8(text, field, "binding key", AMQP_MAX_BYTES)
+    for word in _amqp_words(text):
+        if ("*" in word or "#" in word) and word not in ("*", "#"):
+            raise ConfigError(field, text,
+                              "an AMQP binding key; '*' and '#' must be whole words between dots")
+
+
+def _validate_amqp_topic(text, field):
+    """Routing key: any str of at most 255 bytes in UTF-8."""
+    _utf8(text, field, "routing key", AMQP_MAX_BYTES)
+
+
+def _prefix_bytes(value, field, kind):
+    """A ZeroMQ filter or topic as bytes (str is encoded as UTF-8)."""
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return bytes(value)
+    _utf8(value, field, kind, float("inf"))
+    return value.encode("utf-8")
+
+
+_FILTER_CHECKS = {
+    TopicSyntax.MQTT: _validate_mqtt_filter,
+    TopicSyntax.AMQP: _validate_amqp_filter,
+    TopicSyntax.PREFIX: lambda value, field: _prefix_bytes(value, field, "filter"),
+}
+_TOPIC_CHECKS = {
+    TopicSyntax.MQTT: _validate_mqtt_topic,
+    TopicSyntax.AMQP: _validate_amqp_topic,
+    TopicSyntax.PREFIX: lambda value, field: _prefix_bytes(value, field, "topic"),
+}
+
+
+def validate_filter(syntax, topic_filter, field: str = "filter") -> None:
+    """Raise :class:`ConfigError` unless ``topic_filter`` is a valid filter.
+
+    Parameters
+    ----------
+    syntax : TopicSyntax or str
+        Protocol family (``"mqtt"``, ``"amqp"``, ``"prefix"``).
+    topic_filter : str (or bytes for PREFIX)
+        Subscription filter / binding key.
+    field : str
+        Name of the field, used in error messages.
+    """
+    _FILTER_CHECKS[_syntax(syntax)](topic_filter, field)
+
+
+def validate_topic(syntax, topic, field: str = "topic") -> None:
+    """Raise :class:`ConfigError` unless ``topic`` is a valid topic name.
+
+    Parameters
+    ----------
+    syntax : TopicSyntax or str
+        Protocol family.
+    topic : str (or bytes for PREFIX)
+        Topic name / routing key of a published message.
+    field : str
+        Name of the field, used in error messages.
+    """
+    _TOPIC_CHECKS[_syntax(syntax)](topic, field)
+
+
+def _amqp_words(key):
+    """Split an AMQP key into words; ``""`` has no words (as in RabbitMQ)."""
+    return key.split(".") if key else []
+
+
+class _Node:
+    """Trie node: literal children, the one-level and multi-level wildcard
+    children, and the indices of the subscriptions whose filter ends here."""
+
+    __slots__ = ("children", "one", "rest", "ends")
+
+    def __init__(self):
+        self.children = {}
+        self.one = None
+        self.rest = None
+        self.ends = []
+
+
+class _TrieIndex:
+    """Filters stored as a trie of levels; subclasses define the syntax."""
+
+    ONE = "+"
+    REST = "#"
+
+    def __init__(self):
+        self.root = _Node()
+
+    def split(self, text):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def insert(self, topic_filter, index):
+        """Store subscription ``index`` under the (validated) ``topic_filter``."""
+        node = self.root
+        for level in self.split(topic_filter):
+            node = self._child(node, level)
+        node.ends.append(index)
+
+    def _child(self, node, level):
+        """The child of ``node`` for ``level``, created if missing."""
+        if level == self.ONE:
+            node.one = node.one or _Node()
+            return node.one
+        if level == self.REST:
+            node.rest = node.rest or _Node()
+            return node.rest
+        return node.children.setdefault(level, _Node())
+
+
+class _MqttIndex(_TrieIndex):
+    """MQTT filters: ``/`` levels, ``+`` and a trailing ``#``."""
+
+    ONE = "+"
+
+    def split(self, text):
+        return text.split("/")
+
+    def lookup(self, topic):
+        """Indices of the subscriptions matching ``topic`` (unordered).
+
+        Walks the trie depth-first with an explicit stack; a node is reached
+        by one path only, so no index is reported twice.
+        """
+        levels = topic.split("/")
+        dollar = levels[0].startswith("$")
+        found, stack = [], [(self.root, 0)]
+        while stack:
+            node, depth = stack.pop()
+            wild = depth > 0 or not dollar      # MQTT 4.7.2
+            if wild and node.rest is not None:
+                found.extend(node.rest.ends)    # '#' also matches the parent level
+            if depth == len(levels):
+                found.extend(node.ends)
+                continue
+            child = node.children.get(levels[depth])
+            if child is not None:
+                stack.append((child, depth + 1))
+            if wild and node.one is not None:
+                stack.append((node.one, depth + 1))
+        return found
+
+
+class _AmqpIndex(_TrieIndex):
+    """AMQP binding keys: ``.`` words, ``*`` and ``#`` anywhere."""
+
+    ONE = "*"
+
+    def split(self, text):
+        return _amqp_words(text)
+
+    def lookup(self, topic):
+        """Indices of the subscriptions matching ``topic`` (unordered).
+
+        ``#`` may consume any number of words, so several paths can reach the
+        same (node, position); each is expanded once, which bounds the work
+        by (trie nodes) x (words + 1)^2.
+        """
+        words = _amqp_words(topic)
+        found, stack, seen = [], [(self.root, 0)], set()
+        while stack:
+            state = stack.pop()
+            if state in seen:
+                continue
+            seen.add(state)
+            node, position = state
+            if node.rest is not None:
+                stack.extend((node.rest, j) for j in range(position, len(words) + 1))
+            if position == len(words):
+                found.extend(node.ends)
+                continue
+            child = node.children.get(words[position])
+            if child is not None:
+                stack.append((child, position + 1))
+            if node.one is not None:
+                stack.append((node.one, position + 1))
+        return found
+
+
+class _PrefixIndex:
+    """ZeroMQ filters: subscriptions grouped by filter bytes and by length."""
+
+    def __init__(self):
+        self.by_filter = {}
+        self.lengths = []
+
+    def insert(self, topic_filter, index):
+        """Store subscription ``index`` under the filter's bytes."""
+        key = _prefix_bytes(topic_filter, "filter", "filter")
+        if key not in self.by_filter:
+            self.by_filter[key] = []
+            position = bisect.bisect_left(self.lengths, len(key))
+            if position == len(self.lengths) or self.lengths[position] != len(key):
+                self.lengths.insert(position, len(key))
+        self.by_filter[key].append(index)
+
+    def lookup(self, topic):
+        """Indices of the subscriptions whose filter is a prefix of ``topic``."""
+        data = _prefix_bytes(topic, "topic", "topic")
+        found = []
+        for length in self.lengths:
+            if length > len(data):
+                break
+            found.extend(self.by_filter.get(data[:length], ()))
+        return found
+
+
+_INDEX_CLASSES = {
+    TopicSyntax.MQTT: _MqttIndex,
+    TopicSyntax.AMQP: _AmqpIndex,
+    TopicSyntax.PREFIX: _PrefixIndex,
+}
+
+
+@functools.lru_cache(maxsize=4096)
+def _compiled(syntax, topic_filter):
+    """A one-filter index for :func:`matches`, built once per filter."""
+    index = _INDEX_CLASSES[syntax]()
+    index.insert(topic_filter, 0)
+    return index
+
+
+def matches(syntax, topic_filter, topic) -> bool:
+    """Whether ``topic_filter`` matches ``topic`` under ``syntax``.
+
+    Parameters
+    ----------
+    syntax : TopicSyntax or str
+        Protocol family.
+    topic_filter : str (or bytes for PREFIX)
+        Subscription filter / binding key; validated.
+    topic : str (or bytes for PREFIX)
+        Topic name / routing key; validated.
+
+    Returns
+    -------
+    bool
+
+    Raises
+    ------
+    ConfigError
+        If the filter or the topic is invalid for ``syntax``.
+    """
+    syntax = _syntax(syntax)
+    validate_filter(syntax, topic_filter)
+    validate_topic(syntax, topic)
+    if syntax is TopicSyntax.PREFIX:
+        topic_filter = _prefix_bytes(topic_filter, "filter", "filter")
+    return bool(_compiled(syntax, topic_filter).lookup(topic))
+
+
+class SubscriptionTable:
+    """Subscriptions (subscriber id, filter) of one broker or exchange.
+
+    Parameters
+    ----------
+    syntax : TopicSyntax or str
+        Protocol family of every filter in the table.
+
+    Notes
+    -----
+    Adding the same (subscriber id, filter) pair again has no effect, as a
+    repeated MQTT SUBSCRIBE replaces the existing subscription. Subscriber ids
+    must be hashable, and mutually orderable for :meth:`subscribers`.
+    """
+
+    def __init__(self, syntax):
+        self.syntax = _syntax(syntax)
+        self._index = _INDEX_CLASSES[self.syntax]()
+        self._subscriptions = []
+        self._positions = {}
+
+    def add(self, subscriber_id, topic_filter) -> None:
+        """Subscribe ``subscriber_id`` to ``topic_filter`` (validated)."""
+        validate_filter(self.syntax, topic_filter)
+        if isinstance(topic_filter, (bytearray, memoryview)):
+            topic_filter = bytes(topic_filter)
+        key = (subscriber_id, topic_filter)
+        if key in self._positions:
+            return
+        self._positions[key] = len(self._subscriptions)
+        self._index.insert(topic_filter, len(self._subscriptions))
+        self._subscriptions.append(key)
+
+    def match(self, topic) -> list:
+        """All subscriptions matching ``topic``, in order of addition.
+
+        Returns
+        -------
+        list of (subscriber_id, filter)
+        """
+        validate_topic(self.syntax, topic)
+        return [self._subscriptions[i] for i in sorted(self._index.lookup(topic))]
+
+    def subscribers(self, topic) -> list:
+        """Sorted distinct ids of the subscribers with a filter matching ``topic``."""
+        return sorted({subscriber_id for subscriber_id, _ in self.match(topic)})
+
+    def __len__(self) -> int:
+        """Number of distinct (subscriber id, filter) subscriptions."""
+        return len(self._subscriptions)
+
+    def __repr__(self) -> str:
+        return f"SubscriptionTable({self.syntax.value!r}, {len(self)} subscriptions)"

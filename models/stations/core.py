@@ -1,0 +1,315 @@
+"""Runtime stations built from the parameter objects.
+
+Each class overrides the hooks of :class:`pubsim.sim.station.Station`; the queueing
+itself (FIFO arithmetic or event-driven) is the discipline's business.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ...sim import kernels as K
+from ...sim.disciplines import BatchDiscipline, FifoDiscipline, Overflow, QueueDiscipline
+from ...sim.distributions import Constant
+from ...sim.station import Station
+
+from ...sim.restart import RestartQueueDiscipline
+
+from ..protocol import framing_bytes
+from .wiring import Wiring
+
+__all__ = ["ModelStation", "LinkStation", "BrokerStation", "SubscriberStation", "EncodeStation",
+           "make_discipline"]
+
+
+def make_discipline(*, servers, capacity_messages, capacity_bytes, overflow, idle_extra_s=0.0,
+                    priority=False, disk_cost_s=0.0, batch=None, restart=None, **quota):
+    """FIFO arithmetic unless priorities or the overflow policy
+    (``Overflow.EVENT_DRIVEN``) need an event-driven queue.
+
+    ``quota``: ``cpu_quota_s`` and ``cpu_period_s`` (FIFO arithmetic only);
+    ``disk_cost_s``: extra service of a message spilled by ``flow_to_disk``, s.
+    ``batch``: keyword arguments of :class:`BatchDiscipline` (batching with
+    more than one message per batch), or None. ``restart``: keyword
+    arguments of :class:`pubsim.sim.restart.RestartQueueDiscipline`, or None.
+    """
+    if restart is not None:
+
+        return RestartQueueDiscipline(servers=servers, capacity_messages=capacity_messages,
+                                      capacity_bytes=capacity_bytes, overflow=overflow,
+                                      idle_extra_s=idle_extra_s, disk_cost_s=disk_cost_s, **restart)
+    if batch is not None and batch["batch_max_messages"] > 1:
+        return BatchDiscipline(capacity_messages=capacity_messages, capacity_bytes=capacity_bytes,
+                               overflow=overflow, idle_extra_s=idle_extra_s, **batch)
+    if priority or overflow in Overflow.EVENT_DRIVEN:
+        return QueueDiscipline(servers=servers, capacity_messages=capacity_messages,
+                               capacity_bytes=capacity_bytes, overflow=overflow, idle_extra_s=idle_extra_s,
+                               disk_cost_s=disk_cost_s)
+    return FifoDiscipline(servers=servers, capacity_messages=capacity_messages,
+                          capacity_bytes=capacity_bytes, overflow=overflow, idle_extra_s=idle_extra_s,
+                          **quota)
+
+
+class ModelStation(Station):
+    """A station of the model layer: takes its per-visit collaborators in one bind step.
+
+    :func:`pubsim.models.assembly.build.build_network` calls :meth:`wire` once per
+    station, after the route plan is known and before the network binds the
+    stations (:meth:`pubsim.sim.station.Station.bind`).
+    """
+
+    def wire(self, index: int, wiring: Wiring) -> None:
+        """Take what this station needs from ``wiring`` (nothing by default).
+
+        Parameters
+        ----------
+        index : int
+            This station's index in the network.
+        wiring : Wiring
+        """
+
+    def _wire_durable(self, index: int, wiring: Wiring) -> None:
+        """A restarting queue learns which visits survive a restart."""
+        durable = wiring.durable_visit.get(index)
+        if durable is not None:
+            self.discipline.set_durable(durable)
+
+
+class LinkStation(ModelStation):
+    """Transmitter (FIFO or priority channel) then propagation with jitter and loss.
+
+    Parameters
+    ----------
+    name : str
+    params : models.params.link.LinkParams
+    protocol : str
+        Framing protocol (see :mod:`pubsim.models.protocol`).
+    topic_bytes : numpy.ndarray
+        Topic length in bytes per flow.
+    streams : sim.rng.StreamFactory
+    window : (float, float)
+    queue_messages, queue_bytes : int or None
+        Effective transmit-queue limits (link's own, or the broker's
+        per-client queue on a broker-to-subscriber link).
+    scheduling, overflow : str
+        Transmit queue order (``fifo``/``priority``) and overflow policy
+        (default: the link's own).
+    max_priority : int or None
+        Priorities above it count as it (AMQP ``x-max-priority``).
+    disk_cost_s : float
+        Extra time of a message spilled by ``flow_to_disk``, s.
+    session : models.mechanisms.sessions.sessions.Sessions or None
+        Connection intervals of the subscriber at the end of a downlink; it
+        settles each copy before service (``before_service(station, packets, qos)``).
+    restart : dict or None
+        Restart settings of the transmit queue (a restarting broker's
+        per-client queue, :class:`pubsim.sim.restart.RestartQueueDiscipline`).
+    """
+
+    def __init__(self, name, params, *, protocol, topic_bytes, streams, window,
+                 queue_messages=None, queue_bytes=None, scheduling=None, overflow=None,
+                 max_priority=None, disk_cost_s=0.0, session=None, restart=None):
+        self.scheduling = params.scheduling if scheduling is None else scheduling
+        self.max_priority = max_priority
+        overflow = params.overflow if overflow is None else overflow
+        disc = make_discipline(servers=1, capacity_messages=queue_messages, capacity_bytes=queue_bytes,
+                               overflow=overflow, priority=self.scheduling == "priority", disk_cost_s=disk_cost_s,
+                               restart=restart)
+        super().__init__(name, "link", disc, window=window)
+        self.params = params
+        self.protocol = protocol
+        self.topic_bytes = topic_bytes
+        self.session = session
+        self.jitter = streams.draws(params.jitter_s, name, "jitter")
+        self.loss = streams.draws(_UNIFORM, name, "loss")
+        self._last = np.zeros(1)
+
+    def wire(self, index, wiring):
+        """Topic bytes per flow (framing); the session's and restart queue's per-visit arrays."""
+        self.topic_bytes = wiring.flow_topic_bytes
+        if self.session is not None:
+            self.session.wire(wiring)
+        self._wire_durable(index, wiring)
+
+    def hop_qos(self, packets):
+        """QoS of each packet on this link (0 on plain links)."""
+        return np.zeros(len(packets), dtype=np.int64)
+
+    def before_service(self, packets):
+        if self.session is None:
+            return packets, None
+        return self.session.before_service(self, packets, self.hop_qos(packets))
+
+    def wire_bytes(self, packets):
+        topic = self.topic_bytes[self.plan.flow[packets.visit]]
+        return packets.size + framing_bytes(self.protocol, packets.size, topic) + self.params.overhead_bytes
+
+    def service_s(self, packets):
+        return self.wire_bytes(packets) / self.params.bandwidth_Bps
+
+    def buffer_bytes(self, packets):
+        return self.wire_bytes(packets).astype(np.float64)
+
+    def priority(self, packets):
+        if self.scheduling != "priority":
+            return None
+        return _capped(self.plan.flow_priority[self.plan.flow[packets.visit]], self.max_priority)
+
+    def after_service(self, served):
+        n = len(served.depart)
+        delay = self.params.latency_s + self.jitter.take(n)
+        lost = self.loss.take(n) < self.params.loss_probability
+        code = np.zeros(n, dtype=np.int64)
+        arrive = np.empty(n)
+        K.propagate(self._last, served.depart, code, delay, lost, arrive)
+        return arrive, code
+
+    @property
+    def lookahead_s(self):
+        p = self.params
+        return p.latency_s + p.jitter_s.min_value + p.overhead_bytes / p.bandwidth_Bps
+
+
+def _capped(priority, max_priority):
+    """Priorities above ``max_priority`` count as it (AMQP x-max-priority); None = no cap."""
+    return priority if max_priority is None else np.minimum(priority, max_priority)
+
+
+class _Uniform(Constant):
+    """U[0, 1) draws for loss decisions."""
+
+    is_constant = False
+
+    def sample(self, rng, n):
+        return rng.random(n)
+
+
+_UNIFORM = _Uniform(value=0.5)
+
+
+def _quota(params):
+    """CPU quota left to a broker's messages per period (``cpu_fraction`` 1 = no quota):
+    the background load takes its share of the budget first."""
+    if params.cpu_fraction >= 1.0:
+        return {}
+    share = params.cpu_fraction - params.background_cpu_fraction
+    return {"cpu_quota_s": share * params.cpu_period_s, "cpu_period_s": params.cpu_period_s}
+
+
+def _background_stretch(params):
+    """Service-time factor of an uncapped broker whose workers also run a
+    constant background load (processor sharing): ``1 / (1 - B / workers)``."""
+    if params.cpu_fraction < 1.0 or params.background_cpu_fraction == 0.0:
+        return 1.0
+    return 1.0 / (1.0 - params.background_cpu_fraction / params.workers)
+
+
+def _batch(params):
+    """Batch rule of a broker (or socket, disk) parameter object."""
+    return {"batch_max_messages": params.batch_max_messages,
+            "batch_fixed_cost_s": params.batch_fixed_cost_s,
+            "batch_max_bytes": np.inf if params.batch_max_bytes is None else float(params.batch_max_bytes)}
+
+
+def _restart(params):
+    """Restart settings of a broker, or None."""
+    if not params.restart_at_s:
+        return None
+    return {"restart_at_s": params.restart_at_s, "downtime_s": params.restart_downtime_s}
+
+
+class BrokerStation(ModelStation):
+    """A broker's workers; demand per message as in :mod:`pubsim.models.params.broker`.
+
+    Parameters
+    ----------
+    name : str
+    params : models.params.broker.BrokerParams
+    filters : int
+        Subscription filters installed on this broker.
+    streams : sim.rng.StreamFactory
+    window : (float, float)
+    """
+
+    def __init__(self, name, params, *, filters, streams, window):
+        cap = None if params.queue_messages is None else params.queue_messages + params.workers
+        disc = make_discipline(servers=params.workers, capacity_messages=cap,
+                               capacity_bytes=params.queue_bytes, overflow=params.overflow,
+                               idle_extra_s=params.idle_wakeup_cost_s * _background_stretch(params),
+                               priority=params.scheduling == "priority", batch=_batch(params),
+                               restart=_restart(params), disk_cost_s=params.flow_to_disk_cost_s,
+                               **_quota(params))
+        super().__init__(name, "broker", disc, servers=params.workers, window=window)
+        self.params = params
+        self.filters = int(filters)
+        self.stretch = _background_stretch(params)
+        self.ingress = streams.draws(params.ingress_cost_s, name, "ingress")
+        self.match = streams.draws(params.match_cost_s, name, "match")
+        self.delivery = streams.draws(params.delivery_cost_s, name, "delivery")
+        self.ack_packets = None  # QoS handshake packets per visit (models.mechanisms.qos), or None
+        self.copies_by_visit = None  # copies made per visit below a disk (models.mechanisms.persistence), or None
+
+    def wire(self, index, wiring):
+        """Handshake packets per visit, copies per visit below a disk, durable visits."""
+        self.ack_packets = wiring.ack_packets
+        self.copies_by_visit = wiring.copies_by_visit.get(index)
+        self._wire_durable(index, wiring)
+
+    def service_s(self, packets):
+        p = self.params
+        n = len(packets)
+        matched = self.plan.matched[packets.visit]
+        copies = (self.plan.n_children if self.copies_by_visit is None else self.copies_by_visit)[packets.visit]
+        demand = self.ingress.take(n) + matched * self.match.take(n) + copies * self.delivery.take(n)
+        demand = demand + p.per_byte_cost_s * (packets.size * (1 + copies))
+        if self.ack_packets is not None:
+            demand = demand + p.ack_cost_s * self.ack_packets[packets.visit]
+        demand = demand + p.filter_scan_cost_s * self.filters
+        return demand if self.stretch == 1.0 else demand * self.stretch
+
+    def priority(self, packets):
+        if self.params.scheduling != "priority":
+            return None
+        return _capped(self.plan.flow_priority[self.plan.flow[packets.visit]], self.params.max_priority)
+
+    @property
+    def lookahead_s(self):
+        return self.params.ingress_cost_s.min_value
+
+
+class SubscriberStation(ModelStation):
+    """A subscriber handling messages one at a time, with a receive buffer."""
+
+    def __init__(self, name, params, *, streams, window):
+        disc = FifoDiscipline(servers=1, capacity_messages=params.buffer_messages,
+                              overflow=Overflow.DROP_NEWEST)
+        super().__init__(name, "subscriber", disc, window=window)
+        self.params = params
+        self.processing = streams.draws(params.processing_s, name, "processing")
+
+    def service_s(self, packets):
+        service = self.processing.take(len(packets))
+        codec = self.params.serialization
+        return service if codec is None else service + codec.decode_s(packets.size)
+
+    @property
+    def lookahead_s(self):
+        codec = self.params.serialization
+        return self.params.processing_s.min_value + (0.0 if codec is None else codec.decode_cost_s)
+
+
+class EncodeStation(ModelStation):
+    """A publisher's CPU encoding its messages (FIFO, one core, no limit):
+    ``encode_cost_s + encode_cost_per_byte_s x encoded size`` per message
+    (:mod:`pubsim.models.params.serialization`)."""
+
+    def __init__(self, name, params, *, window):
+        disc = FifoDiscipline(servers=1, capacity_messages=None, overflow=Overflow.DROP_NEWEST)
+        super().__init__(name, "publisher_cpu", disc, window=window)
+        self.params = params
+
+    def service_s(self, packets):
+        return self.params.encode_s(packets.size.astype(np.float64))
+
+    @property
+    def lookahead_s(self):
+        return self.params.encode_cost_s
