@@ -58,7 +58,7 @@ from .params.topics import TopicSyntax, validate_filter, validate_topic
 from .params.zmq import ZmqSocketParams
 from .protocol import PROTOCOLS
 
-__all__ = ["KIND", "PARAMS", "PROTOCOL", "FORWARDING", "NodeKind", "Forwarding",
+__all__ = ["broker_links", "KIND", "PARAMS", "PROTOCOL", "FORWARDING", "NodeKind", "Forwarding",
            "validate", "star", "chain", "brokerless", "sockets", "read_graphml", "write_graphml", "brokers", "clients",
            "RELAY", "BRIDGE", "bridge_patterns"]
 
@@ -98,6 +98,14 @@ def _kind(g, n):
 def brokers(g):
     """Broker node names, sorted."""
     return sorted(n for n in g if g.nodes[n].get(KIND) == NodeKind.BROKER)
+
+
+def broker_links(g):
+    """Broker-broker edges as ``(a, b)`` with ``a < b``, sorted: an order that depends on
+    neither how the graph was built nor Python's string hashing (``g.subgraph(...).edges``
+    iterates a set of nodes, so its order changed with ``PYTHONHASHSEED``)."""
+    return sorted(tuple(sorted((a, b))) for a, b in g.edges
+                  if g.nodes[a].get(KIND) == NodeKind.BROKER and g.nodes[b].get(KIND) == NodeKind.BROKER)
 
 
 def clients(g, kind):

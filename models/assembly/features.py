@@ -90,7 +90,7 @@ def connections(g: nx.Graph) -> list[Connection]:
         any_qos |= q > 0
         feats = _queue_features(link.scheduling, link.overflow) | ({Feature.QOS} if q else set())
         out.append(Connection(f"link:{pub}->{home}", "", frozenset(feats), q, link.scheduling, link.overflow))
-    for a, b in g.subgraph(brokers).edges:
+    for a, b in T.broker_links(g):
         link = g.edges[a, b][T.PARAMS]
         feats = _queue_features(link.scheduling, link.overflow) | ({Feature.QOS} if any_qos else set())
         for x, y in ((a, b), (b, a)):
@@ -159,7 +159,7 @@ def features(g: nx.Graph) -> dict[Feature, list[str]]:
         for f in sorted(object_features(data[T.PARAMS], "link"), key=list(Feature).index):
             add(f, f"{u}<->{v}")
     if g.graph.get(T.FORWARDING) == T.Forwarding.BRIDGE.value:
-        for u, v in g.subgraph(T.brokers(g)).edges:
+        for u, v in T.broker_links(g):
             add(Feature.BRIDGE, f"{u}<->{v}")
     return out
 

@@ -1,6 +1,7 @@
 """Random streams: explicit generators, stable seeding, no global state."""
 from __future__ import annotations
 
+import os
 import random
 import subprocess
 import sys
@@ -13,6 +14,7 @@ from pubsim.sim.rng import DrawStream, StreamFactory, stable_key
 from pubsim.run import simulate
 
 from pubsim.testing import single_queue
+from tests import ROOT
 
 
 def test_results_ignore_global_random_state():
@@ -60,3 +62,14 @@ def test_replications_are_independent():
     a = simulate(g, duration_s=2.0, seed=3, replication=0).summary()["latency_mean_s"]
     b = simulate(g, duration_s=2.0, seed=3, replication=1).summary()["latency_mean_s"]
     assert a != b
+
+
+def test_records_do_not_depend_on_python_string_hashing():
+    """Same seed, same records in another process with another PYTHONHASHSEED (station order
+    of broker-broker links once followed a set of names)."""
+    code = ("from tests.oracles.test_drivers_agree import two_way_chain; from pubsim import simulate; "
+            "r = simulate(two_way_chain('flood'), duration_s=0.1, seed=3); "
+            "print(list(r.stations()['station'])); print(r.deliveries()['delivery_time_s'].sum().hex())")
+    outs = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT,
+                           env={**os.environ, "PYTHONHASHSEED": seed}).stdout for seed in ("0", "1", "2", "3")}
+    assert len(outs) == 1

@@ -36,7 +36,7 @@ class Ildm:
         for b in ctx.relays:
             ctx.add_station(StationKey.relay(b), RelayStation(f"relay:{b}", ctx.relays[b], streams=ctx.streams,
                                                               window=ctx.window))
-        for a, b in ctx.graph.subgraph(ctx.brokers).edges:
+        for a, b in T.broker_links(ctx.graph):
             link = ctx.link_params(a, b)
             for x, y in ((a, b), (b, a)):
                 ctx.add_link(StationKey.bridge(x, y), f"link:{x}->{y}", link,
