@@ -3,10 +3,11 @@
 # the scenario reference and JSON Schema are generated from the parameter
 # classes, the API reference from the docstrings (on the installed layout).
 set -euo pipefail
+export NO_MKDOCS_2_WARNING=1  # Material prints an MkDocs 2.0 notice otherwise
 cd "$(dirname "$0")/.."
-bash scripts/bootstrap.sh
+bash scripts/bootstrap.sh >/dev/null
 rm -rf build/layout && .venv/bin/python scripts/layout_view.py build/layout
 .venv/bin/python -m pubsim.reference docs/reference
-NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict --quiet
+.venv/bin/mkdocs build --strict --quiet
 cp docs/reference/scenario.schema.json build/site/scenario.schema.json
 echo "documentation: build/site/index.html"

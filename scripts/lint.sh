@@ -6,7 +6,7 @@
 # scripts/layout_view.py), not the repository's top-level folders.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/bootstrap.sh
+bash scripts/bootstrap.sh >/dev/null
 root=$PWD
 bin=$root/.venv/bin
 echo "== ruff check"; "$bin/ruff" check .

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Set up (first time) and run the whole test suite.
+# Set up (first time), run the static checks, build the documentation, and run the whole test suite.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/bootstrap.sh
@@ -7,4 +7,6 @@ bash scripts/bootstrap.sh
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
     bash scripts/install_brokers.sh
 fi
+bash scripts/lint.sh     # ruff, import-linter contracts and cycles, mypy (kernel and parameters)
+bash scripts/docs.sh     # the documentation site, warnings as errors
 exec .venv/bin/python -m pytest "$@"
