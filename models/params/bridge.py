@@ -13,6 +13,7 @@ returns to where it came from, so there are no loops.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from ...sim.errors import ConfigError
 
@@ -42,12 +43,12 @@ class BridgeParams:
     topics_in: tuple = field(default=(), metadata={"unit": "strings"})
     provenance: Provenance = field(default=ASSUMED, metadata={"unit": "provenance"})
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         check_fields(self)
         if not self.local:
             raise ConfigError("local", self.local, "the name of the broker where the bridge is configured")
 
-    def patterns(self, a, b):
+    def patterns(self, a: Any, b: Any) -> dict[tuple[Any, Any], tuple]:
         """``{(a, b): filters, (b, a): filters}`` for the edge (a, b)."""
         if self.local not in (str(a), str(b)):
             raise ConfigError("bridge.local", self.local, f"one end of the edge ({a!r}, {b!r})")

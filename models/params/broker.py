@@ -185,7 +185,7 @@ class BrokerParams:
     durable_queue: bool = field(default=False, metadata={"unit": "flag"})
     provenance: Provenance = field(default=ASSUMED, metadata={"unit": "provenance"})
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         check_fields(self)
         if self.restart_at_s != ():
             _check_restarts(self)
@@ -197,12 +197,12 @@ class BrokerParams:
             raise ConfigError("cpu_period_s", self.cpu_period_s, "a period > 0 s")
 
     @property
-    def mean_demand_s(self):
+    def mean_demand_s(self) -> float:
         """Mean demand of a message with one match and one copy, s (for quick sizing)."""
         return self.ingress_cost_s.mean + self.match_cost_s.mean + self.delivery_cost_s.mean
 
 
-def _check_restarts(p):
+def _check_restarts(p: BrokerParams) -> None:
     """Restart times: finite, >= 0, increasing (what they combine with: models.params.features)."""
     try:
         times = [float(t) for t in p.restart_at_s]

@@ -8,6 +8,7 @@ processing time per message and a receive buffer.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -127,7 +128,7 @@ class PublisherParams:
     persistent: bool = field(default=False, metadata={"unit": "flag"})
     provenance: Provenance = field(default=ASSUMED, metadata={"unit": "provenance"})
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         check_fields(self)
         _check_qos(self)
         if self.arrival == "closed_loop" and len(self.topics) != 1:
@@ -148,7 +149,7 @@ class PublisherParams:
         if self.topic_priorities is not None:
             self._check_topic_priorities()
 
-    def _check_outages(self):
+    def _check_outages(self) -> None:
         try:
             pairs = np.asarray(check_intervals(self.offline_s)).T
         except ConfigError as err:
@@ -157,21 +158,20 @@ class PublisherParams:
         if not isinstance(self.will_topic, str):
             raise ConfigError("will_topic", self.will_topic, "a topic name (or empty)")
 
-    def _check_topic_priorities(self):
+    def _check_topic_priorities(self) -> None:
         p = self.topic_priorities
-        ok = isinstance(p, (tuple, list)) and len(p) == len(self.topics) and all(
-            isinstance(x, (int, np.integer)) and not isinstance(x, bool) and x >= 0 for x in p)
-        if not ok:
+        if not (isinstance(p, (tuple, list)) and len(p) == len(self.topics) and all(
+                isinstance(x, (int, np.integer)) and not isinstance(x, bool) and x >= 0 for x in p)):
             raise ConfigError("topic_priorities", p, f"{len(self.topics)} integers >= 0, one per topic")
         object.__setattr__(self, "topic_priorities", tuple(int(x) for x in p))
 
-    def flow_priority(self, topic):
+    def flow_priority(self, topic: str) -> int:
         """Priority of this publisher's messages on ``topic``."""
         if self.topic_priorities is None:
             return self.priority
         return self.topic_priorities[self.topics.index(topic)]
 
-    def _check_schedule(self):
+    def _check_schedule(self) -> None:
         t = np.asarray(self.schedule_time_s, dtype=float)
         n = len(t)
         if len(self.schedule_size_bytes) != n or len(self.schedule_topic) != n:
@@ -184,7 +184,7 @@ class PublisherParams:
             raise ConfigError("schedule_topic", sorted(unknown)[0], f"one of topics {list(self.topics)}")
 
     @property
-    def mean_rate_per_s(self):
+    def mean_rate_per_s(self) -> float:
         if self.arrival == "schedule":
             t = self.schedule_time_s
             return len(t) / max(t[-1] - t[0], 1e-9) if len(t) > 1 else 0.0
@@ -238,12 +238,12 @@ class SubscriberParams:
     serialization: SerializationParams | None = field(default=None, metadata={"unit": "serialization"})
     provenance: Provenance = field(default=ASSUMED, metadata={"unit": "provenance"})
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         check_fields(self)
         _check_qos(self)
         self._check_sessions()
 
-    def _check_sessions(self):
+    def _check_sessions(self) -> None:
         object.__setattr__(self, "online_s", tuple(tuple(float(x) for x in pair)
                                                    for pair in np.asarray(check_intervals(self.online_s)).T))
         if (self.churn_online_mean_s > 0) != (self.churn_offline_mean_s > 0):
@@ -254,12 +254,12 @@ class SubscriberParams:
             raise ConfigError("subscriptions", self.subscriptions, "at least one topic filter")
 
 
-def _check_qos(params):
+def _check_qos(params: PublisherParams | SubscriberParams) -> None:
     if params.qos not in (0, 1, 2):
         raise ConfigError("qos", params.qos, "0, 1 or 2")
 
 
-def check_intervals(online_s):
+def check_intervals(online_s: Any) -> tuple[np.ndarray, np.ndarray]:
     """``online_s`` as two float arrays (connect, disconnect), checked."""
     try:
         pairs = np.asarray(online_s, dtype=float).reshape(-1, 2)

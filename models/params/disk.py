@@ -37,12 +37,12 @@ class DiskParams:
     batch_max_messages: int = field(default=1, metadata={"unit": "positive_count"})
     provenance: Provenance = field(default=ASSUMED, metadata={"unit": "provenance"})
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         check_fields(self)
         if not self.bandwidth_Bps > 0:
             raise ConfigError("bandwidth_Bps", self.bandwidth_Bps, "a bandwidth > 0")
 
-    def throughput_bound_per_s(self, size_bytes):
+    def throughput_bound_per_s(self, size_bytes: float) -> float:
         """Messages per second with full batches of ``size_bytes`` messages."""
         b = self.batch_max_messages
         return b / (self.sync_latency_s + b * size_bytes / self.bandwidth_Bps)

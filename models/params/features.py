@@ -19,7 +19,9 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from ...sim.disciplines import Overflow
 from ...sim.errors import ConfigError
@@ -87,7 +89,7 @@ class Refusal:
     value: str
     reason: str
 
-    def error(self, obj, field=None) -> ConfigError:
+    def error(self, obj: Any, field: str | None = None) -> ConfigError:
         """The one-line error of this refusal for ``obj`` (a parameter object or a connection)."""
         values = {f.name: getattr(obj, f.name) for f in dataclasses.fields(obj)}
         return ConfigError(field or self.field, getattr(obj, self.value), self.reason.format(**values))
@@ -137,13 +139,13 @@ REFUSED: tuple[Refusal, ...] = (
 )
 
 
-def _queue(overflow):
+def _queue(overflow: str) -> Feature | None:
     return (F.BACKPRESSURE if overflow == Overflow.BACKPRESSURE
             else None if overflow == Overflow.DROP_NEWEST else F.QUEUE_POLICY)
 
 
 #: How each feature of a parameter object is detected, per scope.
-DETECT = {
+DETECT: dict[str, dict[Feature, Callable[[Any], bool]]] = {
     "broker": {
         F.BATCHING: lambda p: p.batch_max_messages > 1,
         F.WORKERS: lambda p: p.workers != 1,
@@ -183,12 +185,12 @@ DETECT = {
 }
 
 
-def object_features(obj, scope: str) -> set[Feature]:
+def object_features(obj: Any, scope: str) -> set[Feature]:
     """Features the parameter object ``obj`` of ``scope`` uses."""
     return {f for f, used in DETECT[scope].items() if used(obj)}
 
 
-def refuse(obj, scope: str) -> None:
+def refuse(obj: Any, scope: str) -> None:
     """Raise the error of the first refused pair of ``scope`` that ``obj`` uses.
 
     Parameters

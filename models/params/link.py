@@ -76,7 +76,7 @@ class LinkParams:
     overflow: str = field(default=Overflow.DROP_NEWEST, metadata={"unit": "choice", "choices": Overflow.ALL})
     provenance: Provenance = field(default=ASSUMED, metadata={"unit": "provenance"})
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         check_fields(self)
         if not self.bandwidth_Bps > 0:
             raise ConfigError("bandwidth_Bps", self.bandwidth_Bps, "a rate > 0")
@@ -85,6 +85,6 @@ class LinkParams:
                               "a link policy other than flow_to_disk (a broker's client_overflow can spill to disk)")
         refuse(self, "link")  # pairs of features that do not combine (models.params.features)
 
-    def serialization_s(self, wire_bytes):
+    def serialization_s(self, wire_bytes: float) -> float:
         """Time to put ``wire_bytes`` on the link, s."""
         return wire_bytes / self.bandwidth_Bps

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from ...sim import units
 from ...sim.distributions import Distribution, parse_distribution
@@ -21,10 +23,17 @@ from ...sim.errors import ConfigError
 from .provenance import Provenance, parse_provenance
 from .. import presets
 
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
 __all__ = ["from_mapping", "to_mapping", "check_fields"]
 
+#: Reads one human value of a field: (value, field path) -> value in SI form.
+Reader = Callable[[Any, str], Any]
+_T = TypeVar("_T", bound="DataclassInstance")
 
-def _count(value, field, minimum=0):
+
+def _count(value: Any, field: str, minimum: int = 0) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
         raise ConfigError(field, value, f"an integer >= {minimum}")
     try:
@@ -36,15 +45,15 @@ def _count(value, field, minimum=0):
     return int(number)
 
 
-def _optional(reader):
-    def read(value, field):
+def _optional(reader: Reader) -> Reader:
+    def read(value: Any, field: str) -> Any:
         if value is None or (isinstance(value, str) and value.lower() in ("none", "unlimited", "inf", "")):
             return None
         return reader(value, field)
     return read
 
 
-def _probability(value, field):
+def _probability(value: Any, field: str) -> float:
     try:
         p = float(value)
     except (TypeError, ValueError):
@@ -54,7 +63,7 @@ def _probability(value, field):
     return p
 
 
-def _float(value, field):
+def _float(value: Any, field: str) -> float:
     try:
         x = float(value)
     except (TypeError, ValueError):
@@ -64,7 +73,7 @@ def _float(value, field):
     return x
 
 
-def _cpu_fraction(value, field):
+def _cpu_fraction(value: Any, field: str) -> float:
     try:
         x = float(value)
     except (TypeError, ValueError):
@@ -74,7 +83,7 @@ def _cpu_fraction(value, field):
     return x
 
 
-def _strings(value, field):
+def _strings(value: Any, field: str) -> tuple[str, ...]:
     if isinstance(value, str):
         value = [v for v in value.split(";") if v]
     if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
@@ -82,7 +91,7 @@ def _strings(value, field):
     return tuple(value)
 
 
-READERS = {
+READERS: dict[str, Reader] = {
     "duration": units.parse_duration_s,
     "size": units.parse_size_bytes,
     "bandwidth": units.parse_rate_Bps,
@@ -102,13 +111,13 @@ READERS = {
 }
 
 
-def _text(value, field):
+def _text(value: Any, field: str) -> str:
     if not isinstance(value, (str, int)) or isinstance(value, bool):
         raise ConfigError(field, value, "a name (text)")
     return str(value)
 
 
-def _flag(value, field):
+def _flag(value: Any, field: str) -> bool:
     if isinstance(value, bool):
         return value
     if isinstance(value, str) and value.lower() in ("true", "false", "yes", "no"):
@@ -119,7 +128,7 @@ def _flag(value, field):
 READERS["flag"] = _flag
 
 
-def _nested(fld, value, path):
+def _nested(fld: dataclasses.Field, value: Any, path: str) -> Any:
     """A nested parameter object (``metadata["cls"]``): None, an instance, or a
     mapping (which may name a ``preset`` of kind ``metadata["preset"]``)."""
     cls = fld.metadata["cls"]
@@ -134,8 +143,8 @@ def _nested(fld, value, path):
     return from_mapping(cls, value, path)
 
 
-def _read(fld, value, path):
-    unit = fld.metadata.get("unit")
+def _read(fld: dataclasses.Field, value: Any, path: str) -> Any:
+    unit = cast(str, fld.metadata.get("unit"))  # every field declares one
     if unit == "choice":
         choices = fld.metadata["choices"]
         text = getattr(value, "value", value)
@@ -149,7 +158,7 @@ def _read(fld, value, path):
     return READERS[unit](value, path)
 
 
-def from_mapping(cls, mapping, path):
+def from_mapping(cls: type[_T], mapping: Any, path: str) -> _T:
     """Build ``cls`` from a mapping of human values.
 
     Parameters
@@ -184,7 +193,7 @@ def from_mapping(cls, mapping, path):
                           f"valid {cls.__name__} fields ({err})") from None
 
 
-def check_fields(obj, path=""):
+def check_fields(obj: Any, path: str = "") -> None:
     """Validate a constructed parameter object field by field (used in ``__post_init__``).
 
     Values that are already in SI form pass through the same readers as
@@ -198,7 +207,7 @@ def check_fields(obj, path=""):
         object.__setattr__(obj, fld.name, _read(fld, value, name))
 
 
-def to_mapping(obj):
+def to_mapping(obj: Any) -> dict[str, Any]:
     """Flat ``{field: value}`` of a parameter object, values as plain text or numbers."""
     out = {}
     for fld in dataclasses.fields(obj):

@@ -31,7 +31,7 @@ class AckParams:
     ack_cost_s: float = field(default=0.0, metadata={"unit": "duration"})
     provenance: Provenance = field(default=ASSUMED, metadata={"unit": "provenance"})
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         check_fields(self)
 
 
@@ -57,7 +57,7 @@ class PollingParams:
     reply_delay_s: float = field(default=0.0, metadata={"unit": "duration"})
     provenance: Provenance = field(default=ASSUMED, metadata={"unit": "provenance"})
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         check_fields(self)
         for name in ("poll_interval_s", "sample_interval_s"):
             if not getattr(self, name) > 0:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
+from typing import Any
 
 from ...sim.errors import ConfigError
 
@@ -44,7 +45,7 @@ class Provenance:
     date: str = ""
     note: str = ""
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if not isinstance(self.source, Source):
             raise ConfigError("provenance.source", self.source, f"one of {[s.value for s in Source]}")
 
@@ -52,7 +53,7 @@ class Provenance:
     def is_placeholder(self) -> bool:
         return self.source is Source.PLACEHOLDER
 
-    def __str__(self):
+    def __str__(self) -> str:
         text = f"{self.source.value}: {self.reference}"
         if self.date:
             text += f" ({self.date})"
@@ -67,7 +68,7 @@ ASSUMED = Provenance(source=Source.ASSUMPTION, reference="pubsim default",
                      note="no provenance given for this value")
 
 
-def parse_provenance(spec, field="provenance") -> Provenance:
+def parse_provenance(spec: Any, field: str = "provenance") -> Provenance:
     """Read a provenance mapping ``{source, reference, date, note}``."""
     if spec is None:
         return ASSUMED

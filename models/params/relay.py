@@ -51,7 +51,7 @@ class RelayParams:
     queue_messages: int | None = field(default=None, metadata={"unit": "optional_count"})
     provenance: Provenance = field(default=ASSUMED, metadata={"unit": "provenance"})
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         check_fields(self)
         if self.hop_qos not in SENDER_ACKS:
             raise ConfigError("hop_qos", self.hop_qos, "a QoS level 0, 1 or 2")

@@ -17,6 +17,7 @@ without this stage.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from ...sim.errors import ConfigError
 
@@ -56,29 +57,29 @@ class SerializationParams:
     decode_cost_per_byte_s: float = field(default=0.0, metadata={"unit": "float"})
     provenance: Provenance = field(default=ASSUMED, metadata={"unit": "provenance"})
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         check_fields(self)
         if not self.size_ratio > 0:
             raise ConfigError("size_ratio", self.size_ratio, "a ratio > 0 (encoded / binary size)")
 
-    def encode_s(self, encoded_bytes):
+    def encode_s(self, encoded_bytes: float) -> float:
         """Publisher CPU time for messages of ``encoded_bytes``, s."""
         return self.encode_cost_s + self.encode_cost_per_byte_s * encoded_bytes
 
-    def decode_s(self, encoded_bytes):
+    def decode_s(self, encoded_bytes: float) -> float:
         """Subscriber CPU time for messages of ``encoded_bytes``, s."""
         return self.decode_cost_s + self.decode_cost_per_byte_s * encoded_bytes
 
     @property
-    def has_encode(self):
+    def has_encode(self) -> bool:
         return self.encode_cost_s > 0 or self.encode_cost_per_byte_s > 0
 
     @property
-    def has_decode(self):
+    def has_decode(self) -> bool:
         return self.decode_cost_s > 0 or self.decode_cost_per_byte_s > 0
 
 
-def parse_serialization(value, path="serialization"):
+def parse_serialization(value: Any, path: str = "serialization") -> SerializationParams | None:
     """A :class:`SerializationParams` from an instance, a preset name
     (``text``), or a mapping (optionally with ``preset``); None stays None."""
 
@@ -99,7 +100,8 @@ def parse_serialization(value, path="serialization"):
 READERS["serialization"] = parse_serialization
 
 
-def link_ceiling_per_s(binary_bytes, bandwidth_Bps, *, size_ratio=1.0, overhead_bytes=0.0):
+def link_ceiling_per_s(binary_bytes: float, bandwidth_Bps: float, *, size_ratio: float = 1.0,
+                       overhead_bytes: float = 0.0) -> float:
     """Messages per second a link can carry: ``bandwidth / (binary x ratio + overhead)``.
 
     SYSTEMS.md §6: a 100 Mbit/s link carries 12,500 binary messages of 1 kB

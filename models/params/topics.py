@@ -29,6 +29,8 @@ from __future__ import annotations
 import bisect
 import enum
 import functools
+from collections.abc import Callable, Hashable
+from typing import Any
 
 from ...sim.errors import ConfigError
 
@@ -46,7 +48,7 @@ class TopicSyntax(enum.Enum):
     PREFIX = "prefix"
 
 
-def _syntax(value) -> TopicSyntax:
+def _syntax(value: Any) -> TopicSyntax:
     """Return ``value`` as a :class:`TopicSyntax`; strings are case-insensitive."""
     if isinstance(value, TopicSyntax):
         return value
@@ -56,7 +58,7 @@ def _syntax(value) -> TopicSyntax:
         raise ConfigError("syntax", value, f"one of {[s.value for s in TopicSyntax]}") from None
 
 
-def _utf8(text, field, kind, max_bytes):
+def _utf8(text: Any, field: str, kind: str, max_bytes: float) -> None:
     """Check that ``text`` is a str encodable as UTF-8 in ``max_bytes`` bytes."""
     if not isinstance(text, str):
         raise ConfigError(field, text, f"{kind} must be a str")
@@ -68,7 +70,7 @@ def _utf8(text, field, kind, max_bytes):
         raise ConfigError(field, text, f"{kind} must be at most {max_bytes} bytes in UTF-8")
 
 
-def _check_mqtt_string(text, field, kind):
+def _check_mqtt_string(text: Any, field: str, kind: str) -> None:
     """Rules common to MQTT filters and topic names: UTF-8, non-empty, no NUL."""
     _utf8(text, field, kind, MQTT_MAX_BYTES)
     if text == "":
@@ -77,7 +79,7 @@ def _check_mqtt_string(text, field, kind):
         raise ConfigError(field, text, f"an MQTT {kind} must not contain U+0000 (MQTT 1.5.3)")
 
 
-def _validate_mqtt_filter(text, field):
+def _validate_mqtt_filter(text: Any, field: str) -> None:
     """Enforce MQTT 4.7.1: ``+`` alone in its level, ``#`` alone in the last level."""
     _check_mqtt_string(text, field, "filter")
     levels = text.split("/")
@@ -90,7 +92,7 @@ def _validate_mqtt_filter(text, field):
                               "an MQTT filter; '#' must fill the last level (MQTT 4.7.1.2)")
 
 
-def _validate_mqtt_topic(text, field):
+def _validate_mqtt_topic(text: Any, field: str) -> None:
     """Enforce MQTT 4.7.1.1: topic names contain no wildcard characters."""
     _check_mqtt_string(text, field, "topic name")
     if "+" in text or "#" in text:
@@ -98,7 +100,7 @@ def _validate_mqtt_topic(text, field):
                           "an MQTT topic name without wildcards '+' or '#' (MQTT 4.7.1.1)")
 
 
-def _validate_amqp_filter(text, field):
+def _validate_amqp_filter(text: Any, field: str) -> None:
     """Binding key: at most 255 bytes; ``*`` and ``#`` only as whole words."""
     _utf8(text, field, "binding key", AMQP_MAX_BYTES)
     for word in _amqp_words(text):
@@ -107,12 +109,12 @@ def _validate_amqp_filter(text, field):
                               "an AMQP binding key; '*' and '#' must be whole words between dots")
 
 
-def _validate_amqp_topic(text, field):
+def _validate_amqp_topic(text: Any, field: str) -> None:
     """Routing key: any str of at most 255 bytes in UTF-8."""
     _utf8(text, field, "routing key", AMQP_MAX_BYTES)
 
 
-def _prefix_bytes(value, field, kind):
+def _prefix_bytes(value: Any, field: str, kind: str) -> bytes:
     """A ZeroMQ filter or topic as bytes (str is encoded as UTF-8)."""
     if isinstance(value, (bytes, bytearray, memoryview)):
         return bytes(value)
@@ -120,19 +122,19 @@ def _prefix_bytes(value, field, kind):
     return value.encode("utf-8")
 
 
-_FILTER_CHECKS = {
+_FILTER_CHECKS: dict[TopicSyntax, Callable[[Any, str], object]] = {
     TopicSyntax.MQTT: _validate_mqtt_filter,
     TopicSyntax.AMQP: _validate_amqp_filter,
     TopicSyntax.PREFIX: lambda value, field: _prefix_bytes(value, field, "filter"),
 }
-_TOPIC_CHECKS = {
+_TOPIC_CHECKS: dict[TopicSyntax, Callable[[Any, str], object]] = {
     TopicSyntax.MQTT: _validate_mqtt_topic,
     TopicSyntax.AMQP: _validate_amqp_topic,
     TopicSyntax.PREFIX: lambda value, field: _prefix_bytes(value, field, "topic"),
 }
 
 
-def validate_filter(syntax, topic_filter, field: str = "filter") -> None:
+def validate_filter(syntax: TopicSyntax | str, topic_filter: Any, field: str = "filter") -> None:
     """Raise :class:`ConfigError` unless ``topic_filter`` is a valid filter.
 
     Parameters
@@ -147,7 +149,7 @@ def validate_filter(syntax, topic_filter, field: str = "filter") -> None:
     _FILTER_CHECKS[_syntax(syntax)](topic_filter, field)
 
 
-def validate_topic(syntax, topic, field: str = "topic") -> None:
+def validate_topic(syntax: TopicSyntax | str, topic: Any, field: str = "topic") -> None:
     """Raise :class:`ConfigError` unless ``topic`` is a valid topic name.
 
     Parameters
@@ -162,7 +164,7 @@ def validate_topic(syntax, topic, field: str = "topic") -> None:
     _TOPIC_CHECKS[_syntax(syntax)](topic, field)
 
 
-def _amqp_words(key):
+def _amqp_words(key: str) -> list[str]:
     """Split an AMQP key into words; ``""`` has no words (as in RabbitMQ)."""
     return key.split(".") if key else []
 
@@ -173,11 +175,11 @@ class _Node:
 
     __slots__ = ("children", "one", "rest", "ends")
 
-    def __init__(self):
-        self.children = {}
-        self.one = None
-        self.rest = None
-        self.ends = []
+    def __init__(self) -> None:
+        self.children: dict[str, _Node] = {}
+        self.one: _Node | None = None
+        self.rest: _Node | None = None
+        self.ends: list[int] = []
 
 
 class _TrieIndex:
@@ -186,20 +188,20 @@ class _TrieIndex:
     ONE = "+"
     REST = "#"
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.root = _Node()
 
-    def split(self, text):  # pragma: no cover - abstract
+    def split(self, text: str) -> list[str]:  # pragma: no cover - abstract
         raise NotImplementedError
 
-    def insert(self, topic_filter, index):
+    def insert(self, topic_filter: str, index: int) -> None:
         """Store subscription ``index`` under the (validated) ``topic_filter``."""
         node = self.root
         for level in self.split(topic_filter):
             node = self._child(node, level)
         node.ends.append(index)
 
-    def _child(self, node, level):
+    def _child(self, node: _Node, level: str) -> _Node:
         """The child of ``node`` for ``level``, created if missing."""
         if level == self.ONE:
             node.one = node.one or _Node()
@@ -215,10 +217,10 @@ class _MqttIndex(_TrieIndex):
 
     ONE = "+"
 
-    def split(self, text):
+    def split(self, text: str) -> list[str]:
         return text.split("/")
 
-    def lookup(self, topic):
+    def lookup(self, topic: str) -> list[int]:
         """Indices of the subscriptions matching ``topic`` (unordered).
 
         Walks the trie depth-first with an explicit stack; a node is reached
@@ -226,7 +228,8 @@ class _MqttIndex(_TrieIndex):
         """
         levels = topic.split("/")
         dollar = levels[0].startswith("$")
-        found, stack = [], [(self.root, 0)]
+        found: list[int] = []
+        stack: list[tuple[_Node, int]] = [(self.root, 0)]
         while stack:
             node, depth = stack.pop()
             wild = depth > 0 or not dollar      # MQTT 4.7.2
@@ -248,10 +251,10 @@ class _AmqpIndex(_TrieIndex):
 
     ONE = "*"
 
-    def split(self, text):
+    def split(self, text: str) -> list[str]:
         return _amqp_words(text)
 
-    def lookup(self, topic):
+    def lookup(self, topic: str) -> list[int]:
         """Indices of the subscriptions matching ``topic`` (unordered).
 
         ``#`` may consume any number of words, so several paths can reach the
@@ -259,7 +262,9 @@ class _AmqpIndex(_TrieIndex):
         by (trie nodes) x (words + 1)^2.
         """
         words = _amqp_words(topic)
-        found, stack, seen = [], [(self.root, 0)], set()
+        found: list[int] = []
+        stack: list[tuple[_Node, int]] = [(self.root, 0)]
+        seen: set[tuple[_Node, int]] = set()
         while stack:
             state = stack.pop()
             if state in seen:
@@ -282,11 +287,11 @@ class _AmqpIndex(_TrieIndex):
 class _PrefixIndex:
     """ZeroMQ filters: subscriptions grouped by filter bytes and by length."""
 
-    def __init__(self):
-        self.by_filter = {}
-        self.lengths = []
+    def __init__(self) -> None:
+        self.by_filter: dict[bytes, list[int]] = {}
+        self.lengths: list[int] = []
 
-    def insert(self, topic_filter, index):
+    def insert(self, topic_filter: Any, index: int) -> None:
         """Store subscription ``index`` under the filter's bytes."""
         key = _prefix_bytes(topic_filter, "filter", "filter")
         if key not in self.by_filter:
@@ -296,10 +301,10 @@ class _PrefixIndex:
                 self.lengths.insert(position, len(key))
         self.by_filter[key].append(index)
 
-    def lookup(self, topic):
+    def lookup(self, topic: Any) -> list[int]:
         """Indices of the subscriptions whose filter is a prefix of ``topic``."""
         data = _prefix_bytes(topic, "topic", "topic")
-        found = []
+        found: list[int] = []
         for length in self.lengths:
             if length > len(data):
                 break
@@ -307,7 +312,7 @@ class _PrefixIndex:
         return found
 
 
-_INDEX_CLASSES = {
+_INDEX_CLASSES: dict[TopicSyntax, type[_MqttIndex | _AmqpIndex | _PrefixIndex]] = {
     TopicSyntax.MQTT: _MqttIndex,
     TopicSyntax.AMQP: _AmqpIndex,
     TopicSyntax.PREFIX: _PrefixIndex,
@@ -315,14 +320,14 @@ _INDEX_CLASSES = {
 
 
 @functools.lru_cache(maxsize=4096)
-def _compiled(syntax, topic_filter):
+def _compiled(syntax: TopicSyntax, topic_filter: Any) -> _MqttIndex | _AmqpIndex | _PrefixIndex:
     """A one-filter index for :func:`matches`, built once per filter."""
     index = _INDEX_CLASSES[syntax]()
     index.insert(topic_filter, 0)
     return index
 
 
-def matches(syntax, topic_filter, topic) -> bool:
+def matches(syntax: TopicSyntax | str, topic_filter: Any, topic: Any) -> bool:
     """Whether ``topic_filter`` matches ``topic`` under ``syntax``.
 
     Parameters
@@ -366,13 +371,13 @@ class SubscriptionTable:
     must be hashable, and mutually orderable for :meth:`subscribers`.
     """
 
-    def __init__(self, syntax):
+    def __init__(self, syntax: TopicSyntax | str) -> None:
         self.syntax = _syntax(syntax)
         self._index = _INDEX_CLASSES[self.syntax]()
-        self._subscriptions = []
-        self._positions = {}
+        self._subscriptions: list[tuple[Hashable, Any]] = []
+        self._positions: dict[tuple[Hashable, Any], int] = {}
 
-    def add(self, subscriber_id, topic_filter) -> None:
+    def add(self, subscriber_id: Hashable, topic_filter: Any) -> None:
         """Subscribe ``subscriber_id`` to ``topic_filter`` (validated)."""
         validate_filter(self.syntax, topic_filter)
         if isinstance(topic_filter, (bytearray, memoryview)):
@@ -384,7 +389,7 @@ class SubscriptionTable:
         self._index.insert(topic_filter, len(self._subscriptions))
         self._subscriptions.append(key)
 
-    def match(self, topic) -> list:
+    def match(self, topic: Any) -> list[tuple[Hashable, Any]]:
         """All subscriptions matching ``topic``, in order of addition.
 
         Returns
@@ -394,7 +399,7 @@ class SubscriptionTable:
         validate_topic(self.syntax, topic)
         return [self._subscriptions[i] for i in sorted(self._index.lookup(topic))]
 
-    def subscribers(self, topic) -> list:
+    def subscribers(self, topic: Any) -> list[Any]:
         """Sorted distinct ids of the subscribers with a filter matching ``topic``."""
         return sorted({subscriber_id for subscriber_id, _ in self.match(topic)})
 

@@ -69,20 +69,20 @@ class ZmqSocketParams:
     batch_max_bytes: int | None = field(default=None, metadata={"unit": "optional_size"})
     provenance: Provenance = field(default=ASSUMED, metadata={"unit": "provenance"})
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         check_fields(self)
 
     @property
-    def topic_syntax(self):
+    def topic_syntax(self) -> str:
         """ZeroMQ subscriptions are byte prefixes."""
         return "prefix"
 
     @property
-    def overflow(self):
+    def overflow(self) -> str:
         """What a full pipe does: PUB drops the newest, PUSH blocks the sender."""
         return Overflow.BACKPRESSURE if self.socket_type == "push" else Overflow.DROP_NEWEST
 
     @property
-    def hwm_messages(self):
+    def hwm_messages(self) -> int | None:
         """The pipe's queue limit, messages (None: no limit)."""
         return None if self.sndhwm == 0 else self.sndhwm
