@@ -17,4 +17,4 @@ trap 'rm -rf "$view"' EXIT
 cd "$view"
 echo "== lint-imports"; PYTHONPATH=$view "$bin/lint-imports" "$root/pyproject.toml" --no-cache --no-logo
 echo "== import cycles"; PYTHONPATH=$view "$bin/python" "$root/scripts/import_cycles.py"
-echo "== mypy"; "$bin/mypy" --config-file "$root/pyproject.toml"
+echo "== mypy"; "$bin/python" -m mypy --config-file "$root/pyproject.toml"
