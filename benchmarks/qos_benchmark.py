@@ -11,6 +11,7 @@ offered (sim.theory.window_throughput_per_s).
 
     python benchmarks/qos_benchmark.py [--messages 300000]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -20,8 +21,8 @@ from pubsim.models import topology as T
 from pubsim.models.params.broker import BrokerParams
 from pubsim.models.params.client import PublisherParams, SubscriberParams
 from pubsim.models.params.link import LinkParams
-from pubsim.sim.distributions import Constant, Exponential
 from pubsim.run import simulate
+from pubsim.sim.distributions import Constant, Exponential
 
 RATE_PER_S = 5000.0
 N_PUB, FANOUT = 100, 10
@@ -29,8 +30,16 @@ N_PUB, FANOUT = 100, 10
 
 def star(qos):
     broker = BrokerParams(ingress_cost_s=Exponential(mean_value=1e-4), retry_timeout_s=0.1, ack_cost_s=1e-6)
-    pubs = {f"p{i}": PublisherParams(topics=("bench/t",), rate_per_s=RATE_PER_S / N_PUB, qos=qos,
-                                     retry_timeout_s=0.1, size_bytes=Constant(value=200)) for i in range(N_PUB)}
+    pubs = {
+        f"p{i}": PublisherParams(
+            topics=("bench/t",),
+            rate_per_s=RATE_PER_S / N_PUB,
+            qos=qos,
+            retry_timeout_s=0.1,
+            size_bytes=Constant(value=200),
+        )
+        for i in range(N_PUB)
+    }
     subs = {f"s{i}": SubscriberParams(subscriptions=("bench/t",), qos=qos) for i in range(FANOUT)}
     link = LinkParams(latency_s=1e-3, bandwidth_Bps=12.5e6, loss_probability=0.001)
     return T.star(broker=broker, publishers=pubs, subscribers=subs, link=link)
@@ -42,8 +51,10 @@ def main():
     args = ap.parse_args()
     simulate(star(1), duration_s=0.2, seed=0)  # compile numba kernels outside the timing
     duration = args.messages / RATE_PER_S
-    print(f"{'qos':>3} {'published':>10} {'wall_s':>7} {'msgs/wall_s':>12} {'resent':>8} {'dups':>6} "
-          f"{'loss':>8} {'lat_mean_ms':>11}")
+    print(
+        f"{'qos':>3} {'published':>10} {'wall_s':>7} {'msgs/wall_s':>12} {'resent':>8} {'dups':>6} "
+        f"{'loss':>8} {'lat_mean_ms':>11}"
+    )
     for qos in (0, 1, 2):
         t0 = time.perf_counter()
         r = simulate(star(qos), duration_s=duration, warmup_s=1.0, seed=1, record="stream")
@@ -52,8 +63,10 @@ def main():
         st = r.stations()
         resent = int(st["resent_packets"].sum()) if "resent_packets" in st else 0
         published = int(r.sink._series["published"].sum())
-        print(f"{qos:>3} {published:>10,} {wall:>7.2f} {published / wall:>12,.0f} {resent:>8,} "
-              f"{s['duplicates']:>6,} {s['loss_rate']:>8.4%} {s['latency_mean_s'] * 1e3:>11.3f}")
+        print(
+            f"{qos:>3} {published:>10,} {wall:>7.2f} {published / wall:>12,.0f} {resent:>8,} "
+            f"{s['duplicates']:>6,} {s['loss_rate']:>8.4%} {s['latency_mean_s'] * 1e3:>11.3f}"
+        )
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ latency for both drivers, measured in the same run, and their speed ratio.
 
     python benchmarks/star_benchmark.py [--messages 1000000] [--reference-messages 20000]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -18,8 +19,8 @@ from pubsim.models import topology as T
 from pubsim.models.params.broker import BrokerParams
 from pubsim.models.params.client import PublisherParams, SubscriberParams
 from pubsim.models.params.link import LinkParams
-from pubsim.sim.distributions import Constant, Exponential
 from pubsim.run import simulate
+from pubsim.sim.distributions import Constant, Exponential
 
 SERVICE_S = 1e-3
 N_PUB, FANOUT = 100, 10
@@ -28,8 +29,10 @@ N_PUB, FANOUT = 100, 10
 def star(load):
     broker = BrokerParams(ingress_cost_s=Exponential(mean_value=SERVICE_S), queue_messages=1000)
     rate = load / SERVICE_S / N_PUB
-    pubs = {f"p{i}": PublisherParams(topics=("bench/t",), rate_per_s=rate, size_bytes=Constant(value=1250))
-            for i in range(N_PUB)}
+    pubs = {
+        f"p{i}": PublisherParams(topics=("bench/t",), rate_per_s=rate, size_bytes=Constant(value=1250))
+        for i in range(N_PUB)
+    }
     subs = {f"s{i}": SubscriberParams(subscriptions=("bench/t",)) for i in range(FANOUT)}
     link = LinkParams(latency_s=1e-3, bandwidth_Bps=12.5e6)  # 1250 B -> 0.1 ms
     return T.star(broker=broker, publishers=pubs, subscribers=subs, link=link, protocol="none")
@@ -42,9 +45,15 @@ def measure(graph, load, messages, driver):
     wall = time.perf_counter() - t0
     s = r.summary()
     published = r.sink._series["published"].sum()
-    return {"driver": driver, "load": load, "published": int(published), "wall_s": wall,
-            "msgs_per_wall_s": published / wall, "loss_rate": s["loss_rate"],
-            "latency_mean_ms": s["latency_mean_s"] * 1e3}
+    return {
+        "driver": driver,
+        "load": load,
+        "published": int(published),
+        "wall_s": wall,
+        "msgs_per_wall_s": published / wall,
+        "loss_rate": s["loss_rate"],
+        "latency_mean_ms": s["latency_mean_s"] * 1e3,
+    }
 
 
 def main():
@@ -58,11 +67,14 @@ def main():
         g = star(load)
         rows.append(measure(g, load, args.messages, "batch"))
         rows.append(measure(g, load, args.reference_messages, "reference"))
-    print(f"{'driver':>10} {'load':>5} {'published':>10} {'wall s':>8} {'msg/s wall':>12} "
-          f"{'loss':>8} {'mean lat ms':>11}")
+    print(
+        f"{'driver':>10} {'load':>5} {'published':>10} {'wall s':>8} {'msg/s wall':>12} {'loss':>8} {'mean lat ms':>11}"
+    )
     for r in rows:
-        print(f"{r['driver']:>10} {r['load']:>5.0%} {r['published']:>10,} {r['wall_s']:>8.2f} "
-              f"{r['msgs_per_wall_s']:>12,.0f} {r['loss_rate']:>8.2%} {r['latency_mean_ms']:>11.3f}")
+        print(
+            f"{r['driver']:>10} {r['load']:>5.0%} {r['published']:>10,} {r['wall_s']:>8.2f} "
+            f"{r['msgs_per_wall_s']:>12,.0f} {r['loss_rate']:>8.2%} {r['latency_mean_ms']:>11.3f}"
+        )
     for load in (0.8, 1.2):
         fast, ref = (r for r in rows if r["load"] == load)
         print(f"speed ratio fast/reference at {load:.0%}: {fast['msgs_per_wall_s'] / ref['msgs_per_wall_s']:,.0f}x")

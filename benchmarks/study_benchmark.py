@@ -10,6 +10,7 @@ shared with other jobs the figures are noisy; compare executors in one run.
 
     python benchmarks/study_benchmark.py [--workers 2] [--study FILE]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -47,9 +48,11 @@ def main(argv=None):
     print(f"  direct simulate (no study layer): {_direct(study):6.2f} s")
     tables = {}
     with tempfile.TemporaryDirectory() as tmp:
-        for label, kw in (("serial", {"executor": "serial"}),
-                          (f"process pool ({args.workers})", {"executor": "local", "workers": args.workers}),
-                          (f"Dask local ({args.workers})", {"dask_address": "local", "workers": args.workers})):
+        for label, kw in (
+            ("serial", {"executor": "serial"}),
+            (f"process pool ({args.workers})", {"executor": "local", "workers": args.workers}),
+            (f"Dask local ({args.workers})", {"dask_address": "local", "workers": args.workers}),
+        ):
             t = time.perf_counter()
             tables[label] = run_study(study, Path(tmp) / label.split()[0], progress=False, **kw)
             wall = time.perf_counter() - t

@@ -12,6 +12,7 @@ path's cost on such cycles grows with simulated time / lookahead.
 
     python benchmarks/tree_benchmark.py [--duration 5] [--reference-duration 1] [--bridge-latency 5ms]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -38,8 +39,14 @@ def measure(sc, duration, driver):
     wall = time.perf_counter() - t0
     published = int(r.sink._series["published"].sum())
     s = r.summary()
-    return {"driver": driver, "published": published, "wall_s": wall, "msgs_per_wall_s": published / wall,
-            "latency_mean_ms": s["latency_mean_s"] * 1e3, "delivery_ratio": s["delivery_ratio"]}
+    return {
+        "driver": driver,
+        "published": published,
+        "wall_s": wall,
+        "msgs_per_wall_s": published / wall,
+        "latency_mean_ms": s["latency_mean_s"] * 1e3,
+        "delivery_ratio": s["delivery_ratio"],
+    }
 
 
 def main():
@@ -48,18 +55,24 @@ def main():
     ap.add_argument("--reference-duration", type=float, default=1.0, help="simulated s per reference run")
     ap.add_argument("--bridge-latency", default=None, help="override the scenarios' bridge latency, e.g. 1ms")
     args = ap.parse_args()
-    scenario("sf", args.bridge_latency).simulate(duration_s=0.2, warmup_s=0.0)  # numba kernels compiled outside the timing
+    scenario("sf", args.bridge_latency).simulate(
+        duration_s=0.2, warmup_s=0.0
+    )  # numba kernels compiled outside the timing
     for fwd in ("pf", "sf"):
         sc = scenario(fwd, args.bridge_latency)
         lat = sc.topology.edges["n0", "n1"]["params"].latency_s
         fast = measure(sc, args.duration, "batch")
         ref = measure(sc, args.reference_duration, "reference")
         for row in (fast, ref):
-            print(f"placement B {fwd.upper()} bridge {lat * 1e3:g} ms  {row['driver']:>9}: "
-                  f"{row['published']:>7,} msgs in {row['wall_s']:6.2f} s = {row['msgs_per_wall_s']:>9,.0f} msg/s "
-                  f"(latency mean {row['latency_mean_ms']:.3f} ms, delivery ratio {row['delivery_ratio']:.3f})")
-        print(f"placement B {fwd.upper()}: fast path / reference = "
-              f"{fast['msgs_per_wall_s'] / ref['msgs_per_wall_s']:.1f}x")
+            print(
+                f"placement B {fwd.upper()} bridge {lat * 1e3:g} ms  {row['driver']:>9}: "
+                f"{row['published']:>7,} msgs in {row['wall_s']:6.2f} s = {row['msgs_per_wall_s']:>9,.0f} msg/s "
+                f"(latency mean {row['latency_mean_ms']:.3f} ms, delivery ratio {row['delivery_ratio']:.3f})"
+            )
+        print(
+            f"placement B {fwd.upper()}: fast path / reference = "
+            f"{fast['msgs_per_wall_s'] / ref['msgs_per_wall_s']:.1f}x"
+        )
 
 
 if __name__ == "__main__":

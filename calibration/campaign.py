@@ -16,12 +16,14 @@ and KS distances), ``saturation.csv`` (one row per pair) and ``meta.json``
 unit of work: its results are written under ``pairs/`` as soon as it
 finishes, so an interrupted campaign resumes at the first unfinished pair.
 """
+
 from __future__ import annotations
 
 import dataclasses
 import datetime
 import json
 import math
+import os
 import platform
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,15 +32,12 @@ import numpy as np
 import pandas as pd
 import yaml
 
+from ..analysis.interval_search import interval_search, is_sustainable
 from ..sim.errors import ConfigError
 from ..sim.units import parse_duration_s, parse_rate_per_s, parse_size_bytes
-
-from ..analysis.interval_search import interval_search, is_sustainable
 from .harness.brokers import REGISTRY
-import os
 
-__all__ = ["RunSpec", "Campaign", "load_campaign", "parse_campaign", "run_campaign",
-           "read_results", "host_metadata"]
+__all__ = ["RunSpec", "Campaign", "load_campaign", "parse_campaign", "run_campaign", "read_results", "host_metadata"]
 
 KINDS = tuple(REGISTRY)  # the harness's broker kinds (one registry entry each)
 
@@ -132,11 +131,21 @@ class Campaign:
         return [(b, c) for c in self.configurations for b in self.brokers]
 
     def run_spec(self, broker, config, rate_per_s, phase):
-        return RunSpec(broker=broker, config=config.name, payload_bytes=config.payload_bytes,
-                       publishers=config.publishers, subscribers=config.subscribers,
-                       topics=config.topics, fanout=config.fanout, rate_per_s=float(rate_per_s),
-                       duration_s=self.duration_s, warmup_s=self.warmup_s, cooldown_s=self.cooldown_s,
-                       cpu_cap_fraction=config.cap_for(broker), phase=phase)
+        return RunSpec(
+            broker=broker,
+            config=config.name,
+            payload_bytes=config.payload_bytes,
+            publishers=config.publishers,
+            subscribers=config.subscribers,
+            topics=config.topics,
+            fanout=config.fanout,
+            rate_per_s=float(rate_per_s),
+            duration_s=self.duration_s,
+            warmup_s=self.warmup_s,
+            cooldown_s=self.cooldown_s,
+            cpu_cap_fraction=config.cap_for(broker),
+            phase=phase,
+        )
 
 
 def _int(spec, key, path, minimum=1):
@@ -149,8 +158,7 @@ def _int(spec, key, path, minimum=1):
 def _configuration(spec, path):
     if not isinstance(spec, dict) or "name" not in spec:
         raise ConfigError(path, spec, "a mapping with a name")
-    known = {"name", "payload_bytes", "publishers", "subscribers", "topics", "fanout",
-             "cpu_cap_fraction", "split"}
+    known = {"name", "payload_bytes", "publishers", "subscribers", "topics", "fanout", "cpu_cap_fraction", "split"}
     unknown = sorted(set(spec) - known)
     if unknown:
         raise ConfigError(f"{path}.{unknown[0]}", spec[unknown[0]], f"one of {sorted(known)}")
@@ -162,7 +170,8 @@ def _configuration(spec, path):
         topics=_int(spec, "topics", path) if "topics" in spec else 1,
         fanout=_int(spec, "fanout", path) if "fanout" in spec else 1,
         cpu_cap_fraction=spec.get("cpu_cap_fraction"),
-        split=spec.get("split", "train"))
+        split=spec.get("split", "train"),
+    )
     if c.payload_bytes < 20:
         raise ConfigError(f"{path}.payload_bytes", c.payload_bytes, "at least 20 bytes (sequence + timestamp header)")
     if c.fanout > c.subscribers:
@@ -200,7 +209,8 @@ def parse_campaign(data):
     search = data.get("search", {})
     return Campaign(
         name=str(data.get("name", "campaign")),
-        brokers=tuple(brokers), configurations=parsed,
+        brokers=tuple(brokers),
+        configurations=parsed,
         duration_s=parse_duration_s(run.get("duration", "3s"), "run.duration"),
         warmup_s=parse_duration_s(run.get("warmup", "1s"), "run.warmup"),
         cooldown_s=parse_duration_s(run.get("cooldown", "0.5s"), "run.cooldown"),
@@ -211,7 +221,8 @@ def parse_campaign(data):
         fractions=tuple(float(f) for f in data.get("fractions", [0.5, 0.8, 1.2])),
         broker_cpus=tuple(data.get("broker_cpus", [1])),
         client_cpus=tuple(data.get("client_cpus", [0])),
-        spec=data)
+        spec=data,
+    )
 
 
 def load_campaign(path):
@@ -238,10 +249,15 @@ def host_metadata():
                 break
     except OSError:
         pass
-    return {"host": platform.node(), "cpu": cpu, "cores": os.cpu_count(),
-            "kernel": platform.release(), "python": platform.python_version(),
-            "date": datetime.date.today().isoformat(),
-            "load_average_at_start": [round(x, 2) for x in os.getloadavg()]}
+    return {
+        "host": platform.node(),
+        "cpu": cpu,
+        "cores": os.cpu_count(),
+        "kernel": platform.release(),
+        "python": platform.python_version(),
+        "date": datetime.date.today().isoformat(),
+        "load_average_at_start": [round(x, 2) for x in os.getloadavg()],
+    }
 
 
 def _pair_id(broker, config):
@@ -264,21 +280,30 @@ def _measure_pair(campaign, broker, config, measure):
     for rate in campaign.light_rates_per_s:
         run(rate, "light")
     pubs = config.publishers
-    result = interval_search(lambda interval_s: run(pubs / interval_s, "search"),
-                             start_interval_s=pubs / campaign.start_rate_per_s, publishers=pubs,
-                             max_doublings=campaign.max_doublings, steps=campaign.steps,
-                             stop_at_first_failure=True)
+    result = interval_search(
+        lambda interval_s: run(pubs / interval_s, "search"),
+        start_interval_s=pubs / campaign.start_rate_per_s,
+        publishers=pubs,
+        max_doublings=campaign.max_doublings,
+        steps=campaign.steps,
+        stop_at_first_failure=True,
+    )
     searched = [r for r in rows if r["phase"] == "search"]
     for r, rec in zip(searched, result.records, strict=True):
         r["phase"], r["sustainable"] = rec["phase"], rec["sustainable"]
     if result.limit_reached and not result.saturated_everywhere:
         for frac in campaign.fractions:
             run(frac * result.rate_per_s, "fraction")
-    sat = {"broker": broker, "config": config.name, "split": config.split,
-           "limit_rate_per_s": result.rate_per_s, "error_bound": result.error_bound,
-           "limit_reached": result.limit_reached, "saturated_everywhere": result.saturated_everywhere,
-           "limit_ingress_per_s": max((r["ingress_rate_per_s"] for r in rows if r.get("sustainable")),
-                                      default=math.nan)}
+    sat = {
+        "broker": broker,
+        "config": config.name,
+        "split": config.split,
+        "limit_rate_per_s": result.rate_per_s,
+        "error_bound": result.error_bound,
+        "limit_reached": result.limit_reached,
+        "saturated_everywhere": result.saturated_everywhere,
+        "limit_ingress_per_s": max((r["ingress_rate_per_s"] for r in rows if r.get("sustainable")), default=math.nan),
+    }
     return rows, samples, sat
 
 
@@ -315,7 +340,8 @@ def run_campaign(campaign, out_dir, measure, *, progress=None, metadata=None):
             for r in rows:
                 r["split"] = config.split
             pd.concat(samples, ignore_index=True).assign(broker=broker, config=config.name).to_parquet(
-                out / "pairs" / f"{pid}.latency.parquet", index=False)
+                out / "pairs" / f"{pid}.latency.parquet", index=False
+            )
             tmp = done.with_suffix(".tmp")
             tmp.write_text(json.dumps({"runs": rows, "saturation": sat}, default=_json_default))
             tmp.replace(done)  # atomic: a pair is either finished or not
@@ -361,5 +387,9 @@ def read_results(out_dir):
     for name in ("runs.csv", "saturation.csv", "latency.parquet", "meta.json"):
         if not (out / name).exists():
             raise ConfigError("results", str(out), f"a finished campaign directory ({name} is missing)")
-    return (pd.read_csv(out / "runs.csv"), pd.read_csv(out / "saturation.csv"),
-            pd.read_parquet(out / "latency.parquet"), json.loads((out / "meta.json").read_text()))
+    return (
+        pd.read_csv(out / "runs.csv"),
+        pd.read_csv(out / "saturation.csv"),
+        pd.read_parquet(out / "latency.parquet"),
+        json.loads((out / "meta.json").read_text()),
+    )

@@ -15,27 +15,28 @@
   accuracy per broker and configuration, held-out ones marked; ``--report``
   writes the tables as CSV and the figures as PNG.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
-from .campaign import load_campaign, run_campaign
-from .runner import RealHarness
-from .campaign import read_results
-from .validate import fit_profiles
+
 from ..models import presets
+from .campaign import load_campaign, read_results, run_campaign
 from .profile import profile_yaml
 from .report import accuracy_table, cdf_figure, saturation_figure
-from .validate import validate
+from .runner import RealHarness
+from .validate import fit_profiles, validate
 
 __all__ = ["add_commands"]
 
 
 def _progress(console):
-    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                    TimeElapsedColumn(), console=console)
+    return Progress(
+        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=console
+    )
 
 
 def _measure(args, console):
@@ -50,7 +51,8 @@ def _measure(args, console):
         harness.on_run = lambda spec, row: bar.console.log(
             f"{spec.broker} {spec.config} {spec.phase} {spec.rate_per_s:,.0f} msg/s -> "
             f"ingress {row['ingress_rate_per_s']:,.0f}/s, delivery ratio {row['delivery_ratio']:.3f}, "
-            f"p50 {row['latency_p50_s'] * 1e6:,.0f} us")
+            f"p50 {row['latency_p50_s'] * 1e6:,.0f} us"
+        )
         run_campaign(campaign, args.out, harness, progress=step, metadata=harness.metadata())
     console.print(f"results in {args.out}: runs.csv, saturation.csv, latency.parquet, meta.json")
     return 0
@@ -63,7 +65,6 @@ def _fitted(args):
 
 
 def _calibrate(args, console):
-
 
     *_, profiles = _fitted(args)
     target = None if args.write is None else (presets.user_dir() if args.write == "" else Path(args.write))
@@ -91,13 +92,27 @@ def _validate(args, console):
     runs, sat, lat, meta, profiles = _fitted(args)
     with _progress(console) as bar:
         task = bar.add_task("validating", total=len(sat))
-        v = validate(runs, sat, lat, profiles,
-                     progress=lambda d, t, label: bar.update(task, completed=d, total=t, description=label))
+        v = validate(
+            runs,
+            sat,
+            lat,
+            profiles,
+            progress=lambda d, t, label: bar.update(task, completed=d, total=t, description=label),
+        )
     acc = accuracy_table(v.per_pair, v.per_run)
-    cols = {"broker": "broker", "config": "config", "split": "split",
-            "measured_limit_per_s": "limit meas/s", "simulated_limit_per_s": "limit sim/s",
-            "saturation_error_pct": "sat err %", "p50_error_pct": "p50 err %", "p90_error_pct": "p90 err %",
-            "p99_error_pct": "p99 err %", "ks_distance": "KS", "shortfall_error_pp": "short. pp"}
+    cols = {
+        "broker": "broker",
+        "config": "config",
+        "split": "split",
+        "measured_limit_per_s": "limit meas/s",
+        "simulated_limit_per_s": "limit sim/s",
+        "saturation_error_pct": "sat err %",
+        "p50_error_pct": "p50 err %",
+        "p90_error_pct": "p90 err %",
+        "p99_error_pct": "p99 err %",
+        "ks_distance": "KS",
+        "shortfall_error_pp": "short. pp",
+    }
     shown = acc[[c for c in cols if c in acc]].rename(columns=cols)
     console.print(_table(shown, f"simulated vs measured ({meta.get('campaign')}); errors = (sim - meas) / meas"))
     if args.report:
@@ -107,8 +122,7 @@ def _validate(args, console):
         v.per_run.to_csv(out / "per_run.csv", index=False)
         for (kind, config), sims in v.simulated_latency.items():
             cdf_figure(lat, v.per_run, sims, broker=kind, config=config).savefig(out / f"cdf-{kind}-{config}.png")
-            saturation_figure(v.per_run, broker=kind, config=config).savefig(
-                out / f"saturation-{kind}-{config}.png")
+            saturation_figure(v.per_run, broker=kind, config=config).savefig(out / f"saturation-{kind}-{config}.png")
             # optional heavy dependency: matplotlib, only when figures are drawn
             import matplotlib.pyplot as plt
 
@@ -118,8 +132,12 @@ def _validate(args, console):
 
 
 def _variability_flag(parser):
-    parser.add_argument("--no-variability", dest="variability", action="store_false",
-                        help="keep per-message costs constant (skip the simulated fit of their variability)")
+    parser.add_argument(
+        "--no-variability",
+        dest="variability",
+        action="store_false",
+        help="keep per-message costs constant (skip the simulated fit of their variability)",
+    )
 
 
 def add_commands(sub):
@@ -130,9 +148,14 @@ def add_commands(sub):
     m.set_defaults(func=_measure)
     c = sub.add_parser("calibrate", help="fit broker profiles from a campaign's results")
     c.add_argument("results", help="campaign result directory")
-    c.add_argument("--write", nargs="?", const="", metavar="DIR",
-                   help="save as DIR/<broker>.yaml (default: the user preset folder, $PUBSIM_PRESETS or "
-                        "~/.config/pubsim/presets; the repository's own: models/presets/calibrated)")
+    c.add_argument(
+        "--write",
+        nargs="?",
+        const="",
+        metavar="DIR",
+        help="save as DIR/<broker>.yaml (default: the user preset folder, $PUBSIM_PRESETS or "
+        "~/.config/pubsim/presets; the repository's own: models/presets/calibrated)",
+    )
     _variability_flag(c)
     c.set_defaults(func=_calibrate)
     v = sub.add_parser("validate", help="compare simulation with a campaign's measurements")

@@ -27,23 +27,22 @@ constant background CPU load. The model is linear in its costs, so they are fitt
 by non-negative least squares (Lawson & Hanson 1974, ``scipy.optimize.nnls``)
 with rows weighted by 1 / demand (relative errors).
 """
+
 from __future__ import annotations
 
 import math
 
 import numpy as np
 import pandas as pd
-from scipy.optimize import nnls
+from scipy.optimize import brentq, nnls
+from scipy.stats import gamma
 
 from ..sim.errors import ConfigError
-from scipy.optimize import brentq
-from scipy.stats import gamma
 
 __all__ = ["BrokerDemandCalibrator", "LatencyFloorCalibrator", "REQUIRED_COLUMNS"]
 
 REQUIRED_COLUMNS = ("payload_bytes", "fanout", "ingress_rate_per_s", "demand_s_per_ingress")
-COSTS = ("ingress_cost_s", "delivery_cost_s", "per_byte_cost_s", "idle_wakeup_cost_s",
-         "background_cpu_fraction")
+COSTS = ("ingress_cost_s", "delivery_cost_s", "per_byte_cost_s", "idle_wakeup_cost_s", "background_cpu_fraction")
 
 
 def _check(measurements, columns):
@@ -92,8 +91,7 @@ class BrokerDemandCalibrator:
         Measured minus fitted demand per run, s.
     """
 
-    def __init__(self, *, wake_regressor="idle_fraction", fit_per_byte=True, fit_delivery=True,
-                 fit_background=False):
+    def __init__(self, *, wake_regressor="idle_fraction", fit_per_byte=True, fit_delivery=True, fit_background=False):
         if wake_regressor not in ("idle_fraction", "wakeups"):
             raise ConfigError("wake_regressor", wake_regressor, "idle_fraction or wakeups")
         self.wake_regressor = wake_regressor
@@ -139,8 +137,7 @@ class BrokerDemandCalibrator:
     def capacity_per_s(self, *, payload_bytes, fanout, cap=1.0, workers=1):
         """Ingress rate at which the workers are always busy (no wake-ups), msg/s."""
         p = self.params_
-        busy = (p["ingress_cost_s"] + fanout * p["delivery_cost_s"]
-                + payload_bytes * (1 + fanout) * p["per_byte_cost_s"])
+        busy = p["ingress_cost_s"] + fanout * p["delivery_cost_s"] + payload_bytes * (1 + fanout) * p["per_byte_cost_s"]
         return math.inf if busy <= 0 else max(cap * workers - p["background_cpu_fraction"], 0.0) / busy
 
 
@@ -247,8 +244,12 @@ class LatencyFloorCalibrator:
             ex90 = np.sqrt(np.clip(ex90**2 - s90**2, 0.0, None))
         shape2, scale = gamma_from_quantiles(float(np.median(ex50)), float(np.median(ex90)))
         k = shape2 / 2.0
-        self.params_ = {"link_latency_s": one_way, "jitter_mean_s": k * scale,
-                        "jitter_cv": 1.0 / math.sqrt(k) if k > 0 else 0.0, "n_runs": int(low.sum())}
+        self.params_ = {
+            "link_latency_s": one_way,
+            "jitter_mean_s": k * scale,
+            "jitter_cv": 1.0 / math.sqrt(k) if k > 0 else 0.0,
+            "n_runs": int(low.sum()),
+        }
         self.residuals_ = pd.Series(floor / 2.0 - one_way, name="one_way_residual_s")
         return self
 
@@ -287,8 +288,7 @@ class KneeDemandCalibrator(BrokerDemandCalibrator):
         self.rounds = rounds
 
     def fit(self, measurements):
-        cols = REQUIRED_COLUMNS + ("config",) + (
-            ("wakeups_per_ingress",) if self.wake_regressor == "wakeups" else ())
+        cols = REQUIRED_COLUMNS + ("config",) + (("wakeups_per_ingress",) if self.wake_regressor == "wakeups" else ())
         _check(measurements, cols)
         m = measurements.reset_index(drop=True)
         x, names = self._design(m)
@@ -299,8 +299,11 @@ class KneeDemandCalibrator(BrokerDemandCalibrator):
         knee = m.groupby("config")["ingress_rate_per_s"].rank(ascending=False, method="first") <= self.knee_runs
         knee = knee.to_numpy()
         if knee.sum() < len(busy):
-            raise ConfigError("measurements", f"{int(knee.sum())} runs near a limit",
-                              f"at least {len(busy)} for {[names[i] for i in busy]}")
+            raise ConfigError(
+                "measurements",
+                f"{int(knee.sum())} runs near a limit",
+                f"at least {len(busy)} for {[names[i] for i in busy]}",
+            )
         coef = np.zeros(len(names))
         xb = x[knee][:, busy]
         bg = [i for i, n in enumerate(names) if n == "background_cpu_fraction"]

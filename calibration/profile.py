@@ -6,6 +6,7 @@ in the preset format of :mod:`pubsim.models.presets`; saved as
 preset (``preset: mosquitto``). This module builds the mapping and its YAML
 text; writing the file is the caller's choice (``pubsim calibrate`` does it).
 """
+
 from __future__ import annotations
 
 import yaml
@@ -18,32 +19,55 @@ __all__ = ["BROKER_MODELS", "build_profile", "profile_yaml", "check_profile"]
 
 # What the harness cannot fit: the broker's architecture (from its documentation).
 BROKER_MODELS = {
-    "mosquitto": {"workers": 1, "topic_syntax": "mqtt", "overflow": "backpressure",
-                  "why": "single-threaded event loop (mosquitto.conf(5)); TCP flow control "
-                         "slows publishers when it falls behind"},
-    "nats": {"workers": 1, "topic_syntax": "mqtt", "overflow": "backpressure",
-             "why": "one core under the harness's CPU cap; subjects matched as tokens "
-                    "(NATS '.' and '*' mapped onto MQTT-style filters by the harness)"},
-    "rabbitmq-mqtt": {"workers": 1, "topic_syntax": "mqtt", "overflow": "backpressure",
-                      "why": "Erlang schedulers share the capped core; credit flow throttles publishers"},
-    "zmq-proxy": {"workers": 1, "topic_syntax": "prefix", "overflow": "drop_newest",
-                  "why": "zmq.proxy is one thread; PUB sockets drop at the high-water mark"},
-    "activemq-mqtt": {"workers": 1, "topic_syntax": "mqtt", "overflow": "backpressure",
-                      "why": "a JVM: one transport thread per MQTT connection plus the dispatch "
-                             "thread pool (ActiveMQ 'Configuring Transports', 'MQTT'), all sharing the "
-                             "capped core, so the broker is CPU-bound and modelled as one worker "
-                             "at the cap; producer flow control blocks publishers when a topic's "
-                             "memory limit is reached (ActiveMQ 'Producer Flow Control'); MQTT "
-                             "'/' topic levels map onto ActiveMQ '.' destinations. Caveat (measured): "
-                             "with one publisher and fan-out 1 its limit was not its CPU (0.5-0.6 of "
-                             "the cap used), so the model overestimates that capacity; use it for CPU "
-                             "demand (calibration/README.md)"},
-    "ejabberd-mqtt": {"workers": 1, "topic_syntax": "mqtt", "overflow": "backpressure",
-                      "why": "an Erlang VM: one process per MQTT session (mod_mqtt_session) on BEAM "
-                             "schedulers that share the capped core, so it is CPU-bound and modelled "
-                             "as one worker at the cap; the harness sets mod_mqtt max_queue "
-                             "unlimited (ejabberd docs, mod_mqtt), so nothing is dropped and TCP "
-                             "flow control slows publishers"},
+    "mosquitto": {
+        "workers": 1,
+        "topic_syntax": "mqtt",
+        "overflow": "backpressure",
+        "why": "single-threaded event loop (mosquitto.conf(5)); TCP flow control slows publishers when it falls behind",
+    },
+    "nats": {
+        "workers": 1,
+        "topic_syntax": "mqtt",
+        "overflow": "backpressure",
+        "why": "one core under the harness's CPU cap; subjects matched as tokens "
+        "(NATS '.' and '*' mapped onto MQTT-style filters by the harness)",
+    },
+    "rabbitmq-mqtt": {
+        "workers": 1,
+        "topic_syntax": "mqtt",
+        "overflow": "backpressure",
+        "why": "Erlang schedulers share the capped core; credit flow throttles publishers",
+    },
+    "zmq-proxy": {
+        "workers": 1,
+        "topic_syntax": "prefix",
+        "overflow": "drop_newest",
+        "why": "zmq.proxy is one thread; PUB sockets drop at the high-water mark",
+    },
+    "activemq-mqtt": {
+        "workers": 1,
+        "topic_syntax": "mqtt",
+        "overflow": "backpressure",
+        "why": "a JVM: one transport thread per MQTT connection plus the dispatch "
+        "thread pool (ActiveMQ 'Configuring Transports', 'MQTT'), all sharing the "
+        "capped core, so the broker is CPU-bound and modelled as one worker "
+        "at the cap; producer flow control blocks publishers when a topic's "
+        "memory limit is reached (ActiveMQ 'Producer Flow Control'); MQTT "
+        "'/' topic levels map onto ActiveMQ '.' destinations. Caveat (measured): "
+        "with one publisher and fan-out 1 its limit was not its CPU (0.5-0.6 of "
+        "the cap used), so the model overestimates that capacity; use it for CPU "
+        "demand (calibration/README.md)",
+    },
+    "ejabberd-mqtt": {
+        "workers": 1,
+        "topic_syntax": "mqtt",
+        "overflow": "backpressure",
+        "why": "an Erlang VM: one process per MQTT session (mod_mqtt_session) on BEAM "
+        "schedulers that share the capped core, so it is CPU-bound and modelled "
+        "as one worker at the cap; the harness sets mod_mqtt max_queue "
+        "unlimited (ejabberd docs, mod_mqtt), so nothing is dropped and TCP "
+        "flow control slows publishers",
+    },
 }
 
 
@@ -80,9 +104,11 @@ def build_profile(*, name, broker_kind, demand_params, link_params, metadata, se
         distributed; 0 = constant), see :mod:`pubsim.calibration.variability`.
     """
     model = BROKER_MODELS[broker_kind]
-    where = (f"{metadata['host']} ({metadata['cpu']}, kernel {metadata['kernel']}), "
-             f"{broker_kind} {metadata['broker_version']}, broker capped at "
-             f"{metadata['cpu_cap_fraction']} core")
+    where = (
+        f"{metadata['host']} ({metadata['cpu']}, kernel {metadata['kernel']}), "
+        f"{broker_kind} {metadata['broker_version']}, broker capped at "
+        f"{metadata['cpu_cap_fraction']} core"
+    )
     broker = {
         "workers": model["workers"],
         "ingress_cost_s": _cost(demand_params["ingress_cost_s"], service_cv),
@@ -96,20 +122,25 @@ def build_profile(*, name, broker_kind, demand_params, link_params, metadata, se
             "source": "measured",
             "reference": metadata["data"],
             "date": metadata["date"],
-            "note": (f"CPU s per message by the utilization law from /proc, fitted by NNLS over "
-                     f"{metadata['n_runs']} training runs (rms residual "
-                     f"{metadata['rms_residual_s'] * 1e6:.3g} us; wake-up regressor: "
-                     f"{metadata.get('wake_regressor', 'measured')}; background CPU "
-                     f"{demand_params.get('background_cpu_fraction', 0.0):.3g} core, simulated as a constant "
-                     f"load that takes its share of the CPU first); "
-                     f"{metadata.get('variability', 'constant per-message costs (variability not fitted)')}; "
-                     f"costs are CPU seconds of a whole "
-                     f"core: set cpu_fraction for a capped broker. {where}. Workers, topic syntax "
-                     f"and overflow from the broker's design: {model['why']}."),
+            "note": (
+                f"CPU s per message by the utilization law from /proc, fitted by NNLS over "
+                f"{metadata['n_runs']} training runs (rms residual "
+                f"{metadata['rms_residual_s'] * 1e6:.3g} us; wake-up regressor: "
+                f"{metadata.get('wake_regressor', 'measured')}; background CPU "
+                f"{demand_params.get('background_cpu_fraction', 0.0):.3g} core, simulated as a constant "
+                f"load that takes its share of the CPU first); "
+                f"{metadata.get('variability', 'constant per-message costs (variability not fitted)')}; "
+                f"costs are CPU seconds of a whole "
+                f"core: set cpu_fraction for a capped broker. {where}. Workers, topic syntax "
+                f"and overflow from the broker's design: {model['why']}."
+            ),
         },
     }
-    jitter = (f"gamma({link_params['jitter_mean_s']:.6g}, cv={max(link_params['jitter_cv'], 1e-3):.4g})"
-              if link_params["jitter_mean_s"] > 0 else "const(0)")
+    jitter = (
+        f"gamma({link_params['jitter_mean_s']:.6g}, cv={max(link_params['jitter_cv'], 1e-3):.4g})"
+        if link_params["jitter_mean_s"] > 0
+        else "const(0)"
+    )
     link = {
         "latency_s": _us(link_params["link_latency_s"]),
         "jitter_s": jitter,
@@ -119,11 +150,13 @@ def build_profile(*, name, broker_kind, demand_params, link_params, metadata, se
             "source": "measured",
             "reference": metadata["data"],
             "date": metadata["date"],
-            "note": (f"one-way loopback including the harness's client stack, from the latency of "
-                     f"{link_params['n_runs']} lightly loaded runs minus the broker demand; jitter "
-                     f"gamma so two links reproduce the measured excess over the 1st percentile. "
-                     f"Bandwidth not limiting on loopback (assumption); overhead = IPv4 + TCP headers. "
-                     f"{where}."),
+            "note": (
+                f"one-way loopback including the harness's client stack, from the latency of "
+                f"{link_params['n_runs']} lightly loaded runs minus the broker demand; jitter "
+                f"gamma so two links reproduce the measured excess over the 1st percentile. "
+                f"Bandwidth not limiting on loopback (assumption); overhead = IPv4 + TCP headers. "
+                f"{where}."
+            ),
         },
     }
     return {"broker": {name: broker}, "link": {f"loopback-{name}": link}}
@@ -140,6 +173,8 @@ def check_profile(profile):
 
 def profile_yaml(profile):
     """YAML text of a profile, with a header saying how it was made."""
-    head = ("# Calibrated by `pubsim calibrate` from pubsim's own measurements (see provenance).\n"
-            "# Re-run the campaign and the fit: see calibration/README.md.\n")
+    head = (
+        "# Calibrated by `pubsim calibrate` from pubsim's own measurements (see provenance).\n"
+        "# Re-run the campaign and the fit: see calibration/README.md.\n"
+    )
     return head + yaml.safe_dump(check_profile(profile), sort_keys=False, width=100)

@@ -2,6 +2,7 @@
 
 Functions return matplotlib figures; saving them is the caller's choice.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -19,15 +20,21 @@ def accuracy_table(per_pair, per_run):
     agg = {}
     if len(below):
         agg = below.groupby(["broker", "config"]).agg(
-            p50_error_pct=("p50_error_pct", "median"), p90_error_pct=("p90_error_pct", "median"),
-            p99_error_pct=("p99_error_pct", "median"), ks_distance=("ks_distance", "median"),
-            runs_below=("run", "size"))
+            p50_error_pct=("p50_error_pct", "median"),
+            p90_error_pct=("p90_error_pct", "median"),
+            p99_error_pct=("p99_error_pct", "median"),
+            ks_distance=("ks_distance", "median"),
+            runs_below=("run", "size"),
+        )
     table = per_pair.set_index(["broker", "config"])
     if len(agg):
         table = table.join(agg)
     if len(above):
-        table = table.join(above.groupby(["broker", "config"]).agg(
-            shortfall_error_pp=("shortfall_error_pp", "median"), runs_above=("run", "size")))
+        table = table.join(
+            above.groupby(["broker", "config"]).agg(
+                shortfall_error_pp=("shortfall_error_pp", "median"), runs_above=("run", "size")
+            )
+        )
     table = table.reset_index()
     for key, limit in TARGETS.items():
         if key in table:
@@ -46,8 +53,11 @@ def cdf_figure(latency, per_run, simulated, *, broker, config, runs=None):
         sel = sel[sel.run.isin(runs)]
     colors = plt.cm.viridis(np.linspace(0, 0.9, max(len(sel), 1)))
     for color, (_, r) in zip(colors, sel.iterrows()):
-        meas = np.sort(latency[(latency.broker == broker) & (latency.config == config)
-                               & (latency.run == r["run"])]["latency_s"].to_numpy(dtype=float))
+        meas = np.sort(
+            latency[(latency.broker == broker) & (latency.config == config) & (latency.run == r["run"])][
+                "latency_s"
+            ].to_numpy(dtype=float)
+        )
         sim = np.sort(np.asarray(simulated.get(r["run"], []), dtype=float))
         label = f"{r['rate_per_s']:,.0f} msg/s"
         if meas.size:

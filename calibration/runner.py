@@ -21,25 +21,22 @@ can owe a growing backlog that a drain after the run would still deliver;
 counting by receive time exposes it. ``delivery_ratio`` compares that egress
 with what the publishers were asked to offer (``rate_per_s x fanout``).
 """
+
 from __future__ import annotations
 
-import os
-
 import math
+import os
 import tempfile
 from pathlib import Path
 
 import numpy as np
 
 from ..analysis.interval_search import latency_trend_s_per_s
-from .virtual import latency_fields
-from .harness.brokers import BrokerSpec, start_broker
-from .harness.brokers import install_signal_cleanup
-from .harness.cpu import detect_cpu_control
-from .harness.loadgen import LoadSpec
 from .harness import procfs
-from .harness.loadgen import run_load
-from .harness.brokers import read_mosquitto_sys
+from .harness.brokers import BrokerSpec, install_signal_cleanup, read_mosquitto_sys, start_broker
+from .harness.cpu import detect_cpu_control
+from .harness.loadgen import LoadSpec, run_load
+from .virtual import latency_fields
 
 __all__ = ["RealHarness"]
 
@@ -78,8 +75,12 @@ class RealHarness:
         if self._key == key and self.broker is not None:
             return self.broker
         self.close_broker()
-        bspec = BrokerSpec(kind=spec.broker, port=0, cpus=tuple(self.campaign.broker_cpus) or None,
-                           cpu_cap_fraction=spec.cpu_cap_fraction)
+        bspec = BrokerSpec(
+            kind=spec.broker,
+            port=0,
+            cpus=tuple(self.campaign.broker_cpus) or None,
+            cpu_cap_fraction=spec.cpu_cap_fraction,
+        )
         wd = self.workdir / f"{spec.broker}-{spec.config}"
         wd.mkdir(parents=True, exist_ok=True)
         self.broker = start_broker(bspec, wd)
@@ -112,21 +113,39 @@ class RealHarness:
         """Facts for the campaign's ``meta.json``: CPU control, pinning, versions."""
 
         control, reason = detect_cpu_control()
-        return {"cpu_control": control, "cpu_control_note": reason, "versions": self.versions,
-                "broker_cpus": list(self.campaign.broker_cpus),
-                "client_cpus": list(self.campaign.client_cpus),
-                "socket_options": "TCP_NODELAY on clients; mosquitto set_tcp_nodelay true"}
+        return {
+            "cpu_control": control,
+            "cpu_control_note": reason,
+            "versions": self.versions,
+            "broker_cpus": list(self.campaign.broker_cpus),
+            "client_cpus": list(self.campaign.client_cpus),
+            "socket_options": "TCP_NODELAY on clients; mosquitto set_tcp_nodelay true",
+        }
 
     # -- one run ----------------------------------------------------------
     def _load_spec(self, spec, broker):
 
         cpus = tuple(self.campaign.client_cpus) or None
         user, password = getattr(broker, "mqtt_credentials", None) or (None, None)
-        return LoadSpec(mqtt_username=user, mqtt_password=password, protocol=broker.protocol, pub_port=broker.pub_port, sub_port=broker.sub_port,
-                        publishers=spec.publishers, subscribers=spec.subscribers, topics=spec.topics,
-                        fanout=spec.fanout, payload_bytes=spec.payload_bytes, qos=spec.qos,
-                        rate_per_s=spec.rate_per_s, duration_s=spec.duration_s, warmup_s=spec.warmup_s,
-                        cooldown_s=spec.cooldown_s, pub_cpus=cpus, sub_cpus=cpus)
+        return LoadSpec(
+            mqtt_username=user,
+            mqtt_password=password,
+            protocol=broker.protocol,
+            pub_port=broker.pub_port,
+            sub_port=broker.sub_port,
+            publishers=spec.publishers,
+            subscribers=spec.subscribers,
+            topics=spec.topics,
+            fanout=spec.fanout,
+            payload_bytes=spec.payload_bytes,
+            qos=spec.qos,
+            rate_per_s=spec.rate_per_s,
+            duration_s=spec.duration_s,
+            warmup_s=spec.warmup_s,
+            cooldown_s=spec.cooldown_s,
+            pub_cpus=cpus,
+            sub_cpus=cpus,
+        )
 
     def __call__(self, spec):
 
@@ -157,8 +176,9 @@ class RealHarness:
             return math.nan
 
         try:
-            total = int(read_mosquitto_sys(broker.pub_port, timeout_s=3.0).get(
-                "$SYS/broker/publish/messages/dropped", 0))
+            total = int(
+                read_mosquitto_sys(broker.pub_port, timeout_s=3.0).get("$SYS/broker/publish/messages/dropped", 0)
+            )
         except (TimeoutError, OSError):
             return math.nan
         dropped, self._sys_dropped = total - self._sys_dropped, total

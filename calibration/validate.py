@@ -17,6 +17,7 @@ reports, per broker and configuration:
 Rows carry the configuration's ``split`` so that held-out results are read
 apart from the fitted ones.
 """
+
 from __future__ import annotations
 
 import math
@@ -26,9 +27,9 @@ import numpy as np
 import pandas as pd
 from scipy.stats import ks_2samp
 
+from ..analysis.interval_search import interval_search, is_sustainable
 from .fit import BrokerDemandCalibrator, KneeDemandCalibrator, LatencyFloorCalibrator
 from .profile import build_profile
-from ..analysis.interval_search import interval_search, is_sustainable
 from .variability import ServiceVariabilityCalibrator
 from .virtual import VirtualHarness
 
@@ -38,25 +39,41 @@ __all__ = ["fit_profiles", "simulate_run", "validate", "Validation", "TARGETS"]
 TARGETS = {"saturation_error_pct": 10.0, "p50_error_pct": 25.0, "p99_error_pct": 25.0}
 
 
-_WAKE_TEXT = {"wakeups": "measured voluntary context switches per message",
-              "idle_fraction": "1 - utilization (PASTA)"}
+_WAKE_TEXT = {"wakeups": "measured voluntary context switches per message", "idle_fraction": "1 - utilization (PASTA)"}
 
 
 def _metadata(rows, meta, kind, split, demand, wake):
     caps = sorted({c for c in rows.cpu_cap_fraction.fillna(1.0)})
-    return {"data": f"calibration/data/{meta.get('campaign', 'campaign')}/runs.csv (split={split})",
-            "date": meta.get("date", ""), "host": meta.get("host", "?"), "cpu": meta.get("cpu", "?"),
-            "kernel": meta.get("kernel", "?"),
-            "broker_version": meta.get("versions", {}).get(kind, "?"),
-            "cpu_cap_fraction": ", ".join(f"{c:g}" for c in caps),
-            "n_runs": demand.params_["n_runs"],
-            "rms_residual_s": float(np.sqrt(np.mean(demand.residuals_ ** 2))),
-            "wake_regressor": _WAKE_TEXT[wake] + ("; busy costs from the 2 sustainable runs nearest each "
-                                                  "measured limit" if "n_knee_runs" in demand.params_ else "")}
+    return {
+        "data": f"calibration/data/{meta.get('campaign', 'campaign')}/runs.csv (split={split})",
+        "date": meta.get("date", ""),
+        "host": meta.get("host", "?"),
+        "cpu": meta.get("cpu", "?"),
+        "kernel": meta.get("kernel", "?"),
+        "broker_version": meta.get("versions", {}).get(kind, "?"),
+        "cpu_cap_fraction": ", ".join(f"{c:g}" for c in caps),
+        "n_runs": demand.params_["n_runs"],
+        "rms_residual_s": float(np.sqrt(np.mean(demand.residuals_**2))),
+        "wake_regressor": _WAKE_TEXT[wake]
+        + (
+            "; busy costs from the 2 sustainable runs nearest each measured limit"
+            if "n_knee_runs" in demand.params_
+            else ""
+        ),
+    }
 
 
-def fit_profiles(runs, meta, *, split="train", background=True, method="knee", variability=False,
-                 cv_grid=(0.0, 0.5, 1.0, 1.5, 2.0), seed=0):
+def fit_profiles(
+    runs,
+    meta,
+    *,
+    split="train",
+    background=True,
+    method="knee",
+    variability=False,
+    cv_grid=(0.0, 0.5, 1.0, 1.5, 2.0),
+    seed=0,
+):
     """One calibrated profile per broker kind, fitted on ``runs[split]``.
 
     ``method="knee"`` fits the busy costs on the runs nearest each measured
@@ -84,12 +101,21 @@ def fit_profiles(runs, meta, *, split="train", background=True, method="knee", v
     train = runs[(runs["split"] == split) & (runs["ingress_rate_per_s"] > 0) & runs["sustainable"].astype(bool)]
     calibrator = KneeDemandCalibrator if method == "knee" else BrokerDemandCalibrator
     for kind, rows in train.groupby("broker"):
-        wake = ("wakeups" if "wakeups_per_ingress" in rows and rows.wakeups_per_ingress.notna().all()
-                else "idle_fraction")
-        demand = calibrator(wake_regressor=wake, fit_per_byte=rows.payload_bytes.nunique() > 1,
-                            fit_delivery=rows.fanout.nunique() > 1, fit_background=background).fit(rows)
-        base = {"name": kind, "broker_kind": kind, "demand_params": _within_cap(demand.params_, rows),
-                "metadata": _metadata(rows, meta, kind, split, demand, wake)}
+        wake = (
+            "wakeups" if "wakeups_per_ingress" in rows and rows.wakeups_per_ingress.notna().all() else "idle_fraction"
+        )
+        demand = calibrator(
+            wake_regressor=wake,
+            fit_per_byte=rows.payload_bytes.nunique() > 1,
+            fit_delivery=rows.fanout.nunique() > 1,
+            fit_background=background,
+        ).fit(rows)
+        base = {
+            "name": kind,
+            "broker_kind": kind,
+            "demand_params": _within_cap(demand.params_, rows),
+            "metadata": _metadata(rows, meta, kind, split, demand, wake),
+        }
 
         def profile(cv, rows=rows, demand=demand, base=base):
             floor = LatencyFloorCalibrator().fit(rows, demand_s=demand.predict(rows), service_cv=cv)
@@ -98,14 +124,15 @@ def fit_profiles(runs, meta, *, split="train", background=True, method="knee", v
         cv = 0.0
         if variability:
             var = ServiceVariabilityCalibrator(
-                simulate=lambda row, cv, profile=profile: simulate_run(row, profile(cv), seed=seed)[0],
-                cv_grid=cv_grid).fit(rows)
+                simulate=lambda row, cv, profile=profile: simulate_run(row, profile(cv), seed=seed)[0], cv_grid=cv_grid
+            ).fit(rows)
             cv = var.params_["service_cv"]
             base["metadata"]["variability"] = (
                 f"per-message costs {f'gamma with cv {cv:g}' if cv else 'constant (cv 0)'}, chosen from "
                 f"{list(cv_grid)} by simulating {var.params_['n_runs']} training runs at 30-90 % "
                 f"utilization (latency quantiles p50/p90/p99, mean |log ratio| "
-                f"{var.params_['objective'][cv]:.3g})")
+                f"{var.params_['objective'][cv]:.3g})"
+            )
         profiles[kind] = profile(cv)
     return profiles
 
@@ -134,8 +161,14 @@ def _simulated_limit(rows, profile, seed, steps):
     def measure(interval_s):
         return simulate_run({**row, "rate_per_s": pubs / interval_s}, profile, seed=seed, sample=1)[0]
 
-    return interval_search(measure, start_interval_s=pubs / start, publishers=pubs, steps=steps,
-                           stop_at_first_failure=True, max_doublings=10)
+    return interval_search(
+        measure,
+        start_interval_s=pubs / start,
+        publishers=pubs,
+        steps=steps,
+        stop_at_first_failure=True,
+        max_doublings=10,
+    )
 
 
 @dataclass(frozen=True)
@@ -171,29 +204,48 @@ def validate(runs, saturation, latency, profiles, *, seed=0, steps=10, progress=
         meas_limit = sat.loc[(kind, config), "limit_rate_per_s"]
         sim = _simulated_limit(rows, profile, seed, steps)
         split = rows["split"].iloc[0]
-        pairs.append({"broker": kind, "config": config, "split": split,
-                      "measured_limit_per_s": meas_limit, "simulated_limit_per_s": sim.rate_per_s,
-                      "saturation_error_pct": _pct(sim.rate_per_s, meas_limit)})
+        pairs.append(
+            {
+                "broker": kind,
+                "config": config,
+                "split": split,
+                "measured_limit_per_s": meas_limit,
+                "simulated_limit_per_s": sim.rate_per_s,
+                "saturation_error_pct": _pct(sim.rate_per_s, meas_limit),
+            }
+        )
         for _, r in rows.iterrows():
             summ, lat_sim = simulate_run(r.to_dict(), profile, seed=seed)
             samples[(kind, config)][r["run"]] = lat_sim
-            lat_meas = latency[(latency.broker == kind) & (latency.config == config)
-                               & (latency.run == r["run"])]["latency_s"].to_numpy(dtype=float)
-            rec = {"broker": kind, "config": config, "split": split, "run": r["run"], "phase": r["phase"],
-                   "rate_per_s": r["rate_per_s"], "below_saturation": bool(r["sustainable"]),
-                   "measured_egress_per_s": r["egress_rate_per_s"], "simulated_egress_per_s": summ["egress_rate_per_s"]}
+            lat_meas = latency[(latency.broker == kind) & (latency.config == config) & (latency.run == r["run"])][
+                "latency_s"
+            ].to_numpy(dtype=float)
+            rec = {
+                "broker": kind,
+                "config": config,
+                "split": split,
+                "run": r["run"],
+                "phase": r["phase"],
+                "rate_per_s": r["rate_per_s"],
+                "below_saturation": bool(r["sustainable"]),
+                "measured_egress_per_s": r["egress_rate_per_s"],
+                "simulated_egress_per_s": summ["egress_rate_per_s"],
+            }
             if rec["below_saturation"] and lat_meas.size and lat_sim.size:
                 for q in ("p50", "p90", "p99"):
                     m, s = r[f"latency_{q}_s"], summ[f"latency_{q}_s"]
                     rec.update({f"measured_{q}_s": m, f"simulated_{q}_s": s, f"{q}_error_pct": _pct(s, m)})
                 rec["ks_distance"] = float(ks_2samp(lat_meas, lat_sim).statistic)
             else:
-                rec.update({
-                    "measured_shortfall": 1 - r["delivery_ratio"],
-                    "simulated_shortfall": 1 - summ["delivery_ratio"],
-                    "shortfall_error_pp": 100 * ((1 - summ["delivery_ratio"]) - (1 - r["delivery_ratio"])),
-                    "loss_error_pp": 100 * (summ["loss_rate"] - r.get("loss_rate", 0.0)),
-                    "simulated_sustainable": is_sustainable(summ)})
+                rec.update(
+                    {
+                        "measured_shortfall": 1 - r["delivery_ratio"],
+                        "simulated_shortfall": 1 - summ["delivery_ratio"],
+                        "shortfall_error_pp": 100 * ((1 - summ["delivery_ratio"]) - (1 - r["delivery_ratio"])),
+                        "loss_error_pp": 100 * (summ["loss_rate"] - r.get("loss_rate", 0.0)),
+                        "simulated_sustainable": is_sustainable(summ),
+                    }
+                )
             per_run.append(rec)
         if progress is not None:
             progress(done + 1, len(groups), f"{kind}__{config}")

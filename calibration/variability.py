@@ -12,6 +12,7 @@ costs (gamma distributed; the loopback link is refitted for each ``cv`` so
 that light-load latency stays matched), and keeps the ``cv`` whose latency
 quantiles are closest to the measured ones in mean absolute log ratio.
 """
+
 from __future__ import annotations
 
 import math
@@ -20,7 +21,6 @@ import numpy as np
 import pandas as pd
 
 from ..sim.errors import ConfigError
-
 from .fit import _check, cap_of
 
 __all__ = ["ServiceVariabilityCalibrator"]
@@ -59,8 +59,16 @@ class ServiceVariabilityCalibrator:
         quantiles at the chosen ``cv``, averaged over ``quantiles``.
     """
 
-    def __init__(self, *, simulate, cv_grid=(0.0, 0.5, 1.0, 1.5, 2.0), min_utilization=0.3,
-                 max_utilization=0.9, max_runs=3, quantiles=("p50", "p90", "p99")):
+    def __init__(
+        self,
+        *,
+        simulate,
+        cv_grid=(0.0, 0.5, 1.0, 1.5, 2.0),
+        min_utilization=0.3,
+        max_utilization=0.9,
+        max_runs=3,
+        quantiles=("p50", "p90", "p99"),
+    ):
         if not cv_grid or any(not (c >= 0 and math.isfinite(c)) for c in cv_grid):
             raise ConfigError("cv_grid", cv_grid, "a non-empty list of numbers >= 0")
         if not 0 <= min_utilization < max_utilization:
@@ -93,12 +101,14 @@ class ServiceVariabilityCalibrator:
     def fit(self, measurements):
         runs = self.select(measurements)
         if runs.empty:
-            raise ConfigError("measurements", "no run in the utilization band",
-                              f"runs with utilization in [{self.min_utilization}, {self.max_utilization}]")
+            raise ConfigError(
+                "measurements",
+                "no run in the utilization band",
+                f"runs with utilization in [{self.min_utilization}, {self.max_utilization}]",
+            )
         rows = [r.to_dict() for _, r in runs.iterrows()]
         ratios = {cv: np.array([self._log_ratios(r, cv) for r in rows]) for cv in self.cv_grid}
-        objective = {cv: float(np.nanmean(np.abs(v))) if np.isfinite(v).any() else math.inf
-                     for cv, v in ratios.items()}
+        objective = {cv: float(np.nanmean(np.abs(v))) if np.isfinite(v).any() else math.inf for cv, v in ratios.items()}
         best = min(self.cv_grid, key=lambda cv: (objective[cv], cv))
         self.params_ = {"service_cv": best, "n_runs": len(rows), "objective": objective}
         self.residuals_ = pd.Series(ratios[best], index=runs.index, name="log_excess_ratio")

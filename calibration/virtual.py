@@ -6,6 +6,7 @@ simulating a broker profile. Uses: the calibrated model's side of
 validation, a virtual benchmark (SYSTEMS.md §4 search on the simulator), and
 tests of the fit-validate pipeline against a known ground truth.
 """
+
 from __future__ import annotations
 
 import math
@@ -25,10 +26,24 @@ from .workload import topic_assignment
 __all__ = ["ROW_FIELDS", "result_row", "paced_publisher", "topology_for", "VirtualHarness"]
 
 # Fields every measurement row carries (real and virtual), SI units.
-ROW_FIELDS = ("offered_per_s", "ingress_rate_per_s", "egress_rate_per_s", "sustainability",
-              "delivery_ratio", "loss_rate", "latency_p01_s", "latency_p50_s", "latency_p90_s",
-              "latency_p99_s", "latency_mean_s", "latency_std_s", "latency_max_s",
-              "demand_s_per_ingress", "wakeups_per_ingress", "broker_utilization")
+ROW_FIELDS = (
+    "offered_per_s",
+    "ingress_rate_per_s",
+    "egress_rate_per_s",
+    "sustainability",
+    "delivery_ratio",
+    "loss_rate",
+    "latency_p01_s",
+    "latency_p50_s",
+    "latency_p90_s",
+    "latency_p99_s",
+    "latency_mean_s",
+    "latency_std_s",
+    "latency_max_s",
+    "demand_s_per_ingress",
+    "wakeups_per_ingress",
+    "broker_utilization",
+)
 
 
 def latency_fields(latency_s):
@@ -37,8 +52,15 @@ def latency_fields(latency_s):
     if lat.size == 0:
         return {f"latency_{k}_s": math.nan for k in ("p01", "p50", "p90", "p99", "mean", "std", "max")}
     q = np.quantile(lat, [0.01, 0.5, 0.9, 0.99])
-    return {"latency_p01_s": q[0], "latency_p50_s": q[1], "latency_p90_s": q[2], "latency_p99_s": q[3],
-            "latency_mean_s": lat.mean(), "latency_std_s": lat.std(), "latency_max_s": lat.max()}
+    return {
+        "latency_p01_s": q[0],
+        "latency_p50_s": q[1],
+        "latency_p90_s": q[2],
+        "latency_p99_s": q[3],
+        "latency_mean_s": lat.mean(),
+        "latency_std_s": lat.std(),
+        "latency_max_s": lat.max(),
+    }
 
 
 def window_latencies(result):
@@ -59,12 +81,17 @@ def result_row(result, *, broker_station="broker:broker"):
     st = result.stations().set_index("station").loc[broker_station]
     disc = next(x for x in result.network.stations if x.name == broker_station).discipline
     served = disc.served_total
-    row = {"offered_per_s": s["offered_per_s"], "ingress_rate_per_s": s["ingress_per_s"],
-           "egress_rate_per_s": s["egress_per_s"], "sustainability": s["sustainability"],
-           "delivery_ratio": s["delivery_ratio"], "loss_rate": s["loss_rate"],
-           "demand_s_per_ingress": disc.work_s / served if served else math.nan,
-           "wakeups_per_ingress": st["wakeups"] / st["served"] if st["served"] else math.nan,
-           "broker_utilization": st["utilization"]}
+    row = {
+        "offered_per_s": s["offered_per_s"],
+        "ingress_rate_per_s": s["ingress_per_s"],
+        "egress_rate_per_s": s["egress_per_s"],
+        "sustainability": s["sustainability"],
+        "delivery_ratio": s["delivery_ratio"],
+        "loss_rate": s["loss_rate"],
+        "demand_s_per_ingress": disc.work_s / served if served else math.nan,
+        "wakeups_per_ingress": st["wakeups"] / st["served"] if st["served"] else math.nan,
+        "broker_utilization": st["utilization"],
+    }
     row.update(latency_fields(window_latencies(result)))
     return row
 
@@ -83,25 +110,31 @@ def paced_publisher(row, index, topics):
     n = np.arange(int(rate * float(row["duration_s"])))
     times = (n // b) * (b / rate)
     names = np.array(topics, dtype=object)
-    return PublisherParams(topics=topics, arrival="schedule", schedule_time_s=times,
-                           schedule_size_bytes=np.full(n.size, int(row["payload_bytes"])),
-                           schedule_topic=names[(n + index) % k])
+    return PublisherParams(
+        topics=topics,
+        arrival="schedule",
+        schedule_time_s=times,
+        schedule_size_bytes=np.full(n.size, int(row["payload_bytes"])),
+        schedule_topic=names[(n + index) % k],
+    )
 
 
 def topology_for(row, profile):
     """The simulated twin of a measured run: a star with the calibrated broker."""
     kind = row["broker"]
-    (bname, bfields), = profile["broker"].items()
-    (lname, lfields), = profile["link"].items()
+    ((bname, bfields),) = profile["broker"].items()
+    ((lname, lfields),) = profile["link"].items()
     cap = row.get("cpu_cap_fraction")
     cap = 1.0 if cap is None or (isinstance(cap, float) and math.isnan(cap)) else float(cap)
     period_s = quota_us(cap)[1] / 1e6
-    broker = from_mapping(BrokerParams, {**bfields, "cpu_fraction": cap, "cpu_period_s": period_s},
-                          f"broker.{bname}")
+    broker = from_mapping(BrokerParams, {**bfields, "cpu_fraction": cap, "cpu_period_s": period_s}, f"broker.{bname}")
     link = from_mapping(LinkParams, dict(lfields), f"link.{lname}")
     pub_topics, sub_filters = topic_assignment(
-        publishers=int(row["publishers"]), subscribers=int(row["subscribers"]),
-        topics=int(row["topics"]), fanout=int(row["fanout"]))
+        publishers=int(row["publishers"]),
+        subscribers=int(row["subscribers"]),
+        topics=int(row["topics"]),
+        fanout=int(row["fanout"]),
+    )
     pubs = {f"pub{i}": paced_publisher(row, i, tuple(t)) for i, t in enumerate(pub_topics)}
     subs = {f"sub{j}": SubscriberParams(subscriptions=tuple(f)) for j, f in enumerate(sub_filters)}
     protocol = {"zmq-proxy": "zmq", "nats": "none"}.get(kind, "mqtt")
@@ -130,8 +163,14 @@ class VirtualHarness:
     def __call__(self, spec):
         row = spec.as_row() if hasattr(spec, "as_row") else dict(spec)
         g = topology_for(row, self.profiles[row["broker"]])
-        res = simulate(g, duration_s=row["duration_s"], warmup_s=row["warmup_s"],
-                       cooldown_s=row["cooldown_s"], seed=self.seed, replication=self.runs)
+        res = simulate(
+            g,
+            duration_s=row["duration_s"],
+            warmup_s=row["warmup_s"],
+            cooldown_s=row["cooldown_s"],
+            seed=self.seed,
+            replication=self.runs,
+        )
         self.runs += 1
         out = result_row(res)
         lat = window_latencies(res)

@@ -8,6 +8,7 @@ subscribers ``(k * fanout + m) mod subscribers`` for ``m`` in
 subscriptions spread evenly. A subscriber left without a topic subscribes to
 ``pubsim/idle``, which nobody publishes.
 """
+
 from __future__ import annotations
 
 from ..sim.errors import ConfigError
@@ -29,8 +30,12 @@ def topic_assignment(*, publishers, subscribers, topics, fanout):
     (list of list of str, list of list of str)
         ``pub_topics[i]`` and ``sub_filters[j]``.
     """
-    for name, value in (("publishers", publishers), ("subscribers", subscribers), ("topics", topics),
-                        ("fanout", fanout)):
+    for name, value in (
+        ("publishers", publishers),
+        ("subscribers", subscribers),
+        ("topics", topics),
+        ("fanout", fanout),
+    ):
         if not isinstance(value, int) or value < 1:
             raise ConfigError(name, value, "an integer >= 1")
     if fanout > subscribers:

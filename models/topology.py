@@ -36,6 +36,7 @@ text form (``exp(0.001)``) or, for empirical ones, a JSON mapping
 and ``bridge_`` (edge). :func:`write_graphml` then :func:`read_graphml` gives
 back an equal topology.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -46,7 +47,6 @@ import networkx as nx
 
 from ..sim.distributions import Distribution, Empirical, Shifted
 from ..sim.errors import ConfigError
-
 from .params.bridge import BridgeParams
 from .params.broker import BrokerParams
 from .params.client import PublisherParams, SubscriberParams
@@ -58,9 +58,27 @@ from .params.topics import TopicSyntax, validate_filter, validate_topic
 from .params.zmq import ZmqSocketParams
 from .protocol import PROTOCOLS
 
-__all__ = ["broker_links", "KIND", "PARAMS", "PROTOCOL", "FORWARDING", "NodeKind", "Forwarding",
-           "validate", "star", "chain", "brokerless", "sockets", "read_graphml", "write_graphml", "brokers", "clients",
-           "RELAY", "BRIDGE", "bridge_patterns"]
+__all__ = [
+    "broker_links",
+    "KIND",
+    "PARAMS",
+    "PROTOCOL",
+    "FORWARDING",
+    "NodeKind",
+    "Forwarding",
+    "validate",
+    "star",
+    "chain",
+    "brokerless",
+    "sockets",
+    "read_graphml",
+    "write_graphml",
+    "brokers",
+    "clients",
+    "RELAY",
+    "BRIDGE",
+    "bridge_patterns",
+]
 
 KIND = "kind"
 PARAMS = "params"
@@ -83,8 +101,12 @@ class Forwarding(str, enum.Enum):
     BRIDGE = "bridge"
 
 
-_PARAM_CLASS = {NodeKind.BROKER: BrokerParams, NodeKind.PUBLISHER: PublisherParams,
-                NodeKind.SUBSCRIBER: SubscriberParams, NodeKind.SOCKET: ZmqSocketParams}
+_PARAM_CLASS = {
+    NodeKind.BROKER: BrokerParams,
+    NodeKind.PUBLISHER: PublisherParams,
+    NodeKind.SUBSCRIBER: SubscriberParams,
+    NodeKind.SOCKET: ZmqSocketParams,
+}
 
 
 def _kind(g, n):
@@ -104,8 +126,11 @@ def broker_links(g):
     """Broker-broker edges as ``(a, b)`` with ``a < b``, sorted: an order that depends on
     neither how the graph was built nor Python's string hashing (``g.subgraph(...).edges``
     iterates a set of nodes, so its order changed with ``PYTHONHASHSEED``)."""
-    return sorted(tuple(sorted((a, b))) for a, b in g.edges
-                  if g.nodes[a].get(KIND) == NodeKind.BROKER and g.nodes[b].get(KIND) == NodeKind.BROKER)
+    return sorted(
+        tuple(sorted((a, b)))
+        for a, b in g.edges
+        if g.nodes[a].get(KIND) == NodeKind.BROKER and g.nodes[b].get(KIND) == NodeKind.BROKER
+    )
 
 
 def clients(g, kind):
@@ -148,7 +173,8 @@ def _check_node(g, n):
             raise ConfigError(f"node {n!r}", f"{degree} links", expected)
         other = home_broker(g, n)
         if _kind(g, other) is not NodeKind.BROKER and not (
-                kind is NodeKind.PUBLISHER and _kind(g, other) is NodeKind.SOCKET):
+            kind is NodeKind.PUBLISHER and _kind(g, other) is NodeKind.SOCKET
+        ):
             raise ConfigError(f"node {n!r}", f"linked to {_kind(g, other).value} {other!r}", expected)
     return kind
 
@@ -166,8 +192,7 @@ def _check_topics(g, n, kind):
     if kind in (NodeKind.BROKER, NodeKind.SOCKET):
         return
     syntax = TopicSyntax(g.nodes[home_broker(g, n)][PARAMS].topic_syntax)
-    attr, check = (("topics", validate_topic) if kind is NodeKind.PUBLISHER
-                   else ("subscriptions", validate_filter))
+    attr, check = ("topics", validate_topic) if kind is NodeKind.PUBLISHER else ("subscriptions", validate_filter)
     for text in getattr(params, attr):
         try:
             check(syntax, text)
@@ -210,8 +235,11 @@ def bridge_patterns(g):
         if bridge is None:
             continue
         where = f"edge ({u!r}, {v!r}).{BRIDGE}"
-        if not isinstance(bridge, BridgeParams) or _kind(g, u) is not NodeKind.BROKER \
-                or _kind(g, v) is not NodeKind.BROKER:
+        if (
+            not isinstance(bridge, BridgeParams)
+            or _kind(g, u) is not NodeKind.BROKER
+            or _kind(g, v) is not NodeKind.BROKER
+        ):
             raise ConfigError(where, type(bridge).__name__, "BridgeParams, on a broker-broker link only")
         try:
             pats = bridge.patterns(u, v)
@@ -223,8 +251,9 @@ def bridge_patterns(g):
                 try:
                     validate_filter(syntax, f)
                 except ConfigError as err:
-                    raise ConfigError(f"{where}.topics_{'out' if a == bridge.local else 'in'}",
-                                      err.value, err.expected) from None
+                    raise ConfigError(
+                        f"{where}.topics_{'out' if a == bridge.local else 'in'}", err.value, err.expected
+                    ) from None
             out[(a, b)] = filters
     return out
 
@@ -238,13 +267,19 @@ def _check_tree(broker_graph):
     if cycle:
         u, v = cycle[-1][:2]
         loop = " - ".join(str(a) for a, _ in cycle) + f" - {cycle[0][0]}"
-        raise ConfigError(f"edge ({u!r}, {v!r})", f"closes the cycle {loop}",
-                          "brokers connected as a tree (no cycles, SYSTEMS.md §3)")
-    parts = sorted((sorted(c, key=str) for c in nx.connected_components(broker_graph)),
-                   key=lambda c: (-len(c), [str(n) for n in c]))
+        raise ConfigError(
+            f"edge ({u!r}, {v!r})", f"closes the cycle {loop}", "brokers connected as a tree (no cycles, SYSTEMS.md §3)"
+        )
+    parts = sorted(
+        (sorted(c, key=str) for c in nx.connected_components(broker_graph)),
+        key=lambda c: (-len(c), [str(n) for n in c]),
+    )
     if len(parts) > 1:
-        raise ConfigError(f"node {parts[1][0]!r}", f"not connected to broker {parts[0][0]!r}",
-                          "brokers connected as a tree (one component)")
+        raise ConfigError(
+            f"node {parts[1][0]!r}",
+            f"not connected to broker {parts[0][0]!r}",
+            "brokers connected as a tree (one component)",
+        )
 
 
 def _add(g, name, kind, params):
@@ -273,8 +308,18 @@ def star(*, broker, publishers, subscribers, link, broker_name="broker", protoco
     return validate(g)
 
 
-def chain(*, brokers, bridge, publishers, subscribers, link, forwarding="subscription", protocol="mqtt",
-          relays=None, bridges=None):
+def chain(
+    *,
+    brokers,
+    bridge,
+    publishers,
+    subscribers,
+    link,
+    forwarding="subscription",
+    protocol="mqtt",
+    relays=None,
+    bridges=None,
+):
     """Brokers in a line ``b0 - b1 - ...``, clients attached to a broker each.
 
     Parameters
@@ -425,7 +470,7 @@ def read_graphml(path):
 
 def _prefixed(data, key, cls, where):
     """Pop ``<key>_*`` attributes from ``data``: ``{key: cls(...)}`` if any."""
-    mine = {k[len(key) + 1:]: data.pop(k) for k in list(data) if k.startswith(key + "_")}
+    mine = {k[len(key) + 1 :]: data.pop(k) for k in list(data) if k.startswith(key + "_")}
     return {key: _unflat(cls, mine, where)} if mine else {}
 
 
@@ -447,9 +492,13 @@ def sockets(g):
     return sorted(n for n in g if g.nodes[n].get(KIND) == NodeKind.SOCKET)
 
 
-_INPROC = LinkParams(provenance=Provenance(
-    source=Source.ASSUMPTION, reference="ZeroMQ application thread -> I/O thread hand-off (in-process pipe)",
-    note="free: no latency, no bandwidth limit; the socket's send cost holds the publisher-side work"))
+_INPROC = LinkParams(
+    provenance=Provenance(
+        source=Source.ASSUMPTION,
+        reference="ZeroMQ application thread -> I/O thread hand-off (in-process pipe)",
+        note="free: no latency, no bandwidth limit; the socket's send cost holds the publisher-side work",
+    )
+)
 
 
 def brokerless(*, publishers, subscribers, socket, link, connect=None, handoff=None, protocol="zmq"):
@@ -493,14 +542,22 @@ def check_socket(g, n, kinds):
     nbrs = list(g.neighbors(n))
     pubs = [m for m in nbrs if kinds(m) is NodeKind.PUBLISHER]
     if len(pubs) != 1:
-        raise ConfigError(f"node {n!r}", f"{len(pubs)} publishers linked",
-                          "exactly one publisher per socket (the socket lives on its host)")
+        raise ConfigError(
+            f"node {n!r}",
+            f"{len(pubs)} publishers linked",
+            "exactly one publisher per socket (the socket lives on its host)",
+        )
     other = [m for m in nbrs if kinds(m) not in (NodeKind.PUBLISHER, NodeKind.SUBSCRIBER)]
     if other:
-        raise ConfigError(f"node {n!r}", f"linked to {kinds(other[0]).value} {other[0]!r}",
-                          "links to one publisher and to subscribers only")
+        raise ConfigError(
+            f"node {n!r}",
+            f"linked to {kinds(other[0]).value} {other[0]!r}",
+            "links to one publisher and to subscribers only",
+        )
     params = g.nodes[n][PARAMS]
     if params.socket_type == "push" and len(nbrs) - 1 > 1:
-        raise ConfigError(f"node {n!r}.socket_type", "push",
-                          "one connected peer for a PUSH socket (round-robin over PULL peers is not modelled)")
-
+        raise ConfigError(
+            f"node {n!r}.socket_type",
+            "push",
+            "one connected peer for a PUSH socket (round-robin over PULL peers is not modelled)",
+        )

@@ -26,8 +26,10 @@ it; the contract is checked by ``lint-imports``, see ``setup.cfg``):
 - :mod:`pubsim.calibration`: the real-broker harness, fitting, validation;
 - :mod:`pubsim.cli`: the ``pubsim`` command.
 """
+
 from __future__ import annotations
 
+from ._version import __version__
 from .models.loads import Trace
 from .models.params.bridge import BridgeParams
 from .models.params.broker import BrokerParams
@@ -41,21 +43,43 @@ from .models.params.zmq import ZmqSocketParams
 from .models.topology import brokerless, chain, read_graphml, star, validate, write_graphml
 from .run import RunResult, simulate
 from .scenario import Scenario, load_scenario
-from .sim.distributions import (Constant, Empirical, Exponential, Gamma, LogNormal, Shifted, Uniform, parse_distribution)
-from ._version import __version__
+from .sim.distributions import Constant, Empirical, Exponential, Gamma, LogNormal, Shifted, Uniform, parse_distribution
 from .sim.errors import ConfigError
 
 __all__ = [
     "__version__",
     # running
-    "simulate", "RunResult", "load_scenario", "Scenario", "ConfigError",
+    "simulate",
+    "RunResult",
+    "load_scenario",
+    "Scenario",
+    "ConfigError",
     # topology builders and files
-    "star", "chain", "brokerless", "validate", "read_graphml", "write_graphml",
+    "star",
+    "chain",
+    "brokerless",
+    "validate",
+    "read_graphml",
+    "write_graphml",
     # parameters
-    "BrokerParams", "LinkParams", "PublisherParams", "SubscriberParams", "RelayParams", "BridgeParams",
-    "DiskParams", "SerializationParams", "ZmqSocketParams", "Provenance",
+    "BrokerParams",
+    "LinkParams",
+    "PublisherParams",
+    "SubscriberParams",
+    "RelayParams",
+    "BridgeParams",
+    "DiskParams",
+    "SerializationParams",
+    "ZmqSocketParams",
+    "Provenance",
     # distributions
-    "Constant", "Exponential", "Uniform", "LogNormal", "Gamma", "Empirical", "Shifted",
+    "Constant",
+    "Exponential",
+    "Uniform",
+    "LogNormal",
+    "Gamma",
+    "Empirical",
+    "Shifted",
     "parse_distribution",
     # loads
     "Trace",

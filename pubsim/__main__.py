@@ -1,4 +1,5 @@
 """``python -m pubsim``: the ``pubsim`` command."""
+
 import sys
 
 from .cli import main

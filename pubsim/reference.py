@@ -17,6 +17,7 @@ checks that need arithmetic or references (warm-up shorter than the
 duration, a preset that exists, a topic filter's syntax) stay in
 :func:`pubsim.scenario.parse_scenario`, which remains the authority.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -43,9 +44,15 @@ __all__ = ["PARAMETER_CLASSES", "field_rows", "scenario_schema", "reference_mark
 
 #: Parameter classes by the key that holds them in a scenario file.
 PARAMETER_CLASSES: dict[str, type] = {
-    "broker": BrokerParams, "link": LinkParams, "publisher": PublisherParams,
-    "subscriber": SubscriberParams, "relay": RelayParams, "bridge": BridgeParams,
-    "socket": ZmqSocketParams, "disk": DiskParams, "serialization": SerializationParams,
+    "broker": BrokerParams,
+    "link": LinkParams,
+    "publisher": PublisherParams,
+    "subscriber": SubscriberParams,
+    "relay": RelayParams,
+    "bridge": BridgeParams,
+    "socket": ZmqSocketParams,
+    "disk": DiskParams,
+    "serialization": SerializationParams,
 }
 
 _NUMBER_OR_TEXT = {"anyOf": [{"type": "number"}, {"type": "string"}]}
@@ -54,34 +61,60 @@ _DIST = {"anyOf": [{"type": "number"}, {"type": "string"}, {"type": "object"}]}
 #: How each unit kind is written in a scenario file: (JSON Schema, human description).
 UNITS: dict[str, tuple[dict[str, Any], str]] = {
     "duration": (_NUMBER_OR_TEXT, "a duration: seconds, or text with a unit (`2ms`, `150us`, `1.5s`)"),
-    "duration_dist": (_DIST, "a distribution of durations: `2ms`, `exp(1ms)`, `uniform(1ms, 3ms)`, "
-                             "`lognormal(1ms, 0.5)`, `gamma(1ms, 0.5)`, `const(2ms)`, `shifted(10us, exp(1ms))`"),
+    "duration_dist": (
+        _DIST,
+        "a distribution of durations: `2ms`, `exp(1ms)`, `uniform(1ms, 3ms)`, "
+        "`lognormal(1ms, 0.5)`, `gamma(1ms, 0.5)`, `const(2ms)`, `shifted(10us, exp(1ms))`",
+    ),
     "size": (_NUMBER_OR_TEXT, "a size in bytes, or text with a unit (`36B`, `1KiB`, `2MB`)"),
     "size_dist": (_DIST, "a distribution of sizes in bytes (`36B`, `uniform(20B, 2KiB)`, ...)"),
-    "optional_size": ({"anyOf": [{"type": "null"}, {"type": "number"}, {"type": "string"}]},
-                      "a size in bytes, or null for no limit"),
+    "optional_size": (
+        {"anyOf": [{"type": "null"}, {"type": "number"}, {"type": "string"}]},
+        "a size in bytes, or null for no limit",
+    ),
     "rate": (_NUMBER_OR_TEXT, "a rate per second (`3000`, `3k/s`)"),
-    "bandwidth": (_NUMBER_OR_TEXT, "bytes per second, or text with a unit (`100Mbit/s`, `12.5MB/s`); "
-                                   "bits and bytes are told apart by the unit"),
+    "bandwidth": (
+        _NUMBER_OR_TEXT,
+        "bytes per second, or text with a unit (`100Mbit/s`, `12.5MB/s`); bits and bytes are told apart by the unit",
+    ),
     "count": ({"type": "integer", "minimum": 0}, "an integer >= 0"),
     "positive_count": ({"type": "integer", "minimum": 1}, "an integer >= 1"),
-    "optional_count": ({"anyOf": [{"type": "null"}, {"type": "integer", "minimum": 0}]},
-                       "an integer >= 0, or null for no limit"),
+    "optional_count": (
+        {"anyOf": [{"type": "null"}, {"type": "integer", "minimum": 0}]},
+        "an integer >= 0, or null for no limit",
+    ),
     "probability": ({"type": "number", "minimum": 0, "exclusiveMaximum": 1}, "a number in [0, 1)"),
     "cpu_fraction": ({"type": "number", "exclusiveMinimum": 0, "maximum": 1}, "a CPU share in (0, 1] of a core"),
     "float": ({"type": "number"}, "a number"),
     "flag": ({"type": "boolean"}, "true or false"),
-    "strings": ({"anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}]},
-                "a string or a list of strings"),
+    "strings": (
+        {"anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}]},
+        "a string or a list of strings",
+    ),
     "text": ({"type": "string"}, "text"),
     "raw": ({}, "a value checked by the class (a list, or as described)"),
     "params": ({"type": "object"}, "a nested mapping of parameters (may name a `preset`)"),
-    "serialization": ({"anyOf": [{"type": "null"}, {"type": "string"}, {"type": "object"}]},
-                      "a serialization preset name (`binary`, `text`, `json`) or a mapping of its fields"),
-    "provenance": ({"anyOf": [{"type": "string"}, {"type": "object", "properties": {
-        "source": {"enum": [s.value for s in Source]},
-        "reference": {"type": "string"}, "date": {"type": "string"}, "note": {"type": "string"}}}]},
-        "where the values come from: `{source: measured|publication|assumption|placeholder, reference, date, note}`"),
+    "serialization": (
+        {"anyOf": [{"type": "null"}, {"type": "string"}, {"type": "object"}]},
+        "a serialization preset name (`binary`, `text`, `json`) or a mapping of its fields",
+    ),
+    "provenance": (
+        {
+            "anyOf": [
+                {"type": "string"},
+                {
+                    "type": "object",
+                    "properties": {
+                        "source": {"enum": [s.value for s in Source]},
+                        "reference": {"type": "string"},
+                        "date": {"type": "string"},
+                        "note": {"type": "string"},
+                    },
+                },
+            ]
+        },
+        "where the values come from: `{source: measured|publication|assumption|placeholder, reference, date, note}`",
+    ),
 }
 
 
@@ -120,8 +153,15 @@ def field_rows(cls: type) -> list[dict[str, Any]]:
     rows = []
     for fld in dataclasses.fields(cls):
         unit = fld.metadata.get("unit", "raw")
-        rows.append({"field": fld.name, "unit": unit, "default": _default(fld),
-                     "choices": tuple(fld.metadata.get("choices", ())), "description": text.get(fld.name, "")})
+        rows.append(
+            {
+                "field": fld.name,
+                "unit": unit,
+                "default": _default(fld),
+                "choices": tuple(fld.metadata.get("choices", ())),
+                "description": text.get(fld.name, ""),
+            }
+        )
     return rows
 
 
@@ -138,10 +178,16 @@ def _field_schema(row: dict[str, Any]) -> dict[str, Any]:
 def _params_schema(cls: type, *, preset: bool, extra: dict[str, Any] | None = None) -> dict[str, Any]:
     props = {row["field"]: _field_schema(row) for row in field_rows(cls)}
     if preset:
-        props["preset"] = {"type": "string", "description": "a preset name (`pubsim presets`); the other fields override it"}
+        props["preset"] = {
+            "type": "string",
+            "description": "a preset name (`pubsim presets`); the other fields override it",
+        }
     props.update(extra or {})
-    required = [f.name for f in dataclasses.fields(cls)
-                if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]
+    required = [
+        f.name
+        for f in dataclasses.fields(cls)
+        if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+    ]
     out: dict[str, Any] = {"type": "object", "properties": props, "additionalProperties": False}
     if required and not preset:
         out["required"] = required
@@ -154,9 +200,15 @@ def _templated(schema: dict[str, Any]) -> dict[str, Any]:
 
 
 def _group(cls: type, extra: dict[str, Any]) -> dict[str, Any]:
-    group = _params_schema(cls, preset=False, extra={
-        "name": {"type": "string", "description": "client name; `{i}`, `{i//N}`, `{i%N}` expand per copy"},
-        "count": {"type": "integer", "minimum": 1, "description": "copies of this group"}, **extra})
+    group = _params_schema(
+        cls,
+        preset=False,
+        extra={
+            "name": {"type": "string", "description": "client name; `{i}`, `{i//N}`, `{i%N}` expand per copy"},
+            "count": {"type": "integer", "minimum": 1, "description": "copies of this group"},
+            **extra,
+        },
+    )
     group["properties"] = {k: _templated(v) for k, v in group["properties"].items()}
     group["required"] = ["name"] + [r for r in group.get("required", []) if r != "name"]
     return {"type": "array", "items": group}
@@ -167,38 +219,63 @@ def scenario_schema() -> dict[str, Any]:
     broker = _params_schema(BrokerParams, preset=True)
     link = _params_schema(LinkParams, preset=True)
     on_broker = {"broker": {"type": "string", "description": "the broker this client attaches to (chain)"}}
-    chain_broker = _params_schema(BrokerParams, preset=True, extra={
-        "name": {"type": "string"}, "count": {"type": "integer", "minimum": 1},
-        "relay": _params_schema(RelayParams, preset=False)})
+    chain_broker = _params_schema(
+        BrokerParams,
+        preset=True,
+        extra={
+            "name": {"type": "string"},
+            "count": {"type": "integer", "minimum": 1},
+            "relay": _params_schema(RelayParams, preset=False),
+        },
+    )
     bridge_item = _params_schema(BridgeParams, preset=False, extra={"remote": {"type": "string"}})
-    run = {"type": "object", "additionalProperties": False, "required": ["duration"], "properties": {
-        "duration": {**UNITS["duration"][0], "description": "simulated time, > 0"},
-        "warmup": {**UNITS["duration"][0], "description": "start of the measurement window"},
-        "cooldown": {**UNITS["duration"][0], "description": "time cut from the end of the window"},
-        "record": {"enum": ["full", "stream"], "description": "per-message records, or flat-memory tallies"},
-        "driver": {"enum": ["batch", "reference"], "description": "fast batch path or SimPy reference"},
-        "drain": {"type": "boolean", "description": "let messages in flight finish after the last publication"},
-        "series_bin": {**UNITS["duration"][0], "description": "width of the throughput time series bins"}}}
-    topology = {"type": "object", "required": ["builder"], "properties": {
-        "builder": {"enum": ["star", "chain", "brokerless", "graphml"]},
-        "protocol": {"enum": ["mqtt", "amqp", "zmq", "none"], "description": "framing overheads on links"},
-        "forwarding": {"enum": ["flood", "subscription", "bridge"], "description": "between brokers (chain)"},
-        "broker": broker, "link": link, "bridge": link, "handoff": link,
-        "socket": _params_schema(ZmqSocketParams, preset=True),
-        "brokers": {"type": "array", "items": chain_broker},
-        "bridges": {"type": "array", "items": bridge_item},
-        "publishers": _group(PublisherParams, on_broker),
-        "subscribers": _group(SubscriberParams, {**on_broker, "connect": UNITS["strings"][0]}),
-        "path": {"type": "string", "description": "GraphML file, relative to the scenario file"}}}
+    run = {
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["duration"],
+        "properties": {
+            "duration": {**UNITS["duration"][0], "description": "simulated time, > 0"},
+            "warmup": {**UNITS["duration"][0], "description": "start of the measurement window"},
+            "cooldown": {**UNITS["duration"][0], "description": "time cut from the end of the window"},
+            "record": {"enum": ["full", "stream"], "description": "per-message records, or flat-memory tallies"},
+            "driver": {"enum": ["batch", "reference"], "description": "fast batch path or SimPy reference"},
+            "drain": {"type": "boolean", "description": "let messages in flight finish after the last publication"},
+            "series_bin": {**UNITS["duration"][0], "description": "width of the throughput time series bins"},
+        },
+    }
+    topology = {
+        "type": "object",
+        "required": ["builder"],
+        "properties": {
+            "builder": {"enum": ["star", "chain", "brokerless", "graphml"]},
+            "protocol": {"enum": ["mqtt", "amqp", "zmq", "none"], "description": "framing overheads on links"},
+            "forwarding": {"enum": ["flood", "subscription", "bridge"], "description": "between brokers (chain)"},
+            "broker": broker,
+            "link": link,
+            "bridge": link,
+            "handoff": link,
+            "socket": _params_schema(ZmqSocketParams, preset=True),
+            "brokers": {"type": "array", "items": chain_broker},
+            "bridges": {"type": "array", "items": bridge_item},
+            "publishers": _group(PublisherParams, on_broker),
+            "subscribers": _group(SubscriberParams, {**on_broker, "connect": UNITS["strings"][0]}),
+            "path": {"type": "string", "description": "GraphML file, relative to the scenario file"},
+        },
+    }
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "title": "pubsim scenario",
         "description": "A topology, a load and a run (pubsim.scenario). Generated from the parameter classes.",
-        "type": "object", "additionalProperties": False, "required": ["topology", "run"],
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["topology", "run"],
         "properties": {
-            "name": {"type": "string"}, "description": {"type": "string"},
-            "seed": {"type": "integer", "minimum": 0}, "replications": {"type": "integer", "minimum": 1},
-            "run": run, "topology": topology,
+            "name": {"type": "string"},
+            "description": {"type": "string"},
+            "seed": {"type": "integer", "minimum": 0},
+            "replications": {"type": "integer", "minimum": 1},
+            "run": run,
+            "topology": topology,
             "patterns": {"type": "array", "items": {"type": "object", "required": ["kind"]}},
         },
     }
@@ -211,17 +288,34 @@ def _cell(value: Any) -> str:
 
 def reference_markdown() -> str:
     """The scenario-file reference: one table per parameter class."""
-    out = ["# Scenario-file reference", "",
-           "Generated from the parameter classes (`python -m pubsim.reference`); the same metadata gives "
-           "the JSON Schema of scenario files (`docs/scenario.schema.json` in a built site).", "",
-           "## How values are written", "", "| unit | accepted values |", "|---|---|"]
+    out = [
+        "# Scenario-file reference",
+        "",
+        "Generated from the parameter classes (`python -m pubsim.reference`); the same metadata gives "
+        "the JSON Schema of scenario files (`docs/scenario.schema.json` in a built site).",
+        "",
+        "## How values are written",
+        "",
+        "| unit | accepted values |",
+        "|---|---|",
+    ]
     out += [f"| `{unit}` | {_cell(text)} |" for unit, (_, text) in UNITS.items()]
     out += ["| `choice` | one of the listed values |", ""]
     for key, cls in PARAMETER_CLASSES.items():
-        out += [f"## `{key}`: {cls.__name__}", "", (cls.__doc__ or "").strip().splitlines()[0], "",
-                "| field | unit | default | description |", "|---|---|---|---|"]
+        out += [
+            f"## `{key}`: {cls.__name__}",
+            "",
+            (cls.__doc__ or "").strip().splitlines()[0],
+            "",
+            "| field | unit | default | description |",
+            "|---|---|---|---|",
+        ]
         for row in field_rows(cls):
-            unit = "choice: " + ", ".join(f"`{c}`" for c in row["choices"]) if row["unit"] == "choice" else f"`{row['unit']}`"
+            unit = (
+                "choice: " + ", ".join(f"`{c}`" for c in row["choices"])
+                if row["unit"] == "choice"
+                else f"`{row['unit']}`"
+            )
             out.append(f"| `{row['field']}` | {unit} | `{_cell(row['default'])}` | {_cell(row['description'])} |")
         out.append("")
     return "\n".join(out)

@@ -11,6 +11,7 @@ and loss against offered load; latency CDFs; broker utilization; the
 provenance of every model used, placeholders flagged. The library returns
 strings; ``pubsim report`` writes the files.
 """
+
 from __future__ import annotations
 
 import base64
@@ -24,16 +25,28 @@ from pathlib import Path
 
 import pandas as pd
 
-from .analysis import knees
+from . import study
 from .analysis import figures as F
+from .analysis import knees
 from .analysis.ci import with_ci
 from .analysis.run_figures import plt
-from . import study
 from .analysis.trace_study import load_trace_results
 from .sim.errors import ConfigError
 
-__all__ = ["StudyResults", "load_results", "report_blocks", "to_markdown", "to_html", "build_report",
-           "render_html", "encode_figures", "study_blocks", "trace_section", "varied_columns", "load_columns"]
+__all__ = [
+    "StudyResults",
+    "load_results",
+    "report_blocks",
+    "to_markdown",
+    "to_html",
+    "build_report",
+    "render_html",
+    "encode_figures",
+    "study_blocks",
+    "trace_section",
+    "varied_columns",
+    "load_columns",
+]
 
 _CONFIDENCE = 0.95
 
@@ -65,15 +78,19 @@ def load_results(out_dir):
     out_dir = Path(out_dir)
     manifest = json.loads((out_dir / "manifest.json").read_text())
     notes = []
-    return StudyResults(manifest=manifest, summary=study.load_summary(out_dir),
-                        latency=_optional(study.load_latency, out_dir, notes, "latency quantiles"),
-                        stations=_optional(study.load_stations, out_dir, notes, "station records"),
-                        series=_optional(study.load_series, out_dir, notes, "throughput series"),
-                        parameters=_optional(study.load_parameters, out_dir, notes, "parameters"),
-                        notes=notes)
+    return StudyResults(
+        manifest=manifest,
+        summary=study.load_summary(out_dir),
+        latency=_optional(study.load_latency, out_dir, notes, "latency quantiles"),
+        stations=_optional(study.load_stations, out_dir, notes, "station records"),
+        series=_optional(study.load_series, out_dir, notes, "throughput series"),
+        parameters=_optional(study.load_parameters, out_dir, notes, "parameters"),
+        notes=notes,
+    )
 
 
 # --- which columns are varied, which are loads ---------------------------------------------
+
 
 def varied_columns(summary):
     """Columns naming a varied scenario field (``df.attrs["varied"]`` set by
@@ -103,6 +120,7 @@ def _point_labels(summary, cols):
 
 # --- blocks ------------------------------------------------------------------------------------
 
+
 def _fmt(value, kind="g"):
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "-"
@@ -118,75 +136,114 @@ def _fmt(value, kind="g"):
 
 
 def _pm(mean, hw, kind="g"):
-    return _fmt(mean, kind) if not (isinstance(hw, float) and math.isfinite(hw)) else \
-        f"{_fmt(mean, kind)} ± {_fmt(hw, kind)}"
+    return (
+        _fmt(mean, kind)
+        if not (isinstance(hw, float) and math.isfinite(hw))
+        else f"{_fmt(mean, kind)} ± {_fmt(hw, kind)}"
+    )
 
 
 def _what_was_run(res):
     m = res.manifest
     points = m.get("points", [])
     reps = res.summary.groupby("point_id")["replication"].nunique()
-    rows = [("study", m.get("study", m.get("name", "-"))),
-            ("description", m.get("description", "")),
-            ("points", len(points) if isinstance(points, list) else points),
-            ("replications per point", ", ".join(map(str, sorted(set(reps))))),
-            ("runs stored", len(res.summary))]
-    rows += [(k, v) for k, v in m.items()
-             if k not in {"study", "name", "description", "points", "versions", "packages", "study_text"}
-             and not isinstance(v, (dict, list))]
+    rows = [
+        ("study", m.get("study", m.get("name", "-"))),
+        ("description", m.get("description", "")),
+        ("points", len(points) if isinstance(points, list) else points),
+        ("replications per point", ", ".join(map(str, sorted(set(reps))))),
+        ("runs stored", len(res.summary)),
+    ]
+    rows += [
+        (k, v)
+        for k, v in m.items()
+        if k not in {"study", "name", "description", "points", "versions", "packages", "study_text"}
+        and not isinstance(v, (dict, list))
+    ]
     blocks = [("h2", "What was run"), ("table", pd.DataFrame(rows, columns=["item", "value"]))]
     if m.get("study_text"):
         blocks += [("p", f"Study file `{m.get('study_file', '')}`:"), ("code", m["study_text"])]
     versions = m.get("versions", m.get("packages"))
     if isinstance(versions, dict) and versions:
-        blocks += [("p", "Package versions:"),
-                   ("table", pd.DataFrame(sorted(versions.items()), columns=["package", "version"]))]
+        blocks += [
+            ("p", "Package versions:"),
+            ("table", pd.DataFrame(sorted(versions.items()), columns=["package", "version"])),
+        ]
     return blocks
 
 
 def _points_table(res, cols):
     s = res.summary
-    t = with_ci(s, ["point_id"], ["offered_per_s", "egress_per_s", "sustainability", "delivery_ratio",
-                                  "latency_p50_s", "latency_p99_s", "loss_rate"], _CONFIDENCE)
+    t = with_ci(
+        s,
+        ["point_id"],
+        [
+            "offered_per_s",
+            "egress_per_s",
+            "sustainability",
+            "delivery_ratio",
+            "latency_p50_s",
+            "latency_p99_s",
+            "loss_rate",
+        ],
+        _CONFIDENCE,
+    )
     first = s.drop_duplicates("point_id").set_index("point_id")[cols]
     rows = []
     for _, r in t.iterrows():
         row = {"point": r["point_id"], **{_short(c): first.loc[r["point_id"], c] for c in cols}}
-        row.update({
-            "reps": int(r["offered_per_s_n"]),
-            "offered msg/s": _pm(r["offered_per_s_mean"], r["offered_per_s_hw"], "rate"),
-            "egress msg/s": _pm(r["egress_per_s_mean"], r["egress_per_s_hw"], "rate"),
-            "sustainability": _pm(r["sustainability_mean"], r["sustainability_hw"]),
-            "delivery ratio": _pm(r["delivery_ratio_mean"], r["delivery_ratio_hw"]),
-            "p50": _pm(r["latency_p50_s_mean"], r["latency_p50_s_hw"], "ms"),
-            "p99": _pm(r["latency_p99_s_mean"], r["latency_p99_s_hw"], "ms"),
-            "loss": _pm(r["loss_rate_mean"], r["loss_rate_hw"], "pct"),
-        })
+        row.update(
+            {
+                "reps": int(r["offered_per_s_n"]),
+                "offered msg/s": _pm(r["offered_per_s_mean"], r["offered_per_s_hw"], "rate"),
+                "egress msg/s": _pm(r["egress_per_s_mean"], r["egress_per_s_hw"], "rate"),
+                "sustainability": _pm(r["sustainability_mean"], r["sustainability_hw"]),
+                "delivery ratio": _pm(r["delivery_ratio_mean"], r["delivery_ratio_hw"]),
+                "p50": _pm(r["latency_p50_s_mean"], r["latency_p50_s_hw"], "ms"),
+                "p99": _pm(r["latency_p99_s_mean"], r["latency_p99_s_hw"], "ms"),
+                "loss": _pm(r["loss_rate_mean"], r["loss_rate_hw"], "pct"),
+            }
+        )
         rows.append(row)
-    return [("h2", "Every point"),
-            ("p", f"Means over replications ± half-width of the {100 * _CONFIDENCE:.0f} % Student-t "
-                  "confidence interval. Sustainability = egress / (ingress x sp-ratio) in the "
-                  "measurement window (SYSTEMS.md §4); delivery ratio = egress / (offered x sp-ratio)."),
-            ("table", pd.DataFrame(rows))]
+    return [
+        ("h2", "Every point"),
+        (
+            "p",
+            f"Means over replications ± half-width of the {100 * _CONFIDENCE:.0f} % Student-t "
+            "confidence interval. Sustainability = egress / (ingress x sp-ratio) in the "
+            "measurement window (SYSTEMS.md §4); delivery ratio = egress / (offered x sp-ratio).",
+        ),
+        ("table", pd.DataFrame(rows)),
+    ]
 
 
 def _knees(res, config):
     k = knees(res.summary, config, confidence=_CONFIDENCE)
     rows = []
     for _, r in k.iterrows():
-        where = ("beyond the sweep (every point sustainable)" if math.isnan(r["first_unsustainable_per_s"])
-                 else "below the sweep (no point sustainable)" if math.isnan(r["last_sustainable_per_s"])
-                 else f"{_fmt(r['last_sustainable_per_s'], 'rate')} - {_fmt(r['first_unsustainable_per_s'], 'rate')}")
-        rows.append({**{_short(c): r[c] for c in config}, "knee between (offered msg/s)": where,
-                     "sustainability below": _pm(r["sustainability_below"], r["sustainability_below_hw"]),
-                     "sustainability above": _pm(r["sustainability_above"], r["sustainability_above_hw"]),
-                     "saturated egress / sp (msg/s)": _pm(r["saturated_egress_per_s"],
-                                                         r["saturated_egress_hw"], "rate"),
-                     "reps": r["replications"]})
-    text = ("The knee of each configuration lies between its last offered load whose mean sustainability "
-            "(and delivery ratio) stays >= 0.99 and the next load, where it drops below; the saturated "
-            "egress (per published message) at that next load estimates the capacity. Finer "
-            "resolution: `pubsim.analysis.saturation_search` (the interval search of SYSTEMS.md §4).")
+        where = (
+            "beyond the sweep (every point sustainable)"
+            if math.isnan(r["first_unsustainable_per_s"])
+            else "below the sweep (no point sustainable)"
+            if math.isnan(r["last_sustainable_per_s"])
+            else f"{_fmt(r['last_sustainable_per_s'], 'rate')} - {_fmt(r['first_unsustainable_per_s'], 'rate')}"
+        )
+        rows.append(
+            {
+                **{_short(c): r[c] for c in config},
+                "knee between (offered msg/s)": where,
+                "sustainability below": _pm(r["sustainability_below"], r["sustainability_below_hw"]),
+                "sustainability above": _pm(r["sustainability_above"], r["sustainability_above_hw"]),
+                "saturated egress / sp (msg/s)": _pm(r["saturated_egress_per_s"], r["saturated_egress_hw"], "rate"),
+                "reps": r["replications"],
+            }
+        )
+    text = (
+        "The knee of each configuration lies between its last offered load whose mean sustainability "
+        "(and delivery ratio) stays >= 0.99 and the next load, where it drops below; the saturated "
+        "egress (per published message) at that next load estimates the capacity. Finer "
+        "resolution: `pubsim.analysis.saturation_search` (the interval search of SYSTEMS.md §4)."
+    )
     return k, [("h2", "Saturation per configuration, in detail"), ("p", text), ("table", pd.DataFrame(rows))]
 
 
@@ -202,8 +259,9 @@ def _nearest_point(res, config_row, config, load):
 def _answer(res, config, k):
     """The first section: per configuration, the knee (with its band), the loss past it,
     the latency at 80 % of it."""
-    per_point = with_ci(res.summary, ["point_id"], ["offered_per_s", "loss_rate", "latency_p50_s",
-                                                     "latency_p99_s"], _CONFIDENCE).set_index("point_id")
+    per_point = with_ci(
+        res.summary, ["point_id"], ["offered_per_s", "loss_rate", "latency_p50_s", "latency_p99_s"], _CONFIDENCE
+    ).set_index("point_id")
     rows = []
     for _, r in k.iterrows():
         lo, hi = r["last_sustainable_per_s"], r["first_unsustainable_per_s"]
@@ -215,9 +273,12 @@ def _answer(res, config, k):
         else:
             row["knee (offered msg/s)"] = f"< {_fmt(hi, 'rate')} (no load sustainable)"
         past = _nearest_point(res, r, config, hi) if math.isfinite(hi) else None
-        row["loss past the knee"] = (_pm(per_point.loc[past, "loss_rate_mean"], per_point.loc[past, "loss_rate_hw"],
-                                         "pct") + f" at {_fmt(per_point.loc[past, 'offered_per_s_mean'], 'rate')}/s"
-                                     if past is not None else "-")
+        row["loss past the knee"] = (
+            _pm(per_point.loc[past, "loss_rate_mean"], per_point.loc[past, "loss_rate_hw"], "pct")
+            + f" at {_fmt(per_point.loc[past, 'offered_per_s_mean'], 'rate')}/s"
+            if past is not None
+            else "-"
+        )
         knee = (lo + hi) / 2 if math.isfinite(lo) and math.isfinite(hi) else lo
         at80 = _nearest_point(res, r, config, 0.8 * knee) if math.isfinite(knee) else None
         if at80 is not None:
@@ -225,27 +286,40 @@ def _answer(res, config, k):
             row["latency near 80 % of the knee (p50 / p99)"] = (
                 f"{_pm(q['latency_p50_s_mean'], q['latency_p50_s_hw'], 'ms')} / "
                 f"{_pm(q['latency_p99_s_mean'], q['latency_p99_s_hw'], 'ms')} "
-                f"at {_fmt(q['offered_per_s_mean'], 'rate')}/s")
+                f"at {_fmt(q['offered_per_s_mean'], 'rate')}/s"
+            )
         else:
             row["latency near 80 % of the knee (p50 / p99)"] = "-"
         rows.append(row)
-    text = ("The knee is where a configuration stops being sustainable (the 0.99 rule: egress / (ingress x "
-            "sp-ratio) and egress / (offered x sp-ratio) at least 0.99 in the measurement window). Its band is "
-            "the resolution of this sweep: the knee lies between the last sustainable load and the next one. "
-            "The band does not include the model's own error: the accuracy of each calibrated profile on "
-            "held-out measurements is in calibration/README.md; placeholder models (see provenance) have none.")
+    text = (
+        "The knee is where a configuration stops being sustainable (the 0.99 rule: egress / (ingress x "
+        "sp-ratio) and egress / (offered x sp-ratio) at least 0.99 in the measurement window). Its band is "
+        "the resolution of this sweep: the knee lies between the last sustainable load and the next one. "
+        "The band does not include the model's own error: the accuracy of each calibrated profile on "
+        "held-out measurements is in calibration/README.md; placeholder models (see provenance) have none."
+    )
     return [("h2", "The answer"), ("p", text), ("table", pd.DataFrame(rows))]
 
 
 def _figures(res, config, labels, k):
-    blocks = [("h2", "Throughput and loss against offered load"),
-              ("figure", F.load_curves(res.summary, config, knees=k), "throughput and loss vs offered load")]
+    blocks = [
+        ("h2", "Throughput and loss against offered load"),
+        ("figure", F.load_curves(res.summary, config, knees=k), "throughput and loss vs offered load"),
+    ]
     if res.latency is not None and len(res.latency):
         blocks.append(("h2", "Latency distributions"))
-        blocks.append(("p", "End-to-end latency CDFs (log time axis) of the messages published in the window; "
-                            "shaded: confidence band of each quantile over replications."))
-        groups = res.summary.drop_duplicates("point_id").groupby(config, sort=True) if config else \
-            [("all points", res.summary.drop_duplicates("point_id"))]
+        blocks.append(
+            (
+                "p",
+                "End-to-end latency CDFs (log time axis) of the messages published in the window; "
+                "shaded: confidence band of each quantile over replications.",
+            )
+        )
+        groups = (
+            res.summary.drop_duplicates("point_id").groupby(config, sort=True)
+            if config
+            else [("all points", res.summary.drop_duplicates("point_id"))]
+        )
         for key, grp in groups:
             sub = {pid: labels[pid] for pid in grp["point_id"]}
             name = ", ".join(map(str, key if isinstance(key, tuple) else (key,)))
@@ -264,16 +338,28 @@ def _figures(res, config, labels, k):
                     chosen[pid] = labels[pid]
         if chosen:
             blocks.append(("h2", "Throughput over time at each knee"))
-            blocks.append(("p", "Published (dotted) and delivered (solid) messages per second of the first "
-                                "replication, at the last sustainable and the first unsustainable load of each "
-                                "configuration."))
+            blocks.append(
+                (
+                    "p",
+                    "Published (dotted) and delivered (solid) messages per second of the first "
+                    "replication, at the last sustainable and the first unsustainable load of each "
+                    "configuration.",
+                )
+            )
             first = res.summary.drop_duplicates("point_id").set_index("point_id")
-            groups = first.loc[list(chosen)].groupby(config, sort=True) if config else [("all", first.loc[list(chosen)])]
+            groups = (
+                first.loc[list(chosen)].groupby(config, sort=True) if config else [("all", first.loc[list(chosen)])]
+            )
             for key, grp in groups:
                 name = ", ".join(map(str, key if isinstance(key, tuple) else (key,)))
                 blocks.append(("h3", name))
-                blocks.append(("figure", F.series_over_time(res.series, {pid: chosen[pid] for pid in grp.index}),
-                               f"throughput over time {name}"))
+                blocks.append(
+                    (
+                        "figure",
+                        F.series_over_time(res.series, {pid: chosen[pid] for pid in grp.index}),
+                        f"throughput over time {name}",
+                    )
+                )
     if res.stations is not None and len(res.stations) and (res.stations["role"] == "broker").any():
         blocks.append(("h2", "Broker utilization and queue"))
         blocks.append(("figure", F.station_load(res.stations, res.summary, config), "broker utilization"))
@@ -288,23 +374,35 @@ def _provenance(res):
     p = p.assign(_params=p["parameters"].astype(str))
     for (kind, prov, ph, params), grp in p.groupby(["kind", "provenance", "placeholder", "_params"], sort=True):
         names = list(dict.fromkeys(grp["component"]))
-        rows.append({"component": ", ".join(names[:4]) + (f" ... ({len(names)} in all)" if len(names) > 4 else ""),
-                     "kind": kind,
-                     "status": "**PLACEHOLDER**" if bool(ph) else "ok",
-                     "provenance": prov,
-                     "parameters": params,
-                     "points": grp["point_id"].nunique() if "point_id" in grp else "-"})
+        rows.append(
+            {
+                "component": ", ".join(names[:4]) + (f" ... ({len(names)} in all)" if len(names) > 4 else ""),
+                "kind": kind,
+                "status": "**PLACEHOLDER**" if bool(ph) else "ok",
+                "provenance": prov,
+                "parameters": params,
+                "points": grp["point_id"].nunique() if "point_id" in grp else "-",
+            }
+        )
     rows.sort(key=lambda r: (r["status"] == "ok", r["kind"], r["component"]))
     n_ph = sum(r["status"] != "ok" for r in rows)
-    warn = (f"**{n_ph} model(s) rest on placeholder values** (a stated assumption or a value from another "
-            "system, not a measurement or a calibrated fit): treat their numbers as illustrative."
-            if n_ph else "No component is flagged as a placeholder (rows reading 'assumption' are stated "
-            "assumptions, shown for review).")
-    return [("h2", "Provenance of the models"),
-            ("p", "One row per component (or group of components sharing the same values): its parameters and "
-                  "where they come from (measured here, a named publication, or a stated assumption). "
-                  "Placeholders first. " + warn),
-            ("table", pd.DataFrame(rows))]
+    warn = (
+        f"**{n_ph} model(s) rest on placeholder values** (a stated assumption or a value from another "
+        "system, not a measurement or a calibrated fit): treat their numbers as illustrative."
+        if n_ph
+        else "No component is flagged as a placeholder (rows reading 'assumption' are stated "
+        "assumptions, shown for review)."
+    )
+    return [
+        ("h2", "Provenance of the models"),
+        (
+            "p",
+            "One row per component (or group of components sharing the same values): its parameters and "
+            "where they come from (measured here, a named publication, or a stated assumption). "
+            "Placeholders first. " + warn,
+        ),
+        ("table", pd.DataFrame(rows)),
+    ]
 
 
 def trace_section(out_dir):
@@ -314,28 +412,48 @@ def trace_section(out_dir):
     frames, info = load_trace_results(Path(out_dir) / "trace")
     head = [("h2", "Trace-driven load: a CampusIoT device scaled up to a city")]
     if frames is None:
-        note = info or ("Not run: no `trace/` results in this directory (`bash scripts/study.sh` runs it when "
-                        "`../shared/traces` is present).")
+        note = info or (
+            "Not run: no `trace/` results in this directory (`bash scripts/study.sh` runs it when "
+            "`../shared/traces` is present)."
+        )
         return head + [("p", note)]
     s = frames["summary"]
-    text = (f"Trace `{info.get('trace_file', '?')}` ({info.get('summary', '')}), resampled per 15-minute interval "
-            "of the day (SYSTEMS.md §5) into 100 gateways of N devices each, replayed through each broker "
-            "profile to one application subscriber (fan-out 1); the first second (a start-up burst of the "
-            "resampler) is cut off.")
-    t = with_ci(s, ["broker", "devices"], ["offered_per_s", "sustainability", "latency_p50_s", "latency_p99_s",
-                                          "loss_rate"], _CONFIDENCE)
-    rows = [{"broker": r["broker"], "devices": f"{r['devices']:,}", "reps": int(r["offered_per_s_n"]),
-             "offered msg/s": _pm(r["offered_per_s_mean"], r["offered_per_s_hw"], "rate"),
-             "sustainability": _pm(r["sustainability_mean"], r["sustainability_hw"]),
-             "p50": _pm(r["latency_p50_s_mean"], r["latency_p50_s_hw"], "ms"),
-             "p99": _pm(r["latency_p99_s_mean"], r["latency_p99_s_hw"], "ms"),
-             "loss": _pm(r["loss_rate_mean"], r["loss_rate_hw"], "pct")} for _, r in t.iterrows()]
+    text = (
+        f"Trace `{info.get('trace_file', '?')}` ({info.get('summary', '')}), resampled per 15-minute interval "
+        "of the day (SYSTEMS.md §5) into 100 gateways of N devices each, replayed through each broker "
+        "profile to one application subscriber (fan-out 1); the first second (a start-up burst of the "
+        "resampler) is cut off."
+    )
+    t = with_ci(
+        s,
+        ["broker", "devices"],
+        ["offered_per_s", "sustainability", "latency_p50_s", "latency_p99_s", "loss_rate"],
+        _CONFIDENCE,
+    )
+    rows = [
+        {
+            "broker": r["broker"],
+            "devices": f"{r['devices']:,}",
+            "reps": int(r["offered_per_s_n"]),
+            "offered msg/s": _pm(r["offered_per_s_mean"], r["offered_per_s_hw"], "rate"),
+            "sustainability": _pm(r["sustainability_mean"], r["sustainability_hw"]),
+            "p50": _pm(r["latency_p50_s_mean"], r["latency_p50_s_hw"], "ms"),
+            "p99": _pm(r["latency_p99_s_mean"], r["latency_p99_s_hw"], "ms"),
+            "loss": _pm(r["loss_rate_mean"], r["loss_rate_hw"], "pct"),
+        }
+        for _, r in t.iterrows()
+    ]
     k = knees(s, ["broker"], confidence=_CONFIDENCE)
-    blocks = head + [("p", text), ("table", pd.DataFrame(rows)),
-                     ("figure", F.load_curves(s, ["broker"], knees=k), "trace-driven throughput and loss")]
+    blocks = head + [
+        ("p", text),
+        ("table", pd.DataFrame(rows)),
+        ("figure", F.load_curves(s, ["broker"], knees=k), "trace-driven throughput and loss"),
+    ]
     if frames.get("latency") is not None and len(frames["latency"]):
-        labels = {pid: f"{b}, {d:,} devices" for pid, b, d in
-                  s[["point_id", "broker", "devices"]].drop_duplicates().itertuples(index=False)}
+        labels = {
+            pid: f"{b}, {d:,} devices"
+            for pid, b, d in s[["point_id", "broker", "devices"]].drop_duplicates().itertuples(index=False)
+        }
         blocks.append(("figure", F.latency_cdfs(frames["latency"], labels), "trace-driven latency CDFs"))
     return blocks
 
@@ -363,6 +481,7 @@ def report_blocks(res: StudyResults, *, title=None, extra=()):
 
 
 # --- rendering ---------------------------------------------------------------------------------
+
 
 def _png(fig):
     buf = io.BytesIO()
@@ -430,16 +549,20 @@ def _inline_html(text):
     return re.sub(r"`(.+?)`", r"<code>\1</code>", text)
 
 
-_CSS = ("body{font-family:sans-serif;max-width:1200px;margin:2em auto;line-height:1.4}"
-        "table{border-collapse:collapse;margin:1em 0;font-size:90%}"
-        "td,th{border:1px solid #ccc;padding:3px 6px;text-align:left;vertical-align:top}"
-        "th{background:#f0f0f0}img{max-width:100%}")
+_CSS = (
+    "body{font-family:sans-serif;max-width:1200px;margin:2em auto;line-height:1.4}"
+    "table{border-collapse:collapse;margin:1em 0;font-size:90%}"
+    "td,th{border:1px solid #ccc;padding:3px 6px;text-align:left;vertical-align:top}"
+    "th{background:#f0f0f0}img{max-width:100%}"
+)
 
 
 def to_html(blocks, title="pubsim report"):
     """One HTML file: figures embedded as base64 PNG, no external references."""
-    out = [f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
-           f"<style>{_CSS}</style></head><body>"]
+    out = [
+        f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
+        f"<style>{_CSS}</style></head><body>"
+    ]
     for b in encode_figures(blocks):
         kind = b[0]
         if kind in ("h1", "h2", "h3"):
@@ -476,20 +599,26 @@ def render_html(out_dir, **kwargs) -> str:
 
 # --- command line (``pubsim report``) ------------------------------------------------------------
 
+
 def report_command(args, console):
     """``pubsim report DIR [--md FILE] [--html FILE]``: write the report files."""
 
     out_dir = Path(args.dir)
     if not (out_dir / "manifest.json").is_file():
-        raise ConfigError("report DIR", str(out_dir), "a study directory with manifest.json "
-                                                      "(written by pubsim study run ... --out DIR)")
+        raise ConfigError(
+            "report DIR",
+            str(out_dir),
+            "a study directory with manifest.json (written by pubsim study run ... --out DIR)",
+        )
     md_path, html_path = args.md, args.html
     if md_path is None and html_path is None:
         md_path, html_path = out_dir / "report.md", out_dir / "report.html"
     blocks = encode_figures(study_blocks(out_dir))
     images = md_path and Path(md_path).with_name(Path(md_path).stem + "-figures")
-    for path, text in ((md_path, md_path and to_markdown(blocks, image_dir=images)),
-                       (html_path, html_path and to_html(blocks, title=blocks[0][1]))):
+    for path, text in (
+        (md_path, md_path and to_markdown(blocks, image_dir=images)),
+        (html_path, html_path and to_html(blocks, title=blocks[0][1])),
+    ):
         if path is not None:
             Path(path).parent.mkdir(parents=True, exist_ok=True)
             Path(path).write_text(text, encoding="utf-8")

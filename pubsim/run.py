@@ -5,6 +5,7 @@
 >>> result.deliveries()         # one row per delivered copy (record="full")
 >>> result.stations()           # utilization and queue length per station
 """
+
 from __future__ import annotations
 
 import math
@@ -12,11 +13,11 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from .models.assembly.build import build_network
+from .models.mechanisms.ildm.traffic import traffic_table
 from .sim.drivers import BatchDriver, ReferenceDriver
 from .sim.errors import ConfigError
 from .sim.records import RecordSink, StreamSink
-from .models.mechanisms.ildm.traffic import traffic_table
-from .models.assembly.build import build_network
 
 __all__ = ["simulate", "RunResult", "DRIVERS", "RECORDS"]
 
@@ -101,8 +102,7 @@ class RunResult:
             "sp_ratio": sp,
             "sustainability": egress / (ingress * sp) if ingress * sp > 0 else math.nan,
             "offered_per_s": counts["published"] / span,
-            "delivery_ratio": egress * span / (counts["published"] * sp) if counts["published"] * sp > 0
-            else math.nan,
+            "delivery_ratio": egress * span / (counts["published"] * sp) if counts["published"] * sp > 0 else math.nan,
             "latency_mean_s": lat["mean"],
             "latency_p50_s": lat[0.5],
             "latency_p90_s": lat[0.9],
@@ -129,9 +129,21 @@ def _check_window(duration_s, warmup_s, cooldown_s):
     return (float(warmup_s), float(duration_s - cooldown_s))
 
 
-def simulate(topology, *, duration_s, warmup_s=0.0, cooldown_s=0.0, seed=0, replication=0,
-             driver="batch", record="full", drain=True, series_bin_s=None, progress=None,
-             chunk_messages=250_000):
+def simulate(
+    topology,
+    *,
+    duration_s,
+    warmup_s=0.0,
+    cooldown_s=0.0,
+    seed=0,
+    replication=0,
+    driver="batch",
+    record="full",
+    drain=True,
+    series_bin_s=None,
+    progress=None,
+    chunk_messages=250_000,
+):
     """Simulate ``duration_s`` seconds of publications on a topology.
 
     Parameters
@@ -162,7 +174,6 @@ def simulate(topology, *, duration_s, warmup_s=0.0, cooldown_s=0.0, seed=0, repl
         raise ConfigError("record", record, f"one of {sorted(RECORDS)}")
     net = build_network(topology, seed=seed, replication=replication, window=window)
     sink = RECORDS[record](net, series_bin_s or duration_s / 100)
-    drv = DRIVERS[driver](net, sink) if driver == "reference" else BatchDriver(
-        net, sink, chunk_messages=chunk_messages)
+    drv = DRIVERS[driver](net, sink) if driver == "reference" else BatchDriver(net, sink, chunk_messages=chunk_messages)
     drv.run(duration_s, drain=drain, progress=progress)
     return RunResult(net, sink, drv, duration_s, window)

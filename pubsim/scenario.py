@@ -37,6 +37,7 @@ broker), and with ``forwarding: bridge`` the chain takes ``bridges``, a list
 of ``{local: b0, remote: b1, topics_out: [...], topics_in: [...]}``
 (:class:`pubsim.models.params.bridge.BridgeParams`).
 """
+
 from __future__ import annotations
 
 import re
@@ -45,23 +46,19 @@ from pathlib import Path
 
 import yaml
 
-from .sim.errors import ConfigError
-from .sim.units import parse_duration_s
-from .run import simulate
 from .models import presets
-from .models.params.mapping import from_mapping
+from .models.mechanisms.patterns.reports import parse_patterns
+from .models.params.bridge import BridgeParams
 from .models.params.broker import BrokerParams
 from .models.params.client import PublisherParams, SubscriberParams
 from .models.params.link import LinkParams
-from .models.topology import star
+from .models.params.mapping import from_mapping
 from .models.params.relay import RelayParams
-from .models.topology import chain
-from .models.params.bridge import BridgeParams
 from .models.params.zmq import ZmqSocketParams
-from .models.topology import brokerless
-from .models.topology import read_graphml
-from .run import DRIVERS, RECORDS
-from .models.mechanisms.patterns.reports import parse_patterns
+from .models.topology import brokerless, chain, read_graphml, star
+from .run import DRIVERS, RECORDS, simulate
+from .sim.errors import ConfigError
+from .sim.units import parse_duration_s
 
 __all__ = ["Scenario", "load_scenario", "parse_scenario"]
 
@@ -97,6 +94,7 @@ def _expand_text(text, i):
         if op is None:
             return str(i)
         return str(i // int(n) if op == "//" else i % int(n))
+
     return _EXPR.sub(sub, text) if isinstance(text, str) else text
 
 
@@ -122,7 +120,7 @@ def _expand_groups(groups, path):
         if isinstance(count, bool) or not isinstance(count, int) or count < 1:
             raise ConfigError(f"{where}.count", count, "an integer >= 1")
         for key, v in group.items():
-            for text in (v if isinstance(v, list) else [v]):
+            for text in v if isinstance(v, list) else [v]:
                 for m in _EXPR.finditer(text) if isinstance(text, str) else ():
                     if m.group(2) is not None and int(m.group(2)) == 0:
                         raise ConfigError(f"{where}.{key}", v, "{i//N} or {i%N} with N >= 1")
@@ -166,17 +164,22 @@ def _clients(groups, cls, path, brokers=None):
 def _star(spec, path):
 
     _only(spec, {"builder", "protocol", "broker", "link", "publishers", "subscribers"}, path)
-    return star(broker=_params(BrokerParams, "broker", spec.get("broker", {}), f"{path}.broker"),
-                link=_params(LinkParams, "link", spec.get("link", {}), f"{path}.link"),
-                publishers=_clients(spec.get("publishers", []), PublisherParams, f"{path}.publishers"),
-                subscribers=_clients(spec.get("subscribers", []), SubscriberParams, f"{path}.subscribers"),
-                protocol=spec.get("protocol", "mqtt"))
+    return star(
+        broker=_params(BrokerParams, "broker", spec.get("broker", {}), f"{path}.broker"),
+        link=_params(LinkParams, "link", spec.get("link", {}), f"{path}.link"),
+        publishers=_clients(spec.get("publishers", []), PublisherParams, f"{path}.publishers"),
+        subscribers=_clients(spec.get("subscribers", []), SubscriberParams, f"{path}.subscribers"),
+        protocol=spec.get("protocol", "mqtt"),
+    )
 
 
 def _chain(spec, path):
 
-    _only(spec, {"builder", "protocol", "forwarding", "brokers", "bridge", "link",
-                 "publishers", "subscribers", "bridges"}, path)
+    _only(
+        spec,
+        {"builder", "protocol", "forwarding", "brokers", "bridge", "link", "publishers", "subscribers", "bridges"},
+        path,
+    )
     brokers, relays = {}, {}
     for where, group in _expand_groups(spec.get("brokers", []), f"{path}.brokers"):
         name = str(group.pop("name"))
@@ -185,14 +188,17 @@ def _chain(spec, path):
         if "relay" in group:
             relays[name] = _params(RelayParams, None, group.pop("relay"), f"{where}({name}).relay")
         brokers[name] = _params(BrokerParams, "broker", group, f"{where}({name})")
-    return chain(brokers=brokers,
-                 bridge=_params(LinkParams, "link", spec.get("bridge", {}), f"{path}.bridge"),
-                 link=_params(LinkParams, "link", spec.get("link", {}), f"{path}.link"),
-                 publishers=_clients(spec.get("publishers", []), PublisherParams, f"{path}.publishers", brokers),
-                 subscribers=_clients(spec.get("subscribers", []), SubscriberParams, f"{path}.subscribers",
-                                      brokers),
-                 forwarding=spec.get("forwarding", "subscription"), protocol=spec.get("protocol", "mqtt"),
-                 relays=relays, bridges=_bridges(spec.get("bridges", []), f"{path}.bridges"))
+    return chain(
+        brokers=brokers,
+        bridge=_params(LinkParams, "link", spec.get("bridge", {}), f"{path}.bridge"),
+        link=_params(LinkParams, "link", spec.get("link", {}), f"{path}.link"),
+        publishers=_clients(spec.get("publishers", []), PublisherParams, f"{path}.publishers", brokers),
+        subscribers=_clients(spec.get("subscribers", []), SubscriberParams, f"{path}.subscribers", brokers),
+        forwarding=spec.get("forwarding", "subscription"),
+        protocol=spec.get("protocol", "mqtt"),
+        relays=relays,
+        bridges=_bridges(spec.get("bridges", []), f"{path}.bridges"),
+    )
 
 
 def _bridges(items, path):
@@ -226,12 +232,15 @@ def _brokerless(spec, path):
                 connect[str(group["name"])] = _connect_list(group["connect"], f"{where}.connect")
         groups = [{k: v for k, v in g.items() if k != "connect"} if isinstance(g, dict) else g for g in groups]
     handoff = spec.get("handoff")
-    return brokerless(socket=_params(ZmqSocketParams, "socket", spec.get("socket", {}), f"{path}.socket"),
-                      link=_params(LinkParams, "link", spec.get("link", {}), f"{path}.link"),
-                      handoff=None if handoff is None else _params(LinkParams, "link", handoff, f"{path}.handoff"),
-                      publishers=_clients(spec.get("publishers", []), PublisherParams, f"{path}.publishers"),
-                      subscribers=_clients(groups, SubscriberParams, f"{path}.subscribers"),
-                      connect=connect or None, protocol=spec.get("protocol", "zmq"))
+    return brokerless(
+        socket=_params(ZmqSocketParams, "socket", spec.get("socket", {}), f"{path}.socket"),
+        link=_params(LinkParams, "link", spec.get("link", {}), f"{path}.link"),
+        handoff=None if handoff is None else _params(LinkParams, "link", handoff, f"{path}.handoff"),
+        publishers=_clients(spec.get("publishers", []), PublisherParams, f"{path}.publishers"),
+        subscribers=_clients(groups, SubscriberParams, f"{path}.subscribers"),
+        connect=connect or None,
+        protocol=spec.get("protocol", "zmq"),
+    )
 
 
 def _connect_list(value, path):
@@ -284,8 +293,9 @@ def _run_settings(spec):
     if not out["duration_s"] > 0:
         raise ConfigError("run.duration", spec["duration"], "a duration > 0")
     if out["warmup_s"] + out["cooldown_s"] >= out["duration_s"]:
-        raise ConfigError("run.warmup", spec.get("warmup", 0),
-                          f"warmup + cooldown shorter than the duration ({spec['duration']})")
+        raise ConfigError(
+            "run.warmup", spec.get("warmup", 0), f"warmup + cooldown shorter than the duration ({spec['duration']})"
+        )
     if "series_bin" in spec:
         out["series_bin_s"] = parse_duration_s(spec["series_bin"], "run.series_bin")
         if not out["series_bin_s"] > 0:
@@ -320,8 +330,15 @@ def parse_scenario(data, base_dir="."):
     patterns = parse_patterns(data.get("patterns"), graph)
     if patterns and run["record"] != "full":
         raise ConfigError("run.record", run["record"], "full when the scenario lists patterns")
-    return Scenario(name=str(data.get("name", "scenario")), description=str(data.get("description", "")),
-                    seed=seed, replications=reps, topology=graph, run=run, patterns=patterns)
+    return Scenario(
+        name=str(data.get("name", "scenario")),
+        description=str(data.get("description", "")),
+        seed=seed,
+        replications=reps,
+        topology=graph,
+        run=run,
+        patterns=patterns,
+    )
 
 
 def _yaml_error(path, text, err):

@@ -3,6 +3,7 @@
 Run on the installed layout (see scripts/layout_view.py), with that folder
 first on ``sys.path``. Prints each cycle found, exits 1 if any.
 """
+
 from __future__ import annotations
 
 import sys

@@ -9,6 +9,7 @@ the ``.py`` files only, for ``scripts/lint.sh``.
 
 Usage: ``python scripts/layout_view.py DEST``
 """
+
 from __future__ import annotations
 
 import configparser

@@ -9,6 +9,7 @@ stations where closed-loop messages are delivered, bounds how early a reply
 to a request not yet published can arrive. Chunks no longer than L keep
 every release dependent only on replies already computed.
 """
+
 from __future__ import annotations
 
 import math
@@ -28,8 +29,11 @@ __all__ = ["closed_loop_bounds"]
 def closed_loop_bounds(net: Network, components: Components) -> tuple[dict[int, float], float]:
     """``(d, L)``: per-station least lookahead from the roots, and the chunk bound L, s."""
     if any(cyclic for _, cyclic, _ in components):
-        raise ConfigError("topology", "brokers forwarding in both directions",
-                          "an acyclic route graph with request/reply (closed-loop) clients")
+        raise ConfigError(
+            "topology",
+            "brokers forwarding in both directions",
+            "an acyclic route graph with request/reply (closed-loop) clients",
+        )
     plan = net.plan
     look = [st.lookahead_s for st in net.stations]
     g = nx.DiGraph()
@@ -46,13 +50,19 @@ def closed_loop_bounds(net: Network, components: Components) -> tuple[dict[int, 
             continue
         if plan.leaves[plan.flow_root[f]] == 0:
             who = net.names["publisher"][plan.flow_publisher[f]]
-            raise ConfigError(f"publisher {who!r}.topics", net.names["topic"][plan.flow_topic[f]],
-                              "a request topic some subscriber (the replier path) matches")
+            raise ConfigError(
+                f"publisher {who!r}.topics",
+                net.names["topic"][plan.flow_topic[f]],
+                "a request topic some subscriber (the replier path) matches",
+            )
         visits = [v for v in range(plan.n_visits) if plan.flow[v] == f and plan.is_delivery[v]]
         for v in visits:
             s = int(plan.station[v])
             step = min(step, dist[s] + look[s])
     if not step > 0:
-        raise ConfigError("link.latency_s", 0, "a latency > 0 on request/reply paths (the round trip bounds "
-                          "the closed loop's lookahead)")
+        raise ConfigError(
+            "link.latency_s",
+            0,
+            "a latency > 0 on request/reply paths (the round trip bounds the closed loop's lookahead)",
+        )
     return dist, step

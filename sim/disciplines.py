@@ -7,6 +7,7 @@ large batches; the reference driver hands them one message at a time (and
 calls event-driven ones with an empty batch at their wake-up times). Their
 logic is the same either way.
 """
+
 from __future__ import annotations
 
 import heapq
@@ -104,8 +105,15 @@ class Discipline(Protocol):
     uses_priority: bool
     uses_key: bool
 
-    def run(self, packets: Packets, service_s: np.ndarray, size_bytes: np.ndarray, horizon_s: float,
-            priority: np.ndarray | None = None, key: np.ndarray | None = None) -> Served:
+    def run(
+        self,
+        packets: Packets,
+        service_s: np.ndarray,
+        size_bytes: np.ndarray,
+        horizon_s: float,
+        priority: np.ndarray | None = None,
+        key: np.ndarray | None = None,
+    ) -> Served:
         """Serve an arrival-ordered batch and advance to ``horizon_s``.
 
         ``service_s`` and ``size_bytes`` per packet (service time, s; buffer
@@ -157,33 +165,67 @@ class FifoDiscipline:
     uses_priority = False
     uses_key = False
 
-    def __init__(self, *, servers: int = 1, capacity_messages: int | None = None,
-                 capacity_bytes: float | None = None, overflow: str = Overflow.DROP_NEWEST,
-                 idle_extra_s: float = 0.0, cpu_quota_s: float = math.inf,
-                 cpu_period_s: float = 0.1) -> None:
-        policy = {Overflow.DROP_NEWEST: K.POLICY_DROP_NEWEST, Overflow.REJECT: K.POLICY_DROP_NEWEST,
-                  Overflow.BACKPRESSURE: K.POLICY_BACKPRESSURE}[overflow]
+    def __init__(
+        self,
+        *,
+        servers: int = 1,
+        capacity_messages: int | None = None,
+        capacity_bytes: float | None = None,
+        overflow: str = Overflow.DROP_NEWEST,
+        idle_extra_s: float = 0.0,
+        cpu_quota_s: float = math.inf,
+        cpu_period_s: float = 0.1,
+    ) -> None:
+        policy = {
+            Overflow.DROP_NEWEST: K.POLICY_DROP_NEWEST,
+            Overflow.REJECT: K.POLICY_DROP_NEWEST,
+            Overflow.BACKPRESSURE: K.POLICY_BACKPRESSURE,
+        }[overflow]
         self.reject = overflow == Overflow.REJECT
         cap_b = math.inf if capacity_bytes is None else float(capacity_bytes)
         self.fs = np.zeros(K.FS_LEN)
         self.fs[[K.CAP_BYTES, K.IDLE_EXTRA, K.QUOTA, K.PERIOD]] = (
-            cap_b, float(idle_extra_s), float(cpu_quota_s), float(cpu_period_s))
+            cap_b,
+            float(idle_extra_s),
+            float(cpu_quota_s),
+            float(cpu_period_s),
+        )
         self.ist = np.array([0, _capacity(capacity_messages), policy], dtype=np.int64)
         self.free = np.zeros(int(servers))
         heap_len = max(16, self.ist[K.CAP_MSGS] + 1)
         self.hdep = np.empty(heap_len)
         self.hsize = np.empty(heap_len)
 
-    def run(self, packets: Packets, service_s: np.ndarray, size_bytes: np.ndarray, horizon_s: float,
-            priority: np.ndarray | None = None, key: np.ndarray | None = None) -> Served:
+    def run(
+        self,
+        packets: Packets,
+        service_s: np.ndarray,
+        size_bytes: np.ndarray,
+        horizon_s: float,
+        priority: np.ndarray | None = None,
+        key: np.ndarray | None = None,
+    ) -> Served:
         """Serve a batch (every message is settled); ``horizon_s``, ``priority`` and ``key`` are unused."""
         n = len(packets)
         admit, start, dep = np.empty(n), np.empty(n), np.empty(n)
         code = np.empty(n, dtype=np.int64)
         i = 0
         while True:
-            i = K.fifo_run(self.fs, self.ist, self.free, self.hdep, self.hsize, packets.t,
-                           service_s, size_bytes, i, admit, start, dep, code)
+            i = K.fifo_run(
+                self.fs,
+                self.ist,
+                self.free,
+                self.hdep,
+                self.hsize,
+                packets.t,
+                service_s,
+                size_bytes,
+                i,
+                admit,
+                start,
+                dep,
+                code,
+            )
             if i == n:
                 break
             self.hdep = np.concatenate([self.hdep, np.empty_like(self.hdep)])
@@ -192,11 +234,9 @@ class FifoDiscipline:
             code[(code == K.DROP_FULL) | (code == K.DROP_BYTES)] = K.DROP_REJECTED
         ok = code == K.OK
         if ok.all():
-            return Served(packets, admit, start, dep, Packets.empty(), np.empty(0),
-                          np.empty(0, dtype=np.int64))
+            return Served(packets, admit, start, dep, Packets.empty(), np.empty(0), np.empty(0, dtype=np.int64))
         bad = ~ok
-        return Served(packets.take(ok), admit[ok], start[ok], dep[ok],
-                      packets.take(bad), packets.t[bad], code[bad])
+        return Served(packets.take(ok), admit[ok], start[ok], dep[ok], packets.take(bad), packets.t[bad], code[bad])
 
     def next_wake(self) -> float | None:
         """FIFO stations never need a wake-up event."""
@@ -246,9 +286,16 @@ class QueueDiscipline:
     event_driven = True
     uses_priority = True
 
-    def __init__(self, *, servers: int = 1, capacity_messages: int | None = None,
-                 capacity_bytes: float | None = None, overflow: str = Overflow.DROP_OLDEST,
-                 idle_extra_s: float = 0.0, disk_cost_s: float = 0.0) -> None:
+    def __init__(
+        self,
+        *,
+        servers: int = 1,
+        capacity_messages: int | None = None,
+        capacity_bytes: float | None = None,
+        overflow: str = Overflow.DROP_OLDEST,
+        idle_extra_s: float = 0.0,
+        disk_cost_s: float = 0.0,
+    ) -> None:
         if overflow == Overflow.BACKPRESSURE:
             raise ValueError("back-pressure is handled by FifoDiscipline")
         self.servers = int(servers)
@@ -350,13 +397,27 @@ class QueueDiscipline:
                 self.keyed[key] = prio
 
     # --- batch interface -------------------------------------------------
-    def run(self, packets: Packets, service_s: np.ndarray, size_bytes: np.ndarray, horizon_s: float,
-            priority: np.ndarray | None = None, key: np.ndarray | None = None) -> Served:
+    def run(
+        self,
+        packets: Packets,
+        service_s: np.ndarray,
+        size_bytes: np.ndarray,
+        horizon_s: float,
+        priority: np.ndarray | None = None,
+        key: np.ndarray | None = None,
+    ) -> Served:
         """Serve a batch; ``priority`` (higher first) and ``key`` (update policy) per packet."""
         prio = np.zeros(len(packets), dtype=np.int64) if priority is None else priority
         keys = [None] * len(packets) if key is None else np.asarray(key).tolist()
-        rows = list(zip(packets.t.tolist(), packets.msg.tolist(), packets.visit.tolist(),
-                        packets.size.tolist(), packets.pub_t.tolist()))
+        rows = list(
+            zip(
+                packets.t.tolist(),
+                packets.msg.tolist(),
+                packets.visit.tolist(),
+                packets.size.tolist(),
+                packets.pub_t.tolist(),
+            )
+        )
         for i, row in enumerate(rows):
             t = row[0]
             self.advance(t)
@@ -370,9 +431,15 @@ class QueueDiscipline:
         served = _rows_to_packets([o[0] for o in out])
         times = np.array([o[1:] for o in out], dtype=float).reshape(-1, 3)
         dropped = _rows_to_packets([d[0] for d in drops])
-        return Served(served, times[:, 0], times[:, 1], times[:, 2], dropped,
-                      np.array([d[1] for d in drops], dtype=float),
-                      np.array([d[2] for d in drops], dtype=np.int64))
+        return Served(
+            served,
+            times[:, 0],
+            times[:, 1],
+            times[:, 2],
+            dropped,
+            np.array([d[1] for d in drops], dtype=float),
+            np.array([d[2] for d in drops], dtype=np.int64),
+        )
 
     def next_wake(self) -> float | None:
         """Next completion time after which a waiting message starts, if any."""
@@ -429,24 +496,32 @@ class BatchDiscipline:
     uses_priority = False
     uses_key = False
 
-    def __init__(self, *, capacity_messages: int | None = None, capacity_bytes: float | None = None,
-                 overflow: str = Overflow.DROP_NEWEST, batch_max_messages: int = 1,
-                 batch_max_bytes: float = math.inf, batch_fixed_cost_s: float = 0.0,
-                 idle_extra_s: float = 0.0) -> None:
-        policy = {Overflow.DROP_NEWEST: K.POLICY_DROP_NEWEST,
-                  Overflow.BACKPRESSURE: K.POLICY_BACKPRESSURE}[overflow]
+    def __init__(
+        self,
+        *,
+        capacity_messages: int | None = None,
+        capacity_bytes: float | None = None,
+        overflow: str = Overflow.DROP_NEWEST,
+        batch_max_messages: int = 1,
+        batch_max_bytes: float = math.inf,
+        batch_fixed_cost_s: float = 0.0,
+        idle_extra_s: float = 0.0,
+    ) -> None:
+        policy = {Overflow.DROP_NEWEST: K.POLICY_DROP_NEWEST, Overflow.BACKPRESSURE: K.POLICY_BACKPRESSURE}[overflow]
         self.bf = np.zeros(K.BF_LEN)
         self.bf[[K.BF_FIXED, K.BF_IDLE, K.BF_CAP_BYTES, K.BF_MAX_BYTES]] = (
-            float(batch_fixed_cost_s), float(idle_extra_s),
-            math.inf if capacity_bytes is None else float(capacity_bytes), float(batch_max_bytes))
+            float(batch_fixed_cost_s),
+            float(idle_extra_s),
+            math.inf if capacity_bytes is None else float(capacity_bytes),
+            float(batch_max_bytes),
+        )
         self.bi = np.zeros(K.BI_LEN, dtype=np.int64)
-        self.bi[[K.BI_CAP, K.BI_POLICY, K.BI_MAXMSG]] = (_capacity(capacity_messages), policy,
-                                                          int(batch_max_messages))
+        self.bi[[K.BI_CAP, K.BI_POLICY, K.BI_MAXMSG]] = (_capacity(capacity_messages), policy, int(batch_max_messages))
         self._alloc_waiting(16)
         self.hdep = np.empty(16)
         self.hsize = np.empty(16)
         self.next_id = 0
-        self.held = Packets.empty()   # admitted packets not yet departed, ids held_base...
+        self.held = Packets.empty()  # admitted packets not yet departed, ids held_base...
         self.held_base = 0
 
     def _alloc_waiting(self, n: int) -> None:
@@ -478,8 +553,15 @@ class BatchDiscipline:
             self.hdep, self.hsize = hd, hs
         return need
 
-    def run(self, packets: Packets, service_s: np.ndarray, size_bytes: np.ndarray, horizon_s: float,
-            priority: np.ndarray | None = None, key: np.ndarray | None = None) -> Served:
+    def run(
+        self,
+        packets: Packets,
+        service_s: np.ndarray,
+        size_bytes: np.ndarray,
+        horizon_s: float,
+        priority: np.ndarray | None = None,
+        key: np.ndarray | None = None,
+    ) -> Served:
         """Offer a batch and advance to ``horizon_s``; ``priority`` and ``key`` are unused."""
         n = len(packets)
         need = self._make_room(n)
@@ -487,9 +569,23 @@ class BatchDiscipline:
         code = np.empty(n, dtype=np.int64)
         self.bi[K.BI_NOUT] = 0
         first = self.next_id
-        K.batch_run(self.bf, self.bi, self.wid, self.wadm, self.wsvc, self.wsize, self.hdep, self.hsize,
-                    first, packets.t, np.asarray(service_s, dtype=np.float64),
-                    np.asarray(size_bytes, dtype=np.float64), float(horizon_s), *outs, code)
+        K.batch_run(
+            self.bf,
+            self.bi,
+            self.wid,
+            self.wadm,
+            self.wsvc,
+            self.wsize,
+            self.hdep,
+            self.hsize,
+            first,
+            packets.t,
+            np.asarray(service_s, dtype=np.float64),
+            np.asarray(size_bytes, dtype=np.float64),
+            float(horizon_s),
+            *outs,
+            code,
+        )
         self.next_id += n
         self.held = Packets.concat([self.held, packets])
         k = int(self.bi[K.BI_NOUT])
@@ -497,8 +593,7 @@ class BatchDiscipline:
         served = self.held.take(oid - self.held_base)
         bad = code != K.OK
         self._trim()
-        return Served(served, oadm, ostart, odep, packets.take(bad), packets.t[bad], code[bad],
-                      service_end=oend)
+        return Served(served, oadm, ostart, odep, packets.take(bad), packets.t[bad], code[bad], service_end=oend)
 
     def _trim(self) -> None:
         """Forget held packets that have left (ids below the oldest waiting one)."""

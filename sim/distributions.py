@@ -9,6 +9,7 @@ a plain value (``2ms``), ``exp(1ms)``, ``uniform(1ms, 3ms)``,
 ``const(2ms)``, ``shifted(10us, exp(1ms))``, or a mapping
 ``{dist: exponential, mean: 1ms}``.
 """
+
 from __future__ import annotations
 
 import math
@@ -25,8 +26,15 @@ Unit = Callable[[Any, str], float]
 """``unit(value, field) -> float``: one value converted to SI (e.g. :func:`pubsim.sim.units.parse_duration_s`)."""
 
 __all__ = [
-    "Distribution", "Constant", "Exponential", "Uniform", "LogNormal", "Gamma",
-    "Empirical", "Shifted", "parse_distribution",
+    "Distribution",
+    "Constant",
+    "Exponential",
+    "Uniform",
+    "LogNormal",
+    "Gamma",
+    "Empirical",
+    "Shifted",
+    "parse_distribution",
 ]
 
 
@@ -264,9 +272,17 @@ class Shifted(Distribution):
 
 _CALL = re.compile(r"^\s*([a-zA-Z_]+)\s*\((.*)\)\s*$")
 _ALIASES = {
-    "const": "constant", "constant": "constant", "det": "constant", "deterministic": "constant",
-    "exp": "exponential", "exponential": "exponential", "uniform": "uniform",
-    "lognormal": "lognormal", "gamma": "gamma", "shifted": "shifted", "empirical": "empirical",
+    "const": "constant",
+    "constant": "constant",
+    "det": "constant",
+    "deterministic": "constant",
+    "exp": "exponential",
+    "exponential": "exponential",
+    "uniform": "uniform",
+    "lognormal": "lognormal",
+    "gamma": "gamma",
+    "shifted": "shifted",
+    "empirical": "empirical",
 }
 
 
@@ -289,8 +305,12 @@ def _split_args(text: str) -> list[str]:
 
 def _args_to_mapping(kind: str, args: list[str]) -> dict[str, Any]:
     names = {
-        "constant": ["value"], "exponential": ["mean"], "uniform": ["low", "high"],
-        "lognormal": ["mean", "cv"], "gamma": ["mean", "cv"], "shifted": ["offset", "base"],
+        "constant": ["value"],
+        "exponential": ["mean"],
+        "uniform": ["low", "high"],
+        "lognormal": ["mean", "cv"],
+        "gamma": ["mean", "cv"],
+        "shifted": ["offset", "base"],
         "empirical": [],
     }[kind]
     out: dict[str, Any] = {}
@@ -329,8 +349,7 @@ def _build(kind: str, spec: dict[str, Any], unit: Unit, field_name: str) -> Dist
         if kind == "gamma":
             return Gamma(mean_value=val("mean"), cv=num("cv"))
         if kind == "shifted":
-            return Shifted(offset=val("offset"),
-                           base=parse_distribution(spec.get("base"), unit, f"{field_name}.base"))
+            return Shifted(offset=val("offset"), base=parse_distribution(spec.get("base"), unit, f"{field_name}.base"))
         if kind == "empirical":
             return Empirical(values=tuple(unit(v, f"{field_name}.values") for v in spec.get("values", ())))
     except ConfigError as err:

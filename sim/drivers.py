@@ -16,6 +16,7 @@ visit). They differ only in how they get there.
   global time order, ties broken by the same (message, visit) key. It exists
   to test the fast path.
 """
+
 from __future__ import annotations
 
 import heapq
@@ -239,7 +240,7 @@ def _lookahead_closure(look_s: list[float], edges: list[tuple[int, int]]) -> np.
     for a, b in edges:
         d[a, b] = min(d[a, b], look_s[a])
     for k in range(n):
-        d = np.minimum(d, d[:, k:k + 1] + d[k:k + 1, :])
+        d = np.minimum(d, d[:, k : k + 1] + d[k : k + 1, :])
     return d
 
 

@@ -4,6 +4,7 @@ Every error about a configuration, trace or topology is a :class:`ConfigError`
 whose message is one line naming the place (file, node, edge, field) and the
 offending value, so the command-line tool can print it without a traceback.
 """
+
 from __future__ import annotations
 
 

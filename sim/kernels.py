@@ -34,6 +34,7 @@ servers whose services overlap a period boundary this is an approximation.
 * ``free`` float64[c]: time each server becomes free.
 * ``hdep``/``hsize`` float64[h]: heap of departure times and sizes.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -51,16 +52,16 @@ POLICY_BACKPRESSURE = 1
 
 # outcome codes (shared by every station kind)
 OK = 0
-DROP_FULL = 1        # buffer full (messages)
-DROP_BYTES = 2       # buffer full (bytes) or message larger than the buffer
-DROP_LOSS = 3        # random loss on a link
-DROP_OLDEST = 4      # evicted by a newer message (drop-oldest policy)
-NEED_GROW = -1       # internal: heap arrays too small, grow and resume
-DROP_RESTART = 5     # in a broker when it restarted (not persistent, or queue not durable)
-DROP_DOWN = 6        # refused: the broker was down (restarting)
-DROP_REJECTED = 7    # refused by a full queue with the reject policy (sender told)
-DROP_REPLACED = 8    # replaced while waiting by a newer message of its flow (update policy)
-NOT_OWED = 9         # subscriber offline, copy not owed (clean session; models.mechanisms.sessions.sessions)
+DROP_FULL = 1  # buffer full (messages)
+DROP_BYTES = 2  # buffer full (bytes) or message larger than the buffer
+DROP_LOSS = 3  # random loss on a link
+DROP_OLDEST = 4  # evicted by a newer message (drop-oldest policy)
+NEED_GROW = -1  # internal: heap arrays too small, grow and resume
+DROP_RESTART = 5  # in a broker when it restarted (not persistent, or queue not durable)
+DROP_DOWN = 6  # refused: the broker was down (restarting)
+DROP_REJECTED = 7  # refused by a full queue with the reject policy (sender told)
+DROP_REPLACED = 8  # replaced while waiting by a newer message of its flow (update policy)
+NOT_OWED = 9  # subscriber offline, copy not owed (clean session; models.mechanisms.sessions.sessions)
 
 CAUSE_NAMES = {
     DROP_FULL: "buffer_full",
@@ -129,7 +130,9 @@ def _release_until(fs: np.ndarray, ist: np.ndarray, hdep: np.ndarray, hsize: np.
 
 
 @njit(cache=True)
-def _admit(fs: np.ndarray, ist: np.ndarray, hdep: np.ndarray, hsize: np.ndarray, arrival: float, size: float) -> tuple[float, int]:
+def _admit(
+    fs: np.ndarray, ist: np.ndarray, hdep: np.ndarray, hsize: np.ndarray, arrival: float, size: float
+) -> tuple[float, int]:
     """Admission time, or -1.0 and a drop code. Buffer-limited stations only."""
     t = arrival
     if ist[POLICY] == POLICY_BACKPRESSURE and fs[ADMIT_FLOOR] > t:
@@ -188,8 +191,16 @@ def quota_finish(fs: np.ndarray, start: float, work: float) -> float:
 
 
 @njit(cache=True)
-def fifo_offer(fs: np.ndarray, ist: np.ndarray, free: np.ndarray, hdep: np.ndarray, hsize: np.ndarray, arrival: float, service: float,
-               size: float) -> tuple[float, float, float, int]:
+def fifo_offer(
+    fs: np.ndarray,
+    ist: np.ndarray,
+    free: np.ndarray,
+    hdep: np.ndarray,
+    hsize: np.ndarray,
+    arrival: float,
+    service: float,
+    size: float,
+) -> tuple[float, float, float, int]:
     """Offer one message to a FIFO station.
 
     Parameters
@@ -245,8 +256,21 @@ def fifo_offer(fs: np.ndarray, ist: np.ndarray, free: np.ndarray, hdep: np.ndarr
 
 
 @njit(cache=True)
-def fifo_run(fs: np.ndarray, ist: np.ndarray, free: np.ndarray, hdep: np.ndarray, hsize: np.ndarray, arrival: np.ndarray, service: np.ndarray,
-             size: np.ndarray, first: int, out_admit: np.ndarray, out_start: np.ndarray, out_dep: np.ndarray, out_code: np.ndarray) -> int:
+def fifo_run(
+    fs: np.ndarray,
+    ist: np.ndarray,
+    free: np.ndarray,
+    hdep: np.ndarray,
+    hsize: np.ndarray,
+    arrival: np.ndarray,
+    service: np.ndarray,
+    size: np.ndarray,
+    first: int,
+    out_admit: np.ndarray,
+    out_start: np.ndarray,
+    out_dep: np.ndarray,
+    out_code: np.ndarray,
+) -> int:
     """Apply :func:`fifo_offer` to ``arrival[first:]`` in order.
 
     Returns the index at which it stopped: ``len(arrival)`` when done, or the
@@ -265,7 +289,9 @@ def fifo_run(fs: np.ndarray, ist: np.ndarray, free: np.ndarray, hdep: np.ndarray
 
 
 @njit(cache=True)
-def propagate(last: np.ndarray, depart: np.ndarray, code: np.ndarray, delay: np.ndarray, lost: np.ndarray, out_arrival: np.ndarray) -> None:
+def propagate(
+    last: np.ndarray, depart: np.ndarray, code: np.ndarray, delay: np.ndarray, lost: np.ndarray, out_arrival: np.ndarray
+) -> None:
     """Propagation after a link's transmitter, keeping delivery order (TCP).
 
     ``out_arrival[i] = max(depart[i] + delay[i], previous arrival)`` for sent
@@ -327,8 +353,23 @@ def _batch_limited(bf: np.ndarray, bi: np.ndarray) -> bool:
 
 
 @njit(cache=True)
-def _batch_start(bf: np.ndarray, bi: np.ndarray, wadm: np.ndarray, wsvc: np.ndarray, wsize: np.ndarray, hdep: np.ndarray, hsize: np.ndarray, s: float,
-                 extra: float, oid: np.ndarray, wid: np.ndarray, oadm: np.ndarray, ostart: np.ndarray, oend: np.ndarray, odep: np.ndarray) -> None:
+def _batch_start(
+    bf: np.ndarray,
+    bi: np.ndarray,
+    wadm: np.ndarray,
+    wsvc: np.ndarray,
+    wsize: np.ndarray,
+    hdep: np.ndarray,
+    hsize: np.ndarray,
+    s: float,
+    extra: float,
+    oid: np.ndarray,
+    wid: np.ndarray,
+    oadm: np.ndarray,
+    ostart: np.ndarray,
+    oend: np.ndarray,
+    odep: np.ndarray,
+) -> None:
     """Close one batch starting at ``s`` with the messages at the head of the queue."""
     h = bi[BI_HEAD]
     end = h
@@ -365,12 +406,25 @@ def _batch_start(bf: np.ndarray, bi: np.ndarray, wadm: np.ndarray, wsvc: np.ndar
 
 
 @njit(cache=True)
-def batch_close(bf: np.ndarray, bi: np.ndarray, wid: np.ndarray, wadm: np.ndarray, wsvc: np.ndarray, wsize: np.ndarray, hdep: np.ndarray, hsize: np.ndarray,
-                t: float, oid: np.ndarray, oadm: np.ndarray, ostart: np.ndarray, oend: np.ndarray, odep: np.ndarray) -> None:
+def batch_close(
+    bf: np.ndarray,
+    bi: np.ndarray,
+    wid: np.ndarray,
+    wadm: np.ndarray,
+    wsvc: np.ndarray,
+    wsize: np.ndarray,
+    hdep: np.ndarray,
+    hsize: np.ndarray,
+    t: float,
+    oid: np.ndarray,
+    oadm: np.ndarray,
+    ostart: np.ndarray,
+    oend: np.ndarray,
+    odep: np.ndarray,
+) -> None:
     """Close every batch that starts at or before ``t`` (all its members are known)."""
     while bi[BI_HEAD] < bi[BI_TAIL] and bf[BF_FREE] <= t:
-        _batch_start(bf, bi, wadm, wsvc, wsize, hdep, hsize, bf[BF_FREE], 0.0,
-                     oid, wid, oadm, ostart, oend, odep)
+        _batch_start(bf, bi, wadm, wsvc, wsize, hdep, hsize, bf[BF_FREE], 0.0, oid, wid, oadm, ostart, oend, odep)
 
 
 @njit(cache=True)
@@ -390,9 +444,25 @@ def _batch_release(bf: np.ndarray, bi: np.ndarray, hdep: np.ndarray, hsize: np.n
 
 
 @njit(cache=True)
-def batch_offer(bf: np.ndarray, bi: np.ndarray, wid: np.ndarray, wadm: np.ndarray, wsvc: np.ndarray, wsize: np.ndarray, hdep: np.ndarray, hsize: np.ndarray,
-                ident: int, arrival: float, service: float, size: float, oid: np.ndarray, oadm: np.ndarray,
-                ostart: np.ndarray, oend: np.ndarray, odep: np.ndarray) -> tuple[float, int]:
+def batch_offer(
+    bf: np.ndarray,
+    bi: np.ndarray,
+    wid: np.ndarray,
+    wadm: np.ndarray,
+    wsvc: np.ndarray,
+    wsize: np.ndarray,
+    hdep: np.ndarray,
+    hsize: np.ndarray,
+    ident: int,
+    arrival: float,
+    service: float,
+    size: float,
+    oid: np.ndarray,
+    oadm: np.ndarray,
+    ostart: np.ndarray,
+    oend: np.ndarray,
+    odep: np.ndarray,
+) -> tuple[float, int]:
     """Offer one message to a batch station (the step both drivers share).
 
     Closes the batches that start before the message is admitted, then
@@ -413,8 +483,7 @@ def batch_offer(bf: np.ndarray, bi: np.ndarray, wid: np.ndarray, wadm: np.ndarra
                 return -1.0, code
             while _batch_full(bf, bi, size) and bi[BI_NHEAP] > 0:
                 t = hdep[0]  # the publisher waits for the next departure
-                batch_close(bf, bi, wid, wadm, wsvc, wsize, hdep, hsize, t,
-                            oid, oadm, ostart, oend, odep)
+                batch_close(bf, bi, wid, wadm, wsvc, wsize, hdep, hsize, t, oid, oadm, ostart, oend, odep)
                 _batch_release(bf, bi, hdep, hsize, t)
             if _batch_full(bf, bi, size):
                 return -1.0, DROP_BYTES
@@ -427,20 +496,54 @@ def batch_offer(bf: np.ndarray, bi: np.ndarray, wid: np.ndarray, wadm: np.ndarra
     wsize[j] = size
     bi[BI_TAIL] += 1
     if bi[BI_HEAD] == j and bf[BF_FREE] <= t:  # idle server: a batch of one, now
-        _batch_start(bf, bi, wadm, wsvc, wsize, hdep, hsize, t, bf[BF_IDLE],
-                     oid, wid, oadm, ostart, oend, odep)
+        _batch_start(bf, bi, wadm, wsvc, wsize, hdep, hsize, t, bf[BF_IDLE], oid, wid, oadm, ostart, oend, odep)
     return t, OK
 
 
 @njit(cache=True)
-def batch_run(bf: np.ndarray, bi: np.ndarray, wid: np.ndarray, wadm: np.ndarray, wsvc: np.ndarray, wsize: np.ndarray, hdep: np.ndarray, hsize: np.ndarray,
-              first_id: int, arrival: np.ndarray, service: np.ndarray, size: np.ndarray, horizon: float, oid: np.ndarray,
-              oadm: np.ndarray, ostart: np.ndarray, oend: np.ndarray, odep: np.ndarray, drop_code: np.ndarray) -> None:
+def batch_run(
+    bf: np.ndarray,
+    bi: np.ndarray,
+    wid: np.ndarray,
+    wadm: np.ndarray,
+    wsvc: np.ndarray,
+    wsize: np.ndarray,
+    hdep: np.ndarray,
+    hsize: np.ndarray,
+    first_id: int,
+    arrival: np.ndarray,
+    service: np.ndarray,
+    size: np.ndarray,
+    horizon: float,
+    oid: np.ndarray,
+    oadm: np.ndarray,
+    ostart: np.ndarray,
+    oend: np.ndarray,
+    odep: np.ndarray,
+    drop_code: np.ndarray,
+) -> None:
     """Offer ``arrival`` in order (ids ``first_id + i``), then close the
     batches that start at or before ``horizon``. ``drop_code[i]`` gets the
     outcome of message ``i``."""
     for i in range(arrival.shape[0]):
-        _, c = batch_offer(bf, bi, wid, wadm, wsvc, wsize, hdep, hsize, first_id + i,
-                           arrival[i], service[i], size[i], oid, oadm, ostart, oend, odep)
+        _, c = batch_offer(
+            bf,
+            bi,
+            wid,
+            wadm,
+            wsvc,
+            wsize,
+            hdep,
+            hsize,
+            first_id + i,
+            arrival[i],
+            service[i],
+            size[i],
+            oid,
+            oadm,
+            ostart,
+            oend,
+            odep,
+        )
         drop_code[i] = c
     batch_close(bf, bi, wid, wadm, wsvc, wsize, hdep, hsize, horizon, oid, oadm, ostart, oend, odep)

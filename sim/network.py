@@ -4,6 +4,7 @@
 :func:`pubsim.models.assembly.build.build_network`; nothing here knows about brokers or
 links, only about stations, visits and sources.
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -43,9 +44,18 @@ class Network:
         routed the copies (``pubsim.models.mechanisms.ildm.traffic`` reads it).
     """
 
-    def __init__(self, stations: Sequence[Station], plan: RoutePlan, sources: Sequence[Any], *,
-                 names: dict[str, list[str]], sp_ratio: float, window: tuple[float, float],
-                 parameters: list[Any] | None = None, control: Any = None) -> None:
+    def __init__(
+        self,
+        stations: Sequence[Station],
+        plan: RoutePlan,
+        sources: Sequence[Any],
+        *,
+        names: dict[str, list[str]],
+        sp_ratio: float,
+        window: tuple[float, float],
+        parameters: list[Any] | None = None,
+        control: Any = None,
+    ) -> None:
         self.stations = list(stations)
         self.plan = plan
         self.sources = list(sources)
@@ -96,7 +106,9 @@ class Network:
             seq = self._seq[p] + np.arange(len(times))
             self._seq[p] += len(times)
             visit = self.plan.flow_root[flows]
-            at_broker = getattr(src, "at_broker", None)  # Will messages start at the broker (models.mechanisms.sessions.will)
+            at_broker = getattr(
+                src, "at_broker", None
+            )  # Will messages start at the broker (models.mechanisms.sessions.will)
             if at_broker is not None and at_broker.any():
                 visit = np.where(at_broker, self.plan.child_idx[self.plan.child_ptr[visit]], visit)
             parts.append(Packets(times, seq * n_pub + p, visit, sizes, times))

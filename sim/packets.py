@@ -4,6 +4,7 @@ A *packet* is one copy of a published message at one *visit* of its route
 tree (see :mod:`pubsim.sim.routing`). Packets move between stations in batches; a
 batch is a :class:`Packets` with one entry per copy.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterable
@@ -13,8 +14,7 @@ import numpy as np
 
 __all__ = ["Packets"]
 
-_FIELDS = (("t", np.float64), ("msg", np.int64), ("visit", np.int64),
-           ("size", np.int64), ("pub_t", np.float64))
+_FIELDS = (("t", np.float64), ("msg", np.int64), ("visit", np.int64), ("size", np.int64), ("pub_t", np.float64))
 
 
 class Packets:
@@ -50,8 +50,7 @@ class Packets:
 
     def take(self, index: Any) -> Packets:
         """Subset by boolean mask or integer index."""
-        return Packets(self.t[index], self.msg[index], self.visit[index],
-                       self.size[index], self.pub_t[index])
+        return Packets(self.t[index], self.msg[index], self.visit[index], self.size[index], self.pub_t[index])
 
     def with_time(self, t: np.ndarray) -> Packets:
         """Same packets with new times."""

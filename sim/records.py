@@ -9,6 +9,7 @@ delivery and drop and turns them into pandas DataFrames.
 resolution about 1.2 %) and per-bin throughput counts, so its memory does not
 grow with the number of messages.
 """
+
 from __future__ import annotations
 
 import math
@@ -52,7 +53,7 @@ class _Tally:
         old = self._series[name]
         if len(counts) > len(old):
             old = np.concatenate([old, np.zeros(len(counts) - len(old), np.int64)])
-        old[:len(counts)] += counts
+        old[: len(counts)] += counts
         self._series[name] = old
 
     def add_published(self, packets: Packets) -> None:
@@ -105,9 +106,14 @@ class _Tally:
         owed nor lost: published x fan-out = delivered + lost + not_owed.
         """
         not_owed = self.lost.get(K.NOT_OWED, 0)
-        out = {"published": self.published, "expected_deliveries": self.expected - not_owed,
-               "delivered": self.delivered, "egress_deliveries": self.delivered_egress,
-               "not_owed": not_owed, "retained_deliveries": self.retained_deliveries}
+        out = {
+            "published": self.published,
+            "expected_deliveries": self.expected - not_owed,
+            "delivered": self.delivered,
+            "egress_deliveries": self.delivered_egress,
+            "not_owed": not_owed,
+            "retained_deliveries": self.retained_deliveries,
+        }
         for c, name in K.CAUSE_NAMES.items():
             if c != K.NOT_OWED:
                 out[f"lost_{name}"] = self.lost.get(c, 0)
@@ -117,11 +123,13 @@ class _Tally:
         """Published and delivered messages per second, per time bin (DataFrame)."""
         n = max(len(v) for v in self._series.values())
         pad = {k: np.concatenate([v, np.zeros(n - len(v), np.int64)]) for k, v in self._series.items()}
-        return pd.DataFrame({
-            "time_s": np.arange(n) * self.series_bin_s,
-            "published_per_s": pad["published"] / self.series_bin_s,
-            "delivered_per_s": pad["delivered"] / self.series_bin_s,
-        })
+        return pd.DataFrame(
+            {
+                "time_s": np.arange(n) * self.series_bin_s,
+                "published_per_s": pad["published"] / self.series_bin_s,
+                "delivered_per_s": pad["delivered"] / self.series_bin_s,
+            }
+        )
 
 
 class RecordSink(_Tally):
@@ -151,20 +159,21 @@ class RecordSink(_Tally):
         retained = pk.msg < 0
         pk = Packets(pk.t, np.where(retained, -pk.msg - 1, pk.msg), pk.visit, pk.size, pk.pub_t)
         cols = self.net.delivery_frame_columns(pk)
-        df = pd.DataFrame({
-            "publish_time_s": pk.pub_t,
-            "delivery_time_s": pk.t,
-            "latency_s": pk.t - pk.pub_t,
-            "publisher": _names(self.net.names["publisher"], cols["publisher"]),
-            "subscriber": _names(self.net.names["subscriber"], self.net.plan.subscriber[pk.visit]),
-            "topic": _names(self.net.names["topic"], cols["topic"]),
-            "size_bytes": pk.size,
-            "hops": cols["hops"],
-            "msg": pk.msg,
-            "retained": retained,
-        })
-        return df.sort_values(["delivery_time_s", "msg", "subscriber"], kind="stable",
-                              ignore_index=True)
+        df = pd.DataFrame(
+            {
+                "publish_time_s": pk.pub_t,
+                "delivery_time_s": pk.t,
+                "latency_s": pk.t - pk.pub_t,
+                "publisher": _names(self.net.names["publisher"], cols["publisher"]),
+                "subscriber": _names(self.net.names["subscriber"], self.net.plan.subscriber[pk.visit]),
+                "topic": _names(self.net.names["topic"], cols["topic"]),
+                "size_bytes": pk.size,
+                "hops": cols["hops"],
+                "msg": pk.msg,
+                "retained": retained,
+            }
+        )
+        return df.sort_values(["delivery_time_s", "msg", "subscriber"], kind="stable", ignore_index=True)
 
     def drops(self) -> pd.DataFrame:
         """One row per dropped copy: where, when, why, and how many deliveries it cost.
@@ -178,18 +187,20 @@ class RecordSink(_Tally):
             code = np.concatenate([d[3] for d in self._dropped])
         cols = self.net.delivery_frame_columns(pk)
         station_names = [s.name for s in self.net.stations]
-        df = pd.DataFrame({
-            "publish_time_s": pk.pub_t,
-            "drop_time_s": t,
-            "publisher": _names(self.net.names["publisher"], cols["publisher"]),
-            "topic": _names(self.net.names["topic"], cols["topic"]),
-            "size_bytes": pk.size,
-            "hops": cols["hops"],
-            "place": _names(station_names, st),
-            "cause": _names([K.CAUSE_NAMES.get(c, "?") for c in range(max(K.CAUSE_NAMES) + 1)], code),
-            "lost_deliveries": self.net.plan.leaves[pk.visit],
-            "msg": pk.msg,
-        })
+        df = pd.DataFrame(
+            {
+                "publish_time_s": pk.pub_t,
+                "drop_time_s": t,
+                "publisher": _names(self.net.names["publisher"], cols["publisher"]),
+                "topic": _names(self.net.names["topic"], cols["topic"]),
+                "size_bytes": pk.size,
+                "hops": cols["hops"],
+                "place": _names(station_names, st),
+                "cause": _names([K.CAUSE_NAMES.get(c, "?") for c in range(max(K.CAUSE_NAMES) + 1)], code),
+                "lost_deliveries": self.net.plan.leaves[pk.visit],
+                "msg": pk.msg,
+            }
+        )
         # place breaks ties: copies of one message dropped at two places at once
         return df.sort_values(["drop_time_s", "msg", "place"], kind="stable", ignore_index=True)
 
@@ -203,8 +214,7 @@ class RecordSink(_Tally):
         if len(lat) == 0:
             return {"mean": math.nan, "max": math.nan, **{q: math.nan for q in quantiles}}
         qs = np.quantile(lat, quantiles, method="inverted_cdf")
-        return {"mean": float(lat.mean()), "max": float(lat.max()),
-                **{q: float(v) for q, v in zip(quantiles, qs)}}
+        return {"mean": float(lat.mean()), "max": float(lat.max()), **{q: float(v) for q, v in zip(quantiles, qs)}}
 
     def latency_ecdf(self) -> tuple[np.ndarray, np.ndarray]:
         """(latency_s sorted, cumulative fraction) of window messages."""
@@ -218,8 +228,11 @@ def _names(table: Sequence[str], idx: Any) -> Any:
     if len(idx) and idx.min() < 0:
         cats = cats + [""]
         idx = np.where(idx < 0, len(cats) - 1, idx)
-    return pd.Categorical.from_codes(idx, categories=pd.Index(cats).astype(str), validate=False) \
-        if len(set(cats)) == len(cats) else np.asarray(cats, dtype=object)[idx]
+    return (
+        pd.Categorical.from_codes(idx, categories=pd.Index(cats).astype(str), validate=False)
+        if len(set(cats)) == len(cats)
+        else np.asarray(cats, dtype=object)[idx]
+    )
 
 
 class LatencyHistogram:
@@ -232,8 +245,7 @@ class LatencyHistogram:
 
     def __init__(self, low: float = 1e-9, high: float = 1e5, per_decade: int = 200) -> None:
         self.low, self.per_decade = low, per_decade
-        self.edges = np.logspace(math.log10(low), math.log10(high),
-                                 int(round(math.log10(high / low) * per_decade)) + 1)
+        self.edges = np.logspace(math.log10(low), math.log10(high), int(round(math.log10(high / low) * per_decade)) + 1)
         self.counts = np.zeros(len(self.edges) + 1, dtype=np.int64)
         self.n = 0
         self.total = 0.0
@@ -288,8 +300,11 @@ class StreamSink(_Tally):
         """Mean and max exact; quantiles within the histogram's resolution."""
         if self.hist.n == 0:
             return {"mean": math.nan, "max": math.nan, **{q: math.nan for q in quantiles}}
-        return {"mean": self.hist.total / self.hist.n, "max": self.hist.max,
-                **{q: self.hist.quantile(q) for q in quantiles}}
+        return {
+            "mean": self.hist.total / self.hist.n,
+            "max": self.hist.max,
+            **{q: self.hist.quantile(q) for q in quantiles},
+        }
 
     def latency_ecdf(self) -> tuple[np.ndarray, np.ndarray]:
         return self.hist.ecdf()

@@ -16,6 +16,7 @@ per-subscriber queues (the downlinks' transmit queues) use this discipline
 (:mod:`pubsim.models.mechanisms.persistence.compile`); a disk stage keeps its content (a
 simplification: unsynced writes would be lost too).
 """
+
 from __future__ import annotations
 
 import heapq
@@ -49,8 +50,14 @@ class RestartQueueDiscipline(QueueDiscipline):
         As :class:`~pubsim.sim.disciplines.QueueDiscipline`.
     """
 
-    def __init__(self, *, restart_at_s: Sequence[float], downtime_s: float,
-                 durable_visit: np.ndarray | None = None, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        *,
+        restart_at_s: Sequence[float],
+        downtime_s: float,
+        durable_visit: np.ndarray | None = None,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(**kwargs)
         self.restarts = sorted(float(r) for r in restart_at_s)
         self.next_restart = 0

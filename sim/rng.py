@@ -11,6 +11,7 @@ blocks. Two drivers that consume the same stream in the same order get the
 same numbers whatever their batch sizes, which is what lets the fast path and
 the reference driver agree exactly.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -103,7 +104,7 @@ class DrawStream:
                 self._buf = self.dist.sample(self.rng, self.block)
                 self._pos = 0
             k = min(n - filled, len(self._buf) - self._pos)
-            out[filled:filled + k] = self._buf[self._pos:self._pos + k]
+            out[filled : filled + k] = self._buf[self._pos : self._pos + k]
             self._pos += k
             filled += k
         return out

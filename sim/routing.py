@@ -8,6 +8,7 @@ depth-first pre-order, so a child always has a larger number than its parent;
 packets at the same time are processed by (message id, visit), a total order
 that both drivers use, so simultaneous events resolve identically.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
@@ -65,8 +66,9 @@ class RoutePlan:
         Per flow.
     """
 
-    def __init__(self, flows: Iterable[tuple[int, int, Hop]],
-                 flow_priority: Sequence[int] | np.ndarray | None = None) -> None:
+    def __init__(
+        self, flows: Iterable[tuple[int, int, Hop]], flow_priority: Sequence[int] | np.ndarray | None = None
+    ) -> None:
         """``flows``: iterable of (publisher index, topic index, root Hop);
         ``flow_priority``: priority of each flow's messages (default 0)."""
         rows: list[tuple[Any, ...]] = []
@@ -76,8 +78,9 @@ class RoutePlan:
             flow_rows.append((pub, topic, len(rows)))
             self._flatten(root, -1, 0, f, rows, children)
         cols = list(zip(*rows)) if rows else [()] * 8
-        (self.station, self.parent, self.depth, self.matched, self.subscriber,
-         self.ingress, self.link, self.flow) = (np.asarray(c, dtype=np.int64) for c in cols)
+        (self.station, self.parent, self.depth, self.matched, self.subscriber, self.ingress, self.link, self.flow) = (
+            np.asarray(c, dtype=np.int64) for c in cols
+        )
         self.ingress = self.ingress.astype(bool)
         self.hops = self._count_hops()
         counts = np.array([len(c) for c in children], dtype=np.int64)
@@ -88,12 +91,16 @@ class RoutePlan:
         fr = np.asarray(flow_rows, dtype=np.int64).reshape(-1, 3)
         self.flow_publisher, self.flow_topic, self.flow_root = fr[:, 0], fr[:, 1], fr[:, 2]
         self.is_delivery = self.subscriber >= 0
-        self.flow_priority = (np.zeros(len(self.flow_root), dtype=np.int64) if flow_priority is None
-                              else np.asarray(flow_priority, dtype=np.int64))
+        self.flow_priority = (
+            np.zeros(len(self.flow_root), dtype=np.int64)
+            if flow_priority is None
+            else np.asarray(flow_priority, dtype=np.int64)
+        )
 
     @staticmethod
-    def _flatten(hop: Hop, parent: int, depth: int, flow: int, rows: list[tuple[Any, ...]],
-                 children: list[list[int]]) -> None:
+    def _flatten(
+        hop: Hop, parent: int, depth: int, flow: int, rows: list[tuple[Any, ...]], children: list[list[int]]
+    ) -> None:
         v = len(rows)
         rows.append((hop.station, parent, depth, hop.matched, hop.subscriber, hop.ingress, hop.link, flow))
         children.append([])
@@ -153,8 +160,7 @@ class RoutePlan:
                 if not np.all(station == station[0]):
                     shared = False
                     break
-                groups.append((int(station[0]), Packets(packets.t, packets.msg, child,
-                                                         packets.size, packets.pub_t)))
+                groups.append((int(station[0]), Packets(packets.t, packets.msg, child, packets.size, packets.pub_t)))
             if shared:
                 return groups
         children, _ = self.expand(packets)

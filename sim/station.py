@@ -8,6 +8,7 @@ Models in :mod:`pubsim.models.stations.core` subclass it; the drivers only call
 :meth:`Station.process`. The station talks to its discipline only through the
 :class:`pubsim.sim.disciplines.Discipline` protocol.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -74,8 +75,14 @@ class StationStats:
     def _in_window(self, t: np.ndarray) -> np.ndarray:
         return (t >= self.w0) & (t < self.w1)
 
-    def add(self, arrivals: np.ndarray, ingress_mask: np.ndarray, served: Served | _NoServed,
-            dropped_t: np.ndarray, dropped_code: np.ndarray) -> None:
+    def add(
+        self,
+        arrivals: np.ndarray,
+        ingress_mask: np.ndarray,
+        served: Served | _NoServed,
+        dropped_t: np.ndarray,
+        dropped_code: np.ndarray,
+    ) -> None:
         """Count a call's arrivals, services and drops (the parts in the window)."""
         inw = self._in_window(arrivals)
         self.arrivals += int(inw.sum())
@@ -137,8 +144,15 @@ class Station:
         Measurement window, s.
     """
 
-    def __init__(self, name: str, role: str, discipline: Discipline, *, servers: int = 1,
-                 window: tuple[float, float] = (0.0, np.inf)) -> None:
+    def __init__(
+        self,
+        name: str,
+        role: str,
+        discipline: Discipline,
+        *,
+        servers: int = 1,
+        window: tuple[float, float] = (0.0, np.inf),
+    ) -> None:
         self.name = name
         self.role = role
         self.discipline = discipline
@@ -210,9 +224,12 @@ class Station:
         if early is None:
             return out
         self.stats.add(np.empty(0), np.empty(0, bool), _NO_SERVED, early[1], early[2])
-        return StationOutput(out.departed, Packets.concat([early[0], out.dropped]),
-                             np.concatenate([early[1], out.drop_t]),
-                             np.concatenate([early[2], out.drop_code]))
+        return StationOutput(
+            out.departed,
+            Packets.concat([early[0], out.dropped]),
+            np.concatenate([early[1], out.drop_t]),
+            np.concatenate([early[2], out.drop_code]),
+        )
 
     def _serve(self, packets: Packets, horizon: float) -> StationOutput:
         disc = self.discipline
@@ -234,7 +251,8 @@ class Station:
         drop_t = np.concatenate([served.drop_t, served.depart[lost]])
         drop_code = np.concatenate([served.drop_code, code[lost]])
         self.stats.drops[K.DROP_LOSS] = self.stats.drops.get(K.DROP_LOSS, 0) + int(
-            self.stats._in_window(served.depart[lost]).sum())
+            self.stats._in_window(served.depart[lost]).sum()
+        )
         return StationOutput(departed, dropped, drop_t, drop_code)
 
     def next_wake(self) -> float | None:

@@ -18,6 +18,7 @@ References
 .. [Jac57] J. R. Jackson, "Networks of waiting lines", *Operations Research*
    5(4):518-521, 1957.
 """
+
 from __future__ import annotations
 
 import math
@@ -35,19 +36,29 @@ Rates = Sequence[float] | np.ndarray
 """A sequence of numbers, one per station or class."""
 
 __all__ = [
-    "mm1_sojourn_mean_s", "mm1_sojourn_cdf",
-    "mg1_wait_mean_s", "mg1_sojourn_mean_s", "md1_sojourn_mean_s",
-    "mm1k_loss_probability", "mm1k_sojourn_mean_s",
-    "erlang_c", "mmc_wait_mean_s", "mmc_sojourn_mean_s",
-    "jackson_tandem_sojourn_mean_s", "mm1_priority_nonpreemptive_wait_mean_s",
+    "mm1_sojourn_mean_s",
+    "mm1_sojourn_cdf",
+    "mg1_wait_mean_s",
+    "mg1_sojourn_mean_s",
+    "md1_sojourn_mean_s",
+    "mm1k_loss_probability",
+    "mm1k_sojourn_mean_s",
+    "erlang_c",
+    "mmc_wait_mean_s",
+    "mmc_sojourn_mean_s",
+    "jackson_tandem_sojourn_mean_s",
+    "mm1_priority_nonpreemptive_wait_mean_s",
     "mg1_priority_nonpreemptive_wait_mean_s",
-    "qos_first_arrival_attempts_mean", "qos1_sends_mean", "qos1_duplicates_mean",
+    "qos_first_arrival_attempts_mean",
+    "qos1_sends_mean",
+    "qos1_duplicates_mean",
     "window_throughput_per_s",
     "mva",
 ]
 
 
 # --- argument checks --------------------------------------------------------
+
 
 def _real(field: str, value: Any, expected: str) -> float:
     """``value`` as a finite float, or ConfigError(field, value, expected)."""
@@ -88,17 +99,19 @@ def _positive_int(field: str, value: Any) -> int:
 def _stable(field: str, value: Any, rho: float) -> None:
     """Raise unless the utilisation ``rho`` is below 1 (stability condition)."""
     if rho >= 1:
-        raise ConfigError(field, value, f"a value giving utilisation rho < 1 for a stable queue "
-                                        f"(got rho = {rho:.6g})")
+        raise ConfigError(field, value, f"a value giving utilisation rho < 1 for a stable queue (got rho = {rho:.6g})")
 
 
 def _rates(arrival_rate_per_s: float, service_rate_per_s: float) -> tuple[float, float]:
     """Validated (lambda, mu), 1/s."""
-    return (_non_negative("arrival_rate_per_s", arrival_rate_per_s),
-            _positive("service_rate_per_s", service_rate_per_s))
+    return (
+        _non_negative("arrival_rate_per_s", arrival_rate_per_s),
+        _positive("service_rate_per_s", service_rate_per_s),
+    )
 
 
 # --- M/M/1 ------------------------------------------------------------------
+
 
 def mm1_sojourn_mean_s(arrival_rate_per_s: float, service_rate_per_s: float) -> float:
     """Mean sojourn time (wait + service) of an M/M/1 FCFS queue.
@@ -122,8 +135,7 @@ def mm1_sojourn_mean_s(arrival_rate_per_s: float, service_rate_per_s: float) -> 
     return 1.0 / (mu - lam)
 
 
-def mm1_sojourn_cdf(t_s: ArrayLike, arrival_rate_per_s: float,
-                    service_rate_per_s: float) -> float | np.ndarray:
+def mm1_sojourn_cdf(t_s: ArrayLike, arrival_rate_per_s: float, service_rate_per_s: float) -> float | np.ndarray:
     """Distribution function of the M/M/1 FCFS sojourn time.
 
     The sojourn time is exponential with rate ``mu - lambda``:
@@ -163,6 +175,7 @@ def _times(field: str, t_s: ArrayLike) -> np.ndarray:
 
 
 # --- M/G/1 and M/D/1 --------------------------------------------------------
+
 
 def mg1_wait_mean_s(arrival_rate_per_s: float, mean_service_s: float, scv_service: float) -> float:
     """Mean waiting time in queue (excluding service) of an M/G/1 FCFS queue.
@@ -243,8 +256,8 @@ def md1_sojourn_mean_s(arrival_rate_per_s: float, service_time_s: float) -> floa
 
 # --- M/M/1/K ----------------------------------------------------------------
 
-def _mm1k_args(arrival_rate_per_s: float, service_rate_per_s: float,
-               capacity: int) -> tuple[float, float, int]:
+
+def _mm1k_args(arrival_rate_per_s: float, service_rate_per_s: float, capacity: int) -> tuple[float, float, int]:
     """Validated (lambda, mu, K) of an M/M/1/K queue (any rho is stable)."""
     lam, mu = _rates(arrival_rate_per_s, service_rate_per_s)
     return lam, mu, _positive_int("capacity", capacity)
@@ -336,8 +349,8 @@ def mm1k_sojourn_mean_s(arrival_rate_per_s: float, service_rate_per_s: float, ca
 
 # --- M/M/c ------------------------------------------------------------------
 
-def _mmc_args(servers: int, arrival_rate_per_s: float,
-              service_rate_per_s: float) -> tuple[int, float, float]:
+
+def _mmc_args(servers: int, arrival_rate_per_s: float, service_rate_per_s: float) -> tuple[int, float, float]:
     """Validated (c, lambda, mu) of a stable M/M/c queue."""
     c = _positive_int("servers", servers)
     lam, mu = _rates(arrival_rate_per_s, service_rate_per_s)
@@ -430,6 +443,7 @@ def mmc_sojourn_mean_s(servers: int, arrival_rate_per_s: float, service_rate_per
 
 # --- networks and priorities ------------------------------------------------
 
+
 def _rate_list(field: str, values: Any, check: Callable[[str, Any], float]) -> list[float]:
     """Validate a non-empty sequence of rates; errors name ``field[i]``."""
     try:
@@ -467,8 +481,7 @@ def jackson_tandem_sojourn_mean_s(arrival_rate_per_s: float, service_rates_per_s
     return sum(1.0 / (mu - lam) for mu in mus)
 
 
-def mm1_priority_nonpreemptive_wait_mean_s(arrival_rates_per_s: Rates,
-                                           service_rates_per_s: Rates) -> np.ndarray:
+def mm1_priority_nonpreemptive_wait_mean_s(arrival_rates_per_s: Rates, service_rates_per_s: Rates) -> np.ndarray:
     """Mean waiting time in queue of each class of a non-preemptive priority M/G/1
     queue with exponential service times (M/M/1 with K classes).
 
@@ -495,8 +508,9 @@ def mm1_priority_nonpreemptive_wait_mean_s(arrival_rates_per_s: Rates,
     lams = np.array(_rate_list("arrival_rates_per_s", arrival_rates_per_s, _non_negative))
     mus = np.array(_rate_list("service_rates_per_s", service_rates_per_s, _positive))
     if len(lams) != len(mus):
-        raise ConfigError("service_rates_per_s", service_rates_per_s,
-                          f"one rate per class ({len(lams)} arrival rates given)")
+        raise ConfigError(
+            "service_rates_per_s", service_rates_per_s, f"one rate per class ({len(lams)} arrival rates given)"
+        )
     # exponential service: mean 1/mu, squared coefficient of variation 1
     return mg1_priority_nonpreemptive_wait_mean_s(arrival_rates_per_s, 1.0 / mus, np.ones(len(mus)))
 
@@ -554,8 +568,9 @@ def window_throughput_per_s(window: int, service_s: float, round_trip_s: float) 
     return min(1.0 / service, w / (service + rtt))
 
 
-def mg1_priority_nonpreemptive_wait_mean_s(arrival_rates_per_s: Rates, mean_services_s: Rates,
-                                           scv_services: Rates) -> np.ndarray:
+def mg1_priority_nonpreemptive_wait_mean_s(
+    arrival_rates_per_s: Rates, mean_services_s: Rates, scv_services: Rates
+) -> np.ndarray:
     """Mean waiting time in queue of each class of a non-preemptive priority
     M/G/1 queue with general service times.
 
@@ -597,6 +612,7 @@ def mg1_priority_nonpreemptive_wait_mean_s(arrival_rates_per_s: Rates, mean_serv
 
 # --- closed networks: Mean Value Analysis -------------------------------------
 
+
 def mva(demands_s: Rates, delay_s: float, customers: int) -> dict[str, Any]:
     """Exact Mean Value Analysis of a single-class closed product-form network.
 
@@ -636,5 +652,10 @@ def mva(demands_s: Rates, delay_s: float, customers: int) -> dict[str, Any]:
         r = demands * (1.0 + q)
         x = n / (z + r.sum())
         q = x * r
-    return {"throughput_per_s": float(x), "cycle_s": float(n_max / x), "residence_s": r, "queue": q,
-            "utilization": x * demands}
+    return {
+        "throughput_per_s": float(x),
+        "cycle_s": float(n_max / x),
+        "residence_s": r,
+        "queue": q,
+        "utilization": x * demands,
+    }

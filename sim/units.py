@@ -15,6 +15,7 @@ never a mega prefix: ``"10mbps"`` is rejected rather than guessed.
 Numbers are converted with :class:`fractions.Fraction`, so ``"100us"`` is the
 float nearest to 1e-4 s and ``"1.1kB"`` is exactly 1100 bytes.
 """
+
 from __future__ import annotations
 
 import math
@@ -27,8 +28,12 @@ from typing import Any
 from .errors import ConfigError
 
 __all__ = [
-    "parse_duration_s", "parse_size_bytes", "parse_rate_Bps", "parse_rate_per_s",
-    "format_duration_s", "format_rate_Bps",
+    "parse_duration_s",
+    "parse_size_bytes",
+    "parse_rate_Bps",
+    "parse_rate_per_s",
+    "format_duration_s",
+    "format_rate_Bps",
 ]
 
 # A decimal number with an optional exponent of at most three digits, so that
@@ -40,22 +45,36 @@ _QUANTITY = re.compile(
 )
 
 _DURATION_UNITS_S = {
-    "": Fraction(1), "s": Fraction(1), "sec": Fraction(1),
+    "": Fraction(1),
+    "s": Fraction(1),
+    "sec": Fraction(1),
     "ms": Fraction(1, 10**3),
-    "us": Fraction(1, 10**6), "\u00b5s": Fraction(1, 10**6), "\u03bcs": Fraction(1, 10**6),
+    "us": Fraction(1, 10**6),
+    "\u00b5s": Fraction(1, 10**6),
+    "\u03bcs": Fraction(1, 10**6),
     "ns": Fraction(1, 10**9),
-    "min": Fraction(60), "h": Fraction(3600),
+    "min": Fraction(60),
+    "h": Fraction(3600),
 }
 
 _SI_PREFIXES = {
-    "": 1, "k": 10**3, "K": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15,
+    "": 1,
+    "k": 10**3,
+    "K": 10**3,
+    "M": 10**6,
+    "G": 10**9,
+    "T": 10**12,
+    "P": 10**15,
 }
 _IEC_PREFIXES = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50}
 _PREFIXES = {**_SI_PREFIXES, **_IEC_PREFIXES}
 
 _BYTE_SYMBOLS = {"B": Fraction(1), "b": Fraction(1, 8), "bit": Fraction(1, 8)}
 _WORD_SIZES_BYTES = {
-    "": Fraction(1), "byte": Fraction(1), "bytes": Fraction(1), "bits": Fraction(1, 8),
+    "": Fraction(1),
+    "byte": Fraction(1),
+    "bytes": Fraction(1),
+    "bits": Fraction(1, 8),
 }
 
 
@@ -102,8 +121,7 @@ def _is_real_number(value: object) -> bool:
     return isinstance(value, numbers.Real) and not isinstance(value, bool)
 
 
-def _split_quantity(value: str, field: str, units: dict[str, Fraction],
-                    expected: str) -> tuple[Fraction, Fraction]:
+def _split_quantity(value: str, field: str, units: dict[str, Fraction], expected: str) -> tuple[Fraction, Fraction]:
     """Split ``"2.5 ms"`` into an exact number and the factor of its unit.
 
     Parameters
@@ -237,8 +255,7 @@ def parse_rate_Bps(value: Any, field: str = "bandwidth") -> float:
     """
     if _is_unlimited(value):
         return math.inf
-    expected = ("a bandwidth >= 0 such as 1e6 (bytes/s), '100Mbit/s', '100Mbps', "
-                "'10MB/s', '10MiB/s' or 'unlimited'")
+    expected = "a bandwidth >= 0 such as 1e6 (bytes/s), '100Mbit/s', '100Mbps', '10MB/s', '10MiB/s' or 'unlimited'"
     exact = _non_negative(_exact(value, field, _RATE_UNITS_BPS, expected), value, field)
     return _finite_float(exact, value, field, expected)
 
@@ -280,12 +297,19 @@ def parse_rate_per_s(value: Any, field: str = "rate") -> float:
 # Formatting: (threshold, factor, symbol); the first row whose threshold is
 # <= |x| is used, the last row catches everything smaller.
 _DURATION_SCALE = (
-    (3600.0, 3600.0, "h"), (60.0, 60.0, "min"), (1.0, 1.0, "s"),
-    (1e-3, 1e-3, "ms"), (1e-6, 1e-6, "us"), (0.0, 1e-9, "ns"),
+    (3600.0, 3600.0, "h"),
+    (60.0, 60.0, "min"),
+    (1.0, 1.0, "s"),
+    (1e-3, 1e-3, "ms"),
+    (1e-6, 1e-6, "us"),
+    (0.0, 1e-9, "ns"),
 )
 _BIT_RATE_SCALE = (
-    (1e12, 1e12, "Tbit/s"), (1e9, 1e9, "Gbit/s"), (1e6, 1e6, "Mbit/s"),
-    (1e3, 1e3, "kbit/s"), (0.0, 1.0, "bit/s"),
+    (1e12, 1e12, "Tbit/s"),
+    (1e9, 1e9, "Gbit/s"),
+    (1e6, 1e6, "Mbit/s"),
+    (1e3, 1e3, "kbit/s"),
+    (0.0, 1.0, "bit/s"),
 )
 
 

@@ -36,6 +36,7 @@ server, no CPU quota) plus ``ring`` float64[max(W, 1)] (the slot heap),
 (last in-order arrival, consumer free time). The per-message inputs beyond
 service time and size are a :class:`WindowInputs`.
 """
+
 from __future__ import annotations
 
 from typing import NamedTuple
@@ -45,20 +46,20 @@ from numba import njit
 
 from . import kernels as K
 
-__all__ = ["window_offer", "window_run", "WindowInputs", "RING_POS", "RING_W", "LAST_REACH",
-           "CONSUMER_FREE"]
+__all__ = ["window_offer", "window_run", "WindowInputs", "RING_POS", "RING_W", "LAST_REACH", "CONSUMER_FREE"]
 
 
 class WindowInputs(NamedTuple):
     """Per-message inputs of :func:`window_run` besides arrival, service and size
     (arrays of one length, in arrival order)."""
 
-    windowed: np.ndarray    # bool: uses a window slot (acknowledged delivery)
-    lost: np.ndarray        # bool: lost on the link (not acknowledged, no resend)
-    delay: np.ndarray       # propagation delay, s
-    extra: np.ndarray       # delivery delay by resends, s
+    windowed: np.ndarray  # bool: uses a window slot (acknowledged delivery)
+    lost: np.ndarray  # bool: lost on the link (not acknowledged, no resend)
+    delay: np.ndarray  # propagation delay, s
+    extra: np.ndarray  # delivery delay by resends, s
     processing: np.ndarray  # consumer's processing time, s (0: no consumer here)
-    ack_extra: np.ndarray   # extra delay of the acknowledgement (its resends), s
+    ack_extra: np.ndarray  # extra delay of the acknowledgement (its resends), s
+
 
 RING_POS, RING_W = 0, 1
 LAST_REACH, CONSUMER_FREE = 0, 1
@@ -84,10 +85,26 @@ def _replace_min(heap: np.ndarray, value: float) -> None:
 
 
 @njit(cache=True)
-def window_offer(fs: np.ndarray, ist: np.ndarray, free: np.ndarray, hdep: np.ndarray, hsize: np.ndarray,
-                 ring: np.ndarray, wst: np.ndarray, last: np.ndarray, arrival: float, service: float,
-                 size: float, windowed: bool, lost: bool, delay: float, extra: float, processing: float,
-                 ack_extra: float, ack_return: float) -> tuple[float, float, float, float, int]:
+def window_offer(
+    fs: np.ndarray,
+    ist: np.ndarray,
+    free: np.ndarray,
+    hdep: np.ndarray,
+    hsize: np.ndarray,
+    ring: np.ndarray,
+    wst: np.ndarray,
+    last: np.ndarray,
+    arrival: float,
+    service: float,
+    size: float,
+    windowed: bool,
+    lost: bool,
+    delay: float,
+    extra: float,
+    processing: float,
+    ack_extra: float,
+    ack_return: float,
+) -> tuple[float, float, float, float, int]:
     """Offer one message to a windowed connection.
 
     Returns ``(admit, start, depart, done, code)``: admission, transmitter
@@ -137,18 +154,55 @@ def window_offer(fs: np.ndarray, ist: np.ndarray, free: np.ndarray, hdep: np.nda
 
 
 @njit(cache=True)
-def window_run(fs: np.ndarray, ist: np.ndarray, free: np.ndarray, hdep: np.ndarray, hsize: np.ndarray,
-               ring: np.ndarray, wst: np.ndarray, last: np.ndarray, arrival: np.ndarray,
-               service: np.ndarray, size: np.ndarray, windowed: np.ndarray, lost: np.ndarray,
-               delay: np.ndarray, extra: np.ndarray, processing: np.ndarray, ack_extra: np.ndarray,
-               ack_return: float, first: int, out_admit: np.ndarray, out_start: np.ndarray,
-               out_dep: np.ndarray, out_done: np.ndarray, out_code: np.ndarray) -> int:
+def window_run(
+    fs: np.ndarray,
+    ist: np.ndarray,
+    free: np.ndarray,
+    hdep: np.ndarray,
+    hsize: np.ndarray,
+    ring: np.ndarray,
+    wst: np.ndarray,
+    last: np.ndarray,
+    arrival: np.ndarray,
+    service: np.ndarray,
+    size: np.ndarray,
+    windowed: np.ndarray,
+    lost: np.ndarray,
+    delay: np.ndarray,
+    extra: np.ndarray,
+    processing: np.ndarray,
+    ack_extra: np.ndarray,
+    ack_return: float,
+    first: int,
+    out_admit: np.ndarray,
+    out_start: np.ndarray,
+    out_dep: np.ndarray,
+    out_done: np.ndarray,
+    out_code: np.ndarray,
+) -> int:
     """Apply :func:`window_offer` to messages ``first:`` in order; returns where it stopped."""
     n = arrival.shape[0]
     for i in range(first, n):
-        a, s, d, e, c = window_offer(fs, ist, free, hdep, hsize, ring, wst, last, arrival[i],
-                                     service[i], size[i], windowed[i], lost[i], delay[i], extra[i],
-                                     processing[i], ack_extra[i], ack_return)
+        a, s, d, e, c = window_offer(
+            fs,
+            ist,
+            free,
+            hdep,
+            hsize,
+            ring,
+            wst,
+            last,
+            arrival[i],
+            service[i],
+            size[i],
+            windowed[i],
+            lost[i],
+            delay[i],
+            extra[i],
+            processing[i],
+            ack_extra[i],
+            ack_return,
+        )
         out_code[i] = c
         if c == K.NEED_GROW:
             return i

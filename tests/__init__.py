@@ -7,6 +7,7 @@ an independent truth (queueing theory, hand-computed timelines, agreement of
 the two drivers, properties, bad input). Shared builders and hypothesis
 strategies live in :mod:`pubsim.testing`.
 """
+
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]  # the repository

@@ -5,6 +5,7 @@ built-in ones, so the tests point that folder at an empty temporary one: a
 developer's own presets never change what the tests see (subprocesses
 inherit it too).
 """
+
 from __future__ import annotations
 
 import os

@@ -61,6 +61,7 @@ previous handler runs (KeyboardInterrupt for SIGINT, death for SIGTERM).
 Stopping sends SIGTERM to the broker's process group and to every
 descendant it had, waits, then SIGKILLs what is left, and removes its cgroup.
 """
+
 from __future__ import annotations
 
 import atexit
@@ -74,18 +75,29 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import Callable, Mapping
 
 from ...sim.errors import ConfigError
-
 from . import mqttwire, procfs
 from .cpu import CpuCap, cores
 
-__all__ = ["KINDS", "REGISTRY", "BrokerKind", "BrokerSpec", "RunningBroker", "broker", "broker_version",
-           "install_signal_cleanup", "live_brokers", "read_mosquitto_sys", "start_broker", "stop_all"]
+__all__ = [
+    "KINDS",
+    "REGISTRY",
+    "BrokerKind",
+    "BrokerSpec",
+    "RunningBroker",
+    "broker",
+    "broker_version",
+    "install_signal_cleanup",
+    "live_brokers",
+    "read_mosquitto_sys",
+    "start_broker",
+    "stop_all",
+]
 
 _ACTIVEMQ_HOME = Path("/usr/share/activemq")
 _ACTIVEMQ_MQTT_JARS = ("mqtt-client.jar", "hawtdispatch.jar", "hawtdispatch-transport.jar")
@@ -251,8 +263,10 @@ class RunningBroker:
 
     def __repr__(self):
         state = "stopped" if self._stopped else "running"
-        return (f"RunningBroker({self.kind} {self.version}, pid {self.pid}, "
-                f"pub_port {self.pub_port}, sub_port {self.sub_port}, {state})")
+        return (
+            f"RunningBroker({self.kind} {self.version}, pid {self.pid}, "
+            f"pub_port {self.pub_port}, sub_port {self.sub_port}, {state})"
+        )
 
     @property
     def stopped(self):
@@ -494,10 +508,21 @@ class _Plan:
 
 def _mosquitto_plan(spec, workdir, ports):
     conf, log = workdir / "mosquitto.conf", workdir / "mosquitto.log"
-    lines = [f"listener {ports[0]} {HOST}", "allow_anonymous true", "set_tcp_nodelay true",
-             "max_queued_messages 1000000", "sys_interval 1", "persistence false", "user root",
-             f"log_dest file {log}", "log_type error", "log_type warning", "log_type notice",
-             "log_type information", "log_timestamp true"]
+    lines = [
+        f"listener {ports[0]} {HOST}",
+        "allow_anonymous true",
+        "set_tcp_nodelay true",
+        "max_queued_messages 1000000",
+        "sys_interval 1",
+        "persistence false",
+        "user root",
+        f"log_dest file {log}",
+        "log_type error",
+        "log_type warning",
+        "log_type notice",
+        "log_type information",
+        "log_timestamp true",
+    ]
     lines += [f"{k} {v}" for k, v in spec.options.items()]
     _write(conf, lines)
     return _Plan(argv=[_which("mosquitto"), "-c", str(conf)], ports=ports[:1], config_path=conf, log_path=log)
@@ -515,22 +540,40 @@ def _nats_plan(spec, workdir, ports):
 def _rabbitmq_plan(spec, workdir, ports):
     mqtt, dist, epmd = ports[:3]
     conf, log, plugins = workdir / "rabbitmq.conf", workdir / "rabbit.log", workdir / "enabled_plugins"
-    lines = ["listeners.tcp = none", f"mqtt.listeners.tcp.default = {HOST}:{mqtt}", "mqtt.allow_anonymous = true",
-             "mqtt.tcp_listen_options.nodelay = true", "log.console = false", "log.file.level = info"]
+    lines = [
+        "listeners.tcp = none",
+        f"mqtt.listeners.tcp.default = {HOST}:{mqtt}",
+        "mqtt.allow_anonymous = true",
+        "mqtt.tcp_listen_options.nodelay = true",
+        "log.console = false",
+        "log.file.level = info",
+    ]
     lines += [f"{k} = {v}" for k, v in spec.options.items()]
     _write(conf, lines)
     _write(plugins, ["[rabbitmq_mqtt]."])
     home = workdir / "home"
     home.mkdir(exist_ok=True)
-    env = {"HOME": str(home), "RABBITMQ_NODENAME": f"pubsim{mqtt}@localhost", "RABBITMQ_CONFIG_FILE": str(conf),
-           "RABBITMQ_ENABLED_PLUGINS_FILE": str(plugins), "RABBITMQ_MNESIA_BASE": str(workdir / "mnesia"),
-           "RABBITMQ_LOG_BASE": str(workdir / "log"), "RABBITMQ_LOGS": str(log),
-           "RABBITMQ_PID_FILE": str(workdir / "rabbit.pid"),
-           "RABBITMQ_CONF_ENV_FILE": str(workdir / "rabbitmq-env.conf"),  # absent: ignore /etc's
-           "RABBITMQ_ADVANCED_CONFIG_FILE": str(workdir / "advanced.config"),
-           "RABBITMQ_DIST_PORT": str(dist), "ERL_EPMD_PORT": str(epmd), "ERL_EPMD_ADDRESS": HOST,
-           "RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS": "-kernel inet_dist_use_interface {127,0,0,1}"}
-    server = str(_RABBITMQ_SERVER) if _RABBITMQ_SERVER.exists() else _which("rabbitmq-server", REGISTRY[spec.kind].install_hint)
+    env = {
+        "HOME": str(home),
+        "RABBITMQ_NODENAME": f"pubsim{mqtt}@localhost",
+        "RABBITMQ_CONFIG_FILE": str(conf),
+        "RABBITMQ_ENABLED_PLUGINS_FILE": str(plugins),
+        "RABBITMQ_MNESIA_BASE": str(workdir / "mnesia"),
+        "RABBITMQ_LOG_BASE": str(workdir / "log"),
+        "RABBITMQ_LOGS": str(log),
+        "RABBITMQ_PID_FILE": str(workdir / "rabbit.pid"),
+        "RABBITMQ_CONF_ENV_FILE": str(workdir / "rabbitmq-env.conf"),  # absent: ignore /etc's
+        "RABBITMQ_ADVANCED_CONFIG_FILE": str(workdir / "advanced.config"),
+        "RABBITMQ_DIST_PORT": str(dist),
+        "ERL_EPMD_PORT": str(epmd),
+        "ERL_EPMD_ADDRESS": HOST,
+        "RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS": "-kernel inet_dist_use_interface {127,0,0,1}",
+    }
+    server = (
+        str(_RABBITMQ_SERVER)
+        if _RABBITMQ_SERVER.exists()
+        else _which("rabbitmq-server", REGISTRY[spec.kind].install_hint)
+    )
     helper = ([_which("epmd"), "-port", str(epmd), "-address", HOST], epmd)
     return _Plan(argv=[server], ports=[mqtt], config_path=conf, log_path=log, env=env, helpers=[helper])
 
@@ -538,28 +581,50 @@ def _rabbitmq_plan(spec, workdir, ports):
 def _activemq_plan(spec, workdir, ports):
     conf, log, log4j = workdir / "activemq.xml", workdir / "activemq.log", workdir / "log4j.properties"
     query = "&".join(f"{k}={v}" for k, v in {"transport.tcpNoDelay": "true", **spec.options}.items())
-    _write(conf, [
-        '<beans xmlns="http://www.springframework.org/schema/beans"',
-        '       xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance"',
-        '       xsi:schemaLocation="http://www.springframework.org/schema/beans '
-        'http://www.springframework.org/schema/beans/spring-beans-2.0.xsd '
-        'http://activemq.apache.org/schema/core http://activemq.apache.org/schema/core/activemq-core.xsd">',
-        f'  <broker xmlns="http://activemq.apache.org/schema/core" brokerName="pubsim{ports[0]}" useJmx="false"',
-        f'          persistent="false" advisorySupport="false" schedulerSupport="false" dataDirectory="{workdir / "data"}">',
-        '    <transportConnectors>',
-        f'      <transportConnector name="mqtt" uri="mqtt://{HOST}:{ports[0]}?{query.replace("&", "&amp;")}"/>',
-        '    </transportConnectors>',
-        '  </broker>',
-        '</beans>'])
-    _write(log4j, ["log4j.rootLogger=INFO, file", "log4j.appender.file=org.apache.log4j.FileAppender",
-                   f"log4j.appender.file.File={log}", "log4j.appender.file.layout=org.apache.log4j.PatternLayout",
-                   "log4j.appender.file.layout.ConversionPattern=%d %-5p [%t] %c - %m%n"])
+    _write(
+        conf,
+        [
+            '<beans xmlns="http://www.springframework.org/schema/beans"',
+            '       xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance"',
+            '       xsi:schemaLocation="http://www.springframework.org/schema/beans '
+            "http://www.springframework.org/schema/beans/spring-beans-2.0.xsd "
+            'http://activemq.apache.org/schema/core http://activemq.apache.org/schema/core/activemq-core.xsd">',
+            f'  <broker xmlns="http://activemq.apache.org/schema/core" brokerName="pubsim{ports[0]}" useJmx="false"',
+            f'          persistent="false" advisorySupport="false" schedulerSupport="false" dataDirectory="{workdir / "data"}">',
+            "    <transportConnectors>",
+            f'      <transportConnector name="mqtt" uri="mqtt://{HOST}:{ports[0]}?{query.replace("&", "&amp;")}"/>',
+            "    </transportConnectors>",
+            "  </broker>",
+            "</beans>",
+        ],
+    )
+    _write(
+        log4j,
+        [
+            "log4j.rootLogger=INFO, file",
+            "log4j.appender.file=org.apache.log4j.FileAppender",
+            f"log4j.appender.file.File={log}",
+            "log4j.appender.file.layout=org.apache.log4j.PatternLayout",
+            "log4j.appender.file.layout.ConversionPattern=%d %-5p [%t] %c - %m%n",
+        ],
+    )
     (workdir / "tmp").mkdir(exist_ok=True)
     home = str(_ACTIVEMQ_HOME)
-    argv = [_which("java", REGISTRY[spec.kind].install_hint), "-Xms256M", "-Xmx256M", f"-Djava.io.tmpdir={workdir / 'tmp'}",
-            f"-Dlog4j.configuration=file:{log4j}", f"-Dactivemq.home={home}", f"-Dactivemq.base={workdir}",
-            f"-Dactivemq.conf={workdir}", f"-Dactivemq.data={workdir / 'data'}",
-            "-jar", str(_ACTIVEMQ_HOME / "bin" / "activemq.jar"), "start", f"xbean:file:{conf}"]
+    argv = [
+        _which("java", REGISTRY[spec.kind].install_hint),
+        "-Xms256M",
+        "-Xmx256M",
+        f"-Djava.io.tmpdir={workdir / 'tmp'}",
+        f"-Dlog4j.configuration=file:{log4j}",
+        f"-Dactivemq.home={home}",
+        f"-Dactivemq.base={workdir}",
+        f"-Dactivemq.conf={workdir}",
+        f"-Dactivemq.data={workdir / 'data'}",
+        "-jar",
+        str(_ACTIVEMQ_HOME / "bin" / "activemq.jar"),
+        "start",
+        f"xbean:file:{conf}",
+    ]
     _activemq_mqtt_libs(workdir / "lib")
     return _Plan(argv=argv, ports=ports[:1], config_path=conf, log_path=log, env={"HOME": str(workdir)})
 
@@ -573,14 +638,18 @@ def _activemq_mqtt_libs(libdir):
     ``NoClassDefFoundError: org/fusesource/mqtt/codec/...``.
     """
     if not (_ACTIVEMQ_HOME / "lib" / "activemq-mqtt.jar").exists():
-        raise RuntimeError(f"{_ACTIVEMQ_HOME}/lib/activemq-mqtt.jar missing (install the Debian package "
-                           "activemq: scripts/install_brokers.sh --tier2)")
+        raise RuntimeError(
+            f"{_ACTIVEMQ_HOME}/lib/activemq-mqtt.jar missing (install the Debian package "
+            "activemq: scripts/install_brokers.sh --tier2)"
+        )
     libdir.mkdir(exist_ok=True)
     for jar in _ACTIVEMQ_MQTT_JARS:
         src = Path("/usr/share/java") / jar
         if not src.exists():
-            raise RuntimeError(f"{src} missing: ActiveMQ's MQTT transport needs it (Debian package "
-                               "libmqtt-client-java: scripts/install_brokers.sh --tier2)")
+            raise RuntimeError(
+                f"{src} missing: ActiveMQ's MQTT transport needs it (Debian package "
+                "libmqtt-client-java: scripts/install_brokers.sh --tier2)"
+            )
         dst = libdir / jar
         if not dst.exists():
             dst.symlink_to(src)
@@ -589,24 +658,64 @@ def _activemq_mqtt_libs(libdir):
 def _ejabberd_plan(spec, workdir, ports):
     mqtt, dist, epmd = ports[:3]
     conf, log, spool = workdir / "ejabberd.yml", workdir / "ejabberd.log", workdir / "spool"
-    lines = ['hosts: ["localhost"]', "loglevel: notice", "log_rotate_count: 0", "auth_method: [anonymous]",
-             "anonymous_protocol: login_anon", "allow_multiple_connections: true", "listen:",
-             f"  - port: {mqtt}", f'    ip: "{HOST}"', "    module: mod_mqtt", "    backlog: 1024",
-             "modules:", "  mod_mqtt:", "    max_queue: unlimited", "    queue_type: ram"]
+    lines = [
+        'hosts: ["localhost"]',
+        "loglevel: notice",
+        "log_rotate_count: 0",
+        "auth_method: [anonymous]",
+        "anonymous_protocol: login_anon",
+        "allow_multiple_connections: true",
+        "listen:",
+        f"  - port: {mqtt}",
+        f'    ip: "{HOST}"',
+        "    module: mod_mqtt",
+        "    backlog: 1024",
+        "modules:",
+        "  mod_mqtt:",
+        "    max_queue: unlimited",
+        "    queue_type: ram",
+    ]
     lines += [f"{k}: {v}" for k, v in spec.options.items()]
     _write(conf, lines)
     spool.mkdir(exist_ok=True)
     home = workdir / "home"
     home.mkdir(exist_ok=True)
-    env = {"HOME": str(home), "EJABBERD_CONFIG_PATH": str(conf), "EJABBERD_LOG_PATH": str(log),
-           "ERL_CRASH_DUMP": str(workdir / "erl_crash.dump"), "ERL_EPMD_PORT": str(epmd),
-           "ERL_EPMD_ADDRESS": HOST, "ERL_LIBS": _ejabberd_libs(), "CONTRIB_MODULES_PATH": str(home / "modules")}
+    env = {
+        "HOME": str(home),
+        "EJABBERD_CONFIG_PATH": str(conf),
+        "EJABBERD_LOG_PATH": str(log),
+        "ERL_CRASH_DUMP": str(workdir / "erl_crash.dump"),
+        "ERL_EPMD_PORT": str(epmd),
+        "ERL_EPMD_ADDRESS": HOST,
+        "ERL_LIBS": _ejabberd_libs(),
+        "CONTRIB_MODULES_PATH": str(home / "modules"),
+    }
     if Path("/etc/ejabberd/inetrc").exists():
         env["ERL_INETRC"] = "/etc/ejabberd/inetrc"
-    argv = [_which("erl", REGISTRY[spec.kind].install_hint), "-sname", f"pubsim{mqtt}@localhost", "+K", "true", "+P", "250000",
-            "-kernel", "inet_dist_use_interface", "{127,0,0,1}", "-kernel", "inet_dist_listen_min", str(dist),
-            "-kernel", "inet_dist_listen_max", str(dist), "-mnesia", "dir", f'"{spool}"', "-s", "ejabberd",
-            "-noinput"]
+    argv = [
+        _which("erl", REGISTRY[spec.kind].install_hint),
+        "-sname",
+        f"pubsim{mqtt}@localhost",
+        "+K",
+        "true",
+        "+P",
+        "250000",
+        "-kernel",
+        "inet_dist_use_interface",
+        "{127,0,0,1}",
+        "-kernel",
+        "inet_dist_listen_min",
+        str(dist),
+        "-kernel",
+        "inet_dist_listen_max",
+        str(dist),
+        "-mnesia",
+        "dir",
+        f'"{spool}"',
+        "-s",
+        "ejabberd",
+        "-noinput",
+    ]
     helper = ([_which("epmd"), "-port", str(epmd), "-address", HOST], epmd)
     return _Plan(argv=argv, ports=[mqtt], config_path=conf, log_path=log, env=env, helpers=[helper])
 
@@ -624,7 +733,15 @@ def _zmq_plan(spec, workdir, ports):
     if unknown:
         raise ConfigError("options", dict(spec.options), "only 'hwm' for zmq-proxy")
     conf, log = workdir / "zmq-proxy.args", workdir / "zmq-proxy.out"
-    argv = [sys.executable, "-m", "pubsim.calibration.harness.zmqproxy", "--xsub", str(ports[0]), "--xpub", str(ports[1])]
+    argv = [
+        sys.executable,
+        "-m",
+        "pubsim.calibration.harness.zmqproxy",
+        "--xsub",
+        str(ports[0]),
+        "--xpub",
+        str(ports[1]),
+    ]
     if "hwm" in spec.options:
         argv += ["--hwm", str(int(spec.options["hwm"]))]
     _write(conf, argv)
@@ -632,33 +749,87 @@ def _zmq_plan(spec, workdir, ports):
     return _Plan(argv=argv, ports=ports[:2], config_path=conf, log_path=log, env={"PYTHONPATH": path})
 
 
-REGISTRY: Mapping[str, BrokerKind] = MappingProxyType({k.name: k for k in (
-    BrokerKind(name="mosquitto", protocol="mqtt", binary="mosquitto", plan=_mosquitto_plan,
-               version=_mosquitto_version, ports_needed=1, start_timeout_s=10.0),
-    BrokerKind(name="nats", protocol="nats", binary="nats-server", plan=_nats_plan, version=_nats_version,
-               ports_needed=1, start_timeout_s=10.0),
-    BrokerKind(name="rabbitmq-mqtt", protocol="mqtt", binary="rabbitmq-server", plan=_rabbitmq_plan,
-               version=functools.partial(_dpkg_version, "rabbitmq-server"), ports_needed=3,
-               start_timeout_s=60.0, work_comm="beam.smp", debian_package="rabbitmq-server",
-               install_hint="scripts/install_brokers.sh --all"),
-    BrokerKind(name="zmq-proxy", protocol="zmq", binary=None, plan=_zmq_plan, version=_zmq_version,
-               ports_needed=2, start_timeout_s=15.0, split_ports=True),
-    BrokerKind(name="activemq-mqtt", protocol="mqtt", binary="java", plan=_activemq_plan,
-               version=functools.partial(_dpkg_version, "activemq"), ports_needed=1, start_timeout_s=120.0,
-               work_comm="java", debian_package="activemq", install_hint="scripts/install_brokers.sh --tier2"),
-    BrokerKind(name="ejabberd-mqtt", protocol="mqtt", binary="erl", plan=_ejabberd_plan,
-               version=functools.partial(_dpkg_version, "ejabberd"), ports_needed=3, start_timeout_s=120.0,
-               work_comm="beam.smp", mqtt_credentials=("pubsim", "pubsim"), debian_package="ejabberd",
-               install_hint="scripts/install_brokers.sh --tier2"),
-)})
+REGISTRY: Mapping[str, BrokerKind] = MappingProxyType(
+    {
+        k.name: k
+        for k in (
+            BrokerKind(
+                name="mosquitto",
+                protocol="mqtt",
+                binary="mosquitto",
+                plan=_mosquitto_plan,
+                version=_mosquitto_version,
+                ports_needed=1,
+                start_timeout_s=10.0,
+            ),
+            BrokerKind(
+                name="nats",
+                protocol="nats",
+                binary="nats-server",
+                plan=_nats_plan,
+                version=_nats_version,
+                ports_needed=1,
+                start_timeout_s=10.0,
+            ),
+            BrokerKind(
+                name="rabbitmq-mqtt",
+                protocol="mqtt",
+                binary="rabbitmq-server",
+                plan=_rabbitmq_plan,
+                version=functools.partial(_dpkg_version, "rabbitmq-server"),
+                ports_needed=3,
+                start_timeout_s=60.0,
+                work_comm="beam.smp",
+                debian_package="rabbitmq-server",
+                install_hint="scripts/install_brokers.sh --all",
+            ),
+            BrokerKind(
+                name="zmq-proxy",
+                protocol="zmq",
+                binary=None,
+                plan=_zmq_plan,
+                version=_zmq_version,
+                ports_needed=2,
+                start_timeout_s=15.0,
+                split_ports=True,
+            ),
+            BrokerKind(
+                name="activemq-mqtt",
+                protocol="mqtt",
+                binary="java",
+                plan=_activemq_plan,
+                version=functools.partial(_dpkg_version, "activemq"),
+                ports_needed=1,
+                start_timeout_s=120.0,
+                work_comm="java",
+                debian_package="activemq",
+                install_hint="scripts/install_brokers.sh --tier2",
+            ),
+            BrokerKind(
+                name="ejabberd-mqtt",
+                protocol="mqtt",
+                binary="erl",
+                plan=_ejabberd_plan,
+                version=functools.partial(_dpkg_version, "ejabberd"),
+                ports_needed=3,
+                start_timeout_s=120.0,
+                work_comm="beam.smp",
+                mqtt_credentials=("pubsim", "pubsim"),
+                debian_package="ejabberd",
+                install_hint="scripts/install_brokers.sh --tier2",
+            ),
+        )
+    }
+)
 """Broker kind name -> :class:`BrokerKind`: the one place a kind is described."""
 
 # read-only views of the registry, under the names callers used before it existed
 KINDS = tuple(REGISTRY)
 PROTOCOLS = MappingProxyType({k: v.protocol for k, v in REGISTRY.items()})
 START_TIMEOUT_S = MappingProxyType({k: v.start_timeout_s for k, v in REGISTRY.items()})
-MQTT_CREDENTIALS = MappingProxyType({k: v.mqtt_credentials for k, v in REGISTRY.items()
-                                     if v.mqtt_credentials is not None})
+MQTT_CREDENTIALS = MappingProxyType(
+    {k: v.mqtt_credentials for k, v in REGISTRY.items() if v.mqtt_credentials is not None}
+)
 
 
 def _write(path, lines):
@@ -689,8 +860,15 @@ def _wrap(argv, spec, cap):
 
 
 def _popen(argv, env, workdir, out):
-    return subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, cwd=workdir,
-                            env={**os.environ, **env}, start_new_session=True)
+    return subprocess.Popen(
+        argv,
+        stdin=subprocess.DEVNULL,
+        stdout=out,
+        stderr=subprocess.STDOUT,
+        cwd=workdir,
+        env={**os.environ, **env},
+        start_new_session=True,
+    )
 
 
 def _launch(spec, workdir, plan, cap, what):
@@ -727,8 +905,14 @@ def _start_once(spec, workdir, cap):
     plan = REGISTRY[spec.kind].plan(spec, workdir, ports)
     version = broker_version(spec.kind)
     procs, out_path = _launch(spec, workdir, plan, cap, what)
-    rb = RunningBroker(spec=spec, procs=procs, ports=ports, version=version, cap=None,
-                       files=(plan.config_path, plan.log_path, out_path))
+    rb = RunningBroker(
+        spec=spec,
+        procs=procs,
+        ports=ports,
+        version=version,
+        cap=None,
+        files=(plan.config_path, plan.log_path, out_path),
+    )
     try:
         _wait_ports(procs[0], plan.ports, REGISTRY[spec.kind].start_timeout_s, what)
         rb.pid = _work_pid(spec.kind, procs[0])
@@ -868,7 +1052,7 @@ def read_mosquitto_sys(port, timeout_s=5.0, *, fresh=True):
             sock.settimeout(left)
             try:
                 data = sock.recv(65536)
-            except socket.timeout:
+            except TimeoutError:
                 break
             if not data:
                 raise ConnectionError("broker closed the connection")

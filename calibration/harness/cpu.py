@@ -11,6 +11,7 @@ cgroup v1 (``/sys/fs/cgroup/cpu``): the group ``pubsim-<name>`` gets
 1 ms minimum). cgroup v2 (unified hierarchy with the ``cpu`` controller at
 ``/sys/fs/cgroup``): the same numbers go into ``cpu.max``. Both need root.
 """
+
 from __future__ import annotations
 
 import errno
@@ -20,7 +21,6 @@ import time
 from pathlib import Path
 
 from ...sim.errors import ConfigError
-
 from . import procfs
 
 __all__ = ["CGROUP_ROOT", "PERIOD_US", "CpuCap", "cores", "detect_cpu_control", "pin"]

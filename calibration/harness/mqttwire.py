@@ -5,24 +5,93 @@ reader); its names are re-exported here so the harness has one MQTT
 namespace. This module adds only the socket side: :func:`connect` (CONNECT /
 CONNACK), :func:`subscribe` (SUBSCRIBE / SUBACK) and :func:`recv_packet`.
 """
+
 from __future__ import annotations
 
 import socket
 import time
 
 # the codec's names are this module's public interface too (one MQTT namespace for the harness)
-from ...models.protocol.mqtt import (AUTH, CONNACK, CONNACK_CODES, CONNECT, DISCONNECT, FIXED_FLAGS,
-    MAX_REMAINING_LENGTH, PINGREQ, PINGRESP, PUBACK, PUBCOMP, PUBLISH, PUBREC, PUBREL, SUBACK, SUBSCRIBE, TYPE_NAMES,
-    UNSUBACK, UNSUBSCRIBE, MqttError, MqttStream, Packet, PublishTemplate, check_fixed_header, connect_version,
-    decode_packet, decode_remaining_length, encode_connect, encode_disconnect, encode_pingreq, encode_puback,
-    encode_publish, encode_remaining_length, encode_subscribe, parse_publish, patch_packet_ids)
+from ...models.protocol.mqtt import (
+    AUTH,
+    CONNACK,
+    CONNACK_CODES,
+    CONNECT,
+    DISCONNECT,
+    FIXED_FLAGS,
+    MAX_REMAINING_LENGTH,
+    PINGREQ,
+    PINGRESP,
+    PUBACK,
+    PUBCOMP,
+    PUBLISH,
+    PUBREC,
+    PUBREL,
+    SUBACK,
+    SUBSCRIBE,
+    TYPE_NAMES,
+    UNSUBACK,
+    UNSUBSCRIBE,
+    MqttError,
+    MqttStream,
+    Packet,
+    PublishTemplate,
+    check_fixed_header,
+    connect_version,
+    decode_packet,
+    decode_remaining_length,
+    encode_connect,
+    encode_disconnect,
+    encode_pingreq,
+    encode_puback,
+    encode_publish,
+    encode_remaining_length,
+    encode_subscribe,
+    parse_publish,
+    patch_packet_ids,
+)
 
-__all__ = ["connect", "subscribe", "recv_packet", "AUTH", "CONNACK", "CONNACK_CODES", "CONNECT", "DISCONNECT",
-           "FIXED_FLAGS", "MAX_REMAINING_LENGTH", "MqttError", "MqttStream", "PINGREQ", "PINGRESP", "PUBACK",
-           "PUBCOMP", "PUBLISH", "PUBREC", "PUBREL", "Packet", "PublishTemplate", "SUBACK", "SUBSCRIBE", "TYPE_NAMES",
-           "UNSUBACK", "UNSUBSCRIBE", "check_fixed_header", "connect_version", "decode_packet",
-           "decode_remaining_length", "encode_connect", "encode_disconnect", "encode_pingreq", "encode_puback",
-           "encode_publish", "encode_remaining_length", "encode_subscribe", "parse_publish", "patch_packet_ids"]
+__all__ = [
+    "connect",
+    "subscribe",
+    "recv_packet",
+    "AUTH",
+    "CONNACK",
+    "CONNACK_CODES",
+    "CONNECT",
+    "DISCONNECT",
+    "FIXED_FLAGS",
+    "MAX_REMAINING_LENGTH",
+    "MqttError",
+    "MqttStream",
+    "PINGREQ",
+    "PINGRESP",
+    "PUBACK",
+    "PUBCOMP",
+    "PUBLISH",
+    "PUBREC",
+    "PUBREL",
+    "Packet",
+    "PublishTemplate",
+    "SUBACK",
+    "SUBSCRIBE",
+    "TYPE_NAMES",
+    "UNSUBACK",
+    "UNSUBSCRIBE",
+    "check_fixed_header",
+    "connect_version",
+    "decode_packet",
+    "decode_remaining_length",
+    "encode_connect",
+    "encode_disconnect",
+    "encode_pingreq",
+    "encode_puback",
+    "encode_publish",
+    "encode_remaining_length",
+    "encode_subscribe",
+    "parse_publish",
+    "patch_packet_ids",
+]
 
 
 def recv_packet(sock: socket.socket, stream: MqttStream, want: int, deadline: float) -> Packet:
@@ -66,9 +135,17 @@ def recv_packet(sock: socket.socket, stream: MqttStream, want: int, deadline: fl
 _recv_packet = recv_packet  # the name used before the codec moved
 
 
-def connect(port: int, client_id: str, *, host: str = "127.0.0.1", keepalive: int = 60,
-            clean_session: bool = True, timeout_s: float = 5.0, username: str | None = None,
-            password: str | None = None) -> tuple[socket.socket, MqttStream]:
+def connect(
+    port: int,
+    client_id: str,
+    *,
+    host: str = "127.0.0.1",
+    keepalive: int = 60,
+    clean_session: bool = True,
+    timeout_s: float = 5.0,
+    username: str | None = None,
+    password: str | None = None,
+) -> tuple[socket.socket, MqttStream]:
     """A TCP socket (TCP_NODELAY) with an accepted MQTT session.
 
     Sends CONNECT (``keepalive`` in s), waits for CONNACK; returns ``(socket,
@@ -81,8 +158,11 @@ def connect(port: int, client_id: str, *, host: str = "127.0.0.1", keepalive: in
     try:
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         stream = MqttStream()
-        sock.sendall(encode_connect(client_id, clean_session=clean_session, keepalive=keepalive,
-                                    username=username, password=password))
+        sock.sendall(
+            encode_connect(
+                client_id, clean_session=clean_session, keepalive=keepalive, username=username, password=password
+            )
+        )
         ack = recv_packet(sock, stream, CONNACK, deadline)
         code = ack.payload[1] if len(ack.payload) >= 2 else -1
         if code != 0:
@@ -94,8 +174,9 @@ def connect(port: int, client_id: str, *, host: str = "127.0.0.1", keepalive: in
         raise
 
 
-def subscribe(sock: socket.socket, stream: MqttStream, topic_filters, *, qos: int = 0, packet_id: int = 1,
-              timeout_s: float = 5.0) -> list[int]:
+def subscribe(
+    sock: socket.socket, stream: MqttStream, topic_filters, *, qos: int = 0, packet_id: int = 1, timeout_s: float = 5.0
+) -> list[int]:
     """SUBSCRIBE and wait for the SUBACK (at most ``timeout_s`` s); returns the granted QoS per filter.
 
     Raises :class:`MqttError` when a filter is refused (return code 0x80).

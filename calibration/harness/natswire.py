@@ -15,6 +15,7 @@ caller must answer every ``PING`` event with :data:`PONG`
 Subjects: NATS separates tokens with ``.``; the harness maps its MQTT-style
 topic names with :func:`subject_for` (``pubsim/t3`` -> ``pubsim.t3``).
 """
+
 from __future__ import annotations
 
 import json
@@ -23,9 +24,22 @@ import struct
 import time
 from typing import NamedTuple
 
-__all__ = ["PING", "PONG", "NatsError", "NatsEvent", "subject_for", "encode_connect", "encode_pub",
-           "encode_sub", "encode_unsub", "NatsPublishTemplate", "NatsStream", "connect", "subscribe",
-           "flush"]
+__all__ = [
+    "PING",
+    "PONG",
+    "NatsError",
+    "NatsEvent",
+    "subject_for",
+    "encode_connect",
+    "encode_pub",
+    "encode_sub",
+    "encode_unsub",
+    "NatsPublishTemplate",
+    "NatsStream",
+    "connect",
+    "subscribe",
+    "flush",
+]
 
 PING = b"PING\r\n"
 PONG = b"PONG\r\n"
@@ -163,9 +177,15 @@ class NatsStream:
                     break
                 if buf[stop] != 13 or buf[stop + 1] != 10:
                     raise NatsError(f"MSG payload of {n} bytes not followed by CRLF")
-                out.append(NatsEvent("MSG", parts[1].decode(), int(parts[2]),
-                                     parts[3].decode() if len(parts) == 5 else None,
-                                     bytes(buf[e + 2:stop])))
+                out.append(
+                    NatsEvent(
+                        "MSG",
+                        parts[1].decode(),
+                        int(parts[2]),
+                        parts[3].decode() if len(parts) == 5 else None,
+                        bytes(buf[e + 2 : stop]),
+                    )
+                )
                 pos = stop + 2
                 continue
             pos = e + 2
@@ -194,7 +214,7 @@ class NatsStream:
                     raise NatsError("control line longer than 64 KiB")
                 break
             if buf[pos] == 77 and buf[pos + 1] == 83:  # "MS"
-                n = int(buf[buf.rfind(b" ", pos, e) + 1:e])
+                n = int(buf[buf.rfind(b" ", pos, e) + 1 : e])
                 p = e + 2
                 stop = p + n
                 if stop + 2 > end:
@@ -203,7 +223,7 @@ class NatsStream:
                     raise NatsError(f"MSG payload of {n} bytes not followed by CRLF")
                 if n < header_bytes:
                     raise NatsError(f"MSG payload of {n} bytes, shorter than the {header_bytes}-byte header")
-                records[offset:offset + header_bytes] = buf[p:p + header_bytes]
+                records[offset : offset + header_bytes] = buf[p : p + header_bytes]
                 pack_t(records, offset + header_bytes, t_recv_ns)
                 offset += stride
                 pos = stop + 2

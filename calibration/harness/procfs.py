@@ -29,6 +29,7 @@ Process trees (broker start / stop): :func:`proc_state`, :func:`is_dead`,
 :func:`listen_inodes` and :func:`owns_listener` (``/proc/net/tcp{,6}`` and
 ``/proc/PID/fd``).
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -38,9 +39,25 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["CLK_TCK", "ProcSample", "ProcessGone", "comm", "descendants", "diff", "is_dead", "listen_inodes",
-           "owns_listener", "parse_listeners", "parse_schedstat", "parse_stat", "parse_switches", "proc_state",
-           "sample", "thread_ids", "thread_schedstat"]
+__all__ = [
+    "CLK_TCK",
+    "ProcSample",
+    "ProcessGone",
+    "comm",
+    "descendants",
+    "diff",
+    "is_dead",
+    "listen_inodes",
+    "owns_listener",
+    "parse_listeners",
+    "parse_schedstat",
+    "parse_stat",
+    "parse_switches",
+    "proc_state",
+    "sample",
+    "thread_ids",
+    "thread_schedstat",
+]
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
@@ -88,7 +105,7 @@ def _read(path):
 
 def _stat_fields(text):
     """Fields of a ``stat`` line after the ``(comm)`` field (index 0 = state)."""
-    return text[text.rindex(")") + 2:].split()
+    return text[text.rindex(")") + 2 :].split()
 
 
 def parse_stat(text: str) -> dict:
@@ -109,8 +126,13 @@ def parse_stat(text: str) -> dict:
         (start time after boot, clock ticks).
     """
     fields = _stat_fields(text)
-    return {"state": fields[0], "ppid": int(fields[1]), "utime": int(fields[11]), "stime": int(fields[12]),
-            "start_ticks": int(fields[19])}
+    return {
+        "state": fields[0],
+        "ppid": int(fields[1]),
+        "utime": int(fields[11]),
+        "stime": int(fields[12]),
+        "start_ticks": int(fields[19]),
+    }
 
 
 def parse_schedstat(text: str) -> tuple[int, int]:
@@ -191,9 +213,17 @@ def sample(pid: int) -> ProcSample:
             continue
         threads += 1
         totals = [a + b for a, b in zip(totals, counters)]
-    return ProcSample(pid=pid, start_ticks=start, t_s=t_s, cpu_time_s=cpu_time_s,
-                      cpu_run_s=totals[0] / 1e9, cpu_wait_s=totals[1] / 1e9,
-                      voluntary_switches=totals[2], involuntary_switches=totals[3], threads=threads)
+    return ProcSample(
+        pid=pid,
+        start_ticks=start,
+        t_s=t_s,
+        cpu_time_s=cpu_time_s,
+        cpu_run_s=totals[0] / 1e9,
+        cpu_wait_s=totals[1] / 1e9,
+        voluntary_switches=totals[2],
+        involuntary_switches=totals[3],
+        threads=threads,
+    )
 
 
 def diff(before: ProcSample, after: ProcSample) -> dict:
@@ -217,8 +247,10 @@ def diff(before: ProcSample, after: ProcSample) -> dict:
         The samples are of different processes (or a reused pid) or out of order.
     """
     if (before.pid, before.start_ticks) != (after.pid, after.start_ticks):
-        raise ValueError(f"samples of different processes: pid {before.pid} (start {before.start_ticks}) "
-                         f"vs pid {after.pid} (start {after.start_ticks})")
+        raise ValueError(
+            f"samples of different processes: pid {before.pid} (start {before.start_ticks}) "
+            f"vs pid {after.pid} (start {after.start_ticks})"
+        )
     wall_s = after.t_s - before.t_s
     if wall_s < 0:
         raise ValueError(f"samples out of order: after is {-wall_s:.6f} s before before")

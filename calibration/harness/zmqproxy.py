@@ -6,6 +6,7 @@ subscribers their SUB sockets to the XPUB port. ``--hwm`` sets the high-water
 marks of both sides (ZeroMQ drops messages beyond them). It runs until killed
 (SIGTERM's default action ends it at once).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -13,7 +14,9 @@ import sys
 
 
 def _parse(argv):
-    p = argparse.ArgumentParser(prog="python -m pubsim.calibration.harness.zmqproxy", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(
+        prog="python -m pubsim.calibration.harness.zmqproxy", description=__doc__.splitlines()[0]
+    )
     p.add_argument("--xsub", type=int, required=True, help="port publishers connect to")
     p.add_argument("--xpub", type=int, required=True, help="port subscribers connect to")
     p.add_argument("--host", default="127.0.0.1")

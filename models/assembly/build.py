@@ -24,6 +24,7 @@ the ILDM control plane (:func:`pubsim.models.mechanisms.ildm.control.steady_stat
 the same model that produces the protocol's message flows. Nothing here is
 specific to a mechanism.
 """
+
 from __future__ import annotations
 
 import networkx as nx
@@ -32,7 +33,6 @@ import numpy as np
 from ...sim.network import Network
 from ...sim.rng import StreamFactory
 from ...sim.routing import RoutePlan
-
 from .. import topology as T
 from ..mechanisms.context import CompileContext, published_topics
 from ..stations.sources import make_source
@@ -44,8 +44,9 @@ from .table import parameter_table
 __all__ = ["build_network", "compile_context", "parameter_table"]
 
 
-def compile_context(g: nx.Graph, streams: StreamFactory, window: tuple[float, float],
-                    mechanisms: tuple = MECHANISMS) -> CompileContext:
+def compile_context(
+    g: nx.Graph, streams: StreamFactory, window: tuple[float, float], mechanisms: tuple = MECHANISMS
+) -> CompileContext:
     """A compile context of ``g`` after every mechanism's ``prepare`` hook (no stations yet)."""
     ctx = CompileContext(g, streams, window, mechanisms)
     for prepare in hooks("prepare", mechanisms):
@@ -75,8 +76,9 @@ def _sp_ratio(ctx: CompileContext) -> float:
     return sum(n_pub[t] * n_sub[t] for t in ctx.topics) / total if total else 0.0
 
 
-def build_network(g: nx.Graph, *, seed: int, replication: int = 0,
-                  window: tuple[float, float] = (0.0, np.inf)) -> Network:
+def build_network(
+    g: nx.Graph, *, seed: int, replication: int = 0, window: tuple[float, float] = (0.0, np.inf)
+) -> Network:
     """Runtime network of topology ``g`` for one replication.
 
     Parameters
@@ -119,5 +121,13 @@ def build_network(g: nx.Graph, *, seed: int, replication: int = 0,
             src = w(ctx, p, src)
         sources.append(src)
     names = {"publisher": ctx.publishers, "subscriber": ctx.subscribers, "topic": ctx.topics}
-    return Network(ctx.stations, plan, sources, names=names, sp_ratio=_sp_ratio(ctx), window=window,
-                   parameters=parameter_table(g), control=ctx.control)
+    return Network(
+        ctx.stations,
+        plan,
+        sources,
+        names=names,
+        sp_ratio=_sp_ratio(ctx),
+        window=window,
+        parameters=parameter_table(g),
+        control=ctx.control,
+    )

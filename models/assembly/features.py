@@ -12,6 +12,7 @@ scheduling and overflow policy), of the QoS it carries and of the broker
 whose queue it is. :func:`features` lists the features a topology uses and
 where. ``pubsim features`` prints the table (:func:`table`).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -20,13 +21,21 @@ import networkx as nx
 from rich.table import Table
 
 from ...sim.disciplines import Overflow
-
 from .. import topology as T
 from ..mechanisms.qos.rules import check_protocol_qos
 from ..params.features import REFUSED, Feature, Refusal, object_features
 
-__all__ = ["Feature", "Refusal", "REFUSED", "Connection", "features", "connections", "check_features", "table",
-           "add_commands"]
+__all__ = [
+    "Feature",
+    "Refusal",
+    "REFUSED",
+    "Connection",
+    "features",
+    "connections",
+    "check_features",
+    "table",
+    "add_commands",
+]
 
 
 @dataclass(frozen=True)
@@ -81,8 +90,7 @@ def connections(g: nx.Graph) -> list[Connection]:
     """Every link station a compile of the validated topology ``g`` builds, with its features."""
     p = lambda n: g.nodes[n][T.PARAMS]  # noqa: E731
     out = []
-    pubs, subs, brokers = (T.clients(g, T.NodeKind.PUBLISHER), T.clients(g, T.NodeKind.SUBSCRIBER),
-                           T.brokers(g))
+    pubs, subs, brokers = (T.clients(g, T.NodeKind.PUBLISHER), T.clients(g, T.NodeKind.SUBSCRIBER), T.brokers(g))
     any_qos = False
     for pub in pubs:
         home, link = T.home_broker(g, pub), g.edges[pub, T.home_broker(g, pub)][T.PARAMS]
@@ -94,8 +102,7 @@ def connections(g: nx.Graph) -> list[Connection]:
         link = g.edges[a, b][T.PARAMS]
         feats = _queue_features(link.scheduling, link.overflow) | ({Feature.QOS} if any_qos else set())
         for x, y in ((a, b), (b, a)):
-            out.append(Connection(f"link:{x}->{y}", "", frozenset(feats), int(any_qos), link.scheduling,
-                                  link.overflow))
+            out.append(Connection(f"link:{x}->{y}", "", frozenset(feats), int(any_qos), link.scheduling, link.overflow))
     for sock in T.sockets(g):
         sp = p(sock)
         for s in subs:
@@ -166,8 +173,10 @@ def features(g: nx.Graph) -> dict[Feature, list[str]]:
 
 def table() -> list[dict]:
     """The refused pairs as rows: ``scope``, ``feature``, ``with``, ``field``, ``reason``."""
-    return [{"scope": r.scope, "feature": r.first.value, "with": r.second.value, "field": r.field,
-             "reason": r.reason} for r in REFUSED]
+    return [
+        {"scope": r.scope, "feature": r.first.value, "with": r.second.value, "field": r.field, "reason": r.reason}
+        for r in REFUSED
+    ]
 
 
 def _print(args, console):

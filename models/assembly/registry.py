@@ -7,6 +7,7 @@ last. Hooks other than ``entry_hop`` are called in this order;
 ``entry_hop`` is asked last-to-first (:meth:`CompileContext.entry_hop`).
 See :mod:`pubsim.models.mechanisms.base` for the hooks.
 """
+
 from __future__ import annotations
 
 from ..mechanisms.base import HOOKS, Mechanism
@@ -23,15 +24,15 @@ __all__ = ["MECHANISMS", "Mechanism", "HOOKS", "hooks"]
 
 #: The mechanisms, in the order the compiler runs them.
 MECHANISMS: tuple[Mechanism, ...] = (
-    BROKERS,        # uplinks, brokers, subscription tables, flow routes, plain broker hops
-    ILDM,           # control plane, relays, bridges (both directions), forwarding
-    BROKERLESS,     # ZeroMQ sockets and their pipes, socket hops
-    DELIVERY,       # downlinks and subscriber stations
-    PERSISTENCE,    # disks; restarting per-client queues; disk hops; copies per visit, durable visits
+    BROKERS,  # uplinks, brokers, subscription tables, flow routes, plain broker hops
+    ILDM,  # control plane, relays, bridges (both directions), forwarding
+    BROKERLESS,  # ZeroMQ sockets and their pipes, socket hops
+    DELIVERY,  # downlinks and subscriber stations
+    PERSISTENCE,  # disks; restarting per-client queues; disk hops; copies per visit, durable visits
     SERIALIZATION,  # encode stations (last), encode hop before the uplink
-    QOS,            # QoS link stations, folded consumers, visit QoS, handshake packets
-    SESSIONS,       # downlink sessions, retain flags, publisher outages and Will
-    PRIORITY,       # per-client queue policy, flow priorities
+    QOS,  # QoS link stations, folded consumers, visit QoS, handshake packets
+    SESSIONS,  # downlink sessions, retain flags, publisher outages and Will
+    PRIORITY,  # per-client queue policy, flow priorities
 )
 
 

@@ -40,6 +40,7 @@ registry order unless said otherwise. All hooks are optional.
 ``wrap_source(ctx, publisher, source) -> source``
     Wrap a publisher's publication source (outages and Will messages).
 """
+
 from __future__ import annotations
 
 from typing import Protocol, runtime_checkable
@@ -47,8 +48,20 @@ from typing import Protocol, runtime_checkable
 __all__ = ["Mechanism", "HOOKS"]
 
 #: Hook names the compiler calls (see the module docstring).
-HOOKS = ("prepare", "add_stations", "link_options", "folds_subscriber", "route", "entry_hop", "forward_hops",
-         "wrap_route", "plan_options", "wire", "matching_subscribers", "wrap_source")
+HOOKS = (
+    "prepare",
+    "add_stations",
+    "link_options",
+    "folds_subscriber",
+    "route",
+    "entry_hop",
+    "forward_hops",
+    "wrap_route",
+    "plan_options",
+    "wire",
+    "matching_subscribers",
+    "wrap_source",
+)
 
 
 @runtime_checkable

@@ -10,6 +10,7 @@ and :meth:`CompileContext.add_link`, and ask each other for route pieces
 through :meth:`CompileContext.entry_hop` and
 :meth:`CompileContext.forward_hops` (dispatched over the registry).
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -19,7 +20,6 @@ import networkx as nx
 from ...sim.rng import StreamFactory
 from ...sim.routing import Hop
 from ...sim.station import Station
-
 from .. import topology as T
 from ..params.client import PublisherParams
 from ..params.topics import SubscriptionTable
@@ -73,8 +73,7 @@ class CompileContext:
         Socket -> prefix table of its connected peers (brokerless).
     """
 
-    def __init__(self, graph: nx.Graph, streams: StreamFactory, window: tuple[float, float],
-                 mechanisms: tuple = ()):
+    def __init__(self, graph: nx.Graph, streams: StreamFactory, window: tuple[float, float], mechanisms: tuple = ()):
         self.graph = graph
         self.streams = streams
         self.window = window
@@ -125,8 +124,18 @@ class CompileContext:
         """
         options = {**limits, **self.link_options(key)}
         cls = options.pop("station_class", LinkStation)
-        return self.add_station(key, cls(name, link, protocol=self.protocol, topic_bytes=None,
-                                         streams=self.streams, window=self.window, **options))
+        return self.add_station(
+            key,
+            cls(
+                name,
+                link,
+                protocol=self.protocol,
+                topic_bytes=None,
+                streams=self.streams,
+                window=self.window,
+                **options,
+            ),
+        )
 
     def index_of(self, key: StationKey) -> int:
         """Station index of ``key`` (KeyError if absent)."""

@@ -5,6 +5,7 @@ A :class:`StationKey` is a kind and the graph node names it belongs to, e.g.
 compile context (:class:`pubsim.models.mechanisms.context.CompileContext`)
 maps keys to station indices.
 """
+
 from __future__ import annotations
 
 import enum
@@ -16,16 +17,16 @@ __all__ = ["StationKind", "StationKey"]
 class StationKind(enum.Enum):
     """What a station models."""
 
-    UPLINK = "up"          # publisher -> its home node
+    UPLINK = "up"  # publisher -> its home node
     BROKER = "broker"
-    RELAY = "relay"        # ILDM interworking node in front of a broker
-    BRIDGE = "bridge"      # one direction of a broker-broker link
-    SOCKET = "socket"      # brokerless ZeroMQ socket
-    PIPE = "pipe"          # a socket's pipe to one peer
-    DOWNLINK = "down"      # home node -> subscriber (the broker's per-client queue)
+    RELAY = "relay"  # ILDM interworking node in front of a broker
+    BRIDGE = "bridge"  # one direction of a broker-broker link
+    SOCKET = "socket"  # brokerless ZeroMQ socket
+    PIPE = "pipe"  # a socket's pipe to one peer
+    DOWNLINK = "down"  # home node -> subscriber (the broker's per-client queue)
     SUBSCRIBER = "sub"
-    DISK = "disk"          # a broker's disk for persistent messages
-    ENCODE = "encode"      # a publisher's CPU encoding its messages
+    DISK = "disk"  # a broker's disk for persistent messages
+    ENCODE = "encode"  # a publisher's CPU encoding its messages
 
 
 @dataclass(frozen=True)

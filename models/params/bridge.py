@@ -10,13 +10,13 @@ a copy crosses the edge only if its topic matches a pattern of that
 direction. An edge without one forwards nothing. On a tree a copy never
 returns to where it came from, so there are no loops.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
 
 from ...sim.errors import ConfigError
-
 from .mapping import check_fields
 from .provenance import ASSUMED, Provenance
 

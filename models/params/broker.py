@@ -16,6 +16,7 @@ cost: an event-loop broker that sleeps between messages pays a wake-up
 almost none when busy (issue #3 measured Mosquitto at about 21 us of CPU per
 message at 1k msg/s and about 8 us at 40k msg/s).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -23,7 +24,6 @@ from dataclasses import dataclass, field
 from ...sim.disciplines import Overflow
 from ...sim.distributions import Constant, Distribution
 from ...sim.errors import ConfigError
-
 from .disk import DiskParams
 from .features import refuse
 from .mapping import check_fields
@@ -163,17 +163,16 @@ class BrokerParams:
     queue_bytes: int | None = field(default=None, metadata={"unit": "optional_size"})
     client_queue_messages: int | None = field(default=None, metadata={"unit": "optional_count"})
     client_queue_bytes: int | None = field(default=None, metadata={"unit": "optional_size"})
-    overflow: str = field(default=Overflow.DROP_NEWEST,
-                          metadata={"unit": "choice", "choices": Overflow.ALL})
-    topic_syntax: str = field(default="mqtt",
-                              metadata={"unit": "choice", "choices": tuple(s.value for s in TopicSyntax)})
+    overflow: str = field(default=Overflow.DROP_NEWEST, metadata={"unit": "choice", "choices": Overflow.ALL})
+    topic_syntax: str = field(
+        default="mqtt", metadata={"unit": "choice", "choices": tuple(s.value for s in TopicSyntax)}
+    )
     scheduling: str = field(default="fifo", metadata={"unit": "choice", "choices": ("fifo", "priority")})
     ack_cost_s: float = field(default=0.0, metadata={"unit": "duration"})
     max_inflight_messages: int = field(default=20, metadata={"unit": "count"})
     retry_timeout_s: float = field(default=20.0, metadata={"unit": "duration"})
     client_scheduling: str = field(default="fifo", metadata={"unit": "choice", "choices": ("fifo", "priority")})
-    client_overflow: str = field(default=Overflow.DROP_NEWEST,
-                                 metadata={"unit": "choice", "choices": Overflow.ALL})
+    client_overflow: str = field(default=Overflow.DROP_NEWEST, metadata={"unit": "choice", "choices": Overflow.ALL})
     max_priority: int | None = field(default=None, metadata={"unit": "optional_count"})
     flow_to_disk_cost_s: float = field(default=0.0, metadata={"unit": "duration"})
     batch_max_messages: int = field(default=1, metadata={"unit": "positive_count"})
@@ -191,8 +190,11 @@ class BrokerParams:
             _check_restarts(self)
         refuse(self, "broker")  # pairs of features that do not combine (models.params.features)
         if self.background_cpu_fraction >= min(self.cpu_fraction, self.workers):
-            raise ConfigError("background_cpu_fraction", self.background_cpu_fraction,
-                              f"less than the broker's CPU (cpu_fraction {self.cpu_fraction} core)")
+            raise ConfigError(
+                "background_cpu_fraction",
+                self.background_cpu_fraction,
+                f"less than the broker's CPU (cpu_fraction {self.cpu_fraction} core)",
+            )
         if not self.cpu_period_s > 0:
             raise ConfigError("cpu_period_s", self.cpu_period_s, "a period > 0 s")
 

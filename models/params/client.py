@@ -5,6 +5,7 @@ explicit schedule of (time, size, topic); sizes come from a distribution and
 topics from a weighted choice. A subscriber holds subscription filters, a
 processing time per message and a receive buffer.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -14,7 +15,6 @@ import numpy as np
 
 from ...sim.distributions import Constant, Distribution
 from ...sim.errors import ConfigError
-
 from .features import refuse
 from .mapping import check_fields
 from .provenance import ASSUMED, Provenance
@@ -141,8 +141,9 @@ class PublisherParams:
         if self.topic_weights is not None:
             w = np.asarray(self.topic_weights, dtype=float)
             if w.shape != (len(self.topics),) or np.any(w < 0) or w.sum() <= 0:
-                raise ConfigError("topic_weights", self.topic_weights,
-                                  f"{len(self.topics)} non-negative weights, not all zero")
+                raise ConfigError(
+                    "topic_weights", self.topic_weights, f"{len(self.topics)} non-negative weights, not all zero"
+                )
         if self.arrival == "schedule":
             self._check_schedule()
         self._check_outages()
@@ -160,8 +161,11 @@ class PublisherParams:
 
     def _check_topic_priorities(self) -> None:
         p = self.topic_priorities
-        if not (isinstance(p, (tuple, list)) and len(p) == len(self.topics) and all(
-                isinstance(x, (int, np.integer)) and not isinstance(x, bool) and x >= 0 for x in p)):
+        if not (
+            isinstance(p, (tuple, list))
+            and len(p) == len(self.topics)
+            and all(isinstance(x, (int, np.integer)) and not isinstance(x, bool) and x >= 0 for x in p)
+        ):
             raise ConfigError("topic_priorities", p, f"{len(self.topics)} integers >= 0, one per topic")
         object.__setattr__(self, "topic_priorities", tuple(int(x) for x in p))
 
@@ -175,8 +179,11 @@ class PublisherParams:
         t = np.asarray(self.schedule_time_s, dtype=float)
         n = len(t)
         if len(self.schedule_size_bytes) != n or len(self.schedule_topic) != n:
-            raise ConfigError("schedule", f"{n} times, {len(self.schedule_size_bytes)} sizes, "
-                              f"{len(self.schedule_topic)} topics", "arrays of equal length")
+            raise ConfigError(
+                "schedule",
+                f"{n} times, {len(self.schedule_size_bytes)} sizes, {len(self.schedule_topic)} topics",
+                "arrays of equal length",
+            )
         if n and (np.any(np.diff(t) < 0) or t[0] < 0 or not np.all(np.isfinite(t))):
             raise ConfigError("schedule_time_s", "unsorted or negative", "finite times >= 0 in order")
         unknown = set(self.schedule_topic) - set(self.topics)
@@ -244,11 +251,17 @@ class SubscriberParams:
         self._check_sessions()
 
     def _check_sessions(self) -> None:
-        object.__setattr__(self, "online_s", tuple(tuple(float(x) for x in pair)
-                                                   for pair in np.asarray(check_intervals(self.online_s)).T))
+        object.__setattr__(
+            self,
+            "online_s",
+            tuple(tuple(float(x) for x in pair) for pair in np.asarray(check_intervals(self.online_s)).T),
+        )
         if (self.churn_online_mean_s > 0) != (self.churn_offline_mean_s > 0):
-            raise ConfigError("churn_offline_mean_s", self.churn_offline_mean_s,
-                              "> 0 together with churn_online_mean_s (both or neither)")
+            raise ConfigError(
+                "churn_offline_mean_s",
+                self.churn_offline_mean_s,
+                "> 0 together with churn_online_mean_s (both or neither)",
+            )
         refuse(self, "subscriber")  # pairs of features that do not combine (models.params.features)
         if not self.subscriptions:
             raise ConfigError("subscriptions", self.subscriptions, "at least one topic filter")
@@ -267,6 +280,7 @@ def check_intervals(online_s: Any) -> tuple[np.ndarray, np.ndarray]:
         raise ConfigError("online_s", online_s, "a list of [connect_s, disconnect_s] pairs") from None
     c, d = pairs[:, 0], pairs[:, 1]
     if np.any(~np.isfinite(c)) or np.any(c < 0) or np.any(d <= c) or np.any(c[1:] < d[:-1]):
-        raise ConfigError("online_s", online_s, "ordered, non-overlapping [connect_s, disconnect_s) with connect < disconnect")
+        raise ConfigError(
+            "online_s", online_s, "ordered, non-overlapping [connect_s, disconnect_s) with connect < disconnect"
+        )
     return c.copy(), d.copy()
-

@@ -2,13 +2,13 @@
 
 The station is :class:`pubsim.models.mechanisms.persistence.disk.DiskStation`.
 """
+
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
 
 from ...sim.errors import ConfigError
-
 from .mapping import check_fields
 from .provenance import ASSUMED, Provenance
 

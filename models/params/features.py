@@ -15,6 +15,7 @@ checked once per compile by
 :func:`pubsim.models.assembly.features.check_features`, which detects them.
 ``pubsim features`` prints the table.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -32,30 +33,30 @@ __all__ = ["Feature", "Refusal", "REFUSED", "DETECT", "object_features", "refuse
 class Feature(str, enum.Enum):
     """A feature a component of a topology uses."""
 
-    QOS = "qos"                    # QoS > 0 (windowed, acknowledged connections)
-    RESTART = "restart"            # a broker that restarts (restart_at_s), its client queues with it
-    PRIORITY = "priority"          # a priority queue (scheduling)
+    QOS = "qos"  # QoS > 0 (windowed, acknowledged connections)
+    RESTART = "restart"  # a broker that restarts (restart_at_s), its client queues with it
+    PRIORITY = "priority"  # a priority queue (scheduling)
     BACKPRESSURE = "backpressure"  # a full queue blocks its sender
     QUEUE_POLICY = "queue_policy"  # reject, drop_oldest, ring, update or flow_to_disk
-    EVENT_QUEUE = "event_queue"    # drop_oldest, ring, update or flow_to_disk (event-driven queue)
-    CLIENT_PRIORITY = "client_priority"          # a broker's per-client queues are priority queues
+    EVENT_QUEUE = "event_queue"  # drop_oldest, ring, update or flow_to_disk (event-driven queue)
+    CLIENT_PRIORITY = "client_priority"  # a broker's per-client queues are priority queues
     CLIENT_BACKPRESSURE = "client_backpressure"  # a broker's full per-client queue blocks it
-    BATCHING = "batching"          # batch_max_messages > 1
-    WORKERS = "workers"            # more than one worker
-    CPU_QUOTA = "cpu_quota"        # cpu_fraction < 1
-    BUFFER = "buffer"              # a subscriber's receive buffer limit
-    CHURN = "churn"                # a subscriber's churn process
-    SCHEDULE = "schedule"          # a connection schedule (online_s) or a publication schedule
-    ROUND_ROBIN = "round_robin"    # topics taken in turn (push/pull)
+    BATCHING = "batching"  # batch_max_messages > 1
+    WORKERS = "workers"  # more than one worker
+    CPU_QUOTA = "cpu_quota"  # cpu_fraction < 1
+    BUFFER = "buffer"  # a subscriber's receive buffer limit
+    CHURN = "churn"  # a subscriber's churn process
+    SCHEDULE = "schedule"  # a connection schedule (online_s) or a publication schedule
+    ROUND_ROBIN = "round_robin"  # topics taken in turn (push/pull)
     TOPIC_WEIGHTS = "topic_weights"
-    DISK = "disk"                  # a broker disk for persistent messages
-    BROKERLESS = "brokerless"      # ZeroMQ socket nodes
-    RELAY = "relay"                # ILDM relay in front of a broker
-    BRIDGE = "bridge"              # static bridges (forwarding: bridge)
-    SESSIONS = "sessions"          # connection schedules or churn
-    RETAIN = "retain"              # retained messages
-    WILL = "will"                  # publisher outages and Will messages
-    CLOSED_LOOP = "closed_loop"    # request/reply clients (arrival closed_loop)
+    DISK = "disk"  # a broker disk for persistent messages
+    BROKERLESS = "brokerless"  # ZeroMQ socket nodes
+    RELAY = "relay"  # ILDM relay in front of a broker
+    BRIDGE = "bridge"  # static bridges (forwarding: bridge)
+    SESSIONS = "sessions"  # connection schedules or churn
+    RETAIN = "retain"  # retained messages
+    WILL = "will"  # publisher outages and Will messages
+    CLOSED_LOOP = "closed_loop"  # request/reply clients (arrival closed_loop)
     SERIALIZATION = "serialization"
 
 
@@ -95,8 +96,10 @@ class Refusal:
         return ConfigError(field or self.field, getattr(obj, self.value), self.reason.format(**values))
 
 
-_QOS_FIFO = ("a FIFO queue with drop_newest or backpressure on a connection with QoS > 0 "
-             "(the in-flight window is modelled for FIFO queues)")
+_QOS_FIFO = (
+    "a FIFO queue with drop_newest or backpressure on a connection with QoS > 0 "
+    "(the in-flight window is modelled for FIFO queues)"
+)
 _QUOTA = "1 with priority scheduling or {overflow} (the CPU quota is modelled for FIFO brokers)"
 
 #: The refused pairs, per scope, in the order they are checked.
@@ -105,43 +108,106 @@ REFUSED: tuple[Refusal, ...] = (
     Refusal("broker", F.BATCHING, F.WORKERS, "workers", "workers", "1 with batch_max_messages > 1"),
     Refusal("broker", F.BATCHING, F.CPU_QUOTA, "cpu_fraction", "cpu_fraction", "1 with batch_max_messages > 1"),
     Refusal("broker", F.BATCHING, F.PRIORITY, "scheduling", "scheduling", "fifo with batch_max_messages > 1"),
-    Refusal("broker", F.BATCHING, F.QUEUE_POLICY, "overflow", "overflow",
-            "drop_newest or backpressure with batch_max_messages > 1"),
+    Refusal(
+        "broker",
+        F.BATCHING,
+        F.QUEUE_POLICY,
+        "overflow",
+        "overflow",
+        "drop_newest or backpressure with batch_max_messages > 1",
+    ),
     Refusal("broker", F.RESTART, F.BATCHING, "batch_max_messages", "batch_max_messages", "1 with restart_at_s"),
     Refusal("broker", F.RESTART, F.CPU_QUOTA, "cpu_fraction", "cpu_fraction", "1 with restart_at_s"),
-    Refusal("broker", F.RESTART, F.BACKPRESSURE, "overflow", "overflow", "drop_newest or drop_oldest with restart_at_s"),
+    Refusal(
+        "broker", F.RESTART, F.BACKPRESSURE, "overflow", "overflow", "drop_newest or drop_oldest with restart_at_s"
+    ),
     Refusal("broker", F.CPU_QUOTA, F.PRIORITY, "cpu_fraction", "cpu_fraction", _QUOTA),
     Refusal("broker", F.CPU_QUOTA, F.EVENT_QUEUE, "cpu_fraction", "cpu_fraction", _QUOTA),
-    Refusal("broker", F.PRIORITY, F.BACKPRESSURE, "overflow", "overflow",
-            "drop_newest or drop_oldest with priority scheduling"),
-    Refusal("broker", F.CLIENT_PRIORITY, F.CLIENT_BACKPRESSURE, "client_overflow", "client_overflow",
-            "drop_newest, reject, drop_oldest, ring, update or flow_to_disk with client_scheduling=priority"),
+    Refusal(
+        "broker",
+        F.PRIORITY,
+        F.BACKPRESSURE,
+        "overflow",
+        "overflow",
+        "drop_newest or drop_oldest with priority scheduling",
+    ),
+    Refusal(
+        "broker",
+        F.CLIENT_PRIORITY,
+        F.CLIENT_BACKPRESSURE,
+        "client_overflow",
+        "client_overflow",
+        "drop_newest, reject, drop_oldest, ring, update or flow_to_disk with client_scheduling=priority",
+    ),
     # one link (LinkParams)
-    Refusal("link", F.PRIORITY, F.BACKPRESSURE, "overflow", "overflow",
-            "drop_newest, reject, drop_oldest, ring or update with scheduling=priority"),
+    Refusal(
+        "link",
+        F.PRIORITY,
+        F.BACKPRESSURE,
+        "overflow",
+        "overflow",
+        "drop_newest, reject, drop_oldest, ring or update with scheduling=priority",
+    ),
     # one publisher (PublisherParams)
-    Refusal("publisher", F.ROUND_ROBIN, F.SCHEDULE, "topic_choice", "topic_choice",
-            "weighted with a schedule or topic_weights (round_robin takes topics in order)"),
-    Refusal("publisher", F.ROUND_ROBIN, F.TOPIC_WEIGHTS, "topic_choice", "topic_choice",
-            "weighted with a schedule or topic_weights (round_robin takes topics in order)"),
+    Refusal(
+        "publisher",
+        F.ROUND_ROBIN,
+        F.SCHEDULE,
+        "topic_choice",
+        "topic_choice",
+        "weighted with a schedule or topic_weights (round_robin takes topics in order)",
+    ),
+    Refusal(
+        "publisher",
+        F.ROUND_ROBIN,
+        F.TOPIC_WEIGHTS,
+        "topic_choice",
+        "topic_choice",
+        "weighted with a schedule or topic_weights (round_robin takes topics in order)",
+    ),
     # one subscriber (SubscriberParams)
-    Refusal("subscriber", F.QOS, F.BUFFER, "buffer_messages", "buffer_messages",
-            "unset with qos > 0 (the in-flight window bounds what the client holds)"),
+    Refusal(
+        "subscriber",
+        F.QOS,
+        F.BUFFER,
+        "buffer_messages",
+        "buffer_messages",
+        "unset with qos > 0 (the in-flight window bounds what the client holds)",
+    ),
     Refusal("subscriber", F.CHURN, F.SCHEDULE, "online_s", "online_s", "empty with a churn process"),
     # one connection of a compiled network (models.assembly.features)
-    Refusal("connection", F.QOS, F.RESTART, "{subscriber}.qos", "qos",
-            "0 at a broker with restart_at_s (windowed connections are not modelled across broker restarts)"),
-    Refusal("connection", F.RESTART, F.BACKPRESSURE, "{link}.overflow", "overflow", "not backpressure with restart_at_s"),
-    Refusal("connection", F.PRIORITY, F.BACKPRESSURE, "{link}.overflow", "overflow",
-            "drop_newest, reject, drop_oldest, ring, update or flow_to_disk on a priority queue (not backpressure)"),
+    Refusal(
+        "connection",
+        F.QOS,
+        F.RESTART,
+        "{subscriber}.qos",
+        "qos",
+        "0 at a broker with restart_at_s (windowed connections are not modelled across broker restarts)",
+    ),
+    Refusal(
+        "connection", F.RESTART, F.BACKPRESSURE, "{link}.overflow", "overflow", "not backpressure with restart_at_s"
+    ),
+    Refusal(
+        "connection",
+        F.PRIORITY,
+        F.BACKPRESSURE,
+        "{link}.overflow",
+        "overflow",
+        "drop_newest, reject, drop_oldest, ring, update or flow_to_disk on a priority queue (not backpressure)",
+    ),
     Refusal("connection", F.QOS, F.PRIORITY, "{link}.overflow", "queue", _QOS_FIFO),
     Refusal("connection", F.QOS, F.QUEUE_POLICY, "{link}.overflow", "queue", _QOS_FIFO),
 )
 
 
 def _queue(overflow: str) -> Feature | None:
-    return (F.BACKPRESSURE if overflow == Overflow.BACKPRESSURE
-            else None if overflow == Overflow.DROP_NEWEST else F.QUEUE_POLICY)
+    return (
+        F.BACKPRESSURE
+        if overflow == Overflow.BACKPRESSURE
+        else None
+        if overflow == Overflow.DROP_NEWEST
+        else F.QUEUE_POLICY
+    )
 
 
 #: How each feature of a parameter object is detected, per scope.

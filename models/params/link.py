@@ -20,6 +20,7 @@ finishes first. Priorities only change the order when messages wait (a slow
 receiver, a saturated link); on an idle channel delivery is FIFO.
 ``overflow`` is what a full transmit queue does (:class:`pubsim.sim.disciplines.Overflow`).
 """
+
 from __future__ import annotations
 
 import math
@@ -28,7 +29,6 @@ from dataclasses import dataclass, field
 from ...sim.disciplines import Overflow
 from ...sim.distributions import Constant, Distribution
 from ...sim.errors import ConfigError
-
 from .features import refuse
 from .mapping import check_fields
 from .provenance import ASSUMED, Provenance
@@ -81,8 +81,11 @@ class LinkParams:
         if not self.bandwidth_Bps > 0:
             raise ConfigError("bandwidth_Bps", self.bandwidth_Bps, "a rate > 0")
         if self.overflow == Overflow.FLOW_TO_DISK:
-            raise ConfigError("overflow", self.overflow,
-                              "a link policy other than flow_to_disk (a broker's client_overflow can spill to disk)")
+            raise ConfigError(
+                "overflow",
+                self.overflow,
+                "a link policy other than flow_to_disk (a broker's client_overflow can spill to disk)",
+            )
         refuse(self, "link")  # pairs of features that do not combine (models.params.features)
 
     def serialization_s(self, wire_bytes: float) -> float:

@@ -9,6 +9,7 @@ Every field of a parameter dataclass declares how a human value is read with
 rejects unknown fields and bad values with a one-line
 :class:`~pubsim.sim.errors.ConfigError` naming the field.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -19,9 +20,8 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 from ...sim import units
 from ...sim.distributions import Distribution, parse_distribution
 from ...sim.errors import ConfigError
-
-from .provenance import Provenance, parse_provenance
 from .. import presets
+from .provenance import Provenance, parse_provenance
 
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
@@ -50,6 +50,7 @@ def _optional(reader: Reader) -> Reader:
         if value is None or (isinstance(value, str) and value.lower() in ("none", "unlimited", "inf", "")):
             return None
         return reader(value, field)
+
     return read
 
 
@@ -135,7 +136,6 @@ def _nested(fld: dataclasses.Field, value: Any, path: str) -> Any:
     if value is None or isinstance(value, cls):
         return value
     if isinstance(value, dict) and "preset" in value:
-
         try:
             value = presets.apply(fld.metadata["preset"], value)
         except ConfigError as err:
@@ -189,8 +189,9 @@ def from_mapping(cls: type[_T], mapping: Any, path: str) -> _T:
         raw = [k for k in kwargs if fields[k].metadata.get("unit") == "raw"]
         if len(raw) == 1:
             raise ConfigError(f"{path}.{raw[0]}", mapping[raw[0]], f"a valid value ({err})") from None
-        raise ConfigError(path, {k: mapping[k] for k in raw} or mapping,
-                          f"valid {cls.__name__} fields ({err})") from None
+        raise ConfigError(
+            path, {k: mapping[k] for k in raw} or mapping, f"valid {cls.__name__} fields ({err})"
+        ) from None
 
 
 def check_fields(obj: Any, path: str = "") -> None:

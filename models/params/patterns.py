@@ -2,12 +2,12 @@
 
 The models are in :mod:`pubsim.models.mechanisms.patterns`.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
 from ...sim.errors import ConfigError
-
 from .mapping import check_fields
 from .provenance import ASSUMED, Provenance
 

@@ -4,6 +4,7 @@ Every parameter set carries a :class:`Provenance`; summaries and the
 ``pubsim run`` table show it, so that nobody mistakes an assumption for a
 measurement.
 """
+
 from __future__ import annotations
 
 import enum
@@ -18,10 +19,10 @@ __all__ = ["Source", "Provenance", "ASSUMED", "parse_provenance"]
 class Source(enum.Enum):
     """Kind of evidence behind a value."""
 
-    MEASURED = "measured"          # measured with pubsim's harness, data file named
-    PUBLICATION = "publication"    # taken from a named publication
-    ASSUMPTION = "assumption"      # a stated modelling assumption
-    PLACEHOLDER = "placeholder"    # a stand-in awaiting calibration: do not trust
+    MEASURED = "measured"  # measured with pubsim's harness, data file named
+    PUBLICATION = "publication"  # taken from a named publication
+    ASSUMPTION = "assumption"  # a stated modelling assumption
+    PLACEHOLDER = "placeholder"  # a stand-in awaiting calibration: do not trust
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -64,8 +65,7 @@ class Provenance:
         return text
 
 
-ASSUMED = Provenance(source=Source.ASSUMPTION, reference="pubsim default",
-                     note="no provenance given for this value")
+ASSUMED = Provenance(source=Source.ASSUMPTION, reference="pubsim default", note="no provenance given for this value")
 
 
 def parse_provenance(spec: Any, field: str = "provenance") -> Provenance:
@@ -83,5 +83,9 @@ def parse_provenance(spec: Any, field: str = "provenance") -> Provenance:
         source = Source(str(spec.get("source", "")).lower())
     except ValueError:
         raise ConfigError(f"{field}.source", spec.get("source"), f"one of {[s.value for s in Source]}") from None
-    return Provenance(source=source, reference=str(spec.get("reference", "")),
-                      date=str(spec.get("date", "")), note=str(spec.get("note", "")))
+    return Provenance(
+        source=source,
+        reference=str(spec.get("reference", "")),
+        date=str(spec.get("date", "")),
+        note=str(spec.get("note", "")),
+    )

@@ -2,13 +2,13 @@
 
 The station and its demand are in :mod:`pubsim.models.mechanisms.ildm.relay`.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
 from ...sim.distributions import Constant, Distribution
 from ...sim.errors import ConfigError
-
 from .mapping import check_fields
 from .provenance import ASSUMED, Provenance
 
@@ -19,7 +19,6 @@ _ZERO = Constant(value=0.0)
 
 #: Ack packets the SENDING node handles per PUBLISH hop, by QoS (QoS 2: PUBREC in, PUBREL out, PUBCOMP in).
 SENDER_ACKS = {0: 0, 1: 1, 2: 3}
-
 
 
 @dataclass(frozen=True, kw_only=True)

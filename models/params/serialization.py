@@ -14,16 +14,16 @@ middlewares is dominated by (de)serialization; §6: string vs binary):
 ``serialization=None`` on a client (the default) leaves it exactly as
 without this stage.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
 
 from ...sim.errors import ConfigError
-
+from .. import presets
 from .mapping import READERS, check_fields, from_mapping
 from .provenance import ASSUMED, Provenance
-from .. import presets
 
 __all__ = ["SerializationParams", "FORMATS", "parse_serialization", "link_ceiling_per_s"]
 
@@ -100,8 +100,9 @@ def parse_serialization(value: Any, path: str = "serialization") -> Serializatio
 READERS["serialization"] = parse_serialization
 
 
-def link_ceiling_per_s(binary_bytes: float, bandwidth_Bps: float, *, size_ratio: float = 1.0,
-                       overhead_bytes: float = 0.0) -> float:
+def link_ceiling_per_s(
+    binary_bytes: float, bandwidth_Bps: float, *, size_ratio: float = 1.0, overhead_bytes: float = 0.0
+) -> float:
     """Messages per second a link can carry: ``bandwidth / (binary x ratio + overhead)``.
 
     SYSTEMS.md §6: a 100 Mbit/s link carries 12,500 binary messages of 1 kB

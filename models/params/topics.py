@@ -24,6 +24,7 @@
 AMQP) or a table of prefixes, so matching a topic costs about the number of
 levels it has rather than the number of subscriptions.
 """
+
 from __future__ import annotations
 
 import bisect
@@ -36,8 +37,8 @@ from ...sim.errors import ConfigError
 
 __all__ = ["TopicSyntax", "validate_filter", "validate_topic", "matches", "SubscriptionTable"]
 
-MQTT_MAX_BYTES = 65535   # MQTT 3.1.1 section 1.5.3: UTF-8 strings have a 16-bit length
-AMQP_MAX_BYTES = 255     # AMQP 0-9-1: routing keys are short strings
+MQTT_MAX_BYTES = 65535  # MQTT 3.1.1 section 1.5.3: UTF-8 strings have a 16-bit length
+AMQP_MAX_BYTES = 255  # AMQP 0-9-1: routing keys are short strings
 
 
 class TopicSyntax(enum.Enum):
@@ -85,19 +86,16 @@ def _validate_mqtt_filter(text: Any, field: str) -> None:
     levels = text.split("/")
     for position, level in enumerate(levels):
         if "+" in level and level != "+":
-            raise ConfigError(field, text,
-                              "an MQTT filter; '+' must fill a whole level (MQTT 4.7.1.3)")
+            raise ConfigError(field, text, "an MQTT filter; '+' must fill a whole level (MQTT 4.7.1.3)")
         if "#" in level and (level != "#" or position != len(levels) - 1):
-            raise ConfigError(field, text,
-                              "an MQTT filter; '#' must fill the last level (MQTT 4.7.1.2)")
+            raise ConfigError(field, text, "an MQTT filter; '#' must fill the last level (MQTT 4.7.1.2)")
 
 
 def _validate_mqtt_topic(text: Any, field: str) -> None:
     """Enforce MQTT 4.7.1.1: topic names contain no wildcard characters."""
     _check_mqtt_string(text, field, "topic name")
     if "+" in text or "#" in text:
-        raise ConfigError(field, text,
-                          "an MQTT topic name without wildcards '+' or '#' (MQTT 4.7.1.1)")
+        raise ConfigError(field, text, "an MQTT topic name without wildcards '+' or '#' (MQTT 4.7.1.1)")
 
 
 def _validate_amqp_filter(text: Any, field: str) -> None:
@@ -105,8 +103,7 @@ def _validate_amqp_filter(text: Any, field: str) -> None:
     _utf8(text, field, "binding key", AMQP_MAX_BYTES)
     for word in _amqp_words(text):
         if ("*" in word or "#" in word) and word not in ("*", "#"):
-            raise ConfigError(field, text,
-                              "an AMQP binding key; '*' and '#' must be whole words between dots")
+            raise ConfigError(field, text, "an AMQP binding key; '*' and '#' must be whole words between dots")
 
 
 def _validate_amqp_topic(text: Any, field: str) -> None:
@@ -232,9 +229,9 @@ class _MqttIndex(_TrieIndex):
         stack: list[tuple[_Node, int]] = [(self.root, 0)]
         while stack:
             node, depth = stack.pop()
-            wild = depth > 0 or not dollar      # MQTT 4.7.2
+            wild = depth > 0 or not dollar  # MQTT 4.7.2
             if wild and node.rest is not None:
-                found.extend(node.rest.ends)    # '#' also matches the parent level
+                found.extend(node.rest.ends)  # '#' also matches the parent level
             if depth == len(levels):
                 found.extend(node.ends)
                 continue

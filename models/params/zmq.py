@@ -2,13 +2,13 @@
 
 The station and its route are in :mod:`pubsim.models.mechanisms.brokerless`.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
 from ...sim.disciplines import Overflow
 from ...sim.distributions import Constant, Distribution
-
 from .mapping import check_fields
 from .provenance import ASSUMED, Provenance
 
@@ -17,7 +17,6 @@ __all__ = ["ZmqSocketParams", "SOCKET_TYPES"]
 SOCKET_TYPES = ("pub", "push")
 
 _ZERO = Constant(value=0.0)
-
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -13,6 +13,7 @@ A user preset folder (:func:`user_dir`: ``$PUBSIM_PRESETS``, else
 A user preset with a built-in name shadows the built-in one, and its
 provenance note says so.
 """
+
 from __future__ import annotations
 
 import os
@@ -66,7 +67,9 @@ def _all_with_origin(kind):
     for name, (fields, path) in _read_folder(user_dir(), kind).items():
         if name in presets and isinstance(fields, dict):
             prov = dict(fields.get("provenance") or {})
-            prov["note"] = (str(prov.get("note", "")) + f" [user preset from {path}; shadows the built-in {name}]").strip()
+            prov["note"] = (
+                str(prov.get("note", "")) + f" [user preset from {path}; shadows the built-in {name}]"
+            ).strip()
             fields = {**fields, "provenance": prov}
         presets[name] = (fields, path)
     return presets

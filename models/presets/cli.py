@@ -7,24 +7,37 @@ family, reference, date and key parameters; ``--long NAME`` prints one
 preset in full. User presets (:func:`pubsim.models.presets.user_dir`) are
 listed with their file; one that shadows a built-in name says so.
 """
+
 from __future__ import annotations
 
 from rich.markup import escape
 from rich.table import Table
 
 from ...sim.errors import ConfigError
-
 from . import kinds, load, names, origin
 from .families import family_of
 
 __all__ = ["add_commands", "preset_rows"]
 
 _KEYS = {
-    "broker": ("workers", "ingress_cost_s", "delivery_cost_s", "per_byte_cost_s", "idle_wakeup_cost_s",
-               "topic_syntax", "overflow"),
+    "broker": (
+        "workers",
+        "ingress_cost_s",
+        "delivery_cost_s",
+        "per_byte_cost_s",
+        "idle_wakeup_cost_s",
+        "topic_syntax",
+        "overflow",
+    ),
     "link": ("latency_s", "jitter_s", "bandwidth_Bps", "overhead_bytes"),
-    "serialization": ("format", "size_ratio", "encode_cost_s", "encode_cost_per_byte_s", "decode_cost_s",
-                      "decode_cost_per_byte_s"),
+    "serialization": (
+        "format",
+        "size_ratio",
+        "encode_cost_s",
+        "encode_cost_per_byte_s",
+        "decode_cost_s",
+        "decode_cost_per_byte_s",
+    ),
     "socket": ("socket_type", "send_cost_s", "copy_cost_s", "per_byte_cost_s", "sndhwm", "batch_max_bytes"),
     "disk": ("sync_latency_s", "bandwidth_Bps", "batch_max_messages"),
 }
@@ -33,17 +46,25 @@ _KEYS = {
 def preset_rows(kind=None):
     """One dict per preset: name, kind, family, source, reference, date, parameters, note."""
     rows = []
-    for k in ([kind] if kind else kinds()):
+    for k in [kind] if kind else kinds():
         for name in names(k):
             spec = load(k, name)
             prov = spec.get("provenance") or {}
             params = {key: spec[key] for key in _KEYS.get(k, ()) if key in spec}
             family, example = family_of(name) if k == "broker" else ("", "")
-            rows.append({"name": name, "kind": k, "origin": origin(k, name),
-                         "family": f"{family}: {example}" if family else "",
-                         "source": str(prov.get("source", "")), "reference": str(prov.get("reference", "")),
-                         "date": str(prov.get("date", "")), "parameters": params,
-                         "note": " ".join(str(prov.get("note", "")).split())})
+            rows.append(
+                {
+                    "name": name,
+                    "kind": k,
+                    "origin": origin(k, name),
+                    "family": f"{family}: {example}" if family else "",
+                    "source": str(prov.get("source", "")),
+                    "reference": str(prov.get("reference", "")),
+                    "date": str(prov.get("date", "")),
+                    "parameters": params,
+                    "note": " ".join(str(prov.get("note", "")).split()),
+                }
+            )
     return rows
 
 
@@ -61,15 +82,23 @@ def _table(rows):
     for col in ("reference", "date", "parameters", "note"):
         table.add_column(col, overflow="fold")
     for r in rows:
-        table.add_row(r["name"], r["kind"], r["family"], r["source"], escape(r["reference"]), r["date"],
-                      escape(_short(r["parameters"])), escape(r["note"]),
-                      style="bold red" if r["source"] == "placeholder" else None)
+        table.add_row(
+            r["name"],
+            r["kind"],
+            r["family"],
+            r["source"],
+            escape(r["reference"]),
+            r["date"],
+            escape(_short(r["parameters"])),
+            escape(r["note"]),
+            style="bold red" if r["source"] == "placeholder" else None,
+        )
     return table
 
 
 def _first_sentence(text, limit=90):
     head = text.split(". ")[0].rstrip(".")
-    return head if len(head) <= limit else head[:limit - 1] + "…"
+    return head if len(head) <= limit else head[: limit - 1] + "…"
 
 
 def _compact(rows):
@@ -78,8 +107,14 @@ def _compact(rows):
         table.add_column(col, no_wrap=True)
     table.add_column("note", overflow="ellipsis", no_wrap=True)
     for r in rows:
-        table.add_row(r["name"], r["kind"], r["source"], escape(r["origin"]), escape(_first_sentence(r["note"])),
-                      style="bold red" if r["source"] == "placeholder" else None)
+        table.add_row(
+            r["name"],
+            r["kind"],
+            r["source"],
+            escape(r["origin"]),
+            escape(_first_sentence(r["note"])),
+            style="bold red" if r["source"] == "placeholder" else None,
+        )
     return table
 
 
@@ -100,8 +135,11 @@ def _one(kind, name):
         for key, value in spec.items():
             if key == "provenance":
                 for pk, pv in (value or {}).items():
-                    out.add_row(f"provenance.{pk}", escape(" ".join(str(pv).split())),
-                                style="bold red" if pk == "source" and pv == "placeholder" else None)
+                    out.add_row(
+                        f"provenance.{pk}",
+                        escape(" ".join(str(pv).split())),
+                        style="bold red" if pk == "source" and pv == "placeholder" else None,
+                    )
             else:
                 out.add_row(key, escape(str(value)))
     return out

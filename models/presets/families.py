@@ -5,6 +5,7 @@ preset names that stand for it (calibrated first, then estimates). Tests
 check that every family has at least one preset; ``pubsim presets`` shows
 the family of each preset.
 """
+
 from __future__ import annotations
 
 __all__ = ["FAMILIES", "family_of"]

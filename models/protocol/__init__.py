@@ -16,6 +16,7 @@ Each function returns the bytes a protocol adds to a payload of
   1 flag byte and a 1-byte (<= 255) or 8-byte size.
 * ``none``: no framing.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -40,6 +41,7 @@ def amqp_framing(payload_bytes, topic_bytes, exchange_bytes=9):
 def zmtp_framing(payload_bytes, topic_bytes):
     def frame(n):
         return 1 + np.where(n > 255, 8, 1)
+
     return frame(topic_bytes) + topic_bytes + frame(payload_bytes)
 
 

@@ -3,6 +3,7 @@
 Each class overrides the hooks of :class:`pubsim.sim.station.Station`; the queueing
 itself (FIFO arithmetic or event-driven) is the discipline's business.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -10,19 +11,27 @@ import numpy as np
 from ...sim import kernels as K
 from ...sim.disciplines import BatchDiscipline, FifoDiscipline, Overflow, QueueDiscipline
 from ...sim.distributions import Constant
-from ...sim.station import Station
-
 from ...sim.restart import RestartQueueDiscipline
-
+from ...sim.station import Station
 from ..protocol import framing_bytes
 from .wiring import Wiring
 
-__all__ = ["ModelStation", "LinkStation", "BrokerStation", "SubscriberStation", "EncodeStation",
-           "make_discipline"]
+__all__ = ["ModelStation", "LinkStation", "BrokerStation", "SubscriberStation", "EncodeStation", "make_discipline"]
 
 
-def make_discipline(*, servers, capacity_messages, capacity_bytes, overflow, idle_extra_s=0.0,
-                    priority=False, disk_cost_s=0.0, batch=None, restart=None, **quota):
+def make_discipline(
+    *,
+    servers,
+    capacity_messages,
+    capacity_bytes,
+    overflow,
+    idle_extra_s=0.0,
+    priority=False,
+    disk_cost_s=0.0,
+    batch=None,
+    restart=None,
+    **quota,
+):
     """FIFO arithmetic unless priorities or the overflow policy
     (``Overflow.EVENT_DRIVEN``) need an event-driven queue.
 
@@ -33,20 +42,40 @@ def make_discipline(*, servers, capacity_messages, capacity_bytes, overflow, idl
     arguments of :class:`pubsim.sim.restart.RestartQueueDiscipline`, or None.
     """
     if restart is not None:
-
-        return RestartQueueDiscipline(servers=servers, capacity_messages=capacity_messages,
-                                      capacity_bytes=capacity_bytes, overflow=overflow,
-                                      idle_extra_s=idle_extra_s, disk_cost_s=disk_cost_s, **restart)
+        return RestartQueueDiscipline(
+            servers=servers,
+            capacity_messages=capacity_messages,
+            capacity_bytes=capacity_bytes,
+            overflow=overflow,
+            idle_extra_s=idle_extra_s,
+            disk_cost_s=disk_cost_s,
+            **restart,
+        )
     if batch is not None and batch["batch_max_messages"] > 1:
-        return BatchDiscipline(capacity_messages=capacity_messages, capacity_bytes=capacity_bytes,
-                               overflow=overflow, idle_extra_s=idle_extra_s, **batch)
+        return BatchDiscipline(
+            capacity_messages=capacity_messages,
+            capacity_bytes=capacity_bytes,
+            overflow=overflow,
+            idle_extra_s=idle_extra_s,
+            **batch,
+        )
     if priority or overflow in Overflow.EVENT_DRIVEN:
-        return QueueDiscipline(servers=servers, capacity_messages=capacity_messages,
-                               capacity_bytes=capacity_bytes, overflow=overflow, idle_extra_s=idle_extra_s,
-                               disk_cost_s=disk_cost_s)
-    return FifoDiscipline(servers=servers, capacity_messages=capacity_messages,
-                          capacity_bytes=capacity_bytes, overflow=overflow, idle_extra_s=idle_extra_s,
-                          **quota)
+        return QueueDiscipline(
+            servers=servers,
+            capacity_messages=capacity_messages,
+            capacity_bytes=capacity_bytes,
+            overflow=overflow,
+            idle_extra_s=idle_extra_s,
+            disk_cost_s=disk_cost_s,
+        )
+    return FifoDiscipline(
+        servers=servers,
+        capacity_messages=capacity_messages,
+        capacity_bytes=capacity_bytes,
+        overflow=overflow,
+        idle_extra_s=idle_extra_s,
+        **quota,
+    )
 
 
 class ModelStation(Station):
@@ -105,15 +134,36 @@ class LinkStation(ModelStation):
         per-client queue, :class:`pubsim.sim.restart.RestartQueueDiscipline`).
     """
 
-    def __init__(self, name, params, *, protocol, topic_bytes, streams, window,
-                 queue_messages=None, queue_bytes=None, scheduling=None, overflow=None,
-                 max_priority=None, disk_cost_s=0.0, session=None, restart=None):
+    def __init__(
+        self,
+        name,
+        params,
+        *,
+        protocol,
+        topic_bytes,
+        streams,
+        window,
+        queue_messages=None,
+        queue_bytes=None,
+        scheduling=None,
+        overflow=None,
+        max_priority=None,
+        disk_cost_s=0.0,
+        session=None,
+        restart=None,
+    ):
         self.scheduling = params.scheduling if scheduling is None else scheduling
         self.max_priority = max_priority
         overflow = params.overflow if overflow is None else overflow
-        disc = make_discipline(servers=1, capacity_messages=queue_messages, capacity_bytes=queue_bytes,
-                               overflow=overflow, priority=self.scheduling == "priority", disk_cost_s=disk_cost_s,
-                               restart=restart)
+        disc = make_discipline(
+            servers=1,
+            capacity_messages=queue_messages,
+            capacity_bytes=queue_bytes,
+            overflow=overflow,
+            priority=self.scheduling == "priority",
+            disk_cost_s=disk_cost_s,
+            restart=restart,
+        )
         super().__init__(name, "link", disc, window=window)
         self.params = params
         self.protocol = protocol
@@ -205,9 +255,11 @@ def _background_stretch(params):
 
 def _batch(params):
     """Batch rule of a broker (or socket, disk) parameter object."""
-    return {"batch_max_messages": params.batch_max_messages,
-            "batch_fixed_cost_s": params.batch_fixed_cost_s,
-            "batch_max_bytes": np.inf if params.batch_max_bytes is None else float(params.batch_max_bytes)}
+    return {
+        "batch_max_messages": params.batch_max_messages,
+        "batch_fixed_cost_s": params.batch_fixed_cost_s,
+        "batch_max_bytes": np.inf if params.batch_max_bytes is None else float(params.batch_max_bytes),
+    }
 
 
 def _restart(params):
@@ -232,12 +284,18 @@ class BrokerStation(ModelStation):
 
     def __init__(self, name, params, *, filters, streams, window):
         cap = None if params.queue_messages is None else params.queue_messages + params.workers
-        disc = make_discipline(servers=params.workers, capacity_messages=cap,
-                               capacity_bytes=params.queue_bytes, overflow=params.overflow,
-                               idle_extra_s=params.idle_wakeup_cost_s * _background_stretch(params),
-                               priority=params.scheduling == "priority", batch=_batch(params),
-                               restart=_restart(params), disk_cost_s=params.flow_to_disk_cost_s,
-                               **_quota(params))
+        disc = make_discipline(
+            servers=params.workers,
+            capacity_messages=cap,
+            capacity_bytes=params.queue_bytes,
+            overflow=params.overflow,
+            idle_extra_s=params.idle_wakeup_cost_s * _background_stretch(params),
+            priority=params.scheduling == "priority",
+            batch=_batch(params),
+            restart=_restart(params),
+            disk_cost_s=params.flow_to_disk_cost_s,
+            **_quota(params),
+        )
         super().__init__(name, "broker", disc, servers=params.workers, window=window)
         self.params = params
         self.filters = int(filters)
@@ -280,8 +338,7 @@ class SubscriberStation(ModelStation):
     """A subscriber handling messages one at a time, with a receive buffer."""
 
     def __init__(self, name, params, *, streams, window):
-        disc = FifoDiscipline(servers=1, capacity_messages=params.buffer_messages,
-                              overflow=Overflow.DROP_NEWEST)
+        disc = FifoDiscipline(servers=1, capacity_messages=params.buffer_messages, overflow=Overflow.DROP_NEWEST)
         super().__init__(name, "subscriber", disc, window=window)
         self.params = params
         self.processing = streams.draws(params.processing_s, name, "processing")

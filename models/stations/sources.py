@@ -3,6 +3,7 @@
 Each source draws from its own streams in blocks, so the publications it
 returns do not depend on how a run is cut into chunks.
 """
+
 from __future__ import annotations
 
 import heapq
@@ -10,7 +11,6 @@ import heapq
 import numpy as np
 
 from ...sim.distributions import Exponential
-
 from .core import _UNIFORM
 
 __all__ = ["make_source"]
@@ -101,8 +101,9 @@ class ScheduleSource(_Source):
         self.size_arr = np.asarray(params.schedule_size_bytes, dtype=np.int64)
         if self.size_ratio != 1.0:
             self.size_arr = np.rint(self.size_arr * self.size_ratio).astype(np.int64)
-        self.topic_arr = self.topic_index[[pos[t] for t in params.schedule_topic]] \
-            if len(self.times) else np.empty(0, np.int64)
+        self.topic_arr = (
+            self.topic_index[[pos[t] for t in params.schedule_topic]] if len(self.times) else np.empty(0, np.int64)
+        )
         self.k = 0
 
     def emit_until(self, until_s):
@@ -162,6 +163,10 @@ class ClosedLoopSource(_Source):
 
 def make_source(params, topic_index, streams, name):
     """The source for ``params.arrival``."""
-    kind = {"poisson": PoissonSource, "constant": ConstantSource, "schedule": ScheduleSource,
-            "closed_loop": ClosedLoopSource}[params.arrival]
+    kind = {
+        "poisson": PoissonSource,
+        "constant": ConstantSource,
+        "schedule": ScheduleSource,
+        "closed_loop": ClosedLoopSource,
+    }[params.arrival]
     return kind(params, topic_index, streams, name)

@@ -5,6 +5,7 @@ hooks, :mod:`pubsim.models.assembly.registry`); then every model station
 takes what it needs in :meth:`pubsim.models.stations.core.ModelStation.wire`.
 Nothing else assigns collaborators onto a station after it is built.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field

@@ -13,11 +13,24 @@ Modules: :mod:`~pubsim.study.spec` (study files, points, seeds),
 :mod:`~pubsim.study.store` (layout on disk, resume, loading),
 :mod:`~pubsim.study.runner` and :mod:`~pubsim.study.stats` (confidence intervals).
 """
+
 from .runner import run_study
 from .spec import Point, Study, load_study, parse_study
 from .stats import summary_with_ci, t_half_width
 from .store import load_latency, load_parameters, load_series, load_stations, load_summary, read_manifest
 
-__all__ = ["load_study", "parse_study", "run_study", "Study", "Point", "load_summary", "load_latency",
-           "load_stations", "load_series", "load_parameters", "read_manifest", "summary_with_ci",
-           "t_half_width"]
+__all__ = [
+    "load_study",
+    "parse_study",
+    "run_study",
+    "Study",
+    "Point",
+    "load_summary",
+    "load_latency",
+    "load_stations",
+    "load_series",
+    "load_parameters",
+    "read_manifest",
+    "summary_with_ci",
+    "t_half_width",
+]

@@ -8,8 +8,10 @@
 confidence half-width over replications of the headline figures per point
 (and writes every summary row to FILE).
 """
+
 from __future__ import annotations
 
+import argparse
 import math
 from pathlib import Path
 
@@ -19,12 +21,17 @@ from ..sim.errors import ConfigError
 from . import load_study, run_study
 from .stats import summary_with_ci
 from .store import load_summary, read_manifest
-import argparse
 
 __all__ = ["add_commands"]
 
-_HEADLINE = [("offered_per_s", "{:,.0f}"), ("egress_per_s", "{:,.0f}"), ("sustainability", "{:.4f}"),
-             ("latency_p50_s", "ms"), ("latency_p99_s", "ms"), ("loss_rate", "{:.3%}")]
+_HEADLINE = [
+    ("offered_per_s", "{:,.0f}"),
+    ("egress_per_s", "{:,.0f}"),
+    ("sustainability", "{:.4f}"),
+    ("latency_p50_s", "ms"),
+    ("latency_p99_s", "ms"),
+    ("loss_rate", "{:.3%}"),
+]
 
 
 def _fmt(value, spec):
@@ -37,8 +44,17 @@ def run_command(args, console):
 
     study = load_study(args.study)
     overrides = {k: v for k, v in (("driver", args.driver), ("record", args.record)) if v}
-    df = run_study(study, args.out, executor=args.executor, dask_address=args.dask, workers=args.workers,
-                   progress=True, force_new=args.force_new, run_overrides=overrides, console=console)
+    df = run_study(
+        study,
+        args.out,
+        executor=args.executor,
+        dask_address=args.dask,
+        workers=args.workers,
+        progress=True,
+        force_new=args.force_new,
+        run_overrides=overrides,
+        console=console,
+    )
     console.print(summary_table(df, list(study.varied), study.name))
     console.print(f"results written to {args.out}")
     return 0
@@ -56,8 +72,10 @@ def summary_table(df, varied, title):
         table.add_column(key, justify="right")
     specs = dict(_HEADLINE)
     for key, grp in ci.groupby(by, sort=True, dropna=False):
-        cells = {r.metric: f"{_fmt(r.mean, specs[r.metric])} ± {_fmt(r.half_width, specs[r.metric])}"
-                 for r in grp.itertuples()}
+        cells = {
+            r.metric: f"{_fmt(r.mean, specs[r.metric])} ± {_fmt(r.half_width, specs[r.metric])}"
+            for r in grp.itertuples()
+        }
         table.add_row(*[str(k) for k in key], str(grp["n"].max()), *[cells.get(k, "-") for k, _ in _HEADLINE])
     return table
 
@@ -86,7 +104,6 @@ def _workers(text):
     except ValueError:
         n = 0
     if n < 1:
-
         raise argparse.ArgumentTypeError(f"{text!r} is not an integer >= 1")
     return n
 
@@ -98,8 +115,9 @@ def add_commands(subparsers):
     run = ssub.add_parser("run", help="run (or resume) a study file")
     run.add_argument("study", help="study YAML file")
     run.add_argument("--out", required=True, help="output directory (resumed when it holds this study)")
-    run.add_argument("--executor", choices=["local", "serial"], default="local",
-                     help="local process pool (default) or in process")
+    run.add_argument(
+        "--executor", choices=["local", "serial"], default="local", help="local process pool (default) or in process"
+    )
     run.add_argument("--dask", metavar="ADDR", help="run on Dask: tcp://host:8786 or 'local' (a local cluster)")
     run.add_argument("--workers", type=_workers, help="worker processes (default: CPU count)")
     run.add_argument("--force-new", action="store_true", help="delete results of a different study in --out")

@@ -9,6 +9,7 @@ With Dask (``dask.distributed``), tasks of a worker that dies are
 rescheduled on the others by the scheduler; tasks are pure (same inputs,
 same tables), so a rerun gives the same result.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -68,8 +69,9 @@ class LocalExecutor:
         jobs = list(jobs)
         if not jobs:
             return
-        pool = ProcessPoolExecutor(max_workers=min(self.workers, len(jobs)),
-                                   mp_context=multiprocessing.get_context("forkserver"))
+        pool = ProcessPoolExecutor(
+            max_workers=min(self.workers, len(jobs)), mp_context=multiprocessing.get_context("forkserver")
+        )
         try:
             with _sigint_ignored():  # workers start now; Ctrl-C is this process's to handle
                 futures = {pool.submit(fn, *args): key for key, args in jobs}
@@ -102,14 +104,18 @@ class DaskExecutor:
             # optional heavy dependency: dask.distributed, only for --dask
             import distributed  # noqa: F401
         except ImportError:
-            raise ConfigError("--dask", address, "dask.distributed installed (pip install 'dask[distributed]')") \
-                from None
+            raise ConfigError(
+                "--dask", address, "dask.distributed installed (pip install 'dask[distributed]')"
+            ) from None
         if not isinstance(address, str) or not (address == "local" or "://" in address):
             raise ConfigError("--dask", address, "local or a scheduler address such as tcp://host:8786")
         self.address = address
         self.workers = workers or os.cpu_count() or 1
-        self.description = (f"Dask local cluster ({self.workers} worker processes)" if address == "local"
-                            else f"Dask scheduler {address}")
+        self.description = (
+            f"Dask local cluster ({self.workers} worker processes)"
+            if address == "local"
+            else f"Dask scheduler {address}"
+        )
 
     def _client(self):
         # optional heavy dependency: dask.distributed, only for --dask
@@ -121,8 +127,7 @@ class DaskExecutor:
             except OSError as err:
                 raise ConfigError("--dask", self.address, f"a reachable Dask scheduler ({err})") from None
         with _sigint_ignored():  # Ctrl-C stops this process, which closes the cluster cleanly
-            cluster = LocalCluster(n_workers=self.workers, threads_per_worker=1, processes=True,
-                                   dashboard_address=None)
+            cluster = LocalCluster(n_workers=self.workers, threads_per_worker=1, processes=True, dashboard_address=None)
         return Client(cluster), cluster
 
     def run(self, fn, jobs):

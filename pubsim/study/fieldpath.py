@@ -5,6 +5,7 @@ mapping that ``yaml.safe_load`` gives for a scenario file: dotted mapping
 keys, ``[k]`` list indices. Overrides are applied to a deep copy, so the base
 mapping is never changed.
 """
+
 from __future__ import annotations
 
 import copy
@@ -53,11 +54,11 @@ def _set(data, parts, value, field, path):
         if isinstance(part, int):
             if not isinstance(node, list) or part >= len(node):
                 size = f"a list of {len(node)}" if isinstance(node, list) else type(node).__name__
-                raise ConfigError(field, path, f"a path into the base scenario ({where} is {size}, "
-                                               f"no index {part})")
+                raise ConfigError(field, path, f"a path into the base scenario ({where} is {size}, no index {part})")
         elif not isinstance(node, dict):
-            raise ConfigError(field, path, f"a path into the base scenario ({where} is "
-                                           f"{type(node).__name__}, not a mapping)")
+            raise ConfigError(
+                field, path, f"a path into the base scenario ({where} is {type(node).__name__}, not a mapping)"
+            )
         elif part not in node and not last:
             raise ConfigError(field, path, f"a path into the base scenario ({where} has no key {part})")
         if last:

@@ -4,40 +4,65 @@ Finished tasks (their summary file present) are skipped, never recomputed,
 so an interrupted study (Ctrl-C, ``kill -9``, a lost Dask worker) resumes
 where it stopped when run again with the same output directory.
 """
+
 from __future__ import annotations
 
 from contextlib import nullcontext
 
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
 from . import store
 from .executors import make_executor
 from .tasks import run_task
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.console import Console
 
 __all__ = ["run_study", "pending_tasks"]
 
 
 def pending_tasks(study, out_dir):
     """[(point, replication)] of the study not finished in ``out_dir``."""
-    return [(p, r) for p in study.points for r in range(study.replications)
-            if not store.is_finished(out_dir, p.point_id, r)]
+    return [
+        (p, r) for p in study.points for r in range(study.replications) if not store.is_finished(out_dir, p.point_id, r)
+    ]
 
 
 def _jobs(study, pending, run_overrides):
     for point, r in pending:
-        args = (study.raw(point), study.base_dir, study.seed, r, dict(run_overrides or {}), point.point_id,
-                study.columns(point))
+        args = (
+            study.raw(point),
+            study.base_dir,
+            study.seed,
+            r,
+            dict(run_overrides or {}),
+            point.point_id,
+            study.columns(point),
+        )
         yield (point.point_id, r), args
 
 
 def _progress(console):
 
-    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                    console=console, transient=False)
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        transient=False,
+    )
 
 
-def run_study(study, out_dir, executor="local", dask_address=None, workers=None, progress=True,
-              force_new=False, run_overrides=None, console=None):
+def run_study(
+    study,
+    out_dir,
+    executor="local",
+    dask_address=None,
+    workers=None,
+    progress=True,
+    force_new=False,
+    run_overrides=None,
+    console=None,
+):
     """Run every unfinished task of ``study``, writing results to ``out_dir``.
 
     Parameters
@@ -71,12 +96,13 @@ def run_study(study, out_dir, executor="local", dask_address=None, workers=None,
     pending = pending_tasks(study, out_dir)
     total = len(study.points) * study.replications
     if progress:
-
         console = console or Console(stderr=True)
-        console.print(f"study {study.name}: {len(study.points)} points x {study.replications} replications; "
-                      f"{total - len(pending)} tasks already finished, {len(pending)} to run on "
-                      f"{runner.description}")
-    with (_progress(console) if progress else nullcontext()) as bar:
+        console.print(
+            f"study {study.name}: {len(study.points)} points x {study.replications} replications; "
+            f"{total - len(pending)} tasks already finished, {len(pending)} to run on "
+            f"{runner.description}"
+        )
+    with _progress(console) if progress else nullcontext() as bar:
         task = bar.add_task("tasks", total=total, completed=total - len(pending)) if progress else None
         for (point_id, r), tables in runner.run(run_task, _jobs(study, pending, run_overrides)):
             store.write_tables(out_dir, point_id, r, tables)

@@ -11,17 +11,18 @@ Latin hypercube sampling (McKay, Beckman & Conover 1979) uses
 :class:`scipy.stats.qmc.LatinHypercube` with an explicit seed: each of the
 ``n`` equal strata of every dimension holds exactly one sample.
 """
+
 from __future__ import annotations
 
 import itertools
 import numbers
 
 import numpy as np
+from scipy.stats import qmc
 
 from ..sim import units
 from ..sim.errors import ConfigError
 from .fieldpath import parse_path
-from scipy.stats import qmc
 
 __all__ = ["grid_points", "zip_points", "sample_points", "unit_samples", "combine"]
 
@@ -56,8 +57,9 @@ def zip_points(spec, field="vary.zip"):
     n = len(lists[0])
     for path, values in zip(spec, lists):
         if len(values) != n:
-            raise ConfigError(f"{field}.{path}", values,
-                              f"a list as long as the other zip lists ({n} values, not {len(values)})")
+            raise ConfigError(
+                f"{field}.{path}", values, f"a list as long as the other zip lists ({n} values, not {len(values)})"
+            )
     return [dict(zip(spec, row)) for row in zip(*lists)]
 
 
@@ -94,7 +96,6 @@ def unit_samples(method, n, dims, seed, field="vary.sample.method"):
     if method == "random":
         return rng.random((n, dims))
     if method == "lhs":
-
         try:
             sampler = qmc.LatinHypercube(d=dims, rng=rng)
         except TypeError:  # scipy < 1.15 names it seed

@@ -28,6 +28,7 @@ every point, which makes differences between points less noisy than with
 independent streams (Law 2015, §11.2), and two points with the same
 configuration give identical results.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -38,8 +39,8 @@ from pathlib import Path
 
 import yaml
 
-from ..sim.errors import ConfigError
 from ..scenario import _yaml_error, parse_scenario, read_yaml
+from ..sim.errors import ConfigError
 from .fieldpath import apply_overrides, parse_path
 from .sampling import combine, grid_points, sample_points, zip_points
 
@@ -149,8 +150,11 @@ def _vary(vary, seed):
     unknown = sorted(set(vary) - _VARY)
     if unknown:
         raise ConfigError(f"vary.{unknown[0]}", vary[unknown[0]], f"one of {sorted(_VARY)}")
-    makers = {"grid": lambda s: grid_points(s), "zip": lambda s: zip_points(s),
-              "sample": lambda s: sample_points(s, seed)}
+    makers = {
+        "grid": lambda s: grid_points(s),
+        "zip": lambda s: zip_points(s),
+        "sample": lambda s: sample_points(s, seed),
+    }
     fields, blocks = {}, []
     for block in ("grid", "zip", "sample"):
         if block not in vary:
@@ -198,23 +202,38 @@ def parse_study(data, study_dir=".", *, text="", path="", default_name="study"):
         raise ConfigError(unknown[0], data[unknown[0]], f"one of {sorted(_KEYS)}")
     base, base_dir = _base(data, study_dir)
     seed = _int(data, "seed", base.get("seed", 0) if isinstance(base.get("seed", 0), int) else 0, 0)
-    reps = _int(data, "replications", base.get("replications", 1) if isinstance(base.get("replications", 1), int)
-                else 1, 1)
+    reps = _int(
+        data, "replications", base.get("replications", 1) if isinstance(base.get("replications", 1), int) else 1, 1
+    )
     fixed = _fixed(data.get("set"))
     fields, overrides = _vary(data.get("vary"), seed)
     for key, where in list(fields.items()) + [(p, f"set.{p}") for p in fixed]:
         if parse_path(key, where)[0] in _RESERVED:
-            raise ConfigError(where, key, "a scenario field other than seed and replications "
-                                           "(set the study's seed and replications instead)")
+            raise ConfigError(
+                where,
+                key,
+                "a scenario field other than seed and replications (set the study's seed and replications instead)",
+            )
     both = sorted(set(fixed) & set(fields))
     if both:
         raise ConfigError(f"set.{both[0]}", both[0], f"a path not also varied (in {fields[both[0]]})")
     name = data.get("name", default_name)
     if not isinstance(name, str) or not name:
         raise ConfigError("name", name, "a non-empty string")
-    study = Study(name=name, description=str(data.get("description", "")), points=(), replications=reps,
-                  seed=seed, varied=tuple(fields), base=base, base_dir=str(base_dir), fixed=fixed,
-                  base_hash=canonical_hash(base), text=text, path=str(path))
+    study = Study(
+        name=name,
+        description=str(data.get("description", "")),
+        points=(),
+        replications=reps,
+        seed=seed,
+        varied=tuple(fields),
+        base=base,
+        base_dir=str(base_dir),
+        fixed=fixed,
+        base_hash=canonical_hash(base),
+        text=text,
+        path=str(path),
+    )
     points = []
     for k, ov in enumerate(overrides):
         point = Point(f"p{k:04d}-{canonical_hash(ov)[:8]}", ov, k)

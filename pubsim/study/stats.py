@@ -1,4 +1,5 @@
 """Confidence intervals over replications (one place for the CI logic)."""
+
 from __future__ import annotations
 
 import math
@@ -52,16 +53,28 @@ def summary_with_ci(df, by=None, value_cols=None, confidence=0.95):
     """
     by = list(by if by is not None else (df.attrs.get("varied") or ["point_id"]))
     if value_cols is None:
-        value_cols = [c for c in df.columns if c not in by and c not in _IDS
-                      and pd.api.types.is_numeric_dtype(df[c]) and not pd.api.types.is_bool_dtype(df[c])]
+        value_cols = [
+            c
+            for c in df.columns
+            if c not in by
+            and c not in _IDS
+            and pd.api.types.is_numeric_dtype(df[c])
+            and not pd.api.types.is_bool_dtype(df[c])
+        ]
     rows = []
     for key, grp in df.groupby(by, sort=True, dropna=False):
         key = key if isinstance(key, tuple) else (key,)
         for col in value_cols:
             x = grp[col].to_numpy(dtype=float)
             finite = x[np.isfinite(x)]
-            rows.append({**dict(zip(by, key)), "metric": col,
-                         "mean": float(finite.mean()) if len(finite) else math.nan,
-                         "half_width": t_half_width(finite, confidence), "n": len(finite),
-                         "confidence": confidence})
+            rows.append(
+                {
+                    **dict(zip(by, key)),
+                    "metric": col,
+                    "mean": float(finite.mean()) if len(finite) else math.nan,
+                    "half_width": t_half_width(finite, confidence),
+                    "n": len(finite),
+                    "confidence": confidence,
+                }
+            )
     return pd.DataFrame(rows, columns=[*by, "metric", "mean", "half_width", "n", "confidence"])

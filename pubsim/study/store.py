@@ -13,9 +13,11 @@ Every file is written to a temporary name in its directory, then renamed
 (``os.replace``, atomic on POSIX), so a file is whole or absent. A
 (point, replication) is finished when its summary file exists.
 """
+
 from __future__ import annotations
 
 import datetime as _dt
+import hashlib
 import json
 import os
 import shutil
@@ -27,16 +29,27 @@ from pathlib import Path
 import pandas as pd
 
 from ..sim.errors import ConfigError
-import hashlib
 
-__all__ = ["MANIFEST", "KINDS", "rep_path", "is_finished", "write_atomic", "write_tables", "prepare",
-           "touch_manifest", "read_manifest", "load_summary", "load_latency", "load_stations",
-           "load_series", "load_parameters"]
+__all__ = [
+    "MANIFEST",
+    "KINDS",
+    "rep_path",
+    "is_finished",
+    "write_atomic",
+    "write_tables",
+    "prepare",
+    "touch_manifest",
+    "read_manifest",
+    "load_summary",
+    "load_latency",
+    "load_stations",
+    "load_series",
+    "load_parameters",
+]
 
 MANIFEST = "manifest.json"
 KINDS = ("latency", "stations", "series")  # per-replication tables besides the summary
-_PACKAGES = ("numpy", "scipy", "pandas", "numba", "simpy", "networkx", "pyarrow", "dask", "distributed",
-             "pubsim")
+_PACKAGES = ("numpy", "scipy", "pandas", "numba", "simpy", "networkx", "pyarrow", "dask", "distributed", "pubsim")
 
 
 def point_dir(out, point_id):
@@ -70,10 +83,10 @@ def write_tables(out, point_id, replication, tables):
     if not params.exists():
         write_atomic(params, lambda p: tables["parameters"].to_parquet(p, index=False))
     for kind in KINDS:
-        write_atomic(rep_path(out, point_id, replication, kind),
-                     lambda p, k=kind: tables[k].to_parquet(p, index=False))
-    write_atomic(rep_path(out, point_id, replication, "summary"),
-                 lambda p: tables["summary"].to_parquet(p, index=False))
+        write_atomic(rep_path(out, point_id, replication, kind), lambda p, k=kind: tables[k].to_parquet(p, index=False))
+    write_atomic(
+        rep_path(out, point_id, replication, "summary"), lambda p: tables["summary"].to_parquet(p, index=False)
+    )
 
 
 def _versions():
@@ -88,28 +101,42 @@ def _versions():
 
 def _git_revision():
     try:
-        rev = subprocess.run(["git", "rev-parse", "HEAD"], cwd=Path(__file__).resolve().parents[2],
-                             capture_output=True, text=True, timeout=10)
+        rev = subprocess.run(
+            ["git", "rev-parse", "HEAD"],
+            cwd=Path(__file__).resolve().parents[2],
+            capture_output=True,
+            text=True,
+            timeout=10,
+        )
     except (OSError, subprocess.SubprocessError):
         return "unknown"
     return rev.stdout.strip() if rev.returncode == 0 and rev.stdout.strip() else "unknown"
 
 
 def _now():
-    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+    return _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
 
 
 def _manifest(study, created):
 
     return {
-        "name": study.name, "description": study.description, "study_file": study.path,
-        "study_text": study.text, "study_text_sha256": hashlib.sha256(study.text.encode()).hexdigest(),
-        "config_hash": study.config_hash, "base_hash": study.base_hash,
-        "seed": study.seed, "replications": study.replications, "varied": list(study.varied),
-        "points": [{"point_id": p.point_id, "overrides": p.overrides, "config_hash": p.config_hash}
-                   for p in study.points],
-        "versions": _versions(), "git_revision": _git_revision(),
-        "created": created, "updated": _now(),
+        "name": study.name,
+        "description": study.description,
+        "study_file": study.path,
+        "study_text": study.text,
+        "study_text_sha256": hashlib.sha256(study.text.encode()).hexdigest(),
+        "config_hash": study.config_hash,
+        "base_hash": study.base_hash,
+        "seed": study.seed,
+        "replications": study.replications,
+        "varied": list(study.varied),
+        "points": [
+            {"point_id": p.point_id, "overrides": p.overrides, "config_hash": p.config_hash} for p in study.points
+        ],
+        "versions": _versions(),
+        "git_revision": _git_revision(),
+        "created": created,
+        "updated": _now(),
     }
 
 
@@ -157,12 +184,16 @@ def prepare(out, study, force_new=False):
         (out / MANIFEST).unlink()
         old = None
     elif old is not None and old.get("config_hash") != study.config_hash:
-        raise ConfigError(str(out / MANIFEST), f"config hash {str(old.get('config_hash'))[:12]}",
-                          f"the study that made it (this one has {study.config_hash[:12]}: "
-                          f"{_changed(old, study)}); use --force-new or a new --out")
+        raise ConfigError(
+            str(out / MANIFEST),
+            f"config hash {str(old.get('config_hash'))[:12]}",
+            f"the study that made it (this one has {study.config_hash[:12]}: "
+            f"{_changed(old, study)}); use --force-new or a new --out",
+        )
     elif old is None and out.exists() and any(out.iterdir()):
-        raise ConfigError("--out", str(out), "a new or empty directory, or one of an earlier run of this study "
-                                             f"(no {MANIFEST} here)")
+        raise ConfigError(
+            "--out", str(out), f"a new or empty directory, or one of an earlier run of this study (no {MANIFEST} here)"
+        )
     out.mkdir(parents=True, exist_ok=True)
     _write_manifest(out, _manifest(study, old["created"] if old else _now()))
 
@@ -179,7 +210,7 @@ def _finished(out):
     """[(point_id, replication)] of every finished task, sorted."""
     done = []
     for path in Path(out).glob("points/*/rep*.summary.parquet"):
-        rep = path.name[len("rep"):-len(".summary.parquet")]
+        rep = path.name[len("rep") : -len(".summary.parquet")]
         if rep.isdigit():
             done.append((path.parent.name, int(rep)))
     return sorted(done)
@@ -197,16 +228,18 @@ def load_summary(out):
 
     ``df.attrs["varied"]`` lists the varied paths (from the manifest).
     """
-    df = _concat([pd.read_parquet(rep_path(out, p, r, "summary")) for p, r in _finished(out)],
-                 ["point_id", "replication"])
+    df = _concat(
+        [pd.read_parquet(rep_path(out, p, r, "summary")) for p, r in _finished(out)], ["point_id", "replication"]
+    )
     manifest = read_manifest(out) or {}
     df.attrs["varied"] = list(manifest.get("varied", []))
     return df
 
 
 def _load_kind(out, kind):
-    frames = [pd.read_parquet(rep_path(out, p, r, kind)) for p, r in _finished(out)
-              if rep_path(out, p, r, kind).exists()]
+    frames = [
+        pd.read_parquet(rep_path(out, p, r, kind)) for p, r in _finished(out) if rep_path(out, p, r, kind).exists()
+    ]
     return _concat(frames, ["point_id", "replication"])
 
 

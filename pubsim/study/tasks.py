@@ -5,6 +5,7 @@ returns tidy tables, so any executor (in process, a process pool, Dask
 workers on other machines) can run it, and running it twice gives the same
 tables: it is pure, and it writes nothing (the runner writes, at the edge).
 """
+
 from __future__ import annotations
 
 import json
@@ -12,14 +13,17 @@ import numbers
 
 import numpy as np
 import pandas as pd
+
 from ..scenario import parse_scenario
 
 __all__ = ["run_task", "QUANTILES", "tables_of"]
 
 #: Latency quantile levels stored per replication: 0.001, 0.0025, 0.005 to
 #: 0.995 in steps of 0.005 (with 0.5, 0.9, 0.99), 0.9975 and 0.999.
-QUANTILES = tuple(float(q) for q in np.unique(np.round(np.concatenate(
-    [[0.001, 0.0025], np.arange(1, 200) * 0.005, [0.9975, 0.999]]), 6)))
+QUANTILES = tuple(
+    float(q)
+    for q in np.unique(np.round(np.concatenate([[0.001, 0.0025], np.arange(1, 200) * 0.005, [0.9975, 0.999]]), 6))
+)
 
 
 def _scalar(value):
@@ -50,8 +54,12 @@ def tables_of(result, point_id, replication, varied):
         ``stations``, ``series`` and ``parameters`` (``parameters`` as JSON
         text).
     """
-    summary = {"point_id": point_id, "replication": replication,
-               **{path: _scalar(v) for path, v in varied.items()}, **result.summary()}
+    summary = {
+        "point_id": point_id,
+        "replication": replication,
+        **{path: _scalar(v) for path, v in varied.items()},
+        **result.summary(),
+    }
     lat = result.sink.latency_stats(QUANTILES)
     latency = pd.DataFrame({"quantile": list(QUANTILES), "latency_s": [float(lat[q]) for q in QUANTILES]})
     params = result.parameters()

@@ -3,6 +3,7 @@
 Run inside the notebook's own kernel after its last cell (see
 ``test_notebooks.py``): ``CHECKS[name](globals())``.
 """
+
 from __future__ import annotations
 
 import pytest
@@ -52,8 +53,9 @@ def _priority_control(ns):
 def _calibration_validation(ns):
     fit = ns["fit"]
     for broker, grp in fit.groupby("broker"):
-        now, committed = (grp[grp["source"] == s].drop(columns="source").iloc[0] for s in
-                          ("refit now", "committed preset"))
+        now, committed = (
+            grp[grp["source"] == s].drop(columns="source").iloc[0] for s in ("refit now", "committed preset")
+        )
         assert now.equals(committed), broker  # the committed profiles are this fit of the committed data
     acc = ns["accuracy"]
     assert len(acc) >= 1 and acc["saturation_error_pct"].abs().max() < 20
@@ -72,6 +74,10 @@ def _city_trace(ns):
     assert ((tr - po).abs() / tr).max() < 0.15  # the Poisson twin offers about the same rate
 
 
-CHECKS = {"quickstart_what_if.ipynb": _quickstart_what_if, "edge_trees.ipynb": _edge_trees,
-          "priority_control.ipynb": _priority_control, "calibration_validation.ipynb": _calibration_validation,
-          "city_trace.ipynb": _city_trace}
+CHECKS = {
+    "quickstart_what_if.ipynb": _quickstart_what_if,
+    "edge_trees.ipynb": _edge_trees,
+    "priority_control.ipynb": _priority_control,
+    "calibration_validation.ipynb": _calibration_validation,
+    "city_trace.ipynb": _city_trace,
+}

@@ -1,9 +1,11 @@
 """Every package imports its modules at the top of each file, not inside
 functions (an optional heavy dependency may be imported where it is used,
 said in a comment). mypy, ruff and import-linter run in scripts/lint.sh."""
+
 from __future__ import annotations
 
 import ast
+
 import pytest
 
 from tests import ROOT
@@ -23,7 +25,7 @@ def _function_imports(path):
             continue
         for node in ast.walk(fn):
             if isinstance(node, (ast.Import, ast.ImportFrom)):
-                context = " ".join(lines[max(node.lineno - 3, 0):node.lineno])
+                context = " ".join(lines[max(node.lineno - 3, 0) : node.lineno])
                 if OPTIONAL_MARK not in context:
                     found.append((node.lineno, lines[node.lineno - 1].strip()))
     return found
@@ -36,6 +38,7 @@ def test_no_imports_inside_functions(path):
 
 def test_the_check_sees_a_function_import(tmp_path):
     bad = tmp_path / "bad.py"
-    bad.write_text("def f():\n    import json\n    return json\n\n"
-                   "def g():\n    # optional heavy dependency\n    import scipy\n")
+    bad.write_text(
+        "def f():\n    import json\n    return json\n\ndef g():\n    # optional heavy dependency\n    import scipy\n"
+    )
     assert _function_imports(bad) == [(2, "import json")]

@@ -7,6 +7,7 @@ run in the same kernel on the variables it left behind. A notebook that
 draws must have image output: a library that selected a non-interactive
 backend, or closed its figures, would leave the notebook without figures.
 """
+
 from __future__ import annotations
 
 import json
@@ -42,11 +43,12 @@ def test_notebook_runs_in_a_kernel_and_shows_its_figures(path, monkeypatch):
     if path.name in CHECKS:
         check.append(f"CHECKS[{path.name!r}](globals())")
     if path.name == "saturation_what_if.ipynb":
-        check.append("low, high = sweep.iloc[0], sweep.iloc[-1]\n"
-                     "assert low['loss_rate'] == 0 and high['loss_rate'] > 0.05\n"
-                     "assert low['sustainability'] > 0.99 > high['sustainability']")
+        check.append(
+            "low, high = sweep.iloc[0], sweep.iloc[-1]\n"
+            "assert low['loss_rate'] == 0 and high['loss_rate'] > 0.05\n"
+            "assert low['sustainability'] > 0.99 > high['sustainability']"
+        )
     nb.cells.append(nbformat.v4.new_code_cell("\n".join(check)))
-    NotebookClient(nb, timeout=900, kernel_name="python3",
-                   resources={"metadata": {"path": str(path.parent)}}).execute()
+    NotebookClient(nb, timeout=900, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}).execute()
     images = sum(_images(c) for c in nb.cells[:n_cells])
     assert images > 0, f"{path.name} drew no figure in the kernel"

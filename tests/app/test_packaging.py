@@ -1,4 +1,5 @@
 """Packaging: one import name (pubsim), its layout, and environment.yml agreeing with setup.cfg."""
+
 from __future__ import annotations
 
 import configparser
@@ -10,8 +11,8 @@ import sys
 
 import pytest
 import yaml
-from tests import ROOT
 
+from tests import ROOT
 
 
 def _name_spec(req):
@@ -49,6 +50,7 @@ def test_python_version_agrees():
 
 
 # --- one import name: pubsim ------------------------------------------------
+
 
 def _readme_snippet():
     """The Python block of README.md's "Using it from Python" section."""
@@ -88,10 +90,12 @@ def test_readme_snippet_runs_beside_user_folders_named_like_ours(tmp_path):
 
 
 def test_nothing_but_pubsim_is_installed_at_top_level(tmp_path):
-    code = ("import importlib.util as u\n"
-            "print([n for n in ('sim', 'models', 'calibration') if u.find_spec(n) is not None])\n"
-            "import pubsim, pubsim.sim, pubsim.models, pubsim.calibration\n"
-            "print(pubsim.__version__)")
+    code = (
+        "import importlib.util as u\n"
+        "print([n for n in ('sim', 'models', 'calibration') if u.find_spec(n) is not None])\n"
+        "import pubsim, pubsim.sim, pubsim.models, pubsim.calibration\n"
+        "print(pubsim.__version__)"
+    )
     proc = _run_python(code, tmp_path)
     assert proc.returncode == 0, proc.stderr
     found, version = proc.stdout.split("\n")[:2]
@@ -117,8 +121,12 @@ def test_version_flag():
 def test_wheel_install_runs_a_scenario_with_presets(tmp_path):
     """`pip install .` (a wheel, not editable) into a scratch venv: `pubsim run` finds its presets."""
     wheels = tmp_path / "wheels"
-    build = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(wheels), str(ROOT)],
-                           capture_output=True, text=True, timeout=600)
+    build = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(wheels), str(ROOT)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert build.returncode == 0, build.stderr[-2000:]
     (wheel,) = wheels.glob("pubsim-*.whl")
     venv = tmp_path / "venv"
@@ -127,17 +135,33 @@ def test_wheel_install_runs_a_scenario_with_presets(tmp_path):
     site = next((venv / "lib").glob("python3*/site-packages"))
     deps = [p for p in sys.path if p.endswith("site-packages")]
     (site / "deps.pth").write_text("\n".join(deps) + "\n")
-    inst = subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--no-deps", str(wheel)],
-                          capture_output=True, text=True, timeout=600)
+    inst = subprocess.run(
+        [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--no-deps", str(wheel)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert inst.returncode == 0, inst.stderr[-2000:]
     scenario = (ROOT / "experiments" / "quickstart.yaml").read_text().replace("duration: 12s", "duration: 3s")
     (tmp_path / "run").mkdir()
     (tmp_path / "run" / "quick.yaml").write_text(scenario)
     env = {**{k: v for k, v in os.environ.items() if k != "PYTHONPATH"}, "COLUMNS": "200"}
-    proc = subprocess.run([str(venv / "bin" / "pubsim"), "run", "quick.yaml"], cwd=tmp_path / "run",
-                          capture_output=True, text=True, timeout=600, env=env)
+    proc = subprocess.run(
+        [str(venv / "bin" / "pubsim"), "run", "quick.yaml"],
+        cwd=tmp_path / "run",
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "PLACEHOLDER, NOT CALIBRATED" in proc.stdout  # the broker preset was found, with its provenance
-    where = subprocess.run([str(venv / "bin" / "python"), "-c", "import pubsim.models.presets as p; print(p.__file__)"],
-                           cwd=tmp_path, capture_output=True, text=True, timeout=120, env=env)
+    where = subprocess.run(
+        [str(venv / "bin" / "python"), "-c", "import pubsim.models.presets as p; print(p.__file__)"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
     assert str(site) in where.stdout, where.stdout + where.stderr

@@ -1,4 +1,5 @@
 """The scenario reference and JSON Schema generated from the parameter classes."""
+
 from __future__ import annotations
 
 import copy
@@ -12,8 +13,11 @@ from pubsim.scenario import parse_scenario
 from pubsim.sim.errors import ConfigError
 from tests import ROOT
 
-SCENARIOS = sorted(p for p in (ROOT / "experiments").rglob("*.yaml")
-                   if isinstance(d := yaml.safe_load(p.read_text()), dict) and "topology" in d)
+SCENARIOS = sorted(
+    p
+    for p in (ROOT / "experiments").rglob("*.yaml")
+    if isinstance(d := yaml.safe_load(p.read_text()), dict) and "topology" in d
+)
 
 
 @pytest.fixture(scope="module")
@@ -25,18 +29,23 @@ def validator():
 
 @pytest.mark.parametrize("path", SCENARIOS, ids=lambda p: str(p.relative_to(ROOT / "experiments")))
 def test_every_shipped_scenario_satisfies_the_schema(validator, path):
-    errors = [f"{'/'.join(map(str, e.absolute_path))}: {e.message[:100]}"
-              for e in validator.iter_errors(yaml.safe_load(path.read_text()))]
+    errors = [
+        f"{'/'.join(map(str, e.absolute_path))}: {e.message[:100]}"
+        for e in validator.iter_errors(yaml.safe_load(path.read_text()))
+    ]
     assert errors == []
 
 
-@pytest.mark.parametrize("mutate, where", [
-    (lambda d: d["run"].update(durattion="1s"), "run"),                       # a typo in a key
-    (lambda d: d["topology"].update(builder="stor"), "topology/builder"),      # not one of the builders
-    (lambda d: d.update(replications="two"), "replications"),                  # wrong type
-    (lambda d: d["topology"]["broker"].update(overflow="explode"), "topology/broker/overflow"),
-    (lambda d: d["topology"]["publishers"][0].update(rate_per_sec=5), "topology/publishers/0"),
-])
+@pytest.mark.parametrize(
+    "mutate, where",
+    [
+        (lambda d: d["run"].update(durattion="1s"), "run"),  # a typo in a key
+        (lambda d: d["topology"].update(builder="stor"), "topology/builder"),  # not one of the builders
+        (lambda d: d.update(replications="two"), "replications"),  # wrong type
+        (lambda d: d["topology"]["broker"].update(overflow="explode"), "topology/broker/overflow"),
+        (lambda d: d["topology"]["publishers"][0].update(rate_per_sec=5), "topology/publishers/0"),
+    ],
+)
 def test_schema_and_parser_both_refuse_a_bad_scenario(validator, mutate, where):
     data = yaml.safe_load((ROOT / "experiments" / "quickstart.yaml").read_text())
     bad = copy.deepcopy(data)

@@ -1,4 +1,5 @@
 """Calibrators recover known parameters from synthetic measurements."""
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -8,8 +9,7 @@ from pubsim.sim.errors import ConfigError
 
 # excess over p01 of two links' jitter: quantiles of gamma(2, 5 us) (sum of two exp(5 us))
 EXCESS_P50, EXCESS_P90 = 8.3917e-06, 1.94499e-05
-TRUE = {"ingress_cost_s": 5e-6, "delivery_cost_s": 2e-6, "per_byte_cost_s": 1e-9,
-        "idle_wakeup_cost_s": 13e-6}
+TRUE = {"ingress_cost_s": 5e-6, "delivery_cost_s": 2e-6, "per_byte_cost_s": 1e-9, "idle_wakeup_cost_s": 13e-6}
 
 
 def synthetic_runs(rng, noise=0.0, cap=1.0):
@@ -22,17 +22,28 @@ def synthetic_runs(rng, noise=0.0, cap=1.0):
     for payload in (64, 1024, 4096):
         for fanout in (1, 2, 5):
             for rate in (1e3, 5e3, 2e4):
-                busy = (TRUE["ingress_cost_s"] + fanout * TRUE["delivery_cost_s"]
-                        + payload * (1 + fanout) * TRUE["per_byte_cost_s"])
+                busy = (
+                    TRUE["ingress_cost_s"]
+                    + fanout * TRUE["delivery_cost_s"]
+                    + payload * (1 + fanout) * TRUE["per_byte_cost_s"]
+                )
                 w = TRUE["idle_wakeup_cost_s"]
                 d = (busy + w) / (1 + w * rate / cap)
                 if rate * d / cap >= 1:
                     continue
                 d *= 1 + noise * rng.standard_normal()
-                rows.append({"payload_bytes": payload, "fanout": fanout, "ingress_rate_per_s": rate,
-                             "cpu_cap_fraction": cap, "demand_s_per_ingress": d,
-                             "latency_p01_s": 40e-6 + d, "latency_p50_s": 40e-6 + d + EXCESS_P50,
-                             "latency_p90_s": 40e-6 + d + EXCESS_P90})
+                rows.append(
+                    {
+                        "payload_bytes": payload,
+                        "fanout": fanout,
+                        "ingress_rate_per_s": rate,
+                        "cpu_cap_fraction": cap,
+                        "demand_s_per_ingress": d,
+                        "latency_p01_s": 40e-6 + d,
+                        "latency_p50_s": 40e-6 + d + EXCESS_P50,
+                        "latency_p90_s": 40e-6 + d + EXCESS_P90,
+                    }
+                )
     return pd.DataFrame(rows)
 
 
@@ -104,6 +115,7 @@ def test_latency_floor_uses_low_load_runs():
 
 def test_two_gamma_jitters_reproduce_the_excess_quantiles():
     from pubsim.sim.distributions import Gamma
+
     runs = synthetic_runs(np.random.default_rng(10))
     p = LatencyFloorCalibrator(max_utilization=0.05).fit(runs).params_
     g = Gamma(mean_value=p["jitter_mean_s"], cv=p["jitter_cv"])
@@ -114,6 +126,7 @@ def test_two_gamma_jitters_reproduce_the_excess_quantiles():
 
 def test_gamma_from_quantiles_edge_cases():
     from pubsim.calibration.fit import gamma_from_quantiles
+
     assert gamma_from_quantiles(0.0, 1.0) == (0.0, 0.0)
     assert gamma_from_quantiles(2.0, 2.0) == (0.0, 0.0)
     k, theta = gamma_from_quantiles(1.0, 1.0001)  # almost no spread: a very large shape
@@ -122,8 +135,9 @@ def test_gamma_from_quantiles_edge_cases():
 
 def test_bad_measurements_name_the_column():
     with pytest.raises(ConfigError, match="measurements.fanout"):
-        BrokerDemandCalibrator().fit(pd.DataFrame({"payload_bytes": [1], "ingress_rate_per_s": [1],
-                                                   "demand_s_per_ingress": [1e-5]}))
+        BrokerDemandCalibrator().fit(
+            pd.DataFrame({"payload_bytes": [1], "ingress_rate_per_s": [1], "demand_s_per_ingress": [1e-5]})
+        )
     with pytest.raises(ConfigError, match="wake_regressor"):
         BrokerDemandCalibrator(wake_regressor="magic")
     with pytest.raises(ConfigError, match="at least 4 runs"):

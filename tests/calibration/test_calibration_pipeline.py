@@ -4,6 +4,7 @@ The simulator plays the broker with known costs; the campaign, the fit and
 the validation must then recover those costs and report small errors. A
 wrong fit (a profile with doubled costs) must show large errors.
 """
+
 import pandas as pd
 import pytest
 
@@ -12,14 +13,23 @@ from pubsim.calibration.profile import build_profile
 from pubsim.calibration.validate import fit_profiles, validate
 from pubsim.calibration.virtual import VirtualHarness
 
-TRUE = {"ingress_cost_s": 6e-6, "delivery_cost_s": 3e-6, "per_byte_cost_s": 2e-9,
-        "idle_wakeup_cost_s": 10e-6}
+TRUE = {"ingress_cost_s": 6e-6, "delivery_cost_s": 3e-6, "per_byte_cost_s": 2e-9, "idle_wakeup_cost_s": 10e-6}
 LINK = {"link_latency_s": 30e-6, "jitter_mean_s": 5e-6, "jitter_cv": 1.0, "n_runs": 1}
-META = {"data": "virtual", "date": "", "host": "virtual", "cpu": "-", "kernel": "-",
-        "broker_version": "truth", "cpu_cap_fraction": 0.2, "n_runs": 0, "rms_residual_s": 0.0}
+META = {
+    "data": "virtual",
+    "date": "",
+    "host": "virtual",
+    "cpu": "-",
+    "kernel": "-",
+    "broker_version": "truth",
+    "cpu_cap_fraction": 0.2,
+    "n_runs": 0,
+    "rms_residual_s": 0.0,
+}
 
 CAMPAIGN = {
-    "name": "virtual", "brokers": ["mosquitto"],
+    "name": "virtual",
+    "brokers": ["mosquitto"],
     "run": {"duration": "1.2s", "warmup": "0.3s", "cooldown": "0.1s"},
     "light_rates": ["300/s", "1000/s"],
     "search": {"start_rate": "64000/s", "steps": 10, "max_doublings": 8},
@@ -28,16 +38,28 @@ CAMPAIGN = {
         {"name": "f1-64", "payload_bytes": 64, "subscribers": 1, "fanout": 1, "cpu_cap_fraction": 0.2},
         {"name": "f1-1024", "payload_bytes": 1024, "subscribers": 1, "fanout": 1, "cpu_cap_fraction": 0.2},
         {"name": "f3-64", "payload_bytes": 64, "subscribers": 3, "fanout": 3, "cpu_cap_fraction": 0.2},
-        {"name": "f2-256", "payload_bytes": 256, "publishers": 2, "subscribers": 2, "topics": 2,
-         "fanout": 2, "cpu_cap_fraction": 0.3, "split": "holdout"},
+        {
+            "name": "f2-256",
+            "payload_bytes": 256,
+            "publishers": 2,
+            "subscribers": 2,
+            "topics": 2,
+            "fanout": 2,
+            "cpu_cap_fraction": 0.3,
+            "split": "holdout",
+        },
     ],
 }
 
 
 def profile(scale=1.0):
-    return build_profile(name="mosquitto", broker_kind="mosquitto",
-                         demand_params={k: v * scale for k, v in TRUE.items()}, link_params=LINK,
-                         metadata=META)
+    return build_profile(
+        name="mosquitto",
+        broker_kind="mosquitto",
+        demand_params={k: v * scale for k, v in TRUE.items()},
+        link_params=LINK,
+        metadata=META,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -55,8 +77,9 @@ def results_dir(measured, tmp_path_factory):
 def test_fit_recovers_the_true_costs(measured):
     runs, _, _, meta = measured
     fitted = fit_profiles(runs, meta, method="joint", background=False)["mosquitto"]["broker"]["mosquitto"]
-    from pubsim.models.params.mapping import from_mapping
     from pubsim.models.params.broker import BrokerParams
+    from pubsim.models.params.mapping import from_mapping
+
     p = from_mapping(BrokerParams, fitted, "fitted")
     assert p.ingress_cost_s.mean == pytest.approx(TRUE["ingress_cost_s"], rel=0.1)
     assert p.delivery_cost_s.mean == pytest.approx(TRUE["delivery_cost_s"], rel=0.1)
@@ -68,6 +91,7 @@ def test_knee_fit_anchors_the_busy_costs(measured):
     # the default two-stage fit: busy costs from the runs nearest each limit
     from pubsim.models.params.broker import BrokerParams
     from pubsim.models.params.mapping import from_mapping
+
     runs, _, _, meta = measured
     p = from_mapping(BrokerParams, fit_profiles(runs, meta)["mosquitto"]["broker"]["mosquitto"], "knee")
     busy = p.ingress_cost_s.mean + p.delivery_cost_s.mean + 128 * p.per_byte_cost_s
@@ -95,6 +119,7 @@ def test_validation_exposes_a_wrong_profile(measured):
 
 def test_calibrate_and_validate_commands(results_dir, tmp_path, capsys):
     from pubsim.cli import main
+
     assert main(["calibrate", str(results_dir)]) == 0
     out = capsys.readouterr().out
     assert "source: measured" in out and "loopback-mosquitto" in out
@@ -109,6 +134,7 @@ def test_calibrate_and_validate_commands(results_dir, tmp_path, capsys):
 
 def test_validate_on_a_missing_directory_is_one_line(tmp_path, capsys):
     from pubsim.cli import main
+
     assert main(["validate", str(tmp_path / "nothing")]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("pubsim: error: results") and "\n" not in err and "runs.csv" in err
@@ -125,11 +151,29 @@ def test_calibrate_write_goes_to_the_user_preset_folder_never_the_package(tmp_pa
 
     env = {**os.environ, "PUBSIM_PRESETS": str(tmp_path / "presets"), "COLUMNS": "200"}
     shipped = sorted(p.stat().st_mtime_ns for p in (ROOT / "models" / "presets" / "calibrated").glob("*.yaml"))
-    proc = subprocess.run([sys.executable, "-m", "pubsim", "calibrate", str(ROOT / "calibration" / "data" / "loopback"),
-                           "--no-variability", "--write"], capture_output=True, text=True, timeout=300, env=env)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pubsim",
+            "calibrate",
+            str(ROOT / "calibration" / "data" / "loopback"),
+            "--no-variability",
+            "--write",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
     assert proc.returncode == 0, proc.stderr
     assert (tmp_path / "presets" / "mosquitto.yaml").is_file()
     assert sorted(p.stat().st_mtime_ns for p in (ROOT / "models" / "presets" / "calibrated").glob("*.yaml")) == shipped
-    show = subprocess.run([sys.executable, "-m", "pubsim", "presets", "--long", "mosquitto"], capture_output=True,
-                          text=True, timeout=120, env=env)
+    show = subprocess.run(
+        [sys.executable, "-m", "pubsim", "presets", "--long", "mosquitto"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
     assert show.returncode == 0 and "shadows the built-in mosquitto" in " ".join(show.stdout.split())

@@ -4,6 +4,7 @@ A virtual campaign whose broker has gamma-distributed costs of a known
 coefficient of variation: the calibrator must pick that cv from a grid, and
 a constant-cost campaign must give cv 0.
 """
+
 import math
 
 import pandas as pd
@@ -16,26 +17,35 @@ from pubsim.calibration.variability import ServiceVariabilityCalibrator
 from pubsim.calibration.virtual import VirtualHarness
 from pubsim.sim.errors import ConfigError
 
-TRUE = {"ingress_cost_s": 20e-6, "delivery_cost_s": 10e-6, "per_byte_cost_s": 0.0,
-        "idle_wakeup_cost_s": 0.0}
+TRUE = {"ingress_cost_s": 20e-6, "delivery_cost_s": 10e-6, "per_byte_cost_s": 0.0, "idle_wakeup_cost_s": 0.0}
 LINK = {"link_latency_s": 20e-6, "jitter_mean_s": 2e-6, "jitter_cv": 0.5, "n_runs": 1}
-META = {"data": "virtual", "date": "", "host": "virtual", "cpu": "-", "kernel": "-",
-        "broker_version": "truth", "cpu_cap_fraction": 1.0, "n_runs": 0, "rms_residual_s": 0.0}
+META = {
+    "data": "virtual",
+    "date": "",
+    "host": "virtual",
+    "cpu": "-",
+    "kernel": "-",
+    "broker_version": "truth",
+    "cpu_cap_fraction": 1.0,
+    "n_runs": 0,
+    "rms_residual_s": 0.0,
+}
 CAMPAIGN = {
-    "name": "virtual-cv", "brokers": ["mosquitto"],
+    "name": "virtual-cv",
+    "brokers": ["mosquitto"],
     "run": {"duration": "2s", "warmup": "0.4s", "cooldown": "0.1s"},
     "light_rates": ["300/s"],
     "search": {"start_rate": "64000/s", "steps": 6, "max_doublings": 8},
     "fractions": [0.5, 0.7, 0.85],
-    "configurations": [{"name": "f1-64", "payload_bytes": 64, "subscribers": 1, "fanout": 1,
-                        "publishers": 1}],
+    "configurations": [{"name": "f1-64", "payload_bytes": 64, "subscribers": 1, "fanout": 1, "publishers": 1}],
 }
 
 
 def _campaign(tmp_path_factory, cv):
     out = tmp_path_factory.mktemp(f"cv{cv}")
-    truth = build_profile(name="mosquitto", broker_kind="mosquitto", demand_params=TRUE, link_params=LINK,
-                          metadata=META, service_cv=cv)
+    truth = build_profile(
+        name="mosquitto", broker_kind="mosquitto", demand_params=TRUE, link_params=LINK, metadata=META, service_cv=cv
+    )
     run_campaign(parse_campaign(CAMPAIGN), out, VirtualHarness({"mosquitto": truth}, seed=5))
     return read_results(out)
 
@@ -44,8 +54,9 @@ def _campaign(tmp_path_factory, cv):
 @pytest.mark.parametrize("true_cv", [0.0, 1.5])
 def test_the_true_cv_is_recovered(tmp_path_factory, true_cv):
     runs, _, _, meta = _campaign(tmp_path_factory, true_cv)
-    prof = fit_profiles(runs, meta, background=False, method="joint", variability=True,
-                        cv_grid=(0.0, 1.5, 3.0))["mosquitto"]["broker"]["mosquitto"]
+    prof = fit_profiles(runs, meta, background=False, method="joint", variability=True, cv_grid=(0.0, 1.5, 3.0))[
+        "mosquitto"
+    ]["broker"]["mosquitto"]
     if true_cv:
         assert prof["ingress_cost_s"].startswith("gamma(") and "cv=1.5" in prof["ingress_cost_s"]
     else:
@@ -55,16 +66,27 @@ def test_the_true_cv_is_recovered(tmp_path_factory, true_cv):
 
 def _rows(cv_true, n=3):
     # P-K shape: excess latency grows with (1 + cv^2)
-    return pd.DataFrame({"config": ["c"] * n, "ingress_rate_per_s": [500.0, 600.0, 700.0][:n],
-                         "demand_s_per_ingress": [1e-3] * n, "latency_p01_s": [1e-4] * n,
-                         **{f"latency_{q}_s": [1e-4 + k * (1 + cv_true**2) * 1e-3] * n
-                            for q, k in (("p50", 1), ("p90", 3), ("p99", 8))}})
+    return pd.DataFrame(
+        {
+            "config": ["c"] * n,
+            "ingress_rate_per_s": [500.0, 600.0, 700.0][:n],
+            "demand_s_per_ingress": [1e-3] * n,
+            "latency_p01_s": [1e-4] * n,
+            **{
+                f"latency_{q}_s": [1e-4 + k * (1 + cv_true**2) * 1e-3] * n
+                for q, k in (("p50", 1), ("p90", 3), ("p99", 8))
+            },
+        }
+    )
 
 
 def _fake(row, cv):
     k = 1 + cv**2
-    return {"latency_p50_s": 1e-4 + k * 1e-3, "latency_p90_s": 1e-4 + 3 * k * 1e-3,
-            "latency_p99_s": 1e-4 + 8 * k * 1e-3}
+    return {
+        "latency_p50_s": 1e-4 + k * 1e-3,
+        "latency_p90_s": 1e-4 + 3 * k * 1e-3,
+        "latency_p99_s": 1e-4 + 8 * k * 1e-3,
+    }
 
 
 def test_calibrator_picks_the_grid_point_closest_in_log_ratio():

@@ -1,4 +1,5 @@
 """Campaign files, result tables and resume, with a fake broker of known capacity."""
+
 import json
 
 import numpy as np
@@ -16,8 +17,15 @@ SPEC = {
     "fractions": [0.5, 1.2],
     "configurations": [
         {"name": "small", "payload_bytes": 64, "fanout": 1},
-        {"name": "wide", "payload_bytes": 64, "subscribers": 4, "topics": 2, "fanout": 2,
-         "cpu_cap_fraction": 0.2, "split": "holdout"},
+        {
+            "name": "wide",
+            "payload_bytes": 64,
+            "subscribers": 4,
+            "topics": 2,
+            "fanout": 2,
+            "cpu_cap_fraction": 0.2,
+            "split": "holdout",
+        },
     ],
 }
 CAPACITY = {"mosquitto": 20_000.0, "zmq-proxy": 45_000.0}
@@ -36,9 +44,13 @@ class FakeBroker:
         self.calls.append(spec)
         cap = CAPACITY[spec.broker] / spec.fanout * (spec.cpu_cap_fraction or 1.0)
         ingress = min(spec.rate_per_s, cap)
-        row = {"ingress_rate_per_s": ingress, "egress_rate_per_s": ingress * spec.fanout,
-               "sustainability": 1.0, "delivery_ratio": ingress / spec.rate_per_s,
-               "demand_s_per_ingress": 1 / cap}
+        row = {
+            "ingress_rate_per_s": ingress,
+            "egress_rate_per_s": ingress * spec.fanout,
+            "sustainability": 1.0,
+            "delivery_ratio": ingress / spec.rate_per_s,
+            "demand_s_per_ingress": 1 / cap,
+        }
         return row, np.full(10, 1e-4)
 
 
@@ -46,23 +58,35 @@ def test_parse_campaign_defaults_and_pairs():
     c = parse_campaign(SPEC)
     assert c.duration_s == 2.0 and c.light_rates_per_s == (100.0, 1000.0)
     assert [(b, cfg.name) for b, cfg in c.pairs()] == [
-        ("mosquitto", "small"), ("zmq-proxy", "small"), ("mosquitto", "wide"), ("zmq-proxy", "wide")]
+        ("mosquitto", "small"),
+        ("zmq-proxy", "small"),
+        ("mosquitto", "wide"),
+        ("zmq-proxy", "wide"),
+    ]
     assert c.configurations[1].split == "holdout"
 
 
-@pytest.mark.parametrize("patch, field", [
-    ({"brokers": ["mosquito"]}, "brokers[0]"),
-    ({"brokers": []}, "brokers"),
-    ({"configurations": [{"name": "x", "fanout": 3, "subscribers": 2}]}, "configurations[0].fanout"),
-    ({"configurations": [{"name": "x", "payload_bytes": "8B"}]}, "configurations[0].payload_bytes"),
-    ({"configurations": [{"name": "x", "split": "test"}]}, "configurations[0].split"),
-    ({"configurations": [{"name": "x", "cpu_cap_fraction": 2}]}, "configurations[0].cpu_cap_fraction"),
-    ({"configurations": [{"name": "x", "fanuot": 1}]}, "configurations[0].fanuot"),
-    ({"configurations": [{"name": "x", "cpu_cap_fraction": {"mosquito": 0.2}}]},
-     "configurations[0].cpu_cap_fraction.mosquito"),
-    ({"configurations": [{"name": "x", "cpu_cap_fraction": {"nats": 0}}]}, "configurations[0].cpu_cap_fraction.nats"),
-    ({"run": {"duration": "-1s"}}, "run.duration"),
-])
+@pytest.mark.parametrize(
+    "patch, field",
+    [
+        ({"brokers": ["mosquito"]}, "brokers[0]"),
+        ({"brokers": []}, "brokers"),
+        ({"configurations": [{"name": "x", "fanout": 3, "subscribers": 2}]}, "configurations[0].fanout"),
+        ({"configurations": [{"name": "x", "payload_bytes": "8B"}]}, "configurations[0].payload_bytes"),
+        ({"configurations": [{"name": "x", "split": "test"}]}, "configurations[0].split"),
+        ({"configurations": [{"name": "x", "cpu_cap_fraction": 2}]}, "configurations[0].cpu_cap_fraction"),
+        ({"configurations": [{"name": "x", "fanuot": 1}]}, "configurations[0].fanuot"),
+        (
+            {"configurations": [{"name": "x", "cpu_cap_fraction": {"mosquito": 0.2}}]},
+            "configurations[0].cpu_cap_fraction.mosquito",
+        ),
+        (
+            {"configurations": [{"name": "x", "cpu_cap_fraction": {"nats": 0}}]},
+            "configurations[0].cpu_cap_fraction.nats",
+        ),
+        ({"run": {"duration": "-1s"}}, "run.duration"),
+    ],
+)
 def test_bad_campaign_names_the_field(patch, field):
     with pytest.raises(ConfigError) as err:
         parse_campaign({**SPEC, **patch})
@@ -71,8 +95,9 @@ def test_bad_campaign_names_the_field(patch, field):
 
 
 def test_caps_per_broker():
-    c = parse_campaign({**SPEC, "configurations": [
-        {"name": "x", "cpu_cap_fraction": {"mosquitto": 0.2, "default": 0.05}}]})
+    c = parse_campaign(
+        {**SPEC, "configurations": [{"name": "x", "cpu_cap_fraction": {"mosquitto": 0.2, "default": 0.05}}]}
+    )
     cfg = c.configurations[0]
     assert c.run_spec("mosquitto", cfg, 100, "light").cpu_cap_fraction == 0.2
     assert c.run_spec("zmq-proxy", cfg, 100, "light").cpu_cap_fraction == 0.05

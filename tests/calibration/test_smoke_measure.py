@@ -7,6 +7,7 @@ validation work together and give physically sensible numbers. The full
 campaign is `pubsim measure experiments/calibration/campaign.yaml` (see
 calibration/README.md).
 """
+
 import math
 import shutil
 import warnings
@@ -20,9 +21,9 @@ from pubsim.calibration.runner import RealHarness
 from pubsim.calibration.validate import fit_profiles, validate
 from tests import ROOT
 
-
-pytestmark = pytest.mark.skipif(shutil.which("mosquitto") is None,
-                                reason="mosquitto not installed: run scripts/install_brokers.sh")
+pytestmark = pytest.mark.skipif(
+    shutil.which("mosquitto") is None, reason="mosquitto not installed: run scripts/install_brokers.sh"
+)
 
 
 @pytest.fixture(scope="module")

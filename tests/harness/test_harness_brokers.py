@@ -3,6 +3,7 @@
 Tests that need a broker binary skip with the binary's name when it is not
 installed (``scripts/install_brokers.sh``; ``--all`` for RabbitMQ).
 """
+
 from __future__ import annotations
 
 import os
@@ -20,8 +21,14 @@ import pytest
 
 from pubsim.calibration.harness import brokers as B
 from pubsim.calibration.harness import procfs
-from pubsim.calibration.harness.brokers import (BrokerSpec, broker, install_signal_cleanup, live_brokers,
-                                         read_mosquitto_sys, start_broker)
+from pubsim.calibration.harness.brokers import (
+    BrokerSpec,
+    broker,
+    install_signal_cleanup,
+    live_brokers,
+    read_mosquitto_sys,
+    start_broker,
+)
 from pubsim.calibration.harness.cpu import detect_cpu_control
 from pubsim.sim.errors import ConfigError
 from tests import ROOT
@@ -79,16 +86,19 @@ def _mqtt_connect(port, client_id):
 
 
 # -- specification -----------------------------------------------------------
-@pytest.mark.parametrize("kwargs, field", [
-    ({"kind": "kafka"}, "kind"),
-    ({"kind": "nats", "port": 70000}, "port"),
-    ({"kind": "nats", "port": True}, "port"),
-    ({"kind": "nats", "cpus": (9999,)}, "cpus"),
-    ({"kind": "nats", "cpus": ()}, "cpus"),
-    ({"kind": "nats", "cpu_cap_fraction": 0}, "cpu_cap_fraction"),
-    ({"kind": "nats", "cpu_cap_fraction": 1000.0}, "cpu_cap_fraction"),
-    ({"kind": "nats", "options": ["a"]}, "options"),
-])
+@pytest.mark.parametrize(
+    "kwargs, field",
+    [
+        ({"kind": "kafka"}, "kind"),
+        ({"kind": "nats", "port": 70000}, "port"),
+        ({"kind": "nats", "port": True}, "port"),
+        ({"kind": "nats", "cpus": (9999,)}, "cpus"),
+        ({"kind": "nats", "cpus": ()}, "cpus"),
+        ({"kind": "nats", "cpu_cap_fraction": 0}, "cpu_cap_fraction"),
+        ({"kind": "nats", "cpu_cap_fraction": 1000.0}, "cpu_cap_fraction"),
+        ({"kind": "nats", "options": ["a"]}, "options"),
+    ],
+)
 def test_spec_rejects_bad_fields(kwargs, field):
     with pytest.raises(ConfigError) as err:
         BrokerSpec(**kwargs)
@@ -192,8 +202,13 @@ CHILD = textwrap.dedent("""
 
 
 def _child(tmp_path, mode, kinds):
-    proc = subprocess.Popen([sys.executable, "-c", CHILD, str(tmp_path), mode, *kinds], cwd=ROOT,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", CHILD, str(tmp_path), mode, *kinds],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     line = proc.stdout.readline()
     if not line.strip():
         proc.kill()

@@ -6,6 +6,7 @@ available, else directly) and a small XSUB/XPUB proxy for ZeroMQ; they are
 skipped, naming the binary, when it is not installed. Each run is 1 s of
 publishing at 2k msg/s.
 """
+
 import multiprocessing as mp
 import os
 import shutil
@@ -17,8 +18,17 @@ import time
 import numpy as np
 import pytest
 
-from pubsim.calibration.harness.loadgen import (PROBE_SEQ, RECORD_DTYPE, HarnessError, LoadSpec, _flag_records,
-                                         batch_size, run_load, subscriber_topics, topic_of)
+from pubsim.calibration.harness.loadgen import (
+    PROBE_SEQ,
+    RECORD_DTYPE,
+    HarnessError,
+    LoadSpec,
+    _flag_records,
+    batch_size,
+    run_load,
+    subscriber_topics,
+    topic_of,
+)
 from pubsim.sim.errors import ConfigError
 
 SBIN_PATH = os.pathsep.join([os.environ.get("PATH", ""), "/usr/sbin", "/usr/local/sbin", "/sbin"])
@@ -125,29 +135,32 @@ def zmq_proxy():
 GOOD = dict(protocol="mqtt", pub_port=1883, rate_per_s=1000.0, duration_s=1.0)
 
 
-@pytest.mark.parametrize("change, field", [
-    ({"protocol": "amqp"}, "protocol"),
-    ({"publishers": 0}, "publishers"),
-    ({"subscribers": 1.5}, "subscribers"),
-    ({"topics": True}, "topics"),
-    ({"fanout": 3, "subscribers": 2}, "fanout"),
-    ({"payload_bytes": 19}, "payload_bytes"),
-    ({"qos": 2}, "qos"),
-    ({"protocol": "nats", "qos": 1}, "qos"),
-    ({"rate_per_s": 0}, "rate_per_s"),
-    ({"rate_per_s": float("inf")}, "rate_per_s"),
-    ({"duration_s": -1}, "duration_s"),
-    ({"warmup_s": 0.6, "cooldown_s": 0.4}, "warmup_s"),
-    ({"pub_port": None}, "pub_port"),
-    ({"pub_port": 70000}, "pub_port"),
-    ({"protocol": "zmq", "sub_port": None}, "sub_port"),
-    ({"zmq_mode": "p2p"}, "zmq_mode"),
-    ({"zmq_hwm": -1}, "zmq_hwm"),
-    ({"drain_s": -0.1}, "drain_s"),
-    ({"max_batch": 0}, "max_batch"),
-    ({"pub_cpus": ()}, "pub_cpus"),
-    ({"sub_cpus": (10_000,)}, "sub_cpus"),
-])
+@pytest.mark.parametrize(
+    "change, field",
+    [
+        ({"protocol": "amqp"}, "protocol"),
+        ({"publishers": 0}, "publishers"),
+        ({"subscribers": 1.5}, "subscribers"),
+        ({"topics": True}, "topics"),
+        ({"fanout": 3, "subscribers": 2}, "fanout"),
+        ({"payload_bytes": 19}, "payload_bytes"),
+        ({"qos": 2}, "qos"),
+        ({"protocol": "nats", "qos": 1}, "qos"),
+        ({"rate_per_s": 0}, "rate_per_s"),
+        ({"rate_per_s": float("inf")}, "rate_per_s"),
+        ({"duration_s": -1}, "duration_s"),
+        ({"warmup_s": 0.6, "cooldown_s": 0.4}, "warmup_s"),
+        ({"pub_port": None}, "pub_port"),
+        ({"pub_port": 70000}, "pub_port"),
+        ({"protocol": "zmq", "sub_port": None}, "sub_port"),
+        ({"zmq_mode": "p2p"}, "zmq_mode"),
+        ({"zmq_hwm": -1}, "zmq_hwm"),
+        ({"drain_s": -0.1}, "drain_s"),
+        ({"max_batch": 0}, "max_batch"),
+        ({"pub_cpus": ()}, "pub_cpus"),
+        ({"sub_cpus": (10_000,)}, "sub_cpus"),
+    ],
+)
 def test_loadspec_rejects(change, field):
     with pytest.raises(ConfigError) as e:
         LoadSpec(**{**GOOD, **change})
@@ -173,8 +186,9 @@ def test_every_topic_has_fanout_subscribers(subs, topics, fanout):
     assert {topic_of(1, s, topics) for s in range(topics)} == set(range(topics))
 
 
-@pytest.mark.parametrize("rate, topics, expect", [(1000, 1, 1), (2000, 2, 2), (5000, 7, 1), (100_000, 7, 98),
-                                                  (1e9, 1, 256), (500, 3, 1)])
+@pytest.mark.parametrize(
+    "rate, topics, expect", [(1000, 1, 1), (2000, 2, 2), (5000, 7, 1), (100_000, 7, 98), (1e9, 1, 256), (500, 3, 1)]
+)
 def test_batch_size(rate, topics, expect):
     assert batch_size(LoadSpec(**{**GOOD, "rate_per_s": rate, "topics": topics})) == expect
 
@@ -226,8 +240,17 @@ def _check(result, fanout):
 
 
 def _spec(**kw):
-    return LoadSpec(**{"rate_per_s": 2000.0, "duration_s": 1.0, "publishers": 1, "subscribers": 2, "topics": 2,
-                       "payload_bytes": 64, **kw})
+    return LoadSpec(
+        **{
+            "rate_per_s": 2000.0,
+            "duration_s": 1.0,
+            "publishers": 1,
+            "subscribers": 2,
+            "topics": 2,
+            "payload_bytes": 64,
+            **kw,
+        }
+    )
 
 
 @pytest.mark.brokers
@@ -238,8 +261,9 @@ def test_mosquitto_no_loss(mosquitto, fanout):
 
 @pytest.mark.brokers
 def test_mosquitto_qos1_warmup_window(mosquitto):
-    spec = _spec(protocol="mqtt", pub_port=mosquitto.pub_port, fanout=1, qos=1, duration_s=1.4, warmup_s=0.2,
-                 cooldown_s=0.2)
+    spec = _spec(
+        protocol="mqtt", pub_port=mosquitto.pub_port, fanout=1, qos=1, duration_s=1.4, warmup_s=0.2, cooldown_s=0.2
+    )
     r = run_load(spec)
     _check(r, 1)
     assert r.sent.sum() == pytest.approx(2800, abs=2)

@@ -1,10 +1,12 @@
 """The load generator split by role: the package keeps today's names, each role lives in its module."""
+
 from __future__ import annotations
 
 import multiprocessing as mp
 
-import pubsim.calibration.harness.loadgen as L
 import pytest
+
+import pubsim.calibration.harness.loadgen as L
 from pubsim.calibration.harness.loadgen import (
     STRIDE,
     batch_size,
@@ -21,10 +23,26 @@ from pubsim.calibration.harness.loadgen import (
 
 
 def test_public_names_unchanged():
-    assert L.__all__ == ["PROTOCOLS", "HEADER", "HEADER_BYTES", "RECORD_DTYPE", "PROBE_SEQ", "LoadSpec",
-                         "LoadResult", "HarnessError", "run_load", "subscriber_topics", "topic_of"]
+    assert L.__all__ == [
+        "PROTOCOLS",
+        "HEADER",
+        "HEADER_BYTES",
+        "RECORD_DTYPE",
+        "PROBE_SEQ",
+        "LoadSpec",
+        "LoadResult",
+        "HarnessError",
+        "run_load",
+        "subscriber_topics",
+        "topic_of",
+    ]
     assert (STRIDE, batch_size, pacing_batch, subscriber_topics, topic_of) == (
-        records.STRIDE, spec.batch_size, spec.pacing_batch, spec.subscriber_topics, spec.topic_of)
+        records.STRIDE,
+        spec.batch_size,
+        spec.pacing_batch,
+        spec.subscriber_topics,
+        spec.topic_of,
+    )
 
 
 def test_each_role_in_its_module():

@@ -1,4 +1,5 @@
 """The harness's one /proc reader (procfs): its text parsers on fixtures, its readers on this process."""
+
 from __future__ import annotations
 
 import math
@@ -7,25 +8,30 @@ import socket
 import threading
 
 import pytest
+
 from pubsim.calibration import runner
 from pubsim.calibration.harness import cpu, procfs
 
 # a command name with a space and a ')' inside, as the kernel writes it
-STAT = ("4242 (my (odd) proc) S 17 4242 4242 0 -1 4194560 1052 0 0 0 "
-        "731 215 0 0 20 0 3 0 98765 123456789 2048 18446744073709551615 1 1 0 0 0 0 0 4096 0 0 0 0 17 2 0 0 0 0 0")
+STAT = (
+    "4242 (my (odd) proc) S 17 4242 4242 0 -1 4194560 1052 0 0 0 "
+    "731 215 0 0 20 0 3 0 98765 123456789 2048 18446744073709551615 1 1 0 0 0 0 0 4096 0 0 0 0 17 2 0 0 0 0 0"
+)
 SCHEDSTAT = "1234567890 98765 4321\n"
-STATUS = ("Name:\tbroker\nState:\tS (sleeping)\nThreads:\t3\n"
-          "voluntary_ctxt_switches:\t1500\nnonvoluntary_ctxt_switches:\t27\n")
+STATUS = (
+    "Name:\tbroker\nState:\tS (sleeping)\nThreads:\t3\n"
+    "voluntary_ctxt_switches:\t1500\nnonvoluntary_ctxt_switches:\t27\n"
+)
 NET_TCP = (
     "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n"
     "   0: 0100007F:075B 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 11111 1 0\n"
     "   1: 0100007F:075B 0100007F:D431 01 00000000:00000000 00:00000000 00000000     0        0 22222 1 0\n"
-    "   2: 00000000:1F90 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 33333 1 0\n")
+    "   2: 00000000:1F90 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 33333 1 0\n"
+)
 
 
 def test_parse_stat_counts_fields_after_the_last_paren():
-    assert procfs.parse_stat(STAT) == {"state": "S", "ppid": 17, "utime": 731, "stime": 215,
-                                       "start_ticks": 98765}
+    assert procfs.parse_stat(STAT) == {"state": "S", "ppid": 17, "utime": 731, "stime": 215, "start_ticks": 98765}
 
 
 def test_parse_schedstat_and_switches():

@@ -1,4 +1,5 @@
 """CPU accounting from /proc (procstat) and CPU pinning / caps (cpu) on child processes."""
+
 from __future__ import annotations
 
 import os
@@ -43,8 +44,9 @@ WORKER = textwrap.dedent("""
 
 class Worker:
     def __init__(self):
-        self.proc = subprocess.Popen([sys.executable, "-c", WORKER], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, text=True)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", WORKER], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+        )
         assert self.proc.stdout.readline().strip() == "ready"
         self.pid = self.proc.pid
 

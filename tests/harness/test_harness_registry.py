@@ -1,14 +1,22 @@
 """The broker registry (brokers.REGISTRY): one complete BrokerKind per kind, and the old tables are views of it."""
+
 from __future__ import annotations
 
 import dataclasses
 
 import pytest
+
 from pubsim.calibration.harness import brokers as B
 from pubsim.calibration.harness.brokers import REGISTRY, BrokerKind, BrokerSpec
 
-EXPECTED = {"mosquitto": "mqtt", "nats": "nats", "rabbitmq-mqtt": "mqtt", "zmq-proxy": "zmq",
-            "activemq-mqtt": "mqtt", "ejabberd-mqtt": "mqtt"}
+EXPECTED = {
+    "mosquitto": "mqtt",
+    "nats": "nats",
+    "rabbitmq-mqtt": "mqtt",
+    "zmq-proxy": "zmq",
+    "activemq-mqtt": "mqtt",
+    "ejabberd-mqtt": "mqtt",
+}
 
 
 def test_one_entry_per_kind():
@@ -40,14 +48,19 @@ def test_entry_is_complete(name):
     assert B.MQTT_CREDENTIALS.get(name) == k.mqtt_credentials
 
 
-@pytest.mark.parametrize("name, conf, line", [("mosquitto", "mosquitto.conf", "listener 5555 127.0.0.1"),
-                                              ("nats", "nats.conf", "logtime: true"),
-                                              ("zmq-proxy", "zmq-proxy.args", "--xpub")])
+@pytest.mark.parametrize(
+    "name, conf, line",
+    [
+        ("mosquitto", "mosquitto.conf", "listener 5555 127.0.0.1"),
+        ("nats", "nats.conf", "logtime: true"),
+        ("zmq-proxy", "zmq-proxy.args", "--xpub"),
+    ],
+)
 def test_plan_writes_the_configuration(name, conf, line, tmp_path):
     if REGISTRY[name].binary is not None and not B.shutil.which(REGISTRY[name].binary):
         pytest.skip(f"{REGISTRY[name].binary} not installed")
     spec = BrokerSpec(kind=name, port=5555)
-    plan = REGISTRY[name].plan(spec, tmp_path, [5555, 5556, 5557][:REGISTRY[name].ports_needed])
+    plan = REGISTRY[name].plan(spec, tmp_path, [5555, 5556, 5557][: REGISTRY[name].ports_needed])
     assert plan.config_path == tmp_path / conf and line in plan.config_path.read_text()
     assert plan.ports[0] == 5555 and len(plan.ports) == (2 if REGISTRY[name].split_ports else 1)
 

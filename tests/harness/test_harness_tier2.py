@@ -4,6 +4,7 @@ Real-broker tests skip, naming the package, unless the Debian packages are
 installed (``scripts/install_brokers.sh --tier2``). The wire-format and
 configuration tests run everywhere.
 """
+
 from __future__ import annotations
 
 import os
@@ -74,11 +75,14 @@ def test_connect_carries_credentials_only_when_given():
         mw.encode_connect("c1", password="pw")
 
 
-@pytest.mark.parametrize("kwargs, field", [
-    ({"mqtt_username": 5}, "mqtt_username"),
-    ({"mqtt_username": "u", "mqtt_password": b"x"}, "mqtt_password"),
-    ({"mqtt_password": "x"}, "mqtt_password"),
-])
+@pytest.mark.parametrize(
+    "kwargs, field",
+    [
+        ({"mqtt_username": 5}, "mqtt_username"),
+        ({"mqtt_username": "u", "mqtt_password": b"x"}, "mqtt_password"),
+        ({"mqtt_password": "x"}, "mqtt_password"),
+    ],
+)
 def test_loadspec_rejects_bad_credentials(kwargs, field):
     with pytest.raises(ConfigError) as err:
         LoadSpec(protocol="mqtt", pub_port=1883, rate_per_s=10, duration_s=1, **kwargs)
@@ -100,8 +104,9 @@ def test_only_ejabberd_needs_credentials():
 
 def test_ejabberd_plan_keeps_everything_in_the_workdir(tmp_path):
     _require("ejabberd-mqtt")
-    plan = B._ejabberd_plan(BrokerSpec(kind="ejabberd-mqtt", options={"loglevel": "info"}), tmp_path,
-                            [40001, 40002, 40003])
+    plan = B._ejabberd_plan(
+        BrokerSpec(kind="ejabberd-mqtt", options={"loglevel": "info"}), tmp_path, [40001, 40002, 40003]
+    )
     text = plan.config_path.read_text()
     assert "port: 40001" in text and "module: mod_mqtt" in text and 'ip: "127.0.0.1"' in text
     assert "auth_method: [anonymous]" in text and text.rstrip().endswith("loglevel: info")
@@ -116,8 +121,9 @@ def test_ejabberd_plan_keeps_everything_in_the_workdir(tmp_path):
 
 def test_activemq_plan_keeps_everything_in_the_workdir(tmp_path):
     _require("activemq-mqtt")
-    plan = B._activemq_plan(BrokerSpec(kind="activemq-mqtt", options={"transport.maxFrameSize": 1048576}),
-                            tmp_path, [40011])
+    plan = B._activemq_plan(
+        BrokerSpec(kind="activemq-mqtt", options={"transport.maxFrameSize": 1048576}), tmp_path, [40011]
+    )
     xml = plan.config_path.read_text()
     assert 'uri="mqtt://127.0.0.1:40011?transport.tcpNoDelay=true&amp;transport.maxFrameSize=1048576"' in xml
     assert 'persistent="false"' in xml and 'useJmx="false"' in xml
@@ -145,7 +151,7 @@ def _pubsub_roundtrip(rb):
             pub.sendall(mw.encode_publish("pubsim/t0", b"hello-tier2"))
             try:
                 data = sub.recv(4096)
-            except socket.timeout:
+            except TimeoutError:
                 continue
             if b"hello-tier2" in data:
                 return data

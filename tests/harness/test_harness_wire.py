@@ -1,4 +1,5 @@
 """Wire codecs of the load generator: MQTT 3.1.1 and NATS, no broker needed."""
+
 import socket
 import struct
 import threading
@@ -10,13 +11,24 @@ from pubsim.calibration.harness import mqttwire as mw
 from pubsim.calibration.harness import natswire as nw
 from pubsim.calibration.harness.loadgen import HEADER, HEADER_BYTES, RECORD_DTYPE, STRIDE
 
-
 # ---------------------------------------------------------------------------------------------
 # MQTT
 
 
-@pytest.mark.parametrize("n, size", [(0, 1), (1, 1), (127, 1), (128, 2), (16383, 2), (16384, 3),
-                                     (2_097_151, 3), (2_097_152, 4), (mw.MAX_REMAINING_LENGTH, 4)])
+@pytest.mark.parametrize(
+    "n, size",
+    [
+        (0, 1),
+        (1, 1),
+        (127, 1),
+        (128, 2),
+        (16383, 2),
+        (16384, 3),
+        (2_097_151, 3),
+        (2_097_152, 4),
+        (mw.MAX_REMAINING_LENGTH, 4),
+    ],
+)
 def test_remaining_length_round_trip_and_size(n, size):
     enc = mw.encode_remaining_length(n)
     assert len(enc) == size
@@ -61,8 +73,9 @@ def test_publish_round_trip(qos, retain):
 
 def test_server_packets_decode():
     s = mw.MqttStream()
-    connack, suback, puback, pingresp = s.feed(b"\x20\x02\x00\x00" + b"\x90\x04\x00\x05\x01\x80"
-                                               + b"\x40\x02\x00\x09" + b"\xd0\x00")
+    connack, suback, puback, pingresp = s.feed(
+        b"\x20\x02\x00\x00" + b"\x90\x04\x00\x05\x01\x80" + b"\x40\x02\x00\x09" + b"\xd0\x00"
+    )
     assert (connack.type, connack.payload) == (mw.CONNACK, b"\x00\x00")
     assert (suback.type, suback.packet_id, suback.payload) == (mw.SUBACK, 5, b"\x01\x80")
     assert (puback.type, puback.packet_id) == (mw.PUBACK, 9)
@@ -78,7 +91,7 @@ def test_remaining_length_boundaries_byte_by_byte(remaining):
     s = mw.MqttStream()
     got = []
     for i in range(len(pkt)):
-        got += s.feed(pkt[i:i + 1])
+        got += s.feed(pkt[i : i + 1])
         if i < len(pkt) - 1:
             assert got == []
     assert [(p.topic, p.payload) for p in got] == [(topic, payload)]
@@ -86,8 +99,10 @@ def test_remaining_length_boundaries_byte_by_byte(remaining):
 
 
 def test_several_packets_in_one_feed_and_every_split():
-    pkts = [mw.encode_publish(f"t/{i}", bytes([i]) * (i * 40), qos=i % 2, packet_id=i + 1 if i % 2 else None)
-            for i in range(6)] + [b"\x40\x02\x00\x03"]
+    pkts = [
+        mw.encode_publish(f"t/{i}", bytes([i]) * (i * 40), qos=i % 2, packet_id=i + 1 if i % 2 else None)
+        for i in range(6)
+    ] + [b"\x40\x02\x00\x03"]
     blob = b"".join(pkts)
     whole = mw.MqttStream().feed(blob)
     assert len(whole) == 7 and whole[3].payload == bytes([3]) * 120 and whole[-1].type == mw.PUBACK
@@ -114,18 +129,20 @@ def _header(pub, seq, t, topic):
 
 def test_feed_records_split_reads_qos1_and_other_packets():
     msgs = [(1, 10 + i, 1000 + i, i % 3) for i in range(5)]
-    blob = b"".join(mw.encode_publish(f"pubsim/t{m[3]}", _header(*m) + b"z" * (i * 50), qos=i % 2,
-                                      packet_id=100 + i if i % 2 else None) for i, m in enumerate(msgs))
+    blob = b"".join(
+        mw.encode_publish(
+            f"pubsim/t{m[3]}", _header(*m) + b"z" * (i * 50), qos=i % 2, packet_id=100 + i if i % 2 else None
+        )
+        for i, m in enumerate(msgs)
+    )
     blob += b"\xd0\x00"  # PINGRESP after them
     for cut in (1, 7, 40, len(blob) - 1):
         s = mw.MqttStream()
         rec = bytearray(10 * STRIDE)
         acks = []
-        off, others1 = s.feed_records(blob[:cut], 111, rec, 0, header_bytes=HEADER_BYTES, stride=STRIDE,
-                                      ack_ids=acks)
+        off, others1 = s.feed_records(blob[:cut], 111, rec, 0, header_bytes=HEADER_BYTES, stride=STRIDE, ack_ids=acks)
         n1 = off // STRIDE
-        off, others2 = s.feed_records(blob[cut:], 222, rec, off, header_bytes=HEADER_BYTES, stride=STRIDE,
-                                      ack_ids=acks)
+        off, others2 = s.feed_records(blob[cut:], 222, rec, off, header_bytes=HEADER_BYTES, stride=STRIDE, ack_ids=acks)
         arr = np.frombuffer(bytes(rec[:off]), RECORD_DTYPE)
         assert [tuple(int(x) for x in r)[:4] for r in arr] == msgs
         assert list(arr["t_recv_ns"]) == [111] * n1 + [222] * (5 - n1)
@@ -135,8 +152,9 @@ def test_feed_records_split_reads_qos1_and_other_packets():
 
 def test_feed_records_rejects_short_payload():
     with pytest.raises(mw.MqttError):
-        mw.MqttStream().feed_records(mw.encode_publish("t", b"short"), 0, bytearray(STRIDE), 0,
-                                     header_bytes=HEADER_BYTES, stride=STRIDE)
+        mw.MqttStream().feed_records(
+            mw.encode_publish("t", b"short"), 0, bytearray(STRIDE), 0, header_bytes=HEADER_BYTES, stride=STRIDE
+        )
 
 
 def _fake_broker(reply):
@@ -188,14 +206,16 @@ def test_nats_encoders():
     assert bytes(t.buf) == nw.encode_pub("pubsim.t1", bytes(4) + struct.pack("<Q", 77) + bytes(12))
 
 
-SERVER_STREAM = (b'INFO {"server_id":"x","max_payload":1048576}\r\n'
-                 b"MSG pubsim.t0 1 5\r\nhello\r\n"
-                 b"PING\r\n"
-                 b"MSG a.b 22 reply.to 6\r\nx\r\ny\r\n\r\n"  # payload holds CRLFs
-                 b"+OK\r\n"
-                 b"MSG e 3 0\r\n\r\n"
-                 b"PONG\r\n"
-                 b"-ERR 'Slow Consumer'\r\n")
+SERVER_STREAM = (
+    b'INFO {"server_id":"x","max_payload":1048576}\r\n'
+    b"MSG pubsim.t0 1 5\r\nhello\r\n"
+    b"PING\r\n"
+    b"MSG a.b 22 reply.to 6\r\nx\r\ny\r\n\r\n"  # payload holds CRLFs
+    b"+OK\r\n"
+    b"MSG e 3 0\r\n\r\n"
+    b"PONG\r\n"
+    b"-ERR 'Slow Consumer'\r\n"
+)
 
 
 def test_nats_stream_parses_all_operations():
@@ -213,7 +233,7 @@ def test_nats_msg_split_across_feeds():
     s = nw.NatsStream()
     got = []
     for i in range(len(SERVER_STREAM)):
-        got += s.feed(SERVER_STREAM[i:i + 1])
+        got += s.feed(SERVER_STREAM[i : i + 1])
     assert got == whole and s.pending == 0
     for cut in range(1, len(SERVER_STREAM)):
         s = nw.NatsStream()
@@ -226,15 +246,24 @@ def test_nats_unknown_operation_and_bad_framing():
     with pytest.raises(nw.NatsError, match="CRLF"):
         nw.NatsStream().feed(b"MSG a 1 2\r\nabc\r\n")
     with pytest.raises(nw.NatsError, match="CRLF"):
-        nw.NatsStream().feed_records(b"MSG a 1 20\r\n" + bytes(21) + b"\r\n", 0, bytearray(STRIDE), 0,
-                                     header_bytes=HEADER_BYTES, stride=STRIDE)
+        nw.NatsStream().feed_records(
+            b"MSG a 1 20\r\n" + bytes(21) + b"\r\n", 0, bytearray(STRIDE), 0, header_bytes=HEADER_BYTES, stride=STRIDE
+        )
 
 
 def test_nats_feed_records():
     msgs = [(2, i, 5000 + i, i % 2) for i in range(4)]
-    blob = b"PING\r\n" + b"".join(
-        (b"MSG pubsim.t%d 1 %s%d\r\n" % (m[3], b"r " if i == 2 else b"", HEADER_BYTES + 3)) + _header(*m)
-        + b"\r\n\r" + b"\r\n" for i, m in enumerate(msgs)) + b"PONG\r\n"
+    blob = (
+        b"PING\r\n"
+        + b"".join(
+            (b"MSG pubsim.t%d 1 %s%d\r\n" % (m[3], b"r " if i == 2 else b"", HEADER_BYTES + 3))
+            + _header(*m)
+            + b"\r\n\r"
+            + b"\r\n"
+            for i, m in enumerate(msgs)
+        )
+        + b"PONG\r\n"
+    )
     for cut in range(1, len(blob)):
         s = nw.NatsStream()
         rec = bytearray(8 * STRIDE)

@@ -2,6 +2,7 @@
 implements it, the station asks for priorities and keys only when the
 discipline declares it uses them, and ``held_visits`` reports the messages a
 discipline holds, on hand-built backlogs."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -23,8 +24,7 @@ def _packets(times, visits=None):
 
 def _window_inputs(n):
     z = np.zeros(n)
-    return WindowInputs(windowed=np.zeros(n, bool), lost=np.zeros(n, bool), delay=z, extra=z,
-                        processing=z, ack_extra=z)
+    return WindowInputs(windowed=np.zeros(n, bool), lost=np.zeros(n, bool), delay=z, extra=z, processing=z, ack_extra=z)
 
 
 DISCIPLINES = {
@@ -172,8 +172,16 @@ class _Probe(Station):
         return super().overflow_key(packets)
 
 
-@pytest.mark.parametrize("name, asked", [("fifo", []), ("batch", []), ("queue", ["priority"]),
-                                         ("queue-update", ["priority", "key"]), ("restart", ["priority"])])
+@pytest.mark.parametrize(
+    "name, asked",
+    [
+        ("fifo", []),
+        ("batch", []),
+        ("queue", ["priority"]),
+        ("queue-update", ["priority", "key"]),
+        ("restart", ["priority"]),
+    ],
+)
 def test_station_asks_only_for_what_the_discipline_uses(name, asked):
     st = _Probe(DISCIPLINES[name]())
     st.process(_packets([0.0, 0.1, 0.2]), np.inf)

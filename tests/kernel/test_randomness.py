@@ -1,4 +1,5 @@
 """Random streams: explicit generators, stable seeding, no global state."""
+
 from __future__ import annotations
 
 import os
@@ -9,10 +10,9 @@ import sys
 import numpy as np
 import pandas as pd
 
+from pubsim.run import simulate
 from pubsim.sim.distributions import Exponential
 from pubsim.sim.rng import DrawStream, StreamFactory, stable_key
-from pubsim.run import simulate
-
 from pubsim.testing import single_queue
 from tests import ROOT
 
@@ -32,8 +32,14 @@ def test_results_ignore_global_random_state():
 
 def test_stable_key_is_the_same_in_another_process():
     code = "from pubsim.sim.rng import stable_key; print(stable_key('broker:b1'))"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                         env={"PYTHONHASHSEED": "123", "PATH": ""}, cwd=".")
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={"PYTHONHASHSEED": "123", "PATH": ""},
+        cwd=".",
+    )
     assert int(out.stdout) == stable_key("broker:b1")
 
 
@@ -67,9 +73,20 @@ def test_replications_are_independent():
 def test_records_do_not_depend_on_python_string_hashing():
     """Same seed, same records in another process with another PYTHONHASHSEED (station order
     of broker-broker links once followed a set of names)."""
-    code = ("from tests.oracles.test_drivers_agree import two_way_chain; from pubsim import simulate; "
-            "r = simulate(two_way_chain('flood'), duration_s=0.1, seed=3); "
-            "print(list(r.stations()['station'])); print(r.deliveries()['delivery_time_s'].sum().hex())")
-    outs = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT,
-                           env={**os.environ, "PYTHONHASHSEED": seed}).stdout for seed in ("0", "1", "2", "3")}
+    code = (
+        "from tests.oracles.test_drivers_agree import two_way_chain; from pubsim import simulate; "
+        "r = simulate(two_way_chain('flood'), duration_s=0.1, seed=3); "
+        "print(list(r.stations()['station'])); print(r.deliveries()['delivery_time_s'].sum().hex())"
+    )
+    outs = {
+        subprocess.run(
+            [sys.executable, "-c", code],
+            capture_output=True,
+            text=True,
+            check=True,
+            cwd=ROOT,
+            env={**os.environ, "PYTHONHASHSEED": seed},
+        ).stdout
+        for seed in ("0", "1", "2", "3")
+    }
     assert len(outs) == 1

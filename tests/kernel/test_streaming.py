@@ -1,4 +1,5 @@
 """Streaming records: same counts as full records, quantiles within resolution, flat memory."""
+
 from __future__ import annotations
 
 import math
@@ -6,10 +7,9 @@ import math
 import numpy as np
 import pytest
 
+from pubsim.run import simulate
 from pubsim.sim.distributions import Exponential
 from pubsim.sim.records import LatencyHistogram
-from pubsim.run import simulate
-
 from pubsim.testing import single_queue
 
 

@@ -1,51 +1,113 @@
 """Tests of sim.units: parsing and formatting of durations, sizes and rates."""
+
 import math
 import re
 
 import numpy as np
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from pubsim.sim.errors import ConfigError
 from pubsim.sim.units import (
-    format_duration_s, format_rate_Bps, parse_duration_s, parse_rate_Bps,
-    parse_rate_per_s, parse_size_bytes,
+    format_duration_s,
+    format_rate_Bps,
+    parse_duration_s,
+    parse_rate_Bps,
+    parse_rate_per_s,
+    parse_size_bytes,
 )
 
 
-@pytest.mark.parametrize("text, seconds", [
-    ("2ms", 2e-3), ("2 ms", 2e-3), ("1.5s", 1.5), ("100us", 1e-4),
-    ("100\u00b5s", 1e-4), ("100\u03bcs", 1e-4), ("250ns", 250e-9),
-    ("3min", 180.0), ("1h", 3600.0), ("10 s", 10.0), ("10sec", 10.0),
-    (" 2ms ", 2e-3), ("0", 0.0), ("2", 2.0), (".5s", 0.5), ("1e-3s", 1e-3),
-    (2, 2.0), (0.25, 0.25), (np.float64(0.5), 0.5), (np.int64(3), 3.0),
-])
+@pytest.mark.parametrize(
+    "text, seconds",
+    [
+        ("2ms", 2e-3),
+        ("2 ms", 2e-3),
+        ("1.5s", 1.5),
+        ("100us", 1e-4),
+        ("100\u00b5s", 1e-4),
+        ("100\u03bcs", 1e-4),
+        ("250ns", 250e-9),
+        ("3min", 180.0),
+        ("1h", 3600.0),
+        ("10 s", 10.0),
+        ("10sec", 10.0),
+        (" 2ms ", 2e-3),
+        ("0", 0.0),
+        ("2", 2.0),
+        (".5s", 0.5),
+        ("1e-3s", 1e-3),
+        (2, 2.0),
+        (0.25, 0.25),
+        (np.float64(0.5), 0.5),
+        (np.int64(3), 3.0),
+    ],
+)
 def test_parse_duration_exact(text, seconds):
     assert parse_duration_s(text) == seconds
     assert isinstance(parse_duration_s(text), float)
 
 
-@pytest.mark.parametrize("text, size_bytes", [
-    ("36B", 36), ("36 B", 36), ("1KiB", 1024), ("1kB", 1000), ("1KB", 1000),
-    ("1MiB", 2**20), ("1MB", 10**6), ("2GiB", 2 * 2**30), ("1GB", 10**9),
-    ("8bit", 1), ("8b", 1), ("1kbit", 125), ("1kb", 125), ("1Mbit", 125_000),
-    ("1.5KiB", 1536), ("1.1kB", 1100), ("0.1kB", 100), ("64 bytes", 64),
-    (0, 0), (1500, 1500), (2.0, 2), ("1500", 1500), (np.int64(7), 7),
-])
+@pytest.mark.parametrize(
+    "text, size_bytes",
+    [
+        ("36B", 36),
+        ("36 B", 36),
+        ("1KiB", 1024),
+        ("1kB", 1000),
+        ("1KB", 1000),
+        ("1MiB", 2**20),
+        ("1MB", 10**6),
+        ("2GiB", 2 * 2**30),
+        ("1GB", 10**9),
+        ("8bit", 1),
+        ("8b", 1),
+        ("1kbit", 125),
+        ("1kb", 125),
+        ("1Mbit", 125_000),
+        ("1.5KiB", 1536),
+        ("1.1kB", 1100),
+        ("0.1kB", 100),
+        ("64 bytes", 64),
+        (0, 0),
+        (1500, 1500),
+        (2.0, 2),
+        ("1500", 1500),
+        (np.int64(7), 7),
+    ],
+)
 def test_parse_size_exact(text, size_bytes):
     value = parse_size_bytes(text)
     assert value == size_bytes
     assert type(value) is int
 
 
-@pytest.mark.parametrize("text, rate_Bps", [
-    ("100Mbit/s", 12.5e6), ("100Mbps", 12.5e6), ("100 Mbit/s", 12.5e6),
-    ("100 Mbit / s", 12.5e6), ("1Gbit/s", 125e6), ("1Gbps", 125e6),
-    ("10MB/s", 10e6), ("10MBps", 10e6), ("10MiB/s", 10 * 2**20),
-    ("1kbit/s", 125.0), ("1kbps", 125.0), ("8bit/s", 1.0), ("1B/s", 1.0),
-    ("1000", 1000.0), (1000, 1000.0), (0, 0.0),
-    ("inf", math.inf), ("unlimited", math.inf), ("Unlimited", math.inf), (math.inf, math.inf),
-])
+@pytest.mark.parametrize(
+    "text, rate_Bps",
+    [
+        ("100Mbit/s", 12.5e6),
+        ("100Mbps", 12.5e6),
+        ("100 Mbit/s", 12.5e6),
+        ("100 Mbit / s", 12.5e6),
+        ("1Gbit/s", 125e6),
+        ("1Gbps", 125e6),
+        ("10MB/s", 10e6),
+        ("10MBps", 10e6),
+        ("10MiB/s", 10 * 2**20),
+        ("1kbit/s", 125.0),
+        ("1kbps", 125.0),
+        ("8bit/s", 1.0),
+        ("1B/s", 1.0),
+        ("1000", 1000.0),
+        (1000, 1000.0),
+        (0, 0.0),
+        ("inf", math.inf),
+        ("unlimited", math.inf),
+        ("Unlimited", math.inf),
+        (math.inf, math.inf),
+    ],
+)
 def test_parse_rate_Bps_exact(text, rate_Bps):
     assert parse_rate_Bps(text) == rate_Bps
 
@@ -56,11 +118,24 @@ def test_bits_and_bytes_differ_by_eight():
     assert parse_size_bytes("1kB") == 8 * parse_size_bytes("1kbit")
 
 
-@pytest.mark.parametrize("text, rate_per_s", [
-    ("1000/s", 1000.0), ("1k/s", 1000.0), ("2.5/ms", 2500.0), ("60/min", 1.0),
-    ("10Hz", 10.0), ("1kHz", 1000.0), ("10 Hz", 10.0), ("3600/h", 1.0),
-    ("1/us", 1e6), ("5", 5.0), (5, 5.0), (0.5, 0.5), (0, 0.0),
-])
+@pytest.mark.parametrize(
+    "text, rate_per_s",
+    [
+        ("1000/s", 1000.0),
+        ("1k/s", 1000.0),
+        ("2.5/ms", 2500.0),
+        ("60/min", 1.0),
+        ("10Hz", 10.0),
+        ("1kHz", 1000.0),
+        ("10 Hz", 10.0),
+        ("3600/h", 1.0),
+        ("1/us", 1e6),
+        ("5", 5.0),
+        (5, 5.0),
+        (0.5, 0.5),
+        (0, 0.0),
+    ],
+)
 def test_parse_rate_per_s_exact(text, rate_per_s):
     assert parse_rate_per_s(text) == rate_per_s
 
@@ -70,8 +145,26 @@ def _raises_naming(field, value):
     return pytest.raises(ConfigError, match=re.escape(f"{field}: {value!r} is invalid"))
 
 
-@pytest.mark.parametrize("bad", ["fast", "2 parsecs", "", "ms", "2 m s s", None, True, False,
-                                 [2], "1e9999s", math.nan, math.inf, "inf", "2MS", "2 ks"])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        "fast",
+        "2 parsecs",
+        "",
+        "ms",
+        "2 m s s",
+        None,
+        True,
+        False,
+        [2],
+        "1e9999s",
+        math.nan,
+        math.inf,
+        "inf",
+        "2MS",
+        "2 ks",
+    ],
+)
 def test_parse_duration_rejects_garbage(bad):
     with _raises_naming("link.latency", bad):
         parse_duration_s(bad, field="link.latency")
@@ -91,22 +184,23 @@ def test_parse_size_rejects_fractional_bytes(bad):
         parse_size_bytes(bad, field="payload")
 
 
-@pytest.mark.parametrize("bad", ["big", "1kiB", "1 parsec", "", None, True, -1, "-1KiB",
-                                 "1MB/s", math.inf, "1mB"])
+@pytest.mark.parametrize("bad", ["big", "1kiB", "1 parsec", "", None, True, -1, "-1KiB", "1MB/s", math.inf, "1mB"])
 def test_parse_size_rejects_garbage(bad):
     with _raises_naming("size", bad):
         parse_size_bytes(bad)
 
 
-@pytest.mark.parametrize("bad", ["fast", "100Mbit", "10mbps", "", None, True, -1, "-1Mbit/s",
-                                 "1Mbit/ms", math.nan, "-inf"])
+@pytest.mark.parametrize(
+    "bad", ["fast", "100Mbit", "10mbps", "", None, True, -1, "-1Mbit/s", "1Mbit/ms", math.nan, "-inf"]
+)
 def test_parse_rate_Bps_rejects_garbage(bad):
     with _raises_naming("links.l1.bandwidth", bad):
         parse_rate_Bps(bad, field="links.l1.bandwidth")
 
 
-@pytest.mark.parametrize("bad", ["often", "10", "-1/s", -3, "1/parsec", "", None, True,
-                                 math.inf, "inf", "1 Hz Hz", "1m/s"])
+@pytest.mark.parametrize(
+    "bad", ["often", "10", "-1/s", -3, "1/parsec", "", None, True, math.inf, "inf", "1 Hz Hz", "1m/s"]
+)
 def test_parse_rate_per_s_rejects_garbage(bad):
     if bad == "10":
         assert parse_rate_per_s(bad, field="publisher.rate") == 10.0
@@ -122,18 +216,35 @@ def test_error_message_is_one_line():
     assert info.value.expected
 
 
-@pytest.mark.parametrize("seconds, text", [
-    (0.0021, "2.1 ms"), (0.0, "0 s"), (1.5, "1.5 s"), (2.5e-7, "250 ns"),
-    (1e-4, "100 us"), (90.0, "1.5 min"), (7200.0, "2 h"), (0.001, "1 ms"),
-])
+@pytest.mark.parametrize(
+    "seconds, text",
+    [
+        (0.0021, "2.1 ms"),
+        (0.0, "0 s"),
+        (1.5, "1.5 s"),
+        (2.5e-7, "250 ns"),
+        (1e-4, "100 us"),
+        (90.0, "1.5 min"),
+        (7200.0, "2 h"),
+        (0.001, "1 ms"),
+    ],
+)
 def test_format_duration(seconds, text):
     assert format_duration_s(seconds) == text
 
 
-@pytest.mark.parametrize("rate_Bps, text", [
-    (12.5e6, "100 Mbit/s"), (125e6, "1 Gbit/s"), (125.0, "1 kbit/s"), (1.0, "8 bit/s"),
-    (0.0, "0 bit/s"), (math.inf, "unlimited"), (1.25e12, "10 Tbit/s"),
-])
+@pytest.mark.parametrize(
+    "rate_Bps, text",
+    [
+        (12.5e6, "100 Mbit/s"),
+        (125e6, "1 Gbit/s"),
+        (125.0, "1 kbit/s"),
+        (1.0, "8 bit/s"),
+        (0.0, "0 bit/s"),
+        (math.inf, "unlimited"),
+        (1.25e12, "10 Tbit/s"),
+    ],
+)
 def test_format_rate_Bps(rate_Bps, text):
     assert format_rate_Bps(rate_Bps) == text
 

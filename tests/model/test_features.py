@@ -1,5 +1,6 @@
 """The one table of refused feature combinations (models.params.features, models.assembly.features)
 and `pubsim features`."""
+
 import pytest
 
 from pubsim.cli import main
@@ -16,10 +17,12 @@ F = Feature
 
 
 def _star(broker=None, sub=None, link=None):
-    return T.star(broker=broker or BrokerParams(),
-                  publishers={"p": PublisherParams(topics=("a",), rate_per_s=10.0)},
-                  subscribers={"s": sub or SubscriberParams(subscriptions=("a",))},
-                  link=link or LinkParams())
+    return T.star(
+        broker=broker or BrokerParams(),
+        publishers={"p": PublisherParams(topics=("a",), rate_per_s=10.0)},
+        subscribers={"s": sub or SubscriberParams(subscriptions=("a",))},
+        link=link or LinkParams(),
+    )
 
 
 def _qos_sub():
@@ -31,46 +34,84 @@ def _qos_sub():
 CASES = {
     ("broker", F.BATCHING, F.WORKERS): (lambda: BrokerParams(batch_max_messages=4, workers=2), "workers"),
     ("broker", F.BATCHING, F.CPU_QUOTA): (lambda: BrokerParams(batch_max_messages=4, cpu_fraction=0.5), "cpu_fraction"),
-    ("broker", F.BATCHING, F.PRIORITY): (lambda: BrokerParams(batch_max_messages=4, scheduling="priority"),
-                                         "scheduling"),
-    ("broker", F.BATCHING, F.QUEUE_POLICY): (lambda: BrokerParams(batch_max_messages=4, overflow="drop_oldest"),
-                                             "overflow"),
-    ("broker", F.RESTART, F.BATCHING): (lambda: BrokerParams(restart_at_s=(1.0,), batch_max_messages=4),
-                                        "batch_max_messages"),
+    ("broker", F.BATCHING, F.PRIORITY): (
+        lambda: BrokerParams(batch_max_messages=4, scheduling="priority"),
+        "scheduling",
+    ),
+    ("broker", F.BATCHING, F.QUEUE_POLICY): (
+        lambda: BrokerParams(batch_max_messages=4, overflow="drop_oldest"),
+        "overflow",
+    ),
+    ("broker", F.RESTART, F.BATCHING): (
+        lambda: BrokerParams(restart_at_s=(1.0,), batch_max_messages=4),
+        "batch_max_messages",
+    ),
     ("broker", F.RESTART, F.CPU_QUOTA): (lambda: BrokerParams(restart_at_s=(1.0,), cpu_fraction=0.5), "cpu_fraction"),
-    ("broker", F.RESTART, F.BACKPRESSURE): (lambda: BrokerParams(restart_at_s=(1.0,), overflow="backpressure"),
-                                            "overflow"),
-    ("broker", F.CPU_QUOTA, F.PRIORITY): (lambda: BrokerParams(cpu_fraction=0.5, scheduling="priority"),
-                                          "cpu_fraction"),
+    ("broker", F.RESTART, F.BACKPRESSURE): (
+        lambda: BrokerParams(restart_at_s=(1.0,), overflow="backpressure"),
+        "overflow",
+    ),
+    ("broker", F.CPU_QUOTA, F.PRIORITY): (
+        lambda: BrokerParams(cpu_fraction=0.5, scheduling="priority"),
+        "cpu_fraction",
+    ),
     ("broker", F.CPU_QUOTA, F.EVENT_QUEUE): (lambda: BrokerParams(cpu_fraction=0.5, overflow="ring"), "cpu_fraction"),
-    ("broker", F.PRIORITY, F.BACKPRESSURE): (lambda: BrokerParams(scheduling="priority", overflow="backpressure"),
-                                             "overflow"),
+    ("broker", F.PRIORITY, F.BACKPRESSURE): (
+        lambda: BrokerParams(scheduling="priority", overflow="backpressure"),
+        "overflow",
+    ),
     ("broker", F.CLIENT_PRIORITY, F.CLIENT_BACKPRESSURE): (
-        lambda: BrokerParams(client_scheduling="priority", client_overflow="backpressure"), "client_overflow"),
-    ("link", F.PRIORITY, F.BACKPRESSURE): (lambda: LinkParams(scheduling="priority", overflow="backpressure"),
-                                           "overflow"),
+        lambda: BrokerParams(client_scheduling="priority", client_overflow="backpressure"),
+        "client_overflow",
+    ),
+    ("link", F.PRIORITY, F.BACKPRESSURE): (
+        lambda: LinkParams(scheduling="priority", overflow="backpressure"),
+        "overflow",
+    ),
     ("publisher", F.ROUND_ROBIN, F.SCHEDULE): (
-        lambda: PublisherParams(topics=("a", "b"), topic_choice="round_robin", arrival="schedule",
-                                schedule_time_s=(0.0,), schedule_size_bytes=(10,), schedule_topic=("a",)),
-        "topic_choice"),
+        lambda: PublisherParams(
+            topics=("a", "b"),
+            topic_choice="round_robin",
+            arrival="schedule",
+            schedule_time_s=(0.0,),
+            schedule_size_bytes=(10,),
+            schedule_topic=("a",),
+        ),
+        "topic_choice",
+    ),
     ("publisher", F.ROUND_ROBIN, F.TOPIC_WEIGHTS): (
-        lambda: PublisherParams(topics=("a", "b"), rate_per_s=1.0, topic_choice="round_robin",
-                                topic_weights=(1.0, 2.0)), "topic_choice"),
-    ("subscriber", F.QOS, F.BUFFER): (lambda: SubscriberParams(subscriptions=("a",), qos=1, buffer_messages=5),
-                                      "buffer_messages"),
+        lambda: PublisherParams(
+            topics=("a", "b"), rate_per_s=1.0, topic_choice="round_robin", topic_weights=(1.0, 2.0)
+        ),
+        "topic_choice",
+    ),
+    ("subscriber", F.QOS, F.BUFFER): (
+        lambda: SubscriberParams(subscriptions=("a",), qos=1, buffer_messages=5),
+        "buffer_messages",
+    ),
     ("subscriber", F.CHURN, F.SCHEDULE): (
-        lambda: SubscriberParams(subscriptions=("a",), online_s=((0.0, 1.0),), churn_online_mean_s=1.0,
-                                 churn_offline_mean_s=1.0), "online_s"),
+        lambda: SubscriberParams(
+            subscriptions=("a",), online_s=((0.0, 1.0),), churn_online_mean_s=1.0, churn_offline_mean_s=1.0
+        ),
+        "online_s",
+    ),
     ("connection", F.QOS, F.RESTART): (lambda: _star(BrokerParams(restart_at_s=(0.5,)), _qos_sub()), "s.qos"),
     ("connection", F.RESTART, F.BACKPRESSURE): (
-        lambda: _star(BrokerParams(restart_at_s=(0.5,), client_overflow="backpressure")), "link:broker->s.overflow"),
+        lambda: _star(BrokerParams(restart_at_s=(0.5,), client_overflow="backpressure")),
+        "link:broker->s.overflow",
+    ),
     ("connection", F.PRIORITY, F.BACKPRESSURE): (
         lambda: _star(BrokerParams(client_scheduling="priority"), link=LinkParams(overflow="backpressure")),
-        "link:broker->s.overflow"),
-    ("connection", F.QOS, F.PRIORITY): (lambda: _star(BrokerParams(client_scheduling="priority"), _qos_sub()),
-                                        "link:broker->s.overflow"),
-    ("connection", F.QOS, F.QUEUE_POLICY): (lambda: _star(BrokerParams(client_overflow="drop_oldest"), _qos_sub()),
-                                            "link:broker->s.overflow"),
+        "link:broker->s.overflow",
+    ),
+    ("connection", F.QOS, F.PRIORITY): (
+        lambda: _star(BrokerParams(client_scheduling="priority"), _qos_sub()),
+        "link:broker->s.overflow",
+    ),
+    ("connection", F.QOS, F.QUEUE_POLICY): (
+        lambda: _star(BrokerParams(client_overflow="drop_oldest"), _qos_sub()),
+        "link:broker->s.overflow",
+    ),
 }
 
 

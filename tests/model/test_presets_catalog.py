@@ -1,5 +1,6 @@
 """Presets: every middleware family of SYSTEMS.md §1 is modelled, every preset
 carries provenance, and ``pubsim presets`` lists them."""
+
 from __future__ import annotations
 
 import os
@@ -10,15 +11,14 @@ import pytest
 import yaml
 
 from pubsim.models import presets
-from pubsim.models.params.zmq import ZmqSocketParams
 from pubsim.models.params.broker import BrokerParams
 from pubsim.models.params.disk import DiskParams
 from pubsim.models.params.link import LinkParams
 from pubsim.models.params.mapping import from_mapping
-from pubsim.models.presets.families import FAMILIES
 from pubsim.models.params.serialization import SerializationParams
+from pubsim.models.params.zmq import ZmqSocketParams
+from pubsim.models.presets.families import FAMILIES
 from tests import ROOT
-
 
 # SYSTEMS.md §1, the table's first column and its examples (kept here by hand,
 # so a family dropped from the registry makes this test fail)
@@ -31,8 +31,13 @@ SYSTEMS_FAMILIES = {
 }
 # presets another branch adds (priority scheduling); present once merged
 ELSEWHERE = {"YAMI4"}
-CLASSES = {"broker": BrokerParams, "link": LinkParams, "serialization": SerializationParams,
-           "socket": ZmqSocketParams, "disk": DiskParams}
+CLASSES = {
+    "broker": BrokerParams,
+    "link": LinkParams,
+    "serialization": SerializationParams,
+    "socket": ZmqSocketParams,
+    "disk": DiskParams,
+}
 
 
 def test_registry_covers_every_family_and_example():
@@ -66,6 +71,7 @@ def test_estimates_are_not_labelled_as_measurements():
     """Only calibrated profiles (models/presets/calibrated) say 'measured'."""
     calibrated = set()
     import yaml
+
     for f in (ROOT / "models" / "presets" / "calibrated").glob("*.yaml"):
         for kind_map in (yaml.safe_load(f.read_text()) or {}).values():
             calibrated |= set(kind_map)
@@ -76,8 +82,14 @@ def test_estimates_are_not_labelled_as_measurements():
 
 
 def _pubsim(*args):
-    proc = subprocess.run([sys.executable, "-m", "pubsim", *args], capture_output=True, text=True, cwd=ROOT,
-                          timeout=120, env={**os.environ, "COLUMNS": "400", "PYTHONPATH": str(ROOT)})
+    proc = subprocess.run(
+        [sys.executable, "-m", "pubsim", *args],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+        env={**os.environ, "COLUMNS": "400", "PYTHONPATH": str(ROOT)},
+    )
     assert "Traceback" not in proc.stderr, proc.stderr
     return proc
 
@@ -111,25 +123,41 @@ def test_cli_bad_name_and_kind_are_one_line_errors():
 def test_user_presets_shadow_builtins_with_a_note(tmp_path, monkeypatch):
     monkeypatch.setenv("PUBSIM_PRESETS", str(tmp_path))
     builtin = presets.load("broker", "mosquitto")
-    (tmp_path / "mine.yaml").write_text(yaml.safe_dump({"broker": {
-        "mosquitto": {**builtin, "workers": 4},
-        "my-broker": {"ingress_cost_s": "20us", "provenance": {"source": "measured", "reference": "my lab"}}}}))
+    (tmp_path / "mine.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "broker": {
+                    "mosquitto": {**builtin, "workers": 4},
+                    "my-broker": {
+                        "ingress_cost_s": "20us",
+                        "provenance": {"source": "measured", "reference": "my lab"},
+                    },
+                }
+            }
+        )
+    )
     shadow = presets.load("broker", "mosquitto")
     assert shadow["workers"] == 4
     assert "shadows the built-in mosquitto" in shadow["provenance"]["note"]
     assert presets.origin("broker", "mosquitto") == str(tmp_path / "mine.yaml")
     assert presets.origin("broker", "mosquitto-placeholder") == "built-in"
     assert presets.load("broker", "my-broker")["provenance"]["reference"] == "my lab"
-    proc = subprocess.run([sys.executable, "-m", "pubsim", "presets", "--kind", "broker"], capture_output=True,
-                          text=True, timeout=120, env={**os.environ, "COLUMNS": "400"})
+    proc = subprocess.run(
+        [sys.executable, "-m", "pubsim", "presets", "--kind", "broker"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "COLUMNS": "400"},
+    )
     assert proc.returncode == 0 and "my-broker" in proc.stdout and str(tmp_path) in proc.stdout
 
 
 def test_unreadable_user_preset_is_a_one_line_error(tmp_path, monkeypatch):
     monkeypatch.setenv("PUBSIM_PRESETS", str(tmp_path))
     (tmp_path / "bad.yaml").write_text("broker: [unclosed")
-    proc = subprocess.run([sys.executable, "-m", "pubsim", "presets"], capture_output=True, text=True,
-                          timeout=120, env=dict(os.environ))
+    proc = subprocess.run(
+        [sys.executable, "-m", "pubsim", "presets"], capture_output=True, text=True, timeout=120, env=dict(os.environ)
+    )
     assert proc.returncode == 2
     assert len(proc.stderr.strip().splitlines()) == 1 and "bad.yaml" in proc.stderr
 

@@ -4,11 +4,13 @@ The load generator, the $SYS reader and the pcap reader all go through it, so
 a packet the harness writes must read back the same through the stream
 decoder (lenient) and the capture parser (strict).
 """
+
 from __future__ import annotations
 
 import struct
 
 import pytest
+
 from pubsim.calibration.harness import mqttwire
 from pubsim.models.loads import readers
 from pubsim.models.protocol import PROTOCOLS, framing_bytes
@@ -62,15 +64,14 @@ def test_subscribe_round_trip():
     assert body == struct.pack("!H", 7) + b"\x00\x03a/b\x01" + b"\x00\x01c\x01"
 
 
-@pytest.mark.parametrize("qos, retain, dup", [(0, False, False), (0, True, False), (1, False, False),
-                                              (1, True, True)])
+@pytest.mark.parametrize("qos, retain, dup", [(0, False, False), (0, True, False), (1, False, False), (1, True, True)])
 @pytest.mark.parametrize("payload", [b"", b"x" * 20, bytes(range(256)) * 600])
 def test_publish_round_trip_stream_and_capture(qos, retain, dup, payload):
     pid = 513 if qos else None
     pkt = M.encode_publish("pubsim/t3", payload, qos=qos, packet_id=pid, retain=retain, dup=dup)
     # lenient stream decoder, fed one byte at a time then all at once
     stream = M.MqttStream()
-    got = [p for i in range(len(pkt)) for p in stream.feed(pkt[i:i + 1])] if len(pkt) < 400 else stream.feed(pkt)
+    got = [p for i in range(len(pkt)) for p in stream.feed(pkt[i : i + 1])] if len(pkt) < 400 else stream.feed(pkt)
     assert got == [M.Packet(M.PUBLISH, pkt[0] & 0x0F, "pubsim/t3", payload, pid)]
     assert stream.pending == 0
     # strict capture parser
@@ -80,9 +81,14 @@ def test_publish_round_trip_stream_and_capture(qos, retain, dup, payload):
     assert (topic, bytes(body[start:]), q, r) == ("pubsim/t3", payload, qos, retain)
 
 
-@pytest.mark.parametrize("pkt, ptype, pid", [(M.encode_puback(0xBEEF), M.PUBACK, 0xBEEF),
-                                             (M.encode_pingreq(), M.PINGREQ, None),
-                                             (M.encode_disconnect(), M.DISCONNECT, None)])
+@pytest.mark.parametrize(
+    "pkt, ptype, pid",
+    [
+        (M.encode_puback(0xBEEF), M.PUBACK, 0xBEEF),
+        (M.encode_pingreq(), M.PINGREQ, None),
+        (M.encode_disconnect(), M.DISCONNECT, None),
+    ],
+)
 def test_small_packets_round_trip(pkt, ptype, pid):
     (got,) = M.MqttStream().feed(pkt)
     assert (got.type, got.flags, got.packet_id) == (ptype, 0, pid)
@@ -99,7 +105,7 @@ def test_publish_template_and_packet_ids_are_patched_in_place():
     pkts = stream.feed(batch)
     assert [p.packet_id for p in pkts] == [65535, 1, 2]
     assert all(struct.unpack_from("<HQ", p.payload) == (9, 12345) and len(p.payload) == 24 for p in pkts)
-    assert bytes(batch[:len(tmpl)]) == M.encode_publish("pubsim/t0", pkts[0].payload, qos=1, packet_id=65535)
+    assert bytes(batch[: len(tmpl)]) == M.encode_publish("pubsim/t0", pkts[0].payload, qos=1, packet_id=65535)
     # the fast path sees the same messages and ids
     rec = bytearray(3 * 16)
     ack_ids = []
@@ -108,15 +114,18 @@ def test_publish_template_and_packet_ids_are_patched_in_place():
     assert struct.unpack_from("<HQ", rec, 0)[0] == 9 and struct.unpack_from("<q", rec, 8)[0] == 77
 
 
-@pytest.mark.parametrize("flags, body, reason", [
-    (0x06, b"\x00\x01a", "QoS 3"),
-    (0x08, b"\x00\x01a", "DUP set at QoS 0"),
-    (0x00, b"\x00\x09a", "topic longer than the packet"),
-    (0x00, b"\x00\x03a/#", "wildcard"),
-    (0x00, b"\x00\x02\xff\xfe", "not UTF-8"),
-    (0x02, b"\x00\x01a\x00\x00", "packet identifier 0"),
-    (0x00, b"\x00\x00xyz", "empty topic"),
-])
+@pytest.mark.parametrize(
+    "flags, body, reason",
+    [
+        (0x06, b"\x00\x01a", "QoS 3"),
+        (0x08, b"\x00\x01a", "DUP set at QoS 0"),
+        (0x00, b"\x00\x09a", "topic longer than the packet"),
+        (0x00, b"\x00\x03a/#", "wildcard"),
+        (0x00, b"\x00\x02\xff\xfe", "not UTF-8"),
+        (0x02, b"\x00\x01a\x00\x00", "packet identifier 0"),
+        (0x00, b"\x00\x00xyz", "empty topic"),
+    ],
+)
 def test_parse_publish_rejects(flags, body, reason):
     with pytest.raises(M.MqttError, match=reason):
         M.parse_publish(body, flags)
@@ -139,9 +148,14 @@ def test_fixed_header_checks():
     M.check_fixed_header(M.AUTH, 0, 5)
 
 
-@pytest.mark.parametrize("body, reason", [(b"\x00\x04MQT", "too short"),
-                                          (b"\x00\x04MQTX\x04\x02\x00\x3c", "unknown protocol name"),
-                                          (b"\x00\x04MQTT\x07\x02\x00\x3c", "protocol level 7")])
+@pytest.mark.parametrize(
+    "body, reason",
+    [
+        (b"\x00\x04MQT", "too short"),
+        (b"\x00\x04MQTX\x04\x02\x00\x3c", "unknown protocol name"),
+        (b"\x00\x04MQTT\x07\x02\x00\x3c", "protocol level 7"),
+    ],
+)
 def test_connect_version_rejects(body, reason):
     with pytest.raises(M.MqttError, match=reason):
         M.connect_version(body)

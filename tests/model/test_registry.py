@@ -1,18 +1,18 @@
 """The mechanism registry and the compile context (models.assembly.registry, models.mechanisms)."""
+
 import pytest
 
 from pubsim.models.assembly.build import build_network, compile_context
 from pubsim.models.assembly.registry import HOOKS, MECHANISMS, hooks
 from pubsim.models.mechanisms.base import Mechanism
-from pubsim.models.mechanisms.keys import StationKey, StationKind as K
+from pubsim.models.mechanisms.keys import StationKey
+from pubsim.models.mechanisms.keys import StationKind as K
 from pubsim.sim.rng import StreamFactory
-
 from tests.oracles.test_drivers_agree import CASES
 
 #: Station order of every compiled network (it orders the records).
 ORDER = [K.UPLINK, K.BROKER, K.RELAY, K.BRIDGE, K.SOCKET, K.DOWNLINK, K.DISK, K.ENCODE]
-RANK = {**{k: i for i, k in enumerate(ORDER)}, K.PIPE: ORDER.index(K.SOCKET),
-        K.SUBSCRIBER: ORDER.index(K.DOWNLINK)}
+RANK = {**{k: i for i, k in enumerate(ORDER)}, K.PIPE: ORDER.index(K.SOCKET), K.SUBSCRIBER: ORDER.index(K.DOWNLINK)}
 
 
 def test_registry_entries_are_mechanisms_with_known_hooks():

@@ -1,10 +1,12 @@
 """Tests of models.params.topics: MQTT, AMQP (RabbitMQ topic exchange) and prefix matching."""
+
 import re
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from pubsim.models.params.topics import (SubscriptionTable, TopicSyntax, matches, validate_filter, validate_topic)
+from pubsim.models.params.topics import SubscriptionTable, TopicSyntax, matches, validate_filter, validate_topic
 from pubsim.sim.errors import ConfigError
 
 MQTT, AMQP, PREFIX = TopicSyntax.MQTT, TopicSyntax.AMQP, TopicSyntax.PREFIX
@@ -12,65 +14,93 @@ MQTT, AMQP, PREFIX = TopicSyntax.MQTT, TopicSyntax.AMQP, TopicSyntax.PREFIX
 
 # --- MQTT: examples from MQTT 3.1.1 / 5.0 section 4.7 ----------------------
 
-@pytest.mark.parametrize("topic_filter, topic, expected", [
-    # 4.7.1.2 multi-level wildcard
-    ("sport/tennis/player1/#", "sport/tennis/player1", True),
-    ("sport/tennis/player1/#", "sport/tennis/player1/ranking", True),
-    ("sport/tennis/player1/#", "sport/tennis/player1/score/wimbledon", True),
-    ("sport/tennis/player1/#", "sport/tennis/player2", False),
-    ("sport/#", "sport", True),
-    ("sport/#", "sport/", True),
-    ("sport/#", "sports", False),
-    ("#", "sport/tennis/player1", True),
-    ("#", "/", True),
-    ("sport/tennis/#", "sport/tennis", True),
-    # 4.7.1.3 single-level wildcard
-    ("sport/tennis/+", "sport/tennis/player1", True),
-    ("sport/tennis/+", "sport/tennis/player2", True),
-    ("sport/tennis/+", "sport/tennis/player1/ranking", False),
-    ("sport/+", "sport", False),
-    ("sport/+", "sport/", True),
-    ("+", "sport", True),
-    ("+/tennis/#", "sport/tennis/player1", True),
-    ("sport/+/player1", "sport/tennis/player1", True),
-    ("+/+", "/finance", True),
-    ("/+", "/finance", True),
-    ("+", "/finance", False),
-    # 4.7.2 topics beginning with $
-    ("#", "$SYS/monitor/Clients", False),
-    ("+/monitor/Clients", "$SYS/monitor/Clients", False),
-    ("$SYS/#", "$SYS/monitor/Clients", True),
-    ("$SYS/monitor/+", "$SYS/monitor/Clients", True),
-    ("$SYS/#", "$SYS", True),
-    ("+", "$SYS", False),
-    ("a/+", "a/$b", True),
-    ("a/#", "a/$b", True),
-    # 4.7.3 topic semantics: case-sensitive, spaces allowed, leading '/'
-    ("ACCOUNTS", "Accounts", False),
-    ("Accounts payable", "Accounts payable", True),
-    ("/finance", "finance", False),
-    ("finance", "/finance", False),
-    ("/", "/", True),
-    ("+/+", "/", True),
-    ("a//b", "a//b", True),
-    ("a/+/b", "a//b", True),
-])
+
+@pytest.mark.parametrize(
+    "topic_filter, topic, expected",
+    [
+        # 4.7.1.2 multi-level wildcard
+        ("sport/tennis/player1/#", "sport/tennis/player1", True),
+        ("sport/tennis/player1/#", "sport/tennis/player1/ranking", True),
+        ("sport/tennis/player1/#", "sport/tennis/player1/score/wimbledon", True),
+        ("sport/tennis/player1/#", "sport/tennis/player2", False),
+        ("sport/#", "sport", True),
+        ("sport/#", "sport/", True),
+        ("sport/#", "sports", False),
+        ("#", "sport/tennis/player1", True),
+        ("#", "/", True),
+        ("sport/tennis/#", "sport/tennis", True),
+        # 4.7.1.3 single-level wildcard
+        ("sport/tennis/+", "sport/tennis/player1", True),
+        ("sport/tennis/+", "sport/tennis/player2", True),
+        ("sport/tennis/+", "sport/tennis/player1/ranking", False),
+        ("sport/+", "sport", False),
+        ("sport/+", "sport/", True),
+        ("+", "sport", True),
+        ("+/tennis/#", "sport/tennis/player1", True),
+        ("sport/+/player1", "sport/tennis/player1", True),
+        ("+/+", "/finance", True),
+        ("/+", "/finance", True),
+        ("+", "/finance", False),
+        # 4.7.2 topics beginning with $
+        ("#", "$SYS/monitor/Clients", False),
+        ("+/monitor/Clients", "$SYS/monitor/Clients", False),
+        ("$SYS/#", "$SYS/monitor/Clients", True),
+        ("$SYS/monitor/+", "$SYS/monitor/Clients", True),
+        ("$SYS/#", "$SYS", True),
+        ("+", "$SYS", False),
+        ("a/+", "a/$b", True),
+        ("a/#", "a/$b", True),
+        # 4.7.3 topic semantics: case-sensitive, spaces allowed, leading '/'
+        ("ACCOUNTS", "Accounts", False),
+        ("Accounts payable", "Accounts payable", True),
+        ("/finance", "finance", False),
+        ("finance", "/finance", False),
+        ("/", "/", True),
+        ("+/+", "/", True),
+        ("a//b", "a//b", True),
+        ("a/+/b", "a//b", True),
+    ],
+)
 def test_mqtt_spec_examples(topic_filter, topic, expected):
     assert matches(MQTT, topic_filter, topic) is expected
     assert matches("mqtt", topic_filter, topic) is expected
 
 
-@pytest.mark.parametrize("topic_filter", [
-    "#", "+", "sport/tennis/#", "+/tennis/#", "sport/+/player1", "/", "//", "$SYS/#", "a b/+",
-])
+@pytest.mark.parametrize(
+    "topic_filter",
+    [
+        "#",
+        "+",
+        "sport/tennis/#",
+        "+/tennis/#",
+        "sport/+/player1",
+        "/",
+        "//",
+        "$SYS/#",
+        "a b/+",
+    ],
+)
 def test_mqtt_valid_filters(topic_filter):
     validate_filter(MQTT, topic_filter)
 
 
-@pytest.mark.parametrize("topic_filter", [
-    "sport/tennis#", "sport/tennis/#/ranking", "sport+", "", "a/#/b", "a/b+", "##", "#/",
-    "+a/b", "a/++", "a\x00b", "x" * 65536,
-])
+@pytest.mark.parametrize(
+    "topic_filter",
+    [
+        "sport/tennis#",
+        "sport/tennis/#/ranking",
+        "sport+",
+        "",
+        "a/#/b",
+        "a/b+",
+        "##",
+        "#/",
+        "+a/b",
+        "a/++",
+        "a\x00b",
+        "x" * 65536,
+    ],
+)
 def test_mqtt_invalid_filters_name_the_filter(topic_filter):
     with pytest.raises(ConfigError, match=re.escape(f"filter: {topic_filter!r} is invalid")):
         validate_filter(MQTT, topic_filter)
@@ -111,18 +141,21 @@ def test_unknown_syntax():
 _TUTORIAL_BINDINGS = [("Q1", "*.orange.*"), ("Q2", "*.*.rabbit"), ("Q2", "lazy.#")]
 
 
-@pytest.mark.parametrize("routing_key, queues", [
-    ("quick.orange.rabbit", ["Q1", "Q2"]),
-    ("lazy.orange.elephant", ["Q1", "Q2"]),
-    ("quick.orange.fox", ["Q1"]),
-    ("lazy.brown.fox", ["Q2"]),
-    ("lazy.pink.rabbit", ["Q2"]),
-    ("quick.brown.fox", []),
-    ("orange", []),
-    ("quick.orange.new.rabbit", []),
-    ("lazy.orange.new.rabbit", ["Q2"]),
-    ("lazy", ["Q2"]),
-])
+@pytest.mark.parametrize(
+    "routing_key, queues",
+    [
+        ("quick.orange.rabbit", ["Q1", "Q2"]),
+        ("lazy.orange.elephant", ["Q1", "Q2"]),
+        ("quick.orange.fox", ["Q1"]),
+        ("lazy.brown.fox", ["Q2"]),
+        ("lazy.pink.rabbit", ["Q2"]),
+        ("quick.brown.fox", []),
+        ("orange", []),
+        ("quick.orange.new.rabbit", []),
+        ("lazy.orange.new.rabbit", ["Q2"]),
+        ("lazy", ["Q2"]),
+    ],
+)
 def test_rabbitmq_tutorial(routing_key, queues):
     table = SubscriptionTable(AMQP)
     for queue, binding in _TUTORIAL_BINDINGS:
@@ -138,21 +171,51 @@ def test_rabbitmq_pink_rabbit_matches_two_bindings_of_one_queue():
     assert table.subscribers("lazy.pink.rabbit") == ["Q2"]
 
 
-@pytest.mark.parametrize("binding, routing_key, expected", [
-    ("#", "", True), ("#", "a", True), ("#", "a.b.c", True), ("#.#", "", True),
-    ("*", "", False), ("*", "a", True), ("*", "a.b", False), ("*", ".", False), ("*.*", ".", True),
-    ("", "", True), ("", "a", False), ("a", "", False),
-    ("lazy.#", "lazy", True), ("lazy.#", "lazy.a.b", True), ("lazy.#", "lazyx", False),
-    ("#.b", "b", True), ("#.b", "a.b", True), ("#.b", "x.y.b", True), ("#.b", "b.a", False),
-    ("a.#.c", "a.c", True), ("a.#.c", "a.b.c", True), ("a.#.c", "a.b.d.c", True),
-    ("a.#.c", "a.b", False), ("a.#.c", "a.c.d", False), ("a.#.c", "c", False),
-    ("#.a.#", "a", True), ("#.a.#", "x.a.y", True), ("#.a.#", "x.y", False),
-    ("*.#", "", False), ("*.#", "a", True), ("#.*", "a.b.c", True),
-    ("a.*.#", "a", False), ("a.*.#", "a.b", True),
-    ("a.", "a.", True), ("a.", "a", False), ("a.*", "a.", True),
-    ("stock.usd.nyse", "stock.usd.nyse", True), ("stock.usd.nyse", "stock.usd", False),
-    ("a.*", "a.*", True), ("a.#", "a.#", True),
-])
+@pytest.mark.parametrize(
+    "binding, routing_key, expected",
+    [
+        ("#", "", True),
+        ("#", "a", True),
+        ("#", "a.b.c", True),
+        ("#.#", "", True),
+        ("*", "", False),
+        ("*", "a", True),
+        ("*", "a.b", False),
+        ("*", ".", False),
+        ("*.*", ".", True),
+        ("", "", True),
+        ("", "a", False),
+        ("a", "", False),
+        ("lazy.#", "lazy", True),
+        ("lazy.#", "lazy.a.b", True),
+        ("lazy.#", "lazyx", False),
+        ("#.b", "b", True),
+        ("#.b", "a.b", True),
+        ("#.b", "x.y.b", True),
+        ("#.b", "b.a", False),
+        ("a.#.c", "a.c", True),
+        ("a.#.c", "a.b.c", True),
+        ("a.#.c", "a.b.d.c", True),
+        ("a.#.c", "a.b", False),
+        ("a.#.c", "a.c.d", False),
+        ("a.#.c", "c", False),
+        ("#.a.#", "a", True),
+        ("#.a.#", "x.a.y", True),
+        ("#.a.#", "x.y", False),
+        ("*.#", "", False),
+        ("*.#", "a", True),
+        ("#.*", "a.b.c", True),
+        ("a.*.#", "a", False),
+        ("a.*.#", "a.b", True),
+        ("a.", "a.", True),
+        ("a.", "a", False),
+        ("a.*", "a.", True),
+        ("stock.usd.nyse", "stock.usd.nyse", True),
+        ("stock.usd.nyse", "stock.usd", False),
+        ("a.*", "a.*", True),
+        ("a.#", "a.#", True),
+    ],
+)
 def test_amqp_matching(binding, routing_key, expected):
     assert matches(AMQP, binding, routing_key) is expected
 
@@ -168,19 +231,33 @@ def test_amqp_routing_key_length_limit():
     with pytest.raises(ConfigError, match="255 bytes"):
         validate_topic(AMQP, "x" * 256)
     with pytest.raises(ConfigError, match="255 bytes"):
-        validate_topic(AMQP, "\u00e9" * 128)   # 256 bytes in UTF-8
+        validate_topic(AMQP, "\u00e9" * 128)  # 256 bytes in UTF-8
 
 
 # --- Prefix (ZeroMQ SUB) ---------------------------------------------------
 
-@pytest.mark.parametrize("topic_filter, topic, expected", [
-    ("", "anything", True), ("", "", True), (b"", b"", True),
-    ("a", "abc", True), ("abc", "abc", True), ("abcd", "abc", False), ("b", "abc", False),
-    ("weather.", "weather.paris", True), ("weather.", "weatherman", False),
-    (b"\x01", b"\x01\x02", True), (b"\x02", b"\x01\x02", False),
-    ("\u00e9", "\u00e9t\u00e9", True), (b"\xc3", "\u00e9", True), ("\u00e9", b"\xc3\xa9x", True),
-    ("#", "#a", True), ("+", "a", False),
-])
+
+@pytest.mark.parametrize(
+    "topic_filter, topic, expected",
+    [
+        ("", "anything", True),
+        ("", "", True),
+        (b"", b"", True),
+        ("a", "abc", True),
+        ("abc", "abc", True),
+        ("abcd", "abc", False),
+        ("b", "abc", False),
+        ("weather.", "weather.paris", True),
+        ("weather.", "weatherman", False),
+        (b"\x01", b"\x01\x02", True),
+        (b"\x02", b"\x01\x02", False),
+        ("\u00e9", "\u00e9t\u00e9", True),
+        (b"\xc3", "\u00e9", True),
+        ("\u00e9", b"\xc3\xa9x", True),
+        ("#", "#a", True),
+        ("+", "a", False),
+    ],
+)
 def test_prefix_matching(topic_filter, topic, expected):
     assert matches(PREFIX, topic_filter, topic) is expected
 
@@ -202,19 +279,24 @@ def test_prefix_table():
     table.add("s", "sport")
     assert len(table) == 5
     assert table.match("weather.paris.temp") == [
-        ("all", ""), ("w", "weather"), ("wp", "weather.paris"), ("w2", b"weather")]
+        ("all", ""),
+        ("w", "weather"),
+        ("wp", "weather.paris"),
+        ("w2", b"weather"),
+    ]
     assert table.subscribers("sports") == ["all", "s"]
     assert table.subscribers(b"") == ["all"]
 
 
 # --- SubscriptionTable ----------------------------------------------------
 
+
 def test_table_order_of_addition_and_duplicates():
     table = SubscriptionTable(MQTT)
     table.add("s2", "a/#")
     table.add("s1", "a/b")
     table.add("s1", "+/b")
-    table.add("s2", "a/#")          # repeated subscription: no effect
+    table.add("s2", "a/#")  # repeated subscription: no effect
     table.add("s3", "c")
     assert len(table) == 4
     assert table.match("a/b") == [("s2", "a/#"), ("s1", "a/b"), ("s1", "+/b")]
@@ -242,6 +324,7 @@ def test_table_deep_topics_do_not_recurse():
 
 
 # --- Property tests against straightforward reference matchers -------------
+
 
 def _mqtt_levels_match(filter_levels, topic_levels):
     """Level-by-level recursion of MQTT 4.7 (reference, not optimised)."""
@@ -280,6 +363,7 @@ def _amqp_words_match(binding_words, key_words):
 def _amqp_reference(binding, key):
     def words(text):
         return text.split(".") if text else []
+
     return _amqp_words_match(words(binding), words(key))
 
 

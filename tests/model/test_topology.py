@@ -1,5 +1,6 @@
 """Topology schema, builders, validation errors, GraphML round trip, and the
 SYSTEMS.md §3 worked example of Publication / Subscription Flooding."""
+
 from __future__ import annotations
 
 import math
@@ -9,14 +10,14 @@ import numpy as np
 import pytest
 
 from pubsim.models import topology as T
+from pubsim.models.assembly.build import build_network
 from pubsim.models.params.broker import BrokerParams
 from pubsim.models.params.client import PublisherParams, SubscriberParams
-from pubsim.models.assembly.build import build_network
 from pubsim.models.params.link import LinkParams
 from pubsim.models.params.provenance import ASSUMED, Provenance, Source
+from pubsim.run import simulate
 from pubsim.sim.distributions import Constant, Empirical, Exponential, LogNormal, Shifted, Uniform
 from pubsim.sim.errors import ConfigError
-from pubsim.run import simulate
 
 # --------------------------------------------------------------------------
 # SYSTEMS.md §3 worked example (Banno et al. 2017): five broker+node pairs
@@ -38,8 +39,13 @@ def ildm_tree(forwarding):
         g.add_edge(a, b, **{T.PARAMS: BRIDGE})
     for name in ("C1", "C2"):
         g.add_node(name, **{T.KIND: T.NodeKind.SUBSCRIBER.value, T.PARAMS: SubscriberParams(subscriptions=("t",))})
-    g.add_node("C3", **{T.KIND: T.NodeKind.PUBLISHER.value,
-                        T.PARAMS: PublisherParams(topics=("t",), arrival="constant", rate_per_s=20.0)})
+    g.add_node(
+        "C3",
+        **{
+            T.KIND: T.NodeKind.PUBLISHER.value,
+            T.PARAMS: PublisherParams(topics=("t",), arrival="constant", rate_per_s=20.0),
+        },
+    )
     for client, home in (("C1", "I2"), ("C2", "I3"), ("C3", "I5")):
         g.add_edge(client, home, **{T.PARAMS: ACCESS})
     return T.validate(g)
@@ -52,8 +58,9 @@ def route(forwarding):
     assert len(plan.flow_root) == 1  # one (publisher, topic) flow
     names = [net.stations[s].name for s in plan.station]
     brokers = [n.split(":", 1)[1] for n in names if n.startswith("broker:")]
-    bridges = [n.split(":", 1)[1] for n in names
-               if n.startswith("link:") and all(x in ILDM_BROKERS for x in n[5:].split("->"))]
+    bridges = [
+        n.split(":", 1)[1] for n in names if n.startswith("link:") and all(x in ILDM_BROKERS for x in n[5:].split("->"))
+    ]
     subs = net.names["subscriber"]
     delivered = {subs[plan.subscriber[v]]: int(plan.hops[v]) for v in np.flatnonzero(plan.subscriber >= 0)}
     return names, brokers, bridges, delivered
@@ -86,17 +93,23 @@ def test_ildm_subscription_flooding_only_on_paths_to_subscribers():
 def test_ildm_matches_at_each_broker():
     net = build_network(ildm_tree("subscription"), seed=1)
     plan = net.plan
-    matched = {net.stations[s].name: int(m) for s, m in zip(plan.station, plan.matched)
-               if net.stations[s].name.startswith("broker:")}
+    matched = {
+        net.stations[s].name: int(m)
+        for s, m in zip(plan.station, plan.matched)
+        if net.stations[s].name.startswith("broker:")
+    }
     # one local subscription at I3 (C2) and at I2 (C1), none at I5
     assert matched == {"broker:I5": 0, "broker:I3": 1, "broker:I2": 1}
     assert net.sp_ratio == 2.0
 
 
-@pytest.mark.parametrize("forwarding, seen", [
-    ("flood", {"I1", "I2", "I3", "I4", "I5"}),
-    ("subscription", {"I2", "I3", "I5"}),
-])
+@pytest.mark.parametrize(
+    "forwarding, seen",
+    [
+        ("flood", {"I1", "I2", "I3", "I4", "I5"}),
+        ("subscription", {"I2", "I3", "I5"}),
+    ],
+)
 def test_ildm_simulated_arrivals_per_broker(forwarding, seen):
     r = simulate(ildm_tree(forwarding), duration_s=1.0, seed=3)
     st = r.stations().set_index("station")
@@ -123,18 +136,26 @@ LINK = LinkParams(latency_s=2e-3, bandwidth_Bps=1.25e6)
 
 
 def small_star():
-    return T.star(broker=BROKER, link=LINK, protocol="amqp", broker_name="hub",
-                  publishers={"p0": PublisherParams(topics=("a.b",), rate_per_s=10.0)},
-                  subscribers={"s0": SubscriberParams(subscriptions=("a.*",)),
-                               "s1": SubscriberParams(subscriptions=("#",))})
+    return T.star(
+        broker=BROKER,
+        link=LINK,
+        protocol="amqp",
+        broker_name="hub",
+        publishers={"p0": PublisherParams(topics=("a.b",), rate_per_s=10.0)},
+        subscribers={"s0": SubscriberParams(subscriptions=("a.*",)), "s1": SubscriberParams(subscriptions=("#",))},
+    )
 
 
 def test_star_schema():
     g = small_star()
     assert g.graph == {T.PROTOCOL: "amqp", T.FORWARDING: "subscription"}
     assert set(g.nodes) == {"hub", "p0", "s0", "s1"}
-    assert {n: g.nodes[n][T.KIND] for n in g} == {"hub": "broker", "p0": "publisher",
-                                                   "s0": "subscriber", "s1": "subscriber"}
+    assert {n: g.nodes[n][T.KIND] for n in g} == {
+        "hub": "broker",
+        "p0": "publisher",
+        "s0": "subscriber",
+        "s1": "subscriber",
+    }
     assert g.nodes["hub"][T.PARAMS] is BROKER
     assert g.nodes["s1"][T.PARAMS].subscriptions == ("#",)
     assert {frozenset(e) for e in g.edges} == {frozenset(("hub", c)) for c in ("p0", "s0", "s1")}
@@ -146,27 +167,37 @@ def test_star_schema():
 
 def test_star_per_client_links():
     slow = LinkParams(latency_s=0.5)
-    g = T.star(broker=BROKER, link={"p": LINK, "s": slow},
-               publishers={"p": PublisherParams(topics=("t",), rate_per_s=1.0)},
-               subscribers={"s": SubscriberParams(subscriptions=("t",))})
+    g = T.star(
+        broker=BROKER,
+        link={"p": LINK, "s": slow},
+        publishers={"p": PublisherParams(topics=("t",), rate_per_s=1.0)},
+        subscribers={"s": SubscriberParams(subscriptions=("t",))},
+    )
     assert g.edges["p", "broker"][T.PARAMS] is LINK
     assert g.edges["s", "broker"][T.PARAMS].latency_s == 0.5
 
 
 def test_star_link_mapping_missing_a_client():
     with pytest.raises(ConfigError) as e:
-        T.star(broker=BROKER, link={"p": LINK},
-               publishers={"p": PublisherParams(topics=("t",), rate_per_s=1.0)},
-               subscribers={"s": SubscriberParams(subscriptions=("t",))})
+        T.star(
+            broker=BROKER,
+            link={"p": LINK},
+            publishers={"p": PublisherParams(topics=("t",), rate_per_s=1.0)},
+            subscribers={"s": SubscriberParams(subscriptions=("t",))},
+        )
     assert e.value.field == "link['s']"
 
 
 def test_chain_schema():
     bridge = LinkParams(latency_s=5e-3)
-    g = T.chain(brokers={"b0": BROKER, "b1": BrokerParams(), "b2": BrokerParams(workers=4)},
-                bridge=bridge, link=LINK, forwarding="flood",
-                publishers={"p": ("b0", PublisherParams(topics=("x/y",), rate_per_s=5.0))},
-                subscribers={"s": ("b2", SubscriberParams(subscriptions=("x/+",)))})
+    g = T.chain(
+        brokers={"b0": BROKER, "b1": BrokerParams(), "b2": BrokerParams(workers=4)},
+        bridge=bridge,
+        link=LINK,
+        forwarding="flood",
+        publishers={"p": ("b0", PublisherParams(topics=("x/y",), rate_per_s=5.0))},
+        subscribers={"s": ("b2", SubscriberParams(subscriptions=("x/+",)))},
+    )
     assert g.graph == {T.PROTOCOL: "mqtt", T.FORWARDING: "flood"}
     assert T.brokers(g) == ["b0", "b1", "b2"]
     assert g.nodes["b2"][T.PARAMS].workers == 4
@@ -180,9 +211,13 @@ def test_chain_schema():
 
 def test_chain_client_on_unknown_broker():
     with pytest.raises(ConfigError) as e:
-        T.chain(brokers={"b0": BROKER}, bridge=LINK, link=LINK,
-                publishers={"p": ("b0", PublisherParams(topics=("t",), rate_per_s=1.0))},
-                subscribers={"s": ("b7", SubscriberParams(subscriptions=("t",)))})
+        T.chain(
+            brokers={"b0": BROKER},
+            bridge=LINK,
+            link=LINK,
+            publishers={"p": ("b0", PublisherParams(topics=("t",), rate_per_s=1.0))},
+            subscribers={"s": ("b7", SubscriberParams(subscriptions=("t",)))},
+        )
     assert e.value.field == "subscriber 's'.broker"
     assert e.value.value == "b7"
     assert "b7" in str(e.value) and "b0" in str(e.value)
@@ -191,6 +226,7 @@ def test_chain_client_on_unknown_broker():
 # --------------------------------------------------------------------------
 # Validation errors: one line, naming node/edge, attribute and value
 # --------------------------------------------------------------------------
+
 
 def _one_line_error(fn):
     with pytest.raises(ConfigError) as e:
@@ -256,9 +292,12 @@ def test_params_of_wrong_class():
 
 
 def test_bad_filter_names_node_and_attribute():
-    g = T.star(broker=BrokerParams(), link=LINK,
-               publishers={"p": PublisherParams(topics=("t",), rate_per_s=1.0)},
-               subscribers={"s": SubscriberParams(subscriptions=("t",))})
+    g = T.star(
+        broker=BrokerParams(),
+        link=LINK,
+        publishers={"p": PublisherParams(topics=("t",), rate_per_s=1.0)},
+        subscribers={"s": SubscriberParams(subscriptions=("t",))},
+    )
     g.nodes["s"][T.PARAMS] = SubscriberParams(subscriptions=("a/#/b",))
     err, _ = _one_line_error(lambda: T.validate(g))
     assert err.field == "node 's'.subscriptions" and err.value == "a/#/b"
@@ -312,9 +351,12 @@ def _write_gml(tmp_path, body, keys=""):
 
 
 def test_graphml_from_hand_written_file(tmp_path):
-    path = _write_gml(tmp_path, '<node id="s"><data key="k">subscriber</data><data key="s">t</data></node>'
-                                '<edge source="p" target="b"><data key="l">2ms</data></edge>'
-                                '<edge source="s" target="b"/>')
+    path = _write_gml(
+        tmp_path,
+        '<node id="s"><data key="k">subscriber</data><data key="s">t</data></node>'
+        '<edge source="p" target="b"><data key="l">2ms</data></edge>'
+        '<edge source="s" target="b"/>',
+    )
     g = T.read_graphml(path)
     assert g.graph == {T.PROTOCOL: "mqtt", T.FORWARDING: "subscription"}
     assert g.nodes["p"][T.PARAMS] == PublisherParams(topics=("t",), rate_per_s=5.0)
@@ -323,9 +365,12 @@ def test_graphml_from_hand_written_file(tmp_path):
 
 
 def test_graphml_negative_latency_names_edge(tmp_path):
-    path = _write_gml(tmp_path, '<node id="s"><data key="k">subscriber</data><data key="s">t</data></node>'
-                                '<edge source="p" target="b"><data key="l">-2ms</data></edge>'
-                                '<edge source="s" target="b"/>')
+    path = _write_gml(
+        tmp_path,
+        '<node id="s"><data key="k">subscriber</data><data key="s">t</data></node>'
+        '<edge source="p" target="b"><data key="l">-2ms</data></edge>'
+        '<edge source="s" target="b"/>',
+    )
     err, text = _one_line_error(lambda: T.read_graphml(path))
     edge = err.field.split(".")[0]
     assert edge in ("edge ('p', 'b')", "edge ('b', 'p')")  # an undirected edge, either way round
@@ -334,25 +379,33 @@ def test_graphml_negative_latency_names_edge(tmp_path):
 
 
 def test_graphml_unknown_attribute_key(tmp_path):
-    path = _write_gml(tmp_path, '<node id="s"><data key="k">subscriber</data><data key="s">t</data>'
-                                '<data key="w">2</data></node>'
-                                '<edge source="p" target="b"/><edge source="s" target="b"/>',
-                      keys='<key id="w" for="node" attr.name="workerz" attr.type="string"/>')
+    path = _write_gml(
+        tmp_path,
+        '<node id="s"><data key="k">subscriber</data><data key="s">t</data>'
+        '<data key="w">2</data></node>'
+        '<edge source="p" target="b"/><edge source="s" target="b"/>',
+        keys='<key id="w" for="node" attr.name="workerz" attr.type="string"/>',
+    )
     err, text = _one_line_error(lambda: T.read_graphml(path))
     assert err.field == "node 's'.workerz" and err.value == "2"
     assert "not a SubscriberParams field" in text
 
 
 def test_graphml_unknown_kind(tmp_path):
-    path = _write_gml(tmp_path, '<node id="s"><data key="k">consumer</data></node>'
-                                '<edge source="p" target="b"/><edge source="s" target="b"/>')
+    path = _write_gml(
+        tmp_path,
+        '<node id="s"><data key="k">consumer</data></node><edge source="p" target="b"/><edge source="s" target="b"/>',
+    )
     err, _ = _one_line_error(lambda: T.read_graphml(path))
     assert err.field == "node 's'.kind" and err.value == "consumer"
 
 
 def test_graphml_dangling_link(tmp_path):
-    path = _write_gml(tmp_path, '<node id="s"><data key="k">subscriber</data><data key="s">t</data></node>'
-                                '<edge source="p" target="b"/><edge source="s" target="ghost"/>')
+    path = _write_gml(
+        tmp_path,
+        '<node id="s"><data key="k">subscriber</data><data key="s">t</data></node>'
+        '<edge source="p" target="b"/><edge source="s" target="ghost"/>',
+    )
     err, text = _one_line_error(lambda: T.read_graphml(path))
     assert err.field == "edge ('s', 'ghost')" and err.value == "ghost"
     assert "dangling" in text
@@ -369,34 +422,67 @@ def test_graphml_not_xml(tmp_path):
 # GraphML round trip
 # --------------------------------------------------------------------------
 
+
 def rich_topology():
     """A tree of brokers with varied parameter types: distributions, optional
     counts, tuples, provenance, raw lists, a schedule, an empirical distribution."""
-    prov = Provenance(source=Source.PUBLICATION, reference="Banno et al. 2017", date="2017",
-                      note="tree; PF")
+    prov = Provenance(source=Source.PUBLICATION, reference="Banno et al. 2017", date="2017", note="tree; PF")
     brokers = {
-        "e0": BrokerParams(workers=2, ingress_cost_s=Exponential(mean_value=2e-4),
-                           delivery_cost_s=LogNormal(mean_value=5e-5, cv=0.5), queue_messages=200,
-                           client_queue_bytes=65536, overflow="drop_oldest", provenance=prov),
-        "e1": BrokerParams(ingress_cost_s=Uniform(low=1e-5, high=3e-5), idle_wakeup_cost_s=1.3e-5,
-                           scheduling="priority"),
-        "e2": BrokerParams(cpu_fraction=0.5, cpu_period_s=0.01, ingress_cost_s=Shifted(offset=1e-5, base=Empirical(values=(1e-5, 2e-5, 7e-5)))),
+        "e0": BrokerParams(
+            workers=2,
+            ingress_cost_s=Exponential(mean_value=2e-4),
+            delivery_cost_s=LogNormal(mean_value=5e-5, cv=0.5),
+            queue_messages=200,
+            client_queue_bytes=65536,
+            overflow="drop_oldest",
+            provenance=prov,
+        ),
+        "e1": BrokerParams(
+            ingress_cost_s=Uniform(low=1e-5, high=3e-5), idle_wakeup_cost_s=1.3e-5, scheduling="priority"
+        ),
+        "e2": BrokerParams(
+            cpu_fraction=0.5,
+            cpu_period_s=0.01,
+            ingress_cost_s=Shifted(offset=1e-5, base=Empirical(values=(1e-5, 2e-5, 7e-5))),
+        ),
     }
     pubs = {
-        "p0": ("e0", PublisherParams(topics=("a/x", "a/y"), rate_per_s=40.0, topic_weights=(1.0, 3.0),
-                                     size_bytes=Uniform(low=10, high=200), priority=2)),
-        "p1": ("e2", PublisherParams(topics=("a/x",), arrival="schedule", schedule_time_s=(0.1, 0.2, 0.25),
-                                     schedule_size_bytes=(36, 36, 100), schedule_topic=("a/x",) * 3)),
+        "p0": (
+            "e0",
+            PublisherParams(
+                topics=("a/x", "a/y"),
+                rate_per_s=40.0,
+                topic_weights=(1.0, 3.0),
+                size_bytes=Uniform(low=10, high=200),
+                priority=2,
+            ),
+        ),
+        "p1": (
+            "e2",
+            PublisherParams(
+                topics=("a/x",),
+                arrival="schedule",
+                schedule_time_s=(0.1, 0.2, 0.25),
+                schedule_size_bytes=(36, 36, 100),
+                schedule_topic=("a/x",) * 3,
+            ),
+        ),
     }
     subs = {
-        "s0": ("e1", SubscriberParams(subscriptions=("a/+",), processing_s=Constant(value=1e-4),
-                                      buffer_messages=10)),
+        "s0": ("e1", SubscriberParams(subscriptions=("a/+",), processing_s=Constant(value=1e-4), buffer_messages=10)),
         "s1": ("e2", SubscriberParams(subscriptions=("a/x", "b/#"))),
     }
-    g = T.chain(brokers=brokers, bridge=LinkParams(latency_s=3e-3, bandwidth_Bps=1.25e6, overhead_bytes=78,
-                                                   jitter_s=Exponential(mean_value=1e-4)),
-                link=LinkParams(latency_s=1e-4, loss_probability=0.01, queue_messages=5),
-                publishers=pubs, subscribers=subs, forwarding="flood", protocol="mqtt")
+    g = T.chain(
+        brokers=brokers,
+        bridge=LinkParams(
+            latency_s=3e-3, bandwidth_Bps=1.25e6, overhead_bytes=78, jitter_s=Exponential(mean_value=1e-4)
+        ),
+        link=LinkParams(latency_s=1e-4, loss_probability=0.01, queue_messages=5),
+        publishers=pubs,
+        subscribers=subs,
+        forwarding="flood",
+        protocol="mqtt",
+    )
     return g
 
 

@@ -1,5 +1,6 @@
 """Bad scenario input: a one-line ConfigError naming the field and the value,
 and through ``pubsim run`` one line on stderr and exit status 2."""
+
 from __future__ import annotations
 
 import copy
@@ -10,8 +11,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from pubsim.sim.errors import ConfigError
 from pubsim.scenario import load_scenario, parse_scenario
+from pubsim.sim.errors import ConfigError
 from tests import ROOT
 
 QUICKSTART = ROOT / "experiments" / "quickstart.yaml"
@@ -55,6 +56,7 @@ def _set(path, value):
         for key in head:
             d = d[key]
         d[last] = value
+
     return edit
 
 
@@ -62,25 +64,54 @@ def _both(*edits):
     def edit(d):
         for e in edits:
             e(d)
+
     return edit
 
 
 BAD = {
     # id: (edit, field, value, words in the message)
-    "negative publisher rate": (_set(["topology", "publishers", 0, "rate_per_s"], "-5/s"),
-                                "topology.publishers[0](gw0).rate_per_s", "-5/s", ">= 0"),
-    "negative publisher rate number": (_set(["topology", "publishers", 0, "rate_per_s"], -5),
-                                       "topology.publishers[0](gw0).rate_per_s", -5, ">= 0"),
-    "zero publisher rate": (_set(["topology", "publishers", 0, "rate_per_s"], 0),
-                            "topology.publishers[0](gw0).rate_per_s", 0.0, "> 0"),
-    "unknown broker field": (_set(["topology", "broker", "workerz"], 2),
-                             "topology.broker.workerz", 2, "not a BrokerParams field"),
-    "unknown broker preset": (_set(["topology", "broker", "preset"], "mosquito"),
-                              "topology.broker.preset", "mosquito", "mosquitto-placeholder"),
-    "unknown link preset": (_set(["topology", "link", "preset"], "ethernet-10g"),
-                            "topology.link.preset", "ethernet-10g", "gigabit-lan"),
-    "preset on a client": (_set(["topology", "subscribers", 0, "preset"], "fast"),
-                           "topology.subscribers[0](app0).preset", "fast", "not a SubscriberParams field"),
+    "negative publisher rate": (
+        _set(["topology", "publishers", 0, "rate_per_s"], "-5/s"),
+        "topology.publishers[0](gw0).rate_per_s",
+        "-5/s",
+        ">= 0",
+    ),
+    "negative publisher rate number": (
+        _set(["topology", "publishers", 0, "rate_per_s"], -5),
+        "topology.publishers[0](gw0).rate_per_s",
+        -5,
+        ">= 0",
+    ),
+    "zero publisher rate": (
+        _set(["topology", "publishers", 0, "rate_per_s"], 0),
+        "topology.publishers[0](gw0).rate_per_s",
+        0.0,
+        "> 0",
+    ),
+    "unknown broker field": (
+        _set(["topology", "broker", "workerz"], 2),
+        "topology.broker.workerz",
+        2,
+        "not a BrokerParams field",
+    ),
+    "unknown broker preset": (
+        _set(["topology", "broker", "preset"], "mosquito"),
+        "topology.broker.preset",
+        "mosquito",
+        "mosquitto-placeholder",
+    ),
+    "unknown link preset": (
+        _set(["topology", "link", "preset"], "ethernet-10g"),
+        "topology.link.preset",
+        "ethernet-10g",
+        "gigabit-lan",
+    ),
+    "preset on a client": (
+        _set(["topology", "subscribers", 0, "preset"], "fast"),
+        "topology.subscribers[0](app0).preset",
+        "fast",
+        "not a SubscriberParams field",
+    ),
     "duration in parsecs": (_set(["run", "duration"], "10 parsecs"), "run.duration", "10 parsecs", "'2ms'"),
     "zero duration": (_set(["run", "duration"], "0s"), "run.duration", "0s", "> 0"),
     "negative duration": (_set(["run", "duration"], "-3s"), "run.duration", "-3s", ">= 0"),
@@ -97,20 +128,45 @@ BAD = {
     "unknown builder": (_set(["topology", "builder"], "ring"), "topology.builder", "ring", "star"),
     "unknown protocol": (_set(["topology", "protocol"], "http"), "graph.protocol", "http", "mqtt"),
     "zero count": (_set(["topology", "subscribers", 0, "count"], 0), "topology.subscribers[0].count", 0, ">= 1"),
-    "bad index expression": (_set(["topology", "subscribers", 0, "subscriptions"], ["weather/gw{i//0}"]),
-                             "topology.subscribers[0].subscriptions", ["weather/gw{i//0}"], "N >= 1"),
-    "topic weights not numbers": (_set(["topology", "publishers", 0, "topic_weights"], "heavy"),
-                                  "topology.publishers[0](gw0).topic_weights", "heavy", "float"),
-    "bad MQTT filter": (_set(["topology", "subscribers", 0, "subscriptions"], ["weather/#/x"]),
-                        "node 'app0'.subscriptions", "weather/#/x", "'#' must fill the last level"),
-    "background CPU above the whole core": (_set(["topology", "broker", "background_cpu_fraction"], 1.5),
-                                            "topology.broker.background_cpu_fraction", 1.5, "[0, 1)"),
-    "background CPU above the broker's CPU": (_both(_set(["topology", "broker", "cpu_fraction"], 0.2),
-                                                    _set(["topology", "broker", "background_cpu_fraction"], 0.5)),
-                                              "topology.broker.background_cpu_fraction", 0.5,
-                                              "less than the broker's CPU"),
-    "negative link latency": (_set(["topology", "link", "latency_s"], "-1ms"),
-                              "topology.link.latency_s", "-1ms", ">= 0"),
+    "bad index expression": (
+        _set(["topology", "subscribers", 0, "subscriptions"], ["weather/gw{i//0}"]),
+        "topology.subscribers[0].subscriptions",
+        ["weather/gw{i//0}"],
+        "N >= 1",
+    ),
+    "topic weights not numbers": (
+        _set(["topology", "publishers", 0, "topic_weights"], "heavy"),
+        "topology.publishers[0](gw0).topic_weights",
+        "heavy",
+        "float",
+    ),
+    "bad MQTT filter": (
+        _set(["topology", "subscribers", 0, "subscriptions"], ["weather/#/x"]),
+        "node 'app0'.subscriptions",
+        "weather/#/x",
+        "'#' must fill the last level",
+    ),
+    "background CPU above the whole core": (
+        _set(["topology", "broker", "background_cpu_fraction"], 1.5),
+        "topology.broker.background_cpu_fraction",
+        1.5,
+        "[0, 1)",
+    ),
+    "background CPU above the broker's CPU": (
+        _both(
+            _set(["topology", "broker", "cpu_fraction"], 0.2),
+            _set(["topology", "broker", "background_cpu_fraction"], 0.5),
+        ),
+        "topology.broker.background_cpu_fraction",
+        0.5,
+        "less than the broker's CPU",
+    ),
+    "negative link latency": (
+        _set(["topology", "link", "latency_s"], "-1ms"),
+        "topology.link.latency_s",
+        "-1ms",
+        ">= 0",
+    ),
 }
 
 
@@ -174,10 +230,12 @@ def test_top_level_not_a_mapping(tmp_path):
 # -------- dangling links: chain clients on a missing broker, GraphML edge to nowhere
 
 CHAIN = {
-    "name": "c", "seed": 1,
+    "name": "c",
+    "seed": 1,
     "run": {"duration": "1s"},
     "topology": {
-        "builder": "chain", "forwarding": "flood",
+        "builder": "chain",
+        "forwarding": "flood",
         "brokers": [{"name": "b0"}, {"name": "b1"}],
         "publishers": [{"name": "p", "broker": "b0", "topics": ["t"], "rate_per_s": 10}],
         "subscribers": [{"name": "s", "broker": "b9", "subscriptions": ["t"]}],
@@ -236,8 +294,7 @@ def pubsim_cmd():
 
 
 def run_cli(*args, cwd):
-    return subprocess.run([*pubsim_cmd(), *map(str, args)], capture_output=True, text=True, cwd=cwd,
-                          timeout=120)
+    return subprocess.run([*pubsim_cmd(), *map(str, args)], capture_output=True, text=True, cwd=cwd, timeout=120)
 
 
 def _assert_one_line_error(proc):
@@ -249,13 +306,19 @@ def _assert_one_line_error(proc):
     return lines[0]
 
 
-@pytest.mark.parametrize("edit, expected", [
-    (_set(["run", "duration"], "10 parsecs"),
-     "pubsim: error: run.duration: '10 parsecs' is invalid: a duration >= 0 such as 2.5, '2ms', '100us', "
-     "'1.5 s', '3min', '1h'"),
-    (_set(["topology", "broker", "workerz"], 2), "pubsim: error: topology.broker.workerz: 2 is invalid: "),
-    (_set(["replications"], 0), "pubsim: error: replications: 0 is invalid: an integer >= 1"),
-], ids=["parsecs", "workerz", "replications"])
+@pytest.mark.parametrize(
+    "edit, expected",
+    [
+        (
+            _set(["run", "duration"], "10 parsecs"),
+            "pubsim: error: run.duration: '10 parsecs' is invalid: a duration >= 0 such as 2.5, '2ms', '100us', "
+            "'1.5 s', '3min', '1h'",
+        ),
+        (_set(["topology", "broker", "workerz"], 2), "pubsim: error: topology.broker.workerz: 2 is invalid: "),
+        (_set(["replications"], 0), "pubsim: error: replications: 0 is invalid: an integer >= 1"),
+    ],
+    ids=["parsecs", "workerz", "replications"],
+)
 def test_cli_bad_scenario(tmp_path, edit, expected):
     data = base()
     edit(data)

@@ -3,6 +3,7 @@
 "Identical" means equal DataFrames: every delivery and drop, with the same
 float times to the last bit, and the same station statistics.
 """
+
 from __future__ import annotations
 
 import pandas as pd
@@ -12,80 +13,126 @@ from pubsim.models import topology as T
 from pubsim.models.params.broker import BrokerParams
 from pubsim.models.params.client import PublisherParams, SubscriberParams
 from pubsim.models.params.link import LinkParams
-from pubsim.sim.distributions import Constant, Exponential, LogNormal, Uniform
 from pubsim.run import simulate
+from pubsim.sim.distributions import Constant, Exponential, LogNormal, Uniform
 
 LAN = LinkParams(latency_s=2e-4, bandwidth_Bps=12.5e6, overhead_bytes=40)
 
 
 def merged_star():
     """20 Poisson publishers over 4 topics merging into one broker, wildcard subscribers."""
-    broker = BrokerParams(ingress_cost_s=Exponential(mean_value=40e-6),
-                          delivery_cost_s=Exponential(mean_value=10e-6), queue_messages=20)
-    pubs = {f"p{i}": PublisherParams(topics=(f"s/{i % 4}",), rate_per_s=900.0,
-                                     size_bytes=Uniform(low=20, high=2000)) for i in range(20)}
-    subs = {"all": SubscriberParams(subscriptions=("s/#",)),
-            "one": SubscriberParams(subscriptions=("s/1",), processing_s=Exponential(mean_value=1e-4),
-                                    buffer_messages=5),
-            "plus": SubscriberParams(subscriptions=("+/2", "s/3"))}
+    broker = BrokerParams(
+        ingress_cost_s=Exponential(mean_value=40e-6), delivery_cost_s=Exponential(mean_value=10e-6), queue_messages=20
+    )
+    pubs = {
+        f"p{i}": PublisherParams(topics=(f"s/{i % 4}",), rate_per_s=900.0, size_bytes=Uniform(low=20, high=2000))
+        for i in range(20)
+    }
+    subs = {
+        "all": SubscriberParams(subscriptions=("s/#",)),
+        "one": SubscriberParams(subscriptions=("s/1",), processing_s=Exponential(mean_value=1e-4), buffer_messages=5),
+        "plus": SubscriberParams(subscriptions=("+/2", "s/3")),
+    }
     return T.star(broker=broker, publishers=pubs, subscribers=subs, link=LAN)
 
 
 def simultaneous_star():
     """Publishers emitting at exactly the same instants: ties everywhere."""
     times = tuple(i * 1e-3 for i in range(200))
-    pub = {f"p{i}": PublisherParams(topics=("t",), arrival="schedule", schedule_time_s=times,
-                                    schedule_size_bytes=(100,) * 200, schedule_topic=("t",) * 200)
-           for i in range(5)}
+    pub = {
+        f"p{i}": PublisherParams(
+            topics=("t",),
+            arrival="schedule",
+            schedule_time_s=times,
+            schedule_size_bytes=(100,) * 200,
+            schedule_topic=("t",) * 200,
+        )
+        for i in range(5)
+    }
     subs = {f"s{i}": SubscriberParams(subscriptions=("t",)) for i in range(3)}
     broker = BrokerParams(ingress_cost_s=Constant(value=150e-6), queue_messages=3)
     return T.star(broker=broker, publishers=pub, subscribers=subs, link=LinkParams(latency_s=1e-4))
 
 
 def policy_star(overflow, workers):
-    broker = BrokerParams(workers=workers, ingress_cost_s=LogNormal(mean_value=2e-4, cv=1.5),
-                          queue_messages=4, overflow=overflow, client_queue_messages=3,
-                          idle_wakeup_cost_s=3e-5)
-    pubs = {f"p{i}": PublisherParams(topics=("a/b",), rate_per_s=2000.0 * workers,
-                                     size_bytes=Constant(value=64)) for i in range(3)}
+    broker = BrokerParams(
+        workers=workers,
+        ingress_cost_s=LogNormal(mean_value=2e-4, cv=1.5),
+        queue_messages=4,
+        overflow=overflow,
+        client_queue_messages=3,
+        idle_wakeup_cost_s=3e-5,
+    )
+    pubs = {
+        f"p{i}": PublisherParams(topics=("a/b",), rate_per_s=2000.0 * workers, size_bytes=Constant(value=64))
+        for i in range(3)
+    }
     subs = {f"s{i}": SubscriberParams(subscriptions=("a/+",)) for i in range(2)}
-    link = LinkParams(latency_s=1e-4, bandwidth_Bps=2e6, jitter_s=Exponential(mean_value=5e-5),
-                      loss_probability=0.02)
+    link = LinkParams(latency_s=1e-4, bandwidth_Bps=2e6, jitter_s=Exponential(mean_value=5e-5), loss_probability=0.02)
     return T.star(broker=broker, publishers=pubs, subscribers=subs, link=link)
 
 
 def priority_star():
     """YAMI4-like priorities at a broker that drops the oldest waiting message."""
-    broker = BrokerParams(ingress_cost_s=Exponential(mean_value=3e-4), scheduling="priority",
-                          queue_messages=6, overflow="drop_oldest")
-    pubs = {f"p{prio}": PublisherParams(topics=("q",), rate_per_s=1500.0, priority=prio,
-                                        size_bytes=Constant(value=1024)) for prio in (0, 1, 2)}
+    broker = BrokerParams(
+        ingress_cost_s=Exponential(mean_value=3e-4), scheduling="priority", queue_messages=6, overflow="drop_oldest"
+    )
+    pubs = {
+        f"p{prio}": PublisherParams(topics=("q",), rate_per_s=1500.0, priority=prio, size_bytes=Constant(value=1024))
+        for prio in (0, 1, 2)
+    }
     subs = {"slow": SubscriberParams(subscriptions=("q",), processing_s=Constant(value=2e-4))}
     return T.star(broker=broker, publishers=pubs, subscribers=subs, link=LAN)
 
 
 def priority_link_star(overflow):
     """YAMI4 priority channels: per-topic priorities, slow lossy downlinks with a small queue."""
-    pubs = {"mixed": PublisherParams(topics=("c/0", "c/1", "c/2"), topic_priorities=(0, 2, 1),
-                                     rate_per_s=2500.0, size_bytes=Uniform(low=50, high=400)),
-            "flood": PublisherParams(topics=("m/x",), rate_per_s=2000.0, size_bytes=Constant(value=200))}
-    subs = {"all": SubscriberParams(subscriptions=("#",)),
-            "cmd": SubscriberParams(subscriptions=("c/+",), processing_s=Exponential(mean_value=1e-4),
-                                    buffer_messages=4)}
-    down = LinkParams(latency_s=1e-4, bandwidth_Bps=1e6, jitter_s=Exponential(mean_value=5e-5),
-                      loss_probability=0.02, queue_messages=4, scheduling="priority", overflow=overflow)
+    pubs = {
+        "mixed": PublisherParams(
+            topics=("c/0", "c/1", "c/2"),
+            topic_priorities=(0, 2, 1),
+            rate_per_s=2500.0,
+            size_bytes=Uniform(low=50, high=400),
+        ),
+        "flood": PublisherParams(topics=("m/x",), rate_per_s=2000.0, size_bytes=Constant(value=200)),
+    }
+    subs = {
+        "all": SubscriberParams(subscriptions=("#",)),
+        "cmd": SubscriberParams(subscriptions=("c/+",), processing_s=Exponential(mean_value=1e-4), buffer_messages=4),
+    }
+    down = LinkParams(
+        latency_s=1e-4,
+        bandwidth_Bps=1e6,
+        jitter_s=Exponential(mean_value=5e-5),
+        loss_probability=0.02,
+        queue_messages=4,
+        scheduling="priority",
+        overflow=overflow,
+    )
     links = {"mixed": LAN, "flood": LAN, "all": down, "cmd": down}
-    return T.star(broker=BrokerParams(ingress_cost_s=Exponential(mean_value=5e-5)), publishers=pubs,
-                  subscribers=subs, link=links)
+    return T.star(
+        broker=BrokerParams(ingress_cost_s=Exponential(mean_value=5e-5)), publishers=pubs, subscribers=subs, link=links
+    )
 
 
 def client_queue_star(client_overflow, overflow="drop_newest"):
     """AMQP/Qpid-like broker: priority per-subscriber queues with x-max-priority and an overflow policy."""
-    broker = BrokerParams(ingress_cost_s=Exponential(mean_value=1e-4), queue_messages=5, overflow=overflow,
-                          client_queue_messages=3, client_scheduling="priority", client_overflow=client_overflow,
-                          max_priority=1, flow_to_disk_cost_s=2e-4)
-    pubs = {f"p{prio}": PublisherParams(topics=(f"q/{prio}",), rate_per_s=2000.0, priority=prio,
-                                        size_bytes=Constant(value=300)) for prio in (0, 1, 5)}
+    broker = BrokerParams(
+        ingress_cost_s=Exponential(mean_value=1e-4),
+        queue_messages=5,
+        overflow=overflow,
+        client_queue_messages=3,
+        client_scheduling="priority",
+        client_overflow=client_overflow,
+        max_priority=1,
+        flow_to_disk_cost_s=2e-4,
+    )
+    pubs = {
+        f"p{prio}": PublisherParams(
+            topics=(f"q/{prio}",), rate_per_s=2000.0, priority=prio, size_bytes=Constant(value=300)
+        )
+        for prio in (0, 1, 5)
+    }
     subs = {"s": SubscriberParams(subscriptions=("q/#",))}
     link = LinkParams(latency_s=1e-4, bandwidth_Bps=2e6)
     return T.star(broker=broker, publishers=pubs, subscribers=subs, link=link)
@@ -93,34 +140,54 @@ def client_queue_star(client_overflow, overflow="drop_newest"):
 
 def two_way_chain(forwarding):
     """Three brokers, publishers at both ends: copies flow both ways (a cycle of stations)."""
-    brokers = {f"b{i}": BrokerParams(ingress_cost_s=Exponential(mean_value=1e-4),
-                                     delivery_cost_s=Constant(value=2e-5), queue_messages=50)
-               for i in range(3)}
-    pubs = {"left": ("b0", PublisherParams(topics=("x/1", "x/2"), rate_per_s=1500.0,
-                                           size_bytes=Constant(value=32))),
-            "right": ("b2", PublisherParams(topics=("x/1",), rate_per_s=1500.0, arrival="constant",
-                                            size_bytes=Constant(value=32)))}
-    subs = {"s0": ("b0", SubscriberParams(subscriptions=("x/1",))),
-            "s1": ("b1", SubscriberParams(subscriptions=("x/#",))),
-            "s2": ("b2", SubscriberParams(subscriptions=("x/2",)))}
+    brokers = {
+        f"b{i}": BrokerParams(
+            ingress_cost_s=Exponential(mean_value=1e-4), delivery_cost_s=Constant(value=2e-5), queue_messages=50
+        )
+        for i in range(3)
+    }
+    pubs = {
+        "left": ("b0", PublisherParams(topics=("x/1", "x/2"), rate_per_s=1500.0, size_bytes=Constant(value=32))),
+        "right": (
+            "b2",
+            PublisherParams(topics=("x/1",), rate_per_s=1500.0, arrival="constant", size_bytes=Constant(value=32)),
+        ),
+    }
+    subs = {
+        "s0": ("b0", SubscriberParams(subscriptions=("x/1",))),
+        "s1": ("b1", SubscriberParams(subscriptions=("x/#",))),
+        "s2": ("b2", SubscriberParams(subscriptions=("x/2",))),
+    }
     bridge = LinkParams(latency_s=5e-4, bandwidth_Bps=1e6)
-    return T.chain(brokers=brokers, bridge=bridge, link=LAN, publishers=pubs, subscribers=subs,
-                   forwarding=forwarding)
+    return T.chain(brokers=brokers, bridge=bridge, link=LAN, publishers=pubs, subscribers=subs, forwarding=forwarding)
 
 
 def qos_star():
     """Mixed QoS 0/1/2 on lossy links: windows, resends, consumers that ack after processing."""
-    broker = BrokerParams(ingress_cost_s=Exponential(mean_value=1e-4), ack_cost_s=5e-6,
-                          max_inflight_messages=4, retry_timeout_s=2e-3, client_queue_messages=30)
-    pubs = {f"p{q}": PublisherParams(topics=(f"q/{q}",), rate_per_s=1500.0, qos=q, inflight_messages=3,
-                                     retry_timeout_s=3e-3, size_bytes=Uniform(low=20, high=400))
-            for q in (0, 1, 2)}
-    subs = {"s0": SubscriberParams(subscriptions=("q/#",), processing_s=Exponential(mean_value=1e-4),
-                                   buffer_messages=8),
-            "s1": SubscriberParams(subscriptions=("q/#",), qos=1, processing_s=Exponential(mean_value=2e-4)),
-            "s2": SubscriberParams(subscriptions=("q/1", "q/2"), qos=2, inflight_messages=2)}
-    link = LinkParams(latency_s=2e-4, bandwidth_Bps=2e6, jitter_s=Exponential(mean_value=5e-5),
-                      loss_probability=0.05)
+    broker = BrokerParams(
+        ingress_cost_s=Exponential(mean_value=1e-4),
+        ack_cost_s=5e-6,
+        max_inflight_messages=4,
+        retry_timeout_s=2e-3,
+        client_queue_messages=30,
+    )
+    pubs = {
+        f"p{q}": PublisherParams(
+            topics=(f"q/{q}",),
+            rate_per_s=1500.0,
+            qos=q,
+            inflight_messages=3,
+            retry_timeout_s=3e-3,
+            size_bytes=Uniform(low=20, high=400),
+        )
+        for q in (0, 1, 2)
+    }
+    subs = {
+        "s0": SubscriberParams(subscriptions=("q/#",), processing_s=Exponential(mean_value=1e-4), buffer_messages=8),
+        "s1": SubscriberParams(subscriptions=("q/#",), qos=1, processing_s=Exponential(mean_value=2e-4)),
+        "s2": SubscriberParams(subscriptions=("q/1", "q/2"), qos=2, inflight_messages=2),
+    }
+    link = LinkParams(latency_s=2e-4, bandwidth_Bps=2e6, jitter_s=Exponential(mean_value=5e-5), loss_probability=0.05)
     return T.star(broker=broker, publishers=pubs, subscribers=subs, link=link)
 
 
@@ -129,8 +196,14 @@ def qos_chain():
     g = two_way_chain("subscription")
     for n in ("left", "right"):
         p = g.nodes[n][T.PARAMS]
-        g.nodes[n][T.PARAMS] = PublisherParams(topics=p.topics, rate_per_s=p.rate_per_s, arrival=p.arrival,
-                                               size_bytes=p.size_bytes, qos=1, inflight_messages=5)
+        g.nodes[n][T.PARAMS] = PublisherParams(
+            topics=p.topics,
+            rate_per_s=p.rate_per_s,
+            arrival=p.arrival,
+            size_bytes=p.size_bytes,
+            qos=1,
+            inflight_messages=5,
+        )
     return g
 
 
@@ -138,14 +211,27 @@ def churn_star():
     """Subscribers that come and go: clean and persistent sessions, a fixed schedule, QoS 0 and 1."""
     broker = BrokerParams(ingress_cost_s=Exponential(mean_value=1e-4), client_queue_messages=40)
     pubs = {f"p{q}": PublisherParams(topics=("c/x",), rate_per_s=2000.0, qos=q) for q in (0, 1)}
-    pubs["dies"] = PublisherParams(topics=("c/y", "c/z"), rate_per_s=1000.0, retain=True,
-                                   offline_s=((0.1, 0.12), (0.2, 0.25)),
-                                   will_topic="c/will", will_size_bytes=10, will_delay_s=1e-3)
-    subs = {"clean": SubscriberParams(subscriptions=("c/#",), churn_online_mean_s=0.03, churn_offline_mean_s=0.02),
-            "keep": SubscriberParams(subscriptions=("c/#",), qos=1, clean_session=False,
-                                     churn_online_mean_s=0.04, churn_offline_mean_s=0.03,
-                                     processing_s=Exponential(mean_value=1e-4)),
-            "fixed": SubscriberParams(subscriptions=("c/x",), online_s=((0.0, 0.1), (0.15, 0.3)))}
+    pubs["dies"] = PublisherParams(
+        topics=("c/y", "c/z"),
+        rate_per_s=1000.0,
+        retain=True,
+        offline_s=((0.1, 0.12), (0.2, 0.25)),
+        will_topic="c/will",
+        will_size_bytes=10,
+        will_delay_s=1e-3,
+    )
+    subs = {
+        "clean": SubscriberParams(subscriptions=("c/#",), churn_online_mean_s=0.03, churn_offline_mean_s=0.02),
+        "keep": SubscriberParams(
+            subscriptions=("c/#",),
+            qos=1,
+            clean_session=False,
+            churn_online_mean_s=0.04,
+            churn_offline_mean_s=0.03,
+            processing_s=Exponential(mean_value=1e-4),
+        ),
+        "fixed": SubscriberParams(subscriptions=("c/x",), online_s=((0.0, 0.1), (0.15, 0.3))),
+    }
     return T.star(broker=broker, publishers=pubs, subscribers=subs, link=LAN)
 
 
@@ -155,22 +241,34 @@ def relay_chain():
 
     g = two_way_chain("subscription")
     for i in range(3):
-        g.nodes[f"b{i}"][T.RELAY] = RelayParams(relay_cost_s=Exponential(mean_value=2e-4),
-                                                forward_cost_s=Constant(value=1e-5),
-                                                control_cost_s=Constant(value=4e-6), hop_qos=1,
-                                                queue_messages=3 if i == 1 else None)
+        g.nodes[f"b{i}"][T.RELAY] = RelayParams(
+            relay_cost_s=Exponential(mean_value=2e-4),
+            forward_cost_s=Constant(value=1e-5),
+            control_cost_s=Constant(value=4e-6),
+            hop_qos=1,
+            queue_messages=3 if i == 1 else None,
+        )
     return T.validate(g)
 
 
 def batching_star():
     """A broker batching what is queued (ZeroMQ-like), finite buffer, back-pressure."""
-    broker = BrokerParams(ingress_cost_s=Exponential(mean_value=2e-5), delivery_cost_s=Constant(value=5e-6),
-                          batch_max_messages=8, batch_fixed_cost_s=6e-5, queue_messages=10,
-                          overflow="backpressure", idle_wakeup_cost_s=1e-5)
-    pubs = {f"p{i}": PublisherParams(topics=(f"s/{i % 2}",), rate_per_s=6000.0,
-                                     size_bytes=Constant(value=64)) for i in range(4)}
-    subs = {"all": SubscriberParams(subscriptions=("s/#",), buffer_messages=4,
-                                    processing_s=Exponential(mean_value=2e-5))}
+    broker = BrokerParams(
+        ingress_cost_s=Exponential(mean_value=2e-5),
+        delivery_cost_s=Constant(value=5e-6),
+        batch_max_messages=8,
+        batch_fixed_cost_s=6e-5,
+        queue_messages=10,
+        overflow="backpressure",
+        idle_wakeup_cost_s=1e-5,
+    )
+    pubs = {
+        f"p{i}": PublisherParams(topics=(f"s/{i % 2}",), rate_per_s=6000.0, size_bytes=Constant(value=64))
+        for i in range(4)
+    }
+    subs = {
+        "all": SubscriberParams(subscriptions=("s/#",), buffer_messages=4, processing_s=Exponential(mean_value=2e-5))
+    }
     return T.star(broker=broker, publishers=pubs, subscribers=subs, link=LAN)
 
 
@@ -188,8 +286,12 @@ def restart_with_disk():
 
     g = _random(True)
     p = g.nodes["broker"][T.PARAMS]
-    g.nodes["broker"][T.PARAMS] = BrokerParams(**{**{f: getattr(p, f) for f in p.__dataclass_fields__},
-                                                  "disk": DiskParams(sync_latency_s=3e-4, batch_max_messages=4)})
+    g.nodes["broker"][T.PARAMS] = BrokerParams(
+        **{
+            **{f: getattr(p, f) for f in p.__dataclass_fields__},
+            "disk": DiskParams(sync_latency_s=3e-4, batch_max_messages=4),
+        }
+    )
     return g
 
 
@@ -234,13 +336,28 @@ def codec_push_pull():
     """Text serialization (encode station, 5x sizes, decode) and round-robin PUSH to 3 pullers."""
     from pubsim.models.params.serialization import SerializationParams
 
-    codec = SerializationParams(format="text", size_ratio=5.0, encode_cost_s=2e-5, encode_cost_per_byte_s=1e-8,
-                                decode_cost_s=1e-5, decode_cost_per_byte_s=2e-8)
-    pubs = {f"push{i}": PublisherParams(topics=("w/0", "w/1", "w/2"), topic_choice="round_robin",
-                                        rate_per_s=1500.0, size_bytes=Uniform(low=50, high=400),
-                                        serialization=codec) for i in range(2)}
-    subs = {f"pull{j}": SubscriberParams(subscriptions=(f"w/{j}",), serialization=codec,
-                                         buffer_messages=4) for j in range(3)}
+    codec = SerializationParams(
+        format="text",
+        size_ratio=5.0,
+        encode_cost_s=2e-5,
+        encode_cost_per_byte_s=1e-8,
+        decode_cost_s=1e-5,
+        decode_cost_per_byte_s=2e-8,
+    )
+    pubs = {
+        f"push{i}": PublisherParams(
+            topics=("w/0", "w/1", "w/2"),
+            topic_choice="round_robin",
+            rate_per_s=1500.0,
+            size_bytes=Uniform(low=50, high=400),
+            serialization=codec,
+        )
+        for i in range(2)
+    }
+    subs = {
+        f"pull{j}": SubscriberParams(subscriptions=(f"w/{j}",), serialization=codec, buffer_messages=4)
+        for j in range(3)
+    }
     broker = BrokerParams(ingress_cost_s=Exponential(mean_value=1e-4), queue_messages=10)
     return T.star(broker=broker, publishers=pubs, subscribers=subs, link=LAN)
 
@@ -250,12 +367,16 @@ CASES["serialization-round-robin"] = (codec_push_pull, 0.4)
 
 def request_reply_with_background():
     """Two closed-loop clients (windows 3 and 1) sharing a server with open-loop Poisson traffic."""
-    pubs = {"c0": PublisherParams(topics=("rr/c0",), arrival="closed_loop", window_requests=3),
-            "c1": PublisherParams(topics=("rr/c1",), arrival="closed_loop", window_requests=1, think_time_s=1e-3),
-            "bg": PublisherParams(topics=("bg",), rate_per_s=400.0, size_bytes=Constant(value=200))}
-    subs = {"c0.reply": SubscriberParams(subscriptions=("rr/c0",)),
-            "c1.reply": SubscriberParams(subscriptions=("rr/c1",), processing_s=Exponential(mean_value=2e-4)),
-            "sink": SubscriberParams(subscriptions=("bg",))}
+    pubs = {
+        "c0": PublisherParams(topics=("rr/c0",), arrival="closed_loop", window_requests=3),
+        "c1": PublisherParams(topics=("rr/c1",), arrival="closed_loop", window_requests=1, think_time_s=1e-3),
+        "bg": PublisherParams(topics=("bg",), rate_per_s=400.0, size_bytes=Constant(value=200)),
+    }
+    subs = {
+        "c0.reply": SubscriberParams(subscriptions=("rr/c0",)),
+        "c1.reply": SubscriberParams(subscriptions=("rr/c1",), processing_s=Exponential(mean_value=2e-4)),
+        "sink": SubscriberParams(subscriptions=("bg",)),
+    }
     broker = BrokerParams(ingress_cost_s=Exponential(mean_value=6e-4), queue_messages=5)
     return T.star(broker=broker, publishers=pubs, subscribers=subs, link=LAN)
 
@@ -278,8 +399,9 @@ def test_batch_equals_reference(case):
     assert len(fast.deliveries()) > 100
 
 
-@pytest.mark.parametrize("case", ["drop-oldest", "chain-flood", "merged-star", "qos-mixed-lossy", "churn",
-                                  "request-reply"])
+@pytest.mark.parametrize(
+    "case", ["drop-oldest", "chain-flood", "merged-star", "qos-mixed-lossy", "churn", "request-reply"]
+)
 def test_chunk_size_does_not_change_results(case):
     build, duration = CASES[case]
     g = build()
@@ -305,15 +427,18 @@ def test_cases_exercise_what_they_claim():
     assert st.loc["relay:b1", "drops_buffer_full"] > 0 and st.loc["relay:b0", "utilization"] > 0.1
 
 
-@pytest.mark.parametrize("case, causes", [
-    ("priority-link-drop-newest", {"buffer_full", "link_loss"}),
-    ("priority-link-reject", {"rejected", "link_loss"}),
-    ("priority-link-ring", {"dropped_oldest", "link_loss"}),
-    ("priority-link-update", {"replaced", "link_loss"}),
-    ("client-queue-update-broker-reject", {"replaced", "rejected"}),
-    ("client-queue-ring-broker-update", {"dropped_oldest", "replaced"}),
-    ("restart-priority-update", {"replaced", "broker_restart", "broker_down"}),
-])
+@pytest.mark.parametrize(
+    "case, causes",
+    [
+        ("priority-link-drop-newest", {"buffer_full", "link_loss"}),
+        ("priority-link-reject", {"rejected", "link_loss"}),
+        ("priority-link-ring", {"dropped_oldest", "link_loss"}),
+        ("priority-link-update", {"replaced", "link_loss"}),
+        ("client-queue-update-broker-reject", {"replaced", "rejected"}),
+        ("client-queue-ring-broker-update", {"dropped_oldest", "replaced"}),
+        ("restart-priority-update", {"replaced", "broker_restart", "broker_down"}),
+    ],
+)
 def test_policy_cases_exercise_their_policy(case, causes):
     build, duration = CASES[case]
     r = simulate(build(), duration_s=duration, seed=11)
@@ -328,6 +453,7 @@ def test_flow_to_disk_case_spills_without_loss():
     spill = simulate(build(), duration_s=duration, seed=11).deliveries()["latency_s"].mean()
     g = build()
     import dataclasses
+
     b = g.nodes["broker"][T.PARAMS]
     g.nodes["broker"][T.PARAMS] = dataclasses.replace(b, flow_to_disk_cost_s=0.0)
     free = simulate(g, duration_s=duration, seed=11).deliveries()["latency_s"].mean()

@@ -9,6 +9,7 @@ Random small stars and chains, random parameters and seeds:
 * no copy arrives before it was published, or faster than the links allow;
 * same seed, same records; another seed, other records.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -16,10 +17,9 @@ import pandas as pd
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pubsim.testing import topologies
-
 from pubsim.models import topology as T
 from pubsim.run import simulate
+from pubsim.testing import topologies
 
 SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

@@ -5,6 +5,7 @@ theoretical value lies inside the 99 % confidence interval of the replication
 means (Student t), and that the point estimate is within a stated relative
 error. The seeds are fixed, so a test fails every time or never.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -12,19 +13,19 @@ import pytest
 from scipy import stats
 
 from pubsim.models import topology as T
+from pubsim.run import simulate
 from pubsim.sim import theory
 from pubsim.sim.distributions import Constant, Exponential
-from pubsim.run import simulate
-
 from pubsim.testing import single_queue, tandem
 
 REPS = 10
 
 
 def _replicate(graph, metric, *, duration_s, warmup_s, seed):
-    values = [metric(simulate(graph, duration_s=duration_s, warmup_s=warmup_s, seed=seed,
-                              replication=r, record="stream"))
-              for r in range(REPS)]
+    values = [
+        metric(simulate(graph, duration_s=duration_s, warmup_s=warmup_s, seed=seed, replication=r, record="stream"))
+        for r in range(REPS)
+    ]
     return np.array(values)
 
 
@@ -96,8 +97,7 @@ def test_mmc_waiting_probability_erlang_c():
         # from mean waiting time = C(c, a) / (c mu - lam)
         return (d["latency_s"].mean() - service_s) * (c * mu - lam)
 
-    values = np.array([waited(simulate(g, duration_s=30, warmup_s=2, seed=505, replication=r))
-                       for r in range(REPS)])
+    values = np.array([waited(simulate(g, duration_s=30, warmup_s=2, seed=505, replication=r)) for r in range(REPS)])
     _assert_matches(values, theory.erlang_c(c, lam, mu), rel=0.06)
 
 
@@ -112,8 +112,13 @@ def test_jackson_tandem_sojourn_mean():
 def test_utilization_and_queue_length_match_theory():
     lam, mu = 700.0, 1000.0
     g = single_queue(rate_per_s=lam, service=Exponential(mean_value=1 / mu))
-    rows = [simulate(g, duration_s=40, warmup_s=2, seed=707, replication=r).stations()
-            .set_index("station").loc["broker:broker"] for r in range(REPS)]
+    rows = [
+        simulate(g, duration_s=40, warmup_s=2, seed=707, replication=r)
+        .stations()
+        .set_index("station")
+        .loc["broker:broker"]
+        for r in range(REPS)
+    ]
     util = np.array([r["utilization"] for r in rows])
     waiting = np.array([r["mean_waiting"] for r in rows])
     rho = lam / mu
@@ -130,7 +135,6 @@ def test_nonpreemptive_priority_waits_cobham():
     """Two priority classes at one broker: mean waits per class (Cobham 1954)."""
     from pubsim.models.params.broker import BrokerParams
     from pubsim.models.params.client import PublisherParams, SubscriberParams
-
     from pubsim.testing import ZERO_LINK
 
     mu = 1000.0

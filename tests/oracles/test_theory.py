@@ -1,16 +1,26 @@
 """Tests of sim.theory against independently known numbers and each other."""
+
 import math
 import re
 
 import numpy as np
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from pubsim.sim.errors import ConfigError
 from pubsim.sim.theory import (
-    erlang_c, jackson_tandem_sojourn_mean_s, md1_sojourn_mean_s, mg1_sojourn_mean_s,
-    mg1_wait_mean_s, mm1_priority_nonpreemptive_wait_mean_s, mm1_sojourn_cdf,
-    mm1_sojourn_mean_s, mm1k_loss_probability, mm1k_sojourn_mean_s, mmc_sojourn_mean_s,
+    erlang_c,
+    jackson_tandem_sojourn_mean_s,
+    md1_sojourn_mean_s,
+    mg1_sojourn_mean_s,
+    mg1_wait_mean_s,
+    mm1_priority_nonpreemptive_wait_mean_s,
+    mm1_sojourn_cdf,
+    mm1_sojourn_mean_s,
+    mm1k_loss_probability,
+    mm1k_sojourn_mean_s,
+    mmc_sojourn_mean_s,
     mmc_wait_mean_s,
 )
 
@@ -112,11 +122,24 @@ def _mm1k_numeric(lam, mu, k):
     return float(p[-1]), number_mean / (lam * (1.0 - p[-1]))
 
 
-@pytest.mark.parametrize("lam, mu, k", [
-    (0.5, 1.0, 1), (0.5, 1.0, 5), (0.9, 1.0, 50), (1.0, 1.0, 10), (2.0, 1.0, 3),
-    (5.0, 1.0, 20), (1.0 + 1e-9, 1.0, 7), (1.0 - 1e-9, 1.0, 7), (1.001, 1.0, 2000),
-    (0.999, 1.0, 2000), (30.0, 1.0, 400), (0.1, 1.0, 400), (1.5, 2.0, 100_000),
-])
+@pytest.mark.parametrize(
+    "lam, mu, k",
+    [
+        (0.5, 1.0, 1),
+        (0.5, 1.0, 5),
+        (0.9, 1.0, 50),
+        (1.0, 1.0, 10),
+        (2.0, 1.0, 3),
+        (5.0, 1.0, 20),
+        (1.0 + 1e-9, 1.0, 7),
+        (1.0 - 1e-9, 1.0, 7),
+        (1.001, 1.0, 2000),
+        (0.999, 1.0, 2000),
+        (30.0, 1.0, 400),
+        (0.1, 1.0, 400),
+        (1.5, 2.0, 100_000),
+    ],
+)
 def test_mm1k_against_numeric_distribution(lam, mu, k):
     loss, sojourn_s = _mm1k_numeric(lam, mu, k)
     assert mm1k_loss_probability(lam, mu, k) == pytest.approx(loss, rel=1e-9, abs=1e-300)
@@ -140,7 +163,7 @@ def test_mm1k_at_rho_one(k):
 @pytest.mark.parametrize("k", [1, 10, 500])
 def test_mm1k_is_continuous_at_rho_one(k):
     at_one = mm1k_sojourn_mean_s(1.0, 1.0, k)
-    for eps in (1e-13, 1e-11, 1e-9):   # slope dT/drho ~ K^2/12: keep eps K^2 small
+    for eps in (1e-13, 1e-11, 1e-9):  # slope dT/drho ~ K^2/12: keep eps K^2 small
         assert mm1k_sojourn_mean_s(1.0 + eps, 1.0, k) == pytest.approx(at_one, rel=1e-5)
         assert mm1k_sojourn_mean_s(1.0 - eps, 1.0, k) == pytest.approx(at_one, rel=1e-5)
         assert mm1k_loss_probability(1.0 + eps, 1.0, k) == pytest.approx(1.0 / (k + 1), rel=1e-5)
@@ -196,7 +219,7 @@ def _erlang_c_direct(c, a):
 def test_erlang_c_known_values():
     assert erlang_c(2, 1.0, 1.0) == pytest.approx(1.0 / 3.0)
     assert erlang_c(3, 2.0, 1.0) == pytest.approx(4.0 / 9.0)
-    assert erlang_c(1, 0.7, 1.0) == pytest.approx(0.7)       # M/M/1: P(wait) = rho
+    assert erlang_c(1, 0.7, 1.0) == pytest.approx(0.7)  # M/M/1: P(wait) = rho
     assert erlang_c(4, 0.0, 1.0) == 0.0
 
 
@@ -264,22 +287,21 @@ def test_priority_two_equal_classes_known_values():
     waits_s = mm1_priority_nonpreemptive_wait_mean_s([0.3, 0.3], [1.0, 1.0])
     np.testing.assert_allclose(waits_s, [0.6 / 0.7, 0.6 / 0.28])
     fcfs_wait_s = mm1_sojourn_mean_s(0.6, 1.0) - 1.0
-    assert np.mean(waits_s) == pytest.approx(fcfs_wait_s)   # equal lam and mu
+    assert np.mean(waits_s) == pytest.approx(fcfs_wait_s)  # equal lam and mu
     assert waits_s[0] < fcfs_wait_s < waits_s[1]
 
 
 _class_rates = st.tuples(st.one_of(st.just(0.0), st.floats(0.01, 5.0)), st.floats(0.1, 10.0))
 
 
-@given(st.lists(_class_rates, min_size=1, max_size=6),
-       st.floats(0.05, 0.95))
+@given(st.lists(_class_rates, min_size=1, max_size=6), st.floats(0.05, 0.95))
 def test_priority_conservation_law(classes, load):
     """Kleinrock's conservation law: sum rho_k W_k = rho W0 / (1 - rho) [Kle76 eq. 3.21]."""
     lams = np.array([lam for lam, _ in classes])
     mus = np.array([mu for _, mu in classes])
     if lams.sum() == 0:
         lams[0] = 1.0
-    lams *= load / np.sum(lams / mus)            # scale to total utilisation `load`
+    lams *= load / np.sum(lams / mus)  # scale to total utilisation `load`
     waits_s = mm1_priority_nonpreemptive_wait_mean_s(lams, mus)
     rhos = lams / mus
     residual_s = np.sum(lams / mus**2)
@@ -312,44 +334,47 @@ def _raises(field):
 _prio = mm1_priority_nonpreemptive_wait_mean_s
 
 
-@pytest.mark.parametrize("call, field", [
-    (lambda: mm1_sojourn_mean_s(1.0, 1.0), "arrival_rate_per_s"),
-    (lambda: mm1_sojourn_mean_s(2.0, 1.0), "arrival_rate_per_s"),
-    (lambda: mm1_sojourn_mean_s(-0.1, 1.0), "arrival_rate_per_s"),
-    (lambda: mm1_sojourn_mean_s(0.5, 0.0), "service_rate_per_s"),
-    (lambda: mm1_sojourn_mean_s(0.5, -1.0), "service_rate_per_s"),
-    (lambda: mm1_sojourn_mean_s(math.nan, 1.0), "arrival_rate_per_s"),
-    (lambda: mm1_sojourn_mean_s(0.5, math.inf), "service_rate_per_s"),
-    (lambda: mm1_sojourn_mean_s("0.5", 1.0), "arrival_rate_per_s"),
-    (lambda: mm1_sojourn_mean_s(True, 1.0), "arrival_rate_per_s"),
-    (lambda: mm1_sojourn_cdf(1.0, 1.0, 1.0), "arrival_rate_per_s"),
-    (lambda: mm1_sojourn_cdf(math.nan, 0.5, 1.0), "t_s"),
-    (lambda: mm1_sojourn_cdf("soon", 0.5, 1.0), "t_s"),
-    (lambda: md1_sojourn_mean_s(1.0, 1.0), "arrival_rate_per_s"),
-    (lambda: md1_sojourn_mean_s(0.5, 0.0), "service_time_s"),
-    (lambda: mg1_sojourn_mean_s(0.5, 1.0, -0.5), "scv_service"),
-    (lambda: mg1_sojourn_mean_s(0.5, -1.0, 1.0), "mean_service_s"),
-    (lambda: mg1_sojourn_mean_s(2.0, 0.5, 1.0), "arrival_rate_per_s"),
-    (lambda: mm1k_loss_probability(1.0, 1.0, 0), "capacity"),
-    (lambda: mm1k_loss_probability(1.0, 1.0, 2.5), "capacity"),
-    (lambda: mm1k_loss_probability(1.0, 1.0, True), "capacity"),
-    (lambda: mm1k_sojourn_mean_s(-1.0, 1.0, 3), "arrival_rate_per_s"),
-    (lambda: mm1k_sojourn_mean_s(1.0, 0.0, 3), "service_rate_per_s"),
-    (lambda: erlang_c(0, 0.5, 1.0), "servers"),
-    (lambda: erlang_c(1.5, 0.5, 1.0), "servers"),
-    (lambda: erlang_c(2, 2.0, 1.0), "arrival_rate_per_s"),
-    (lambda: mmc_wait_mean_s(2, 3.0, 1.0), "arrival_rate_per_s"),
-    (lambda: mmc_sojourn_mean_s(-1, 0.5, 1.0), "servers"),
-    (lambda: jackson_tandem_sojourn_mean_s(1.0, [2.0, 1.0]), "service_rates_per_s[1]"),
-    (lambda: jackson_tandem_sojourn_mean_s(1.0, [2.0, -3.0]), "service_rates_per_s[1]"),
-    (lambda: jackson_tandem_sojourn_mean_s(1.0, []), "service_rates_per_s"),
-    (lambda: jackson_tandem_sojourn_mean_s(1.0, 5.0), "service_rates_per_s"),
-    (lambda: _prio([0.5, 0.6], [1.0, 1.0]), "arrival_rates_per_s"),
-    (lambda: _prio([0.5, -0.1], [1.0, 1.0]), "arrival_rates_per_s[1]"),
-    (lambda: _prio([0.1], [1.0, 1.0]), "service_rates_per_s"),
-    (lambda: _prio([0.1, 0.1], [1.0, 0.0]), "service_rates_per_s[1]"),
-    (lambda: _prio([], []), "arrival_rates_per_s"),
-])
+@pytest.mark.parametrize(
+    "call, field",
+    [
+        (lambda: mm1_sojourn_mean_s(1.0, 1.0), "arrival_rate_per_s"),
+        (lambda: mm1_sojourn_mean_s(2.0, 1.0), "arrival_rate_per_s"),
+        (lambda: mm1_sojourn_mean_s(-0.1, 1.0), "arrival_rate_per_s"),
+        (lambda: mm1_sojourn_mean_s(0.5, 0.0), "service_rate_per_s"),
+        (lambda: mm1_sojourn_mean_s(0.5, -1.0), "service_rate_per_s"),
+        (lambda: mm1_sojourn_mean_s(math.nan, 1.0), "arrival_rate_per_s"),
+        (lambda: mm1_sojourn_mean_s(0.5, math.inf), "service_rate_per_s"),
+        (lambda: mm1_sojourn_mean_s("0.5", 1.0), "arrival_rate_per_s"),
+        (lambda: mm1_sojourn_mean_s(True, 1.0), "arrival_rate_per_s"),
+        (lambda: mm1_sojourn_cdf(1.0, 1.0, 1.0), "arrival_rate_per_s"),
+        (lambda: mm1_sojourn_cdf(math.nan, 0.5, 1.0), "t_s"),
+        (lambda: mm1_sojourn_cdf("soon", 0.5, 1.0), "t_s"),
+        (lambda: md1_sojourn_mean_s(1.0, 1.0), "arrival_rate_per_s"),
+        (lambda: md1_sojourn_mean_s(0.5, 0.0), "service_time_s"),
+        (lambda: mg1_sojourn_mean_s(0.5, 1.0, -0.5), "scv_service"),
+        (lambda: mg1_sojourn_mean_s(0.5, -1.0, 1.0), "mean_service_s"),
+        (lambda: mg1_sojourn_mean_s(2.0, 0.5, 1.0), "arrival_rate_per_s"),
+        (lambda: mm1k_loss_probability(1.0, 1.0, 0), "capacity"),
+        (lambda: mm1k_loss_probability(1.0, 1.0, 2.5), "capacity"),
+        (lambda: mm1k_loss_probability(1.0, 1.0, True), "capacity"),
+        (lambda: mm1k_sojourn_mean_s(-1.0, 1.0, 3), "arrival_rate_per_s"),
+        (lambda: mm1k_sojourn_mean_s(1.0, 0.0, 3), "service_rate_per_s"),
+        (lambda: erlang_c(0, 0.5, 1.0), "servers"),
+        (lambda: erlang_c(1.5, 0.5, 1.0), "servers"),
+        (lambda: erlang_c(2, 2.0, 1.0), "arrival_rate_per_s"),
+        (lambda: mmc_wait_mean_s(2, 3.0, 1.0), "arrival_rate_per_s"),
+        (lambda: mmc_sojourn_mean_s(-1, 0.5, 1.0), "servers"),
+        (lambda: jackson_tandem_sojourn_mean_s(1.0, [2.0, 1.0]), "service_rates_per_s[1]"),
+        (lambda: jackson_tandem_sojourn_mean_s(1.0, [2.0, -3.0]), "service_rates_per_s[1]"),
+        (lambda: jackson_tandem_sojourn_mean_s(1.0, []), "service_rates_per_s"),
+        (lambda: jackson_tandem_sojourn_mean_s(1.0, 5.0), "service_rates_per_s"),
+        (lambda: _prio([0.5, 0.6], [1.0, 1.0]), "arrival_rates_per_s"),
+        (lambda: _prio([0.5, -0.1], [1.0, 1.0]), "arrival_rates_per_s[1]"),
+        (lambda: _prio([0.1], [1.0, 1.0]), "service_rates_per_s"),
+        (lambda: _prio([0.1, 0.1], [1.0, 0.0]), "service_rates_per_s[1]"),
+        (lambda: _prio([], []), "arrival_rates_per_s"),
+    ],
+)
 def test_bad_input_names_the_argument(call, field):
     with _raises(field):
         call()

@@ -3,6 +3,7 @@
 Links: 1 MB/s (1 ms per 1000 bytes), 10 ms propagation, no framing
 (protocol "none"), no overhead. Broker: 2 ms per message unless stated.
 """
+
 from __future__ import annotations
 
 import pytest
@@ -11,19 +12,28 @@ from pubsim.models import topology as T
 from pubsim.models.params.broker import BrokerParams
 from pubsim.models.params.client import PublisherParams, SubscriberParams
 from pubsim.models.params.link import LinkParams
-from pubsim.sim.distributions import Constant
 from pubsim.run import simulate
+from pubsim.sim.distributions import Constant
 
 LINK = LinkParams(latency_s=0.010, bandwidth_Bps=1e6)
 
 
 def _run(times, sizes, *, link=LINK, protocol="none", driver="batch", topic="a", subs=1, **broker):
     broker.setdefault("ingress_cost_s", Constant(value=0.002))
-    pub = PublisherParams(topics=(topic,), arrival="schedule", schedule_time_s=tuple(times),
-                          schedule_size_bytes=tuple(sizes), schedule_topic=(topic,) * len(times))
-    g = T.star(broker=BrokerParams(**broker), publishers={"p": pub},
-               subscribers={f"s{i}": SubscriberParams(subscriptions=(topic,)) for i in range(subs)},
-               link=link, protocol=protocol)
+    pub = PublisherParams(
+        topics=(topic,),
+        arrival="schedule",
+        schedule_time_s=tuple(times),
+        schedule_size_bytes=tuple(sizes),
+        schedule_topic=(topic,) * len(times),
+    )
+    g = T.star(
+        broker=BrokerParams(**broker),
+        publishers={"p": pub},
+        subscribers={f"s{i}": SubscriberParams(subscriptions=(topic,)) for i in range(subs)},
+        link=link,
+        protocol=protocol,
+    )
     return simulate(g, duration_s=1.0, seed=1, driver=driver)
 
 
@@ -109,8 +119,7 @@ def test_mqtt_framing_and_overhead_on_the_wire(driver):
     # payload 10 B on topic "ab": MQTT PUBLISH = 1 + 1 (remaining length 14)
     # + 2 + 2 (topic) = 6 bytes of framing; + 4 overhead = 20 bytes at 1000 B/s = 20 ms
     link = LinkParams(latency_s=0.0, bandwidth_Bps=1000.0, overhead_bytes=4)
-    r = _run([0.0], [10], link=link, protocol="mqtt", topic="ab", ingress_cost_s=Constant(value=0.0),
-             driver=driver)
+    r = _run([0.0], [10], link=link, protocol="mqtt", topic="ab", ingress_cost_s=Constant(value=0.0), driver=driver)
     assert _times(r) == [0.040]
 
 
@@ -129,8 +138,7 @@ def test_cpu_quota_stalls_service_until_the_next_period(driver):
     # 16->17: departs 17, downlink 17->18, +10 -> 28 ms. msg2 (arrived 12 ms,
     # no wake-up) starts 17 with the [16,20) budget spent: 20->21, 24->25;
     # downlink 25->26 -> 36 ms.
-    r = _run([0.0, 0.001], [1000, 1000], cpu_fraction=0.25, cpu_period_s=0.004,
-             idle_wakeup_cost_s=0.001, driver=driver)
+    r = _run([0.0, 0.001], [1000, 1000], cpu_fraction=0.25, cpu_period_s=0.004, idle_wakeup_cost_s=0.001, driver=driver)
     assert _times(r) == [0.028, 0.036]
 
 
@@ -145,8 +153,15 @@ def test_background_cpu_takes_its_share_of_the_quota_first(driver):
     # get 0.125 core = 0.5 ms of CPU per 4 ms period. msg1 (3 ms of work,
     # arrives 11 ms): 11->11.5, 12->12.5, 16->16.5, 20->20.5, 24->24.5,
     # 28->28.5: departs 28.5, downlink 28.5->29.5, +10 -> 39.5 ms.
-    r = _run([0.0], [1000], cpu_fraction=0.25, cpu_period_s=0.004, idle_wakeup_cost_s=0.001,
-             background_cpu_fraction=0.125, driver=driver)
+    r = _run(
+        [0.0],
+        [1000],
+        cpu_fraction=0.25,
+        cpu_period_s=0.004,
+        idle_wakeup_cost_s=0.001,
+        background_cpu_fraction=0.125,
+        driver=driver,
+    )
     assert _times(r) == [0.0395]
 
 

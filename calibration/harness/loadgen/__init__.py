@@ -81,6 +81,7 @@ is unavailable), so a script calling :func:`run_load` needs the usual
 or Ctrl-C in the parent they are terminated and joined in a ``finally``.
 Children exit by themselves when the parent's pipe closes.
 """
+
 from __future__ import annotations
 
 # __all__ is the public interface as before the split; the other names stay importable from here
@@ -88,8 +89,29 @@ from __future__ import annotations
 from .records import HEADER, HEADER_BYTES, PROBE_SEQ, RECORD_DTYPE, STRIDE, _flag_records, _Records  # noqa: F401
 from .result import LoadResult
 from .runner import run_load
-from .spec import (BATCH_INTERVAL_S, MAX_BATCH, PROTOCOLS, ZMQ_MODES, HarnessError,  # noqa: F401
-                   LoadSpec, batch_size, pacing_batch, subscriber_topics, topic_of)
+from .spec import (  # noqa: F401
+    BATCH_INTERVAL_S,
+    MAX_BATCH,
+    PROTOCOLS,
+    ZMQ_MODES,
+    HarnessError,
+    LoadSpec,
+    batch_size,
+    pacing_batch,
+    subscriber_topics,
+    topic_of,
+)
 
-__all__ = ["PROTOCOLS", "HEADER", "HEADER_BYTES", "RECORD_DTYPE", "PROBE_SEQ", "LoadSpec", "LoadResult",
-           "HarnessError", "run_load", "subscriber_topics", "topic_of"]
+__all__ = [
+    "PROTOCOLS",
+    "HEADER",
+    "HEADER_BYTES",
+    "RECORD_DTYPE",
+    "PROBE_SEQ",
+    "LoadSpec",
+    "LoadResult",
+    "HarnessError",
+    "run_load",
+    "subscriber_topics",
+    "topic_of",
+]

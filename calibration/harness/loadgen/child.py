@@ -1,4 +1,5 @@
 """What the client processes of a load run share: set-up, error reports, timing constants."""
+
 from __future__ import annotations
 
 import os

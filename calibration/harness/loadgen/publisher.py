@@ -4,6 +4,7 @@
 write a ring of pre-encoded packets (the codecs' publish templates) patched
 in place; ZeroMQ publishers send one frame per message.
 """
+
 from __future__ import annotations
 
 import array
@@ -63,10 +64,11 @@ class _Ring:
             pos += len(parts[j])
             if (j + 1) % b == 0:
                 bounds.append(pos)
-        self.slot_views = [self.view[bounds[s]:bounds[s + 1]] for s in range(self.slots)]
-        self.slot_headers = [self.header_offsets[s * b:(s + 1) * b] for s in range(self.slots)]
-        self.slot_pids = ([self.packet_id_offsets[s * b:(s + 1) * b] for s in range(self.slots)]
-                          if self.packet_id_offsets else None)
+        self.slot_views = [self.view[bounds[s] : bounds[s + 1]] for s in range(self.slots)]
+        self.slot_headers = [self.header_offsets[s * b : (s + 1) * b] for s in range(self.slots)]
+        self.slot_pids = (
+            [self.packet_id_offsets[s * b : (s + 1) * b] for s in range(self.slots)] if self.packet_id_offsets else None
+        )
 
 
 def _stamp_templates(templates, index):
@@ -148,26 +150,41 @@ def _pace(spec, index, ctl, b, send_batch, drain):
                 break
     wall1, (run1, wait1) = clock(), _schedstat()
     wall = max(wall1 - wall0, 1)
-    return {"index": index, "batch": b, "interval_ns": interval, "t0_ns": t0,
-            "batch_t_send_ns": np.frombuffer(sent_at, dtype=np.int64).copy(), "sent": n * b,
-            "lag_max_ns": lag_max, "cpu_fraction": (run1 - run0) / wall,
-            "runnable_fraction": (run1 - run0 + wait1 - wait0) / wall, "loop_wall_ns": wall}
+    return {
+        "index": index,
+        "batch": b,
+        "interval_ns": interval,
+        "t0_ns": t0,
+        "batch_t_send_ns": np.frombuffer(sent_at, dtype=np.int64).copy(),
+        "sent": n * b,
+        "lag_max_ns": lag_max,
+        "cpu_fraction": (run1 - run0) / wall,
+        "runnable_fraction": (run1 - run0 + wait1 - wait0) / wall,
+        "loop_wall_ns": wall,
+    }
 
 
 def _stream_publisher(spec, index, conn):
     is_mqtt = spec.protocol == "mqtt"
     keepalive = int(min(65535, max(60, 3 * (spec.duration_s + spec.setup_timeout_s + spec.max_drain_s))))
     if is_mqtt:
-        sock, stream = mw.connect(spec.pub_port, f"pubsim-pub{index}-{os.getpid()}", host=spec.host,
-                                  keepalive=keepalive, timeout_s=spec.setup_timeout_s,
-                                  username=spec.mqtt_username, password=spec.mqtt_password)
-        templates = [mw.PublishTemplate(topic_name(k), spec.payload_bytes, qos=spec.qos)
-                     for k in range(spec.topics)]
+        sock, stream = mw.connect(
+            spec.pub_port,
+            f"pubsim-pub{index}-{os.getpid()}",
+            host=spec.host,
+            keepalive=keepalive,
+            timeout_s=spec.setup_timeout_s,
+            username=spec.mqtt_username,
+            password=spec.mqtt_password,
+        )
+        templates = [mw.PublishTemplate(topic_name(k), spec.payload_bytes, qos=spec.qos) for k in range(spec.topics)]
     else:
-        sock, stream, _ = nw.connect(spec.pub_port, host=spec.host, name=f"pubsim-pub{index}",
-                                     timeout_s=spec.setup_timeout_s)
-        templates = [nw.NatsPublishTemplate(nw.subject_for(topic_name(k)), spec.payload_bytes)
-                     for k in range(spec.topics)]
+        sock, stream, _ = nw.connect(
+            spec.pub_port, host=spec.host, name=f"pubsim-pub{index}", timeout_s=spec.setup_timeout_s
+        )
+        templates = [
+            nw.NatsPublishTemplate(nw.subject_for(topic_name(k)), spec.payload_bytes) for k in range(spec.topics)
+        ]
     _stamp_templates(templates, index)
     b = batch_size(spec)
     ring = _Ring(templates, index, b)

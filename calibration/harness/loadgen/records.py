@@ -5,6 +5,7 @@ The first :data:`HEADER_BYTES` (20) bytes of every payload are the header
 topic index. A subscriber keeps one record per received message (the header
 plus the receive time, ns): :data:`RECORD_DTYPE`, :data:`STRIDE` (28) bytes.
 """
+
 from __future__ import annotations
 
 import struct
@@ -15,9 +16,14 @@ __all__ = ["HEADER", "HEADER_BYTES", "RECORD_DTYPE", "STRIDE", "PROBE_SEQ"]
 
 HEADER = struct.Struct("<HQQH")  # publisher id, seq, t_send_ns, topic index
 HEADER_BYTES = HEADER.size  # 20
-RECORD_DTYPE = np.dtype({"names": ["pub", "seq", "t_send_ns", "topic", "t_recv_ns"],
-                         "formats": ["<u2", "<u8", "<u8", "<u2", "<i8"],
-                         "offsets": [0, 2, 10, 18, 20], "itemsize": 28})
+RECORD_DTYPE = np.dtype(
+    {
+        "names": ["pub", "seq", "t_send_ns", "topic", "t_recv_ns"],
+        "formats": ["<u2", "<u8", "<u8", "<u2", "<i8"],
+        "offsets": [0, 2, 10, 18, 20],
+        "itemsize": 28,
+    }
+)
 STRIDE = RECORD_DTYPE.itemsize
 PROBE_SEQ = 2**64 - 1
 _SEQ_TIME = struct.Struct("<QQ")  # patched at header offset 2
@@ -35,7 +41,7 @@ class _Records:
 
     def ensure(self, n_records):
         if self.off + n_records * STRIDE > len(self.buf):
-            self.done.append(self.buf[:self.off])
+            self.done.append(self.buf[: self.off])
             self.count_before += self.off // STRIDE
             self.chunk_records = max(min(self.chunk_records * 2, 4_000_000), n_records)
             self.buf = bytearray(self.chunk_records * STRIDE)
@@ -50,7 +56,7 @@ class _Records:
         return HEADER.unpack_from(self.buf, k * STRIDE)
 
     def array(self):
-        parts = [np.frombuffer(bytes(c), dtype=RECORD_DTYPE) for c in self.done + [self.buf[:self.off]]]
+        parts = [np.frombuffer(bytes(c), dtype=RECORD_DTYPE) for c in self.done + [self.buf[: self.off]]]
         return np.concatenate(parts) if parts else np.zeros(0, RECORD_DTYPE)
 
 

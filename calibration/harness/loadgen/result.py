@@ -1,4 +1,5 @@
 """What a load run measured: :class:`LoadResult` and its summary."""
+
 from __future__ import annotations
 
 import math
@@ -80,13 +81,22 @@ class LoadResult:
             n_lo = math.ceil((w0 - t0) / r["interval_ns"])
             n_hi = math.ceil((w1 - t0) / r["interval_ns"])
             scheduled += (n_hi - n_lo) * r["batch"]
-            publishers.append({
-                "index": r["index"], "batch": r["batch"], "batch_interval_s": r["interval_ns"] / 1e9,
-                "sent": r["sent"], "sent_in_window": in_window[-1],
-                "lag_max_s": r["lag_max_ns"] / 1e9,
-                "lag_end_s": float(lag[hi - 1]) / 1e9 if hi > 0 else math.nan,
-                "cpu_fraction": r["cpu_fraction"], "runnable_fraction": r["runnable_fraction"],
-                "flushed": r["flushed"], "flush_s": r["flush_s"], "acks": r["acks"]})
+            publishers.append(
+                {
+                    "index": r["index"],
+                    "batch": r["batch"],
+                    "batch_interval_s": r["interval_ns"] / 1e9,
+                    "sent": r["sent"],
+                    "sent_in_window": in_window[-1],
+                    "lag_max_s": r["lag_max_ns"] / 1e9,
+                    "lag_end_s": float(lag[hi - 1]) / 1e9 if hi > 0 else math.nan,
+                    "cpu_fraction": r["cpu_fraction"],
+                    "runnable_fraction": r["runnable_fraction"],
+                    "flushed": r["flushed"],
+                    "flush_s": r["flush_s"],
+                    "acks": r["acks"],
+                }
+            )
         frames, subscribers = [], []
         for r in sorted(sub_reports, key=lambda r: r["index"]):
             rec = r["records"]
@@ -95,24 +105,49 @@ class LoadResult:
             sel = rec[m]
             tr = sel["t_recv_ns"].astype(np.int64)
             tsw = ts[m]
-            frames.append(pd.DataFrame({
-                "subscriber": np.full(len(sel), r["index"], np.int32),
-                "publisher": sel["pub"].astype(np.int32), "seq": sel["seq"].astype(np.int64),
-                "topic": sel["topic"].astype(np.int32),
-                "t_send_s": (tsw - t0) / 1e9, "t_recv_s": (tr - t0) / 1e9, "latency_s": (tr - tsw) / 1e9,
-                "duplicate": r["duplicate"][m], "out_of_order": r["out_of_order"][m]}))
-            subscribers.append({"index": r["index"], "topics": sub_topics[r["index"]],
-                                "received": len(rec), "duplicates": int(r["duplicate"].sum()),
-                                "out_of_order": int(r["out_of_order"].sum()),
-                                "disconnected": r["disconnected"], "cpu_fraction": r["cpu_fraction"],
-                                "runnable_fraction": r["runnable_fraction"]})
+            frames.append(
+                pd.DataFrame(
+                    {
+                        "subscriber": np.full(len(sel), r["index"], np.int32),
+                        "publisher": sel["pub"].astype(np.int32),
+                        "seq": sel["seq"].astype(np.int64),
+                        "topic": sel["topic"].astype(np.int32),
+                        "t_send_s": (tsw - t0) / 1e9,
+                        "t_recv_s": (tr - t0) / 1e9,
+                        "latency_s": (tr - tsw) / 1e9,
+                        "duplicate": r["duplicate"][m],
+                        "out_of_order": r["out_of_order"][m],
+                    }
+                )
+            )
+            subscribers.append(
+                {
+                    "index": r["index"],
+                    "topics": sub_topics[r["index"]],
+                    "received": len(rec),
+                    "duplicates": int(r["duplicate"].sum()),
+                    "out_of_order": int(r["out_of_order"].sum()),
+                    "disconnected": r["disconnected"],
+                    "cpu_fraction": r["cpu_fraction"],
+                    "runnable_fraction": r["runnable_fraction"],
+                }
+            )
         deliveries = pd.concat(frames, ignore_index=True)
-        return cls(spec=spec, offered_per_s=float(spec.rate_per_s), t0_ns=t0,
-                   window_s=(spec.warmup_s, spec.duration_s - spec.cooldown_s),
-                   sent=np.array(sent, np.int64), sent_in_window=np.array(in_window, np.int64),
-                   send_windows=send_windows, deliveries=deliveries, publishers=publishers,
-                   subscribers=subscribers, wall=dict(wall), drain_complete=drain_complete,
-                   _scheduled_in_window=scheduled)
+        return cls(
+            spec=spec,
+            offered_per_s=float(spec.rate_per_s),
+            t0_ns=t0,
+            window_s=(spec.warmup_s, spec.duration_s - spec.cooldown_s),
+            sent=np.array(sent, np.int64),
+            sent_in_window=np.array(in_window, np.int64),
+            send_windows=send_windows,
+            deliveries=deliveries,
+            publishers=publishers,
+            subscribers=subscribers,
+            wall=dict(wall),
+            drain_complete=drain_complete,
+            _scheduled_in_window=scheduled,
+        )
 
     def latencies_s(self) -> np.ndarray:
         """Latency of the first copy of every delivery in the window, s."""
@@ -174,29 +209,38 @@ class LoadResult:
         }
         if len(lat):
             q = np.quantile(lat, [0.01, 0.5, 0.9, 0.99])
-            out.update(latency_mean_s=float(lat.mean()), latency_std_s=float(lat.std()),
-                       latency_p01_s=float(q[0]), latency_p50_s=float(q[1]), latency_p90_s=float(q[2]),
-                       latency_p99_s=float(q[3]), latency_max_s=float(lat.max()))
+            out.update(
+                latency_mean_s=float(lat.mean()),
+                latency_std_s=float(lat.std()),
+                latency_p01_s=float(q[0]),
+                latency_p50_s=float(q[1]),
+                latency_p90_s=float(q[2]),
+                latency_p99_s=float(q[3]),
+                latency_max_s=float(lat.max()),
+            )
         else:
             out.update({f"latency_{k}_s": math.nan for k in ("mean", "std", "p01", "p50", "p90", "p99", "max")})
-        out.update({
-            "publisher_lag_max_s": max(p["lag_max_s"] for p in self.publishers),
-            "publisher_lag_end_s": max((p["lag_end_s"] for p in self.publishers if not math.isnan(p["lag_end_s"])),
-                                       default=math.nan),
-            "publisher_runnable_fraction": runnable,
-            "publisher_cpu_fraction": float(np.mean([p["cpu_fraction"] for p in self.publishers])),
-            "generator_behind": bool(behind),
-            "generator_saturated": bool(behind and runnable >= 0.9),
-            "subscriber_runnable_fraction": sub_runnable,
-            "subscriber_saturated": bool(sub_runnable >= 0.9),
-            "subscriber_disconnects": sum(s["disconnected"] is not None for s in self.subscribers),
-            "sent_total": int(self.sent.sum()),
-            "received_total": int(sum(s["received"] for s in self.subscribers)),
-            "drain_complete": self.drain_complete,
-            "batch": self.publishers[0]["batch"],
-            "wall_setup_s": self.wall.get("setup_s", math.nan),
-            "wall_run_s": self.wall.get("run_s", math.nan),
-            "wall_drain_s": self.wall.get("drain_s", math.nan),
-            "wall_total_s": self.wall.get("total_s", math.nan),
-        })
+        out.update(
+            {
+                "publisher_lag_max_s": max(p["lag_max_s"] for p in self.publishers),
+                "publisher_lag_end_s": max(
+                    (p["lag_end_s"] for p in self.publishers if not math.isnan(p["lag_end_s"])), default=math.nan
+                ),
+                "publisher_runnable_fraction": runnable,
+                "publisher_cpu_fraction": float(np.mean([p["cpu_fraction"] for p in self.publishers])),
+                "generator_behind": bool(behind),
+                "generator_saturated": bool(behind and runnable >= 0.9),
+                "subscriber_runnable_fraction": sub_runnable,
+                "subscriber_saturated": bool(sub_runnable >= 0.9),
+                "subscriber_disconnects": sum(s["disconnected"] is not None for s in self.subscribers),
+                "sent_total": int(self.sent.sum()),
+                "received_total": int(sum(s["received"] for s in self.subscribers)),
+                "drain_complete": self.drain_complete,
+                "batch": self.publishers[0]["batch"],
+                "wall_setup_s": self.wall.get("setup_s", math.nan),
+                "wall_run_s": self.wall.get("run_s", math.nan),
+                "wall_drain_s": self.wall.get("drain_s", math.nan),
+                "wall_total_s": self.wall.get("total_s", math.nan),
+            }
+        )
         return out

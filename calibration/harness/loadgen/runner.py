@@ -1,4 +1,5 @@
 """Running a load: :func:`run_load` starts the client processes, sequences them and collects their reports."""
+
 from __future__ import annotations
 
 import multiprocessing as mp
@@ -30,8 +31,9 @@ class _Child:
         self.role, self.index = role, index
         self.conn, child_conn = ctx.Pipe()
         spec, *extra = args
-        self.proc = ctx.Process(target=target, args=(spec, index, *extra, child_conn),
-                                name=f"pubsim-{role}{index}", daemon=True)
+        self.proc = ctx.Process(
+            target=target, args=(spec, index, *extra, child_conn), name=f"pubsim-{role}{index}", daemon=True
+        )
         self._child_conn = child_conn
 
     def start(self):
@@ -47,16 +49,20 @@ class _Child:
                 except EOFError:
                     msg = None
                 if msg is None:
-                    raise HarnessError(f"{self.role} {self.index} exited (code {self.proc.exitcode}) "
-                                       f"while the harness waited for '{expect}'")
+                    raise HarnessError(
+                        f"{self.role} {self.index} exited (code {self.proc.exitcode}) "
+                        f"while the harness waited for '{expect}'"
+                    )
                 if msg[0] == "error":
                     raise HarnessError(msg[1])
                 if msg[0] != expect:
                     raise HarnessError(f"{self.role} {self.index}: expected '{expect}', got '{msg[0]}'")
                 return msg
             if not self.proc.is_alive() and not self.conn.poll():
-                raise HarnessError(f"{self.role} {self.index} exited (code {self.proc.exitcode}) "
-                                   f"while the harness waited for '{expect}'")
+                raise HarnessError(
+                    f"{self.role} {self.index} exited (code {self.proc.exitcode}) "
+                    f"while the harness waited for '{expect}'"
+                )
             if time.monotonic() > deadline:
                 raise HarnessError(f"{self.role} {self.index}: no '{expect}' within the time allowed")
 
@@ -107,14 +113,15 @@ def run_load(spec: LoadSpec) -> LoadResult:
     t_begin = time.monotonic()
     try:
         deadline = t_begin + spec.setup_timeout_s
-        subs = [_Child(ctx, "subscriber", j, _subscriber_main, (spec, sub_topics[j], counters))
-                for j in range(spec.subscribers)]
+        subs = [
+            _Child(ctx, "subscriber", j, _subscriber_main, (spec, sub_topics[j], counters))
+            for j in range(spec.subscribers)
+        ]
         children += subs
         for c in subs:
             c.start()
         endpoints = [c.recv("subscribed", deadline)[2] for c in subs]
-        pubs = [_Child(ctx, "publisher", i, _publisher_main, (spec, endpoints))
-                for i in range(spec.publishers)]
+        pubs = [_Child(ctx, "publisher", i, _publisher_main, (spec, endpoints)) for i in range(spec.publishers)]
         children += pubs
         for c in pubs:
             c.start()

@@ -3,6 +3,7 @@
 See :mod:`pubsim.calibration.harness.loadgen` for the workload, the payload
 and the pacing rules these functions implement.
 """
+
 from __future__ import annotations
 
 import math
@@ -15,8 +16,18 @@ from ....sim.errors import ConfigError
 from ...workload import IDLE_TOPIC, topic_assignment, topic_name  # noqa: F401 - topic_name re-exported for the roles
 from .records import HEADER_BYTES
 
-__all__ = ["PROTOCOLS", "ZMQ_MODES", "BATCH_INTERVAL_S", "MAX_BATCH", "HarnessError", "LoadSpec",
-           "topic_of", "subscriber_topics", "batch_size", "pacing_batch"]
+__all__ = [
+    "PROTOCOLS",
+    "ZMQ_MODES",
+    "BATCH_INTERVAL_S",
+    "MAX_BATCH",
+    "HarnessError",
+    "LoadSpec",
+    "topic_of",
+    "subscriber_topics",
+    "batch_size",
+    "pacing_batch",
+]
 
 PROTOCOLS = ("mqtt", "nats", "zmq")
 ZMQ_MODES = ("proxy", "direct")
@@ -35,8 +46,7 @@ def _is_int(v):
 
 
 def _is_num(v):
-    return isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool) \
-        and math.isfinite(v)
+    return isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool) and math.isfinite(v)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -124,8 +134,11 @@ class LoadSpec:
         if self.fanout > self.subscribers:
             raise ConfigError("fanout", self.fanout, f"at most subscribers ({self.subscribers})")
         if not _is_int(self.payload_bytes) or not HEADER_BYTES <= self.payload_bytes <= 256 * 2**20:
-            raise ConfigError("payload_bytes", self.payload_bytes,
-                              f"an integer in {HEADER_BYTES}..{256 * 2**20} (the header takes {HEADER_BYTES})")
+            raise ConfigError(
+                "payload_bytes",
+                self.payload_bytes,
+                f"an integer in {HEADER_BYTES}..{256 * 2**20} (the header takes {HEADER_BYTES})",
+            )
         if self.qos not in (0, 1) or isinstance(self.qos, bool):
             raise ConfigError("qos", self.qos, "0 or 1")
         if self.qos and self.protocol != "mqtt":
@@ -137,8 +150,7 @@ class LoadSpec:
             if not _is_num(v) or v < 0:
                 raise ConfigError(name, v, "a finite number of seconds >= 0")
         if self.warmup_s + self.cooldown_s >= self.duration_s:
-            raise ConfigError("warmup_s", self.warmup_s,
-                              f"warmup + cooldown < duration ({self.duration_s} s)")
+            raise ConfigError("warmup_s", self.warmup_s, f"warmup + cooldown < duration ({self.duration_s} s)")
         if self.drain_s is not None and (not _is_num(self.drain_s) or self.drain_s < 0):
             raise ConfigError("drain_s", self.drain_s, "None or a finite number of seconds >= 0")
         for name in ("max_drain_s", "setup_timeout_s", "batch_interval_s"):
@@ -158,14 +170,21 @@ class LoadSpec:
                 raise ConfigError(name, getattr(self, name), "a string or None")
         if self.mqtt_password is not None and self.mqtt_username is None:
             raise ConfigError("mqtt_password", "***", "only with mqtt_username (MQTT 3.1.1)")
-        need = {"mqtt": ("pub_port",), "nats": ("pub_port",),
-                "zmq": ("pub_port", "sub_port") if self.zmq_mode == "proxy" else ()}[self.protocol]
+        need = {
+            "mqtt": ("pub_port",),
+            "nats": ("pub_port",),
+            "zmq": ("pub_port", "sub_port") if self.zmq_mode == "proxy" else (),
+        }[self.protocol]
         for name in ("pub_port", "sub_port"):
             v = getattr(self, name)
             if v is None:
                 if name in need:
-                    raise ConfigError(name, v, f"a TCP port in 1..65535 for protocol {self.protocol}"
-                                      + (f" ({self.zmq_mode} mode)" if self.protocol == "zmq" else ""))
+                    raise ConfigError(
+                        name,
+                        v,
+                        f"a TCP port in 1..65535 for protocol {self.protocol}"
+                        + (f" ({self.zmq_mode} mode)" if self.protocol == "zmq" else ""),
+                    )
             elif not _is_int(v) or not 1 <= v <= 65535:
                 raise ConfigError(name, v, "a TCP port in 1..65535")
         try:
@@ -203,19 +222,31 @@ def topic_of(publisher: int, seq, topics: int):
 
 def subscriber_topics(spec: LoadSpec) -> list[list[int]]:
     """Topic indices of every subscriber of ``spec`` (``[]`` for an idle one)."""
-    _, filters = topic_assignment(publishers=spec.publishers, subscribers=spec.subscribers,
-                                  topics=spec.topics, fanout=spec.fanout)
+    _, filters = topic_assignment(
+        publishers=spec.publishers, subscribers=spec.subscribers, topics=spec.topics, fanout=spec.fanout
+    )
     return [[int(f.rsplit("/t", 1)[1]) for f in fs if f != IDLE_TOPIC] for fs in filters]
 
 
 def batch_size(spec: LoadSpec) -> int:
     """Messages per batch of one publisher of ``spec`` (package docstring, Pacing)."""
-    return pacing_batch(spec.rate_per_s / spec.publishers, spec.payload_bytes, spec.topics,
-                        max_batch=spec.max_batch, batch_interval_s=spec.batch_interval_s)
+    return pacing_batch(
+        spec.rate_per_s / spec.publishers,
+        spec.payload_bytes,
+        spec.topics,
+        max_batch=spec.max_batch,
+        batch_interval_s=spec.batch_interval_s,
+    )
 
 
-def pacing_batch(rate_per_s: float, payload_bytes: int, topics: int, *, max_batch: int = MAX_BATCH,
-                 batch_interval_s: float = BATCH_INTERVAL_S) -> int:
+def pacing_batch(
+    rate_per_s: float,
+    payload_bytes: int,
+    topics: int,
+    *,
+    max_batch: int = MAX_BATCH,
+    batch_interval_s: float = BATCH_INTERVAL_S,
+) -> int:
     """Messages per batch of one publisher (package docstring, Pacing).
 
     Parameters

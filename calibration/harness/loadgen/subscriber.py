@@ -3,11 +3,11 @@
 :func:`_subscriber_main` is the process target; MQTT and NATS read the
 socket with the codecs' ``feed_records`` fast path, ZeroMQ with ``recv_into``.
 """
+
 from __future__ import annotations
 
 import math
 import os
-import socket
 import struct
 import time
 
@@ -107,8 +107,15 @@ class _SubState:
             cpu, runnable = (run1 - run0) / wall, (run1 - run0 + wait1 - wait0) / wall
         else:
             cpu = runnable = math.nan
-        out = {"index": self.index, "records": rec, "duplicate": dup, "out_of_order": ooo,
-               "disconnected": self.disconnected, "cpu_fraction": cpu, "runnable_fraction": runnable}
+        out = {
+            "index": self.index,
+            "records": rec,
+            "duplicate": dup,
+            "out_of_order": ooo,
+            "disconnected": self.disconnected,
+            "cpu_fraction": cpu,
+            "runnable_fraction": runnable,
+        }
         out.update(extra or {})
         self.conn.send(("result", out))
 
@@ -128,14 +135,19 @@ def _stream_subscriber(spec, index, topics, conn, counters):
     names = [topic_name(k) for k in topics] or [IDLE_TOPIC]
     keepalive = int(min(65535, max(60, 3 * (spec.duration_s + spec.setup_timeout_s + spec.max_drain_s))))
     if spec.protocol == "mqtt":
-        sock, stream = mw.connect(port, f"pubsim-sub{index}-{os.getpid()}", host=spec.host,
-                                  keepalive=keepalive, timeout_s=spec.setup_timeout_s,
-                                  username=spec.mqtt_username, password=spec.mqtt_password)
+        sock, stream = mw.connect(
+            port,
+            f"pubsim-sub{index}-{os.getpid()}",
+            host=spec.host,
+            keepalive=keepalive,
+            timeout_s=spec.setup_timeout_s,
+            username=spec.mqtt_username,
+            password=spec.mqtt_password,
+        )
         mw.subscribe(sock, stream, names, qos=spec.qos, timeout_s=spec.setup_timeout_s)
         min_msg = 4 + HEADER_BYTES
     else:
-        sock, stream, _ = nw.connect(port, host=spec.host, name=f"pubsim-sub{index}",
-                                     timeout_s=spec.setup_timeout_s)
+        sock, stream, _ = nw.connect(port, host=spec.host, name=f"pubsim-sub{index}", timeout_s=spec.setup_timeout_s)
         nw.subscribe(sock, stream, [nw.subject_for(n) for n in names], timeout_s=spec.setup_timeout_s)
         min_msg = 12 + HEADER_BYTES
     conn.send(("subscribed", index, None))
@@ -152,7 +164,7 @@ def _stream_subscriber(spec, index, topics, conn, counters):
             if st.disconnected is None:
                 try:
                     data = recv(_READ_BYTES)
-                except socket.timeout:
+                except TimeoutError:
                     pass
                 except OSError as e:
                     st.disconnected = f"{type(e).__name__}: {e}"
@@ -163,15 +175,16 @@ def _stream_subscriber(spec, index, topics, conn, counters):
                 else:
                     rec.ensure((stream.pending + len(data)) // min_msg + 1)
                     if is_mqtt:
-                        rec.off, others = stream.feed_records(data, now, rec.buf, rec.off,
-                                                              header_bytes=HEADER_BYTES, stride=STRIDE,
-                                                              ack_ids=ack_ids)
+                        rec.off, others = stream.feed_records(
+                            data, now, rec.buf, rec.off, header_bytes=HEADER_BYTES, stride=STRIDE, ack_ids=ack_ids
+                        )
                         if ack_ids:
                             _send_blocking(sock, b"".join(mw.encode_puback(p) for p in ack_ids))
                             ack_ids.clear()
                     else:
-                        rec.off, others = stream.feed_records(data, now, rec.buf, rec.off,
-                                                              header_bytes=HEADER_BYTES, stride=STRIDE)
+                        rec.off, others = stream.feed_records(
+                            data, now, rec.buf, rec.off, header_bytes=HEADER_BYTES, stride=STRIDE
+                        )
                         for ev in others:
                             if ev.op == "PING":
                                 _send_blocking(sock, nw.PONG)
@@ -239,7 +252,7 @@ def _zmq_subscriber(spec, index, topics, conn, counters):
                     p = frame.find(0, 0, maxlen) + 1
                     if p == 0 or n - p < HEADER_BYTES:
                         raise HarnessError(f"ZeroMQ message of {n} bytes without a {HEADER_BYTES}-byte header")
-                    buf[off:off + HEADER_BYTES] = frame[p:p + HEADER_BYTES]
+                    buf[off : off + HEADER_BYTES] = frame[p : p + HEADER_BYTES]
                     pack_t(buf, off + HEADER_BYTES, t)
                     off += STRIDE
                 rec.off = off

@@ -2,6 +2,7 @@
 
 Plug-in: :data:`BROKERLESS` (:mod:`.plugin`).
 """
+
 from .plugin import BROKERLESS
 
 __all__ = ["BROKERLESS"]

@@ -6,10 +6,10 @@ peer; its prefix table holds the subscriptions its peers sent. A copy
 entering a socket is matched there and copied into the pipe of each peer
 whose prefix matches.
 """
+
 from __future__ import annotations
 
 from ....sim.routing import Hop
-
 from ... import topology as T
 from ...params.topics import SubscriptionTable, TopicSyntax
 from ..context import CompileContext
@@ -44,8 +44,9 @@ class Brokerless:
         g = ctx.graph
         for k in ctx.sockets:
             params = ctx.params(k)
-            ctx.add_station(StationKey.socket(k), SocketStation(f"socket:{k}", params, streams=ctx.streams,
-                                                                window=ctx.window))
+            ctx.add_station(
+                StationKey.socket(k), SocketStation(f"socket:{k}", params, streams=ctx.streams, window=ctx.window)
+            )
             for s in ctx.subscribers:
                 if g.has_edge(s, k):
                     link = ctx.link_params(s, k)

@@ -22,12 +22,14 @@ instead of one broker. Stations: the publisher's hand-off link, the socket
 (send cost + per-copy cost + per-byte cost, batched), one pipe link per
 (socket, matching subscriber), the subscriber.
 """
+
 from __future__ import annotations
 
 from ....sim.disciplines import Overflow
 from ...stations.core import ModelStation, _batch, make_discipline
 
 __all__ = ["SocketStation", "socket_link_limits"]
+
 
 class SocketStation(ModelStation):
     """A PUB/PUSH socket's I/O work on the publisher's host (fan-out paid here).
@@ -41,9 +43,14 @@ class SocketStation(ModelStation):
     """
 
     def __init__(self, name, params, *, streams, window):
-        disc = make_discipline(servers=1, capacity_messages=None, capacity_bytes=None,
-                               overflow=Overflow.DROP_NEWEST, idle_extra_s=params.idle_wakeup_cost_s,
-                               batch=_batch(params))
+        disc = make_discipline(
+            servers=1,
+            capacity_messages=None,
+            capacity_bytes=None,
+            overflow=Overflow.DROP_NEWEST,
+            idle_extra_s=params.idle_wakeup_cost_s,
+            batch=_batch(params),
+        )
         super().__init__(name, "socket", disc, window=window)
         self.params = params
         self.send = streams.draws(params.send_cost_s, name, "send")
@@ -63,5 +70,4 @@ class SocketStation(ModelStation):
 def socket_link_limits(link, params):
     """Queue limits of a peer pipe: the tighter of the link's own and the HWM."""
     vals = [v for v in (link.queue_messages, params.hwm_messages) if v is not None]
-    return {"queue_messages": min(vals) if vals else None, "queue_bytes": link.queue_bytes,
-            "overflow": params.overflow}
+    return {"queue_messages": min(vals) if vals else None, "queue_bytes": link.queue_bytes, "overflow": params.overflow}

@@ -6,10 +6,10 @@ hop at the home node) and the plain broker hop (matching, a copy to each
 local subscriber's downlink, then whatever the mechanisms forward).
 :data:`DELIVERY`: each subscriber's downlink and the subscriber station.
 """
+
 from __future__ import annotations
 
 from ....sim.routing import Hop
-
 from ...params.topics import SubscriptionTable, TopicSyntax
 from ...stations.core import BrokerStation, SubscriberStation
 from ..context import CompileContext
@@ -21,8 +21,12 @@ __all__ = ["BROKERS", "DELIVERY", "Brokers", "Delivery", "broker_hop", "delivery
 def passthrough(sub) -> bool:
     """A subscriber that takes no time and has no buffer limit is not a station:
     its copies are delivered as they leave the downlink."""
-    return (sub.processing_s.is_constant and sub.processing_s.mean == 0 and sub.buffer_messages is None
-            and (sub.serialization is None or not sub.serialization.has_decode))
+    return (
+        sub.processing_s.is_constant
+        and sub.processing_s.mean == 0
+        and sub.buffer_messages is None
+        and (sub.serialization is None or not sub.serialization.has_decode)
+    )
 
 
 def delivery_hop(ctx: CompileContext, link: StationKey, subscriber) -> Hop:
@@ -65,12 +69,20 @@ class Brokers:
         for p in ctx.publishers:
             b = ctx.home(p)
             link = ctx.link_params(p, b)
-            ctx.add_link(StationKey.uplink(p), f"link:{p}->{b}", link,
-                         queue_messages=link.queue_messages, queue_bytes=link.queue_bytes)
+            ctx.add_link(
+                StationKey.uplink(p),
+                f"link:{p}->{b}",
+                link,
+                queue_messages=link.queue_messages,
+                queue_bytes=link.queue_bytes,
+            )
         for b in ctx.brokers:
-            ctx.add_station(StationKey.broker(b), BrokerStation(f"broker:{b}", ctx.params(b),
-                                                                filters=len(ctx.tables[b]),
-                                                                streams=ctx.streams, window=ctx.window))
+            ctx.add_station(
+                StationKey.broker(b),
+                BrokerStation(
+                    f"broker:{b}", ctx.params(b), filters=len(ctx.tables[b]), streams=ctx.streams, window=ctx.window
+                ),
+            )
 
     def route(self, ctx: CompileContext, publisher, topic: str) -> Hop:
         """A flow's tree: the uplink, then the entry hop of the publisher's home node."""
@@ -99,13 +111,17 @@ class Delivery:
             b, sp = ctx.home(s), ctx.params(s)
             if b not in ctx.tables:  # brokerless: pipes from sockets instead of a downlink
                 if not passthrough(sp):
-                    ctx.add_station(StationKey.subscriber(s), SubscriberStation(
-                        f"subscriber:{s}", sp, streams=ctx.streams, window=ctx.window))
+                    ctx.add_station(
+                        StationKey.subscriber(s),
+                        SubscriberStation(f"subscriber:{s}", sp, streams=ctx.streams, window=ctx.window),
+                    )
                 continue
             ctx.add_link(StationKey.downlink(s), f"link:{b}->{s}", ctx.link_params(s, b))
             if not (passthrough(sp) or ctx.folds_subscriber(s)):
-                ctx.add_station(StationKey.subscriber(s), SubscriberStation(
-                    f"subscriber:{s}", sp, streams=ctx.streams, window=ctx.window))
+                ctx.add_station(
+                    StationKey.subscriber(s),
+                    SubscriberStation(f"subscriber:{s}", sp, streams=ctx.streams, window=ctx.window),
+                )
 
 
 BROKERS = Brokers()

@@ -2,6 +2,7 @@
 
 Plug-in: :data:`ILDM` (:mod:`.plugin`).
 """
+
 from .plugin import ILDM
 
 __all__ = ["ILDM"]

@@ -33,6 +33,7 @@ Every operation returns tidy :class:`Flow` records. The data plane
 steady state after every subscriber subscribed (:func:`steady_state`), so the
 simulated routes and this protocol model are one source of truth.
 """
+
 from __future__ import annotations
 
 import enum
@@ -42,9 +43,8 @@ from dataclasses import asdict, dataclass
 import networkx as nx
 
 from ....sim.errors import ConfigError
-
-from ...params.topics import SubscriptionTable, TopicSyntax, _syntax, validate_filter, validate_topic
 from ... import topology as T
+from ...params.topics import SubscriptionTable, TopicSyntax, _syntax, validate_filter, validate_topic
 
 __all__ = ["Kind", "Flow", "ControlPlane", "covers", "steady_state", "ack_kinds", "CONTROL_KINDS"]
 
@@ -52,15 +52,15 @@ __all__ = ["Kind", "Flow", "ControlPlane", "covers", "steady_state", "ack_kinds"
 class Kind(str, enum.Enum):
     """What a flow record carries."""
 
-    SUBSCRIBE = "subscribe"                  # client -> its node / local broker
+    SUBSCRIBE = "subscribe"  # client -> its node / local broker
     UNSUBSCRIBE = "unsubscribe"
-    INTER_SUBSCRIBE = "inter_subscribe"      # node -> neighbour node
+    INTER_SUBSCRIBE = "inter_subscribe"  # node -> neighbour node
     INTER_UNSUBSCRIBE = "inter_unsubscribe"
-    PUBLISH = "publish"                      # client -> node, or node -> neighbour node
-    DELIVER = "deliver"                      # local broker -> subscribed client
-    WILL = "will"                            # a node fires a stored will for a client
-    PUBACK = "puback"                        # per-hop QoS 1
-    PUBREC = "pubrec"                        # per-hop QoS 2
+    PUBLISH = "publish"  # client -> node, or node -> neighbour node
+    DELIVER = "deliver"  # local broker -> subscribed client
+    WILL = "will"  # a node fires a stored will for a client
+    PUBACK = "puback"  # per-hop QoS 1
+    PUBREC = "pubrec"  # per-hop QoS 2
     PUBREL = "pubrel"
     PUBCOMP = "pubcomp"
 
@@ -75,8 +75,7 @@ def ack_kinds(qos):
     ``reversed`` is True when the packet travels from receiver to sender
     (MQTT 3.1.1 §4.3: QoS 1 PUBACK; QoS 2 PUBREC, PUBREL, PUBCOMP).
     """
-    return {0: (), 1: ((Kind.PUBACK, True),),
-            2: ((Kind.PUBREC, True), (Kind.PUBREL, False), (Kind.PUBCOMP, True))}[qos]
+    return {0: (), 1: ((Kind.PUBACK, True),), 2: ((Kind.PUBREC, True), (Kind.PUBREL, False), (Kind.PUBCOMP, True))}[qos]
 
 
 @dataclass(frozen=True)
@@ -132,7 +131,7 @@ def covers(syntax, wide, narrow) -> bool:
     validate_filter(syntax, wide)
     validate_filter(syntax, narrow)
     if syntax is TopicSyntax.PREFIX:
-        enc = (lambda x: x.encode() if isinstance(x, str) else bytes(x))
+        enc = lambda x: x.encode() if isinstance(x, str) else bytes(x)
         return enc(narrow).startswith(enc(wide))
     _, one, rest = _WILD[syntax]
     w, n = _levels(syntax, wide), _levels(syntax, narrow)
@@ -166,6 +165,7 @@ def _cov_step(w, n, i, j, one, rest, cov):
 # ---------------------------------------------------------------------------
 # The protocol
 # ---------------------------------------------------------------------------
+
 
 class Mode(str, enum.Enum):
     FLOOD = "flood"
@@ -210,11 +210,11 @@ class ControlPlane:
             self._edge(a, b, "bridges")
             self.bridges[(a, b)] = self._table(b, filters)
         self.home = {}
-        self.local = {x: {} for x in self.nodes}            # node -> filter -> set of clients
+        self.local = {x: {} for x in self.nodes}  # node -> filter -> set of clients
         self.held = {x: {y: [] for y in self.nbrs[x]} for x in self.nodes}  # x forwards to y: filters
         self._tables = {}
-        self._index = {}                                    # (x, y) -> (set of held[x][y], its wildcard ones)
-        self.retained = {x: {} for x in self.nodes}         # node -> topic -> publishing client
+        self._index = {}  # (x, y) -> (set of held[x][y], its wildcard ones)
+        self.retained = {x: {} for x in self.nodes}  # node -> topic -> publishing client
         self.wills = {}
         self.step = 0
         self.log = []
@@ -430,8 +430,9 @@ def _check_tree(tree):
         return
     loop = " - ".join(str(a) for a, _ in cycle) + f" - {cycle[0][0]}"
     u, v = cycle[-1][:2]
-    raise ConfigError(f"edge ({u!r}, {v!r})", f"closes the cycle {loop}",
-                      "nodes connected as a tree (no cycles, SYSTEMS.md §3)")
+    raise ConfigError(
+        f"edge ({u!r}, {v!r})", f"closes the cycle {loop}", "nodes connected as a tree (no cycles, SYSTEMS.md §3)"
+    )
 
 
 def steady_state(g):

@@ -6,10 +6,10 @@ each broker-broker link. A copy entering a broker with a relay enters the
 relay, which hands it to its broker and forwards copies over the bridges;
 without a relay the broker forwards them itself (:meth:`ILDM.forward_hops`).
 """
+
 from __future__ import annotations
 
 from ....sim.routing import Hop
-
 from ... import topology as T
 from ..context import CompileContext
 from ..core import broker_hop
@@ -34,28 +34,37 @@ class Ildm:
     def add_stations(self, ctx: CompileContext) -> None:
         """Relay stations, then both directions of each broker-broker link."""
         for b in ctx.relays:
-            ctx.add_station(StationKey.relay(b), RelayStation(f"relay:{b}", ctx.relays[b], streams=ctx.streams,
-                                                              window=ctx.window))
+            ctx.add_station(
+                StationKey.relay(b), RelayStation(f"relay:{b}", ctx.relays[b], streams=ctx.streams, window=ctx.window)
+            )
         for a, b in T.broker_links(ctx.graph):
             link = ctx.link_params(a, b)
             for x, y in ((a, b), (b, a)):
-                ctx.add_link(StationKey.bridge(x, y), f"link:{x}->{y}", link,
-                             queue_messages=link.queue_messages, queue_bytes=link.queue_bytes)
+                ctx.add_link(
+                    StationKey.bridge(x, y),
+                    f"link:{x}->{y}",
+                    link,
+                    queue_messages=link.queue_messages,
+                    queue_bytes=link.queue_bytes,
+                )
 
     def entry_hop(self, ctx: CompileContext, node, came_from, topic: str, ingress: bool) -> Hop | None:
         """A broker with a relay: the relay, its broker (first child), then the forwarded copies."""
         if node not in ctx.relays:
             return None
-        hop = Hop(ctx.index_of(StationKey.relay(node)),
-                  children=[broker_hop(ctx, node, came_from, topic, ingress, forward=False)])
+        hop = Hop(
+            ctx.index_of(StationKey.relay(node)),
+            children=[broker_hop(ctx, node, came_from, topic, ingress, forward=False)],
+        )
         hop.children.extend(self.forward_hops(ctx, node, came_from, topic))
         return hop
 
     def forward_hops(self, ctx: CompileContext, node, came_from, topic: str) -> list[Hop]:
         """A copy over the bridge to each neighbour broker the control plane forwards ``topic`` to."""
-        return [Hop(ctx.index_of(StationKey.bridge(node, n)), link=True,
-                    children=[ctx.entry_hop(n, node, topic, False)])
-                for n in _wanted(ctx, node, came_from, topic)]
+        return [
+            Hop(ctx.index_of(StationKey.bridge(node, n)), link=True, children=[ctx.entry_hop(n, node, topic, False)])
+            for n in _wanted(ctx, node, came_from, topic)
+        ]
 
 
 def _wanted(ctx: CompileContext, broker, came_from, topic: str) -> list:

@@ -18,6 +18,7 @@ acknowledgements the sender handles per hop: 0 at QoS 0, 1 (PUBACK) at QoS 1,
 charged to the message that caused it (a modelling assumption: acks arrive
 later, but a FIFO worker pays for them all the same).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -27,6 +28,7 @@ from ...params.relay import SENDER_ACKS
 from ...stations.core import ModelStation
 
 __all__ = ["RelayStation"]
+
 
 class RelayStation(ModelStation):
     """A relay node: FIFO workers, demand as in the module docstring.

@@ -20,6 +20,7 @@ One tidy row per (scope, element, traffic, plane, direction):
     of the control plane when every subscriber subscribed once, before the
     run: they are not per window.
 """
+
 from __future__ import annotations
 
 import pandas as pd
@@ -29,8 +30,7 @@ from .control import Kind
 __all__ = ["traffic_table", "COLUMNS"]
 
 COLUMNS = ["scope", "element", "traffic", "plane", "direction", "messages", "source"]
-_SETUP_KINDS = (Kind.SUBSCRIBE.value, Kind.INTER_SUBSCRIBE.value, Kind.INTER_UNSUBSCRIBE.value,
-                Kind.UNSUBSCRIBE.value)
+_SETUP_KINDS = (Kind.SUBSCRIBE.value, Kind.INTER_SUBSCRIBE.value, Kind.INTER_UNSUBSCRIBE.value, Kind.UNSUBSCRIBE.value)
 
 
 def _link_counts(network):
@@ -48,8 +48,8 @@ def _link_counts(network):
 def _ack_counts(copies, qos_ab, qos_ba):
     """Ack packets travelling a->b, given copies a->b (qos_ab) and b->a (qos_ba)."""
     a_to_b, b_to_a = copies
-    forward = a_to_b if qos_ab == 2 else 0                      # PUBREL
-    back = b_to_a * {0: 0, 1: 1, 2: 2}[qos_ba]                  # PUBACK / PUBREC + PUBCOMP
+    forward = a_to_b if qos_ab == 2 else 0  # PUBREL
+    back = b_to_a * {0: 0, 1: 1, 2: 2}[qos_ba]  # PUBACK / PUBREC + PUBCOMP
     return forward + back
 
 
@@ -71,9 +71,11 @@ def traffic_table(network) -> pd.DataFrame:
             acks = _ack_counts((n, links.get((b, a), 0)), qos_ab, qos_ba)
             edge[(a, b)] = (n, acks, setup.get((a, b), 0))
             name = f"{a}->{b}"
-            rows += [("edge", name, "inter_broker", "data", "", n, "simulated"),
-                     ("edge", name, "inter_broker", "control", "", acks, "simulated"),
-                     ("edge", name, "inter_broker", "control", "", setup.get((a, b), 0), "setup")]
+            rows += [
+                ("edge", name, "inter_broker", "data", "", n, "simulated"),
+                ("edge", name, "inter_broker", "control", "", acks, "simulated"),
+                ("edge", name, "inter_broker", "control", "", setup.get((a, b), 0), "setup"),
+            ]
     for x in nodes:
         rows += _node_rows(x, nodes, links, edge, setup)
     return pd.DataFrame(rows, columns=COLUMNS)
@@ -83,12 +85,16 @@ def _node_rows(x, nodes, links, edge, setup):
     up = sum(n for (a, b), n in links.items() if b == x and a not in nodes)
     down = sum(n for (a, b), n in links.items() if a == x and b not in nodes)
     subs = sum(n for (a, b), n in setup.items() if b == x and a not in nodes)
-    rows = [("node", x, "client", "data", "in", up, "simulated"),
-            ("node", x, "client", "data", "out", down, "simulated"),
-            ("node", x, "client", "control", "in", subs, "setup")]
+    rows = [
+        ("node", x, "client", "data", "in", up, "simulated"),
+        ("node", x, "client", "data", "out", down, "simulated"),
+        ("node", x, "client", "control", "in", subs, "setup"),
+    ]
     for direction, mine in (("in", lambda a, b: b == x), ("out", lambda a, b: a == x)):
         sel = [v for (a, b), v in edge.items() if mine(a, b)]
-        rows += [("node", x, "inter_broker", "data", direction, sum(v[0] for v in sel), "simulated"),
-                 ("node", x, "inter_broker", "control", direction, sum(v[1] for v in sel), "simulated"),
-                 ("node", x, "inter_broker", "control", direction, sum(v[2] for v in sel), "setup")]
+        rows += [
+            ("node", x, "inter_broker", "data", direction, sum(v[0] for v in sel), "simulated"),
+            ("node", x, "inter_broker", "control", direction, sum(v[1] for v in sel), "simulated"),
+            ("node", x, "inter_broker", "control", direction, sum(v[2] for v in sel), "setup"),
+        ]
     return rows

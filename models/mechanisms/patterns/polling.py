@@ -23,6 +23,7 @@ parameters) or from a simulation: the delivery times of the poll requests
 at the sensor (:func:`read_times_from_deliveries`), which include queueing
 at the links and the broker.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -30,8 +31,14 @@ import pandas as pd
 
 from ....sim.errors import ConfigError
 
-__all__ = ["constant_times", "poll_records", "poll_summary", "expected_lost_fraction",
-           "expected_duplicate_fraction", "read_times_from_deliveries"]
+__all__ = [
+    "constant_times",
+    "poll_records",
+    "poll_summary",
+    "expected_lost_fraction",
+    "expected_duplicate_fraction",
+    "read_times_from_deliveries",
+]
 
 
 def constant_times(interval_s, until_s, rng, start_s=0.0):
@@ -76,12 +83,20 @@ def poll_records(sample_times_s, poll_times_s, read_times_s, reply_times_s):
     duplicate[order], skipped[order] = dup_sorted, skipped_sorted
     sample_t = np.where(idx >= 0, samples[np.maximum(idx, 0)], np.nan)
     reply = np.asarray(reply_times_s, dtype=float)
-    return pd.DataFrame({
-        "poll": np.arange(len(read)), "poll_time_s": np.asarray(poll_times_s, dtype=float),
-        "read_time_s": read, "reply_time_s": reply, "latency_s": reply - np.asarray(poll_times_s, dtype=float),
-        "sample": idx, "sample_time_s": sample_t, "age_s": reply - sample_t,
-        "duplicate": duplicate, "skipped": skipped,
-    })
+    return pd.DataFrame(
+        {
+            "poll": np.arange(len(read)),
+            "poll_time_s": np.asarray(poll_times_s, dtype=float),
+            "read_time_s": read,
+            "reply_time_s": reply,
+            "latency_s": reply - np.asarray(poll_times_s, dtype=float),
+            "sample": idx,
+            "sample_time_s": sample_t,
+            "age_s": reply - sample_t,
+            "duplicate": duplicate,
+            "skipped": skipped,
+        }
+    )
 
 
 def poll_summary(records, sample_times_s):
@@ -93,16 +108,30 @@ def poll_summary(records, sample_times_s):
     """
     got = records[records["sample"] >= 0]
     if got.empty:
-        return {"polls": len(records), "samples": 0, "fetched": 0, "lost": 0, "duplicated_polls": 0,
-                "lost_fraction": float("nan"), "duplicate_fraction": float("nan")}
+        return {
+            "polls": len(records),
+            "samples": 0,
+            "fetched": 0,
+            "lost": 0,
+            "duplicated_polls": 0,
+            "lost_fraction": float("nan"),
+            "duplicate_fraction": float("nan"),
+        }
     lo, hi = int(got["sample"].min()), int(got["sample"].max())
     span = hi - lo + 1
     fetched = int(got["sample"].nunique())
     dup = int(got["duplicate"].sum())
-    return {"polls": len(records), "samples": span, "fetched": fetched, "lost": span - fetched,
-            "duplicated_polls": dup, "lost_fraction": (span - fetched) / span,
-            "duplicate_fraction": dup / len(got), "latency_mean_s": float(got["latency_s"].mean()),
-            "age_mean_s": float(got["age_s"].mean())}
+    return {
+        "polls": len(records),
+        "samples": span,
+        "fetched": fetched,
+        "lost": span - fetched,
+        "duplicated_polls": dup,
+        "lost_fraction": (span - fetched) / span,
+        "duplicate_fraction": dup / len(got),
+        "latency_mean_s": float(got["latency_s"].mean()),
+        "age_mean_s": float(got["age_s"].mean()),
+    }
 
 
 def expected_lost_fraction(poll_interval_s, sample_interval_s):

@@ -17,6 +17,7 @@ path is taken as **uncontended** (an assumption: acks are small and use the
 links' otherwise idle reverse directions; their queueing behind data at a
 shared broker is not modelled).
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -24,7 +25,6 @@ import dataclasses
 import numpy as np
 
 from ....sim.errors import ConfigError
-
 from ... import topology as T
 
 __all__ = ["push_pull", "ack_times", "ack_delay_s", "TOPIC_PREFIX"]
@@ -49,8 +49,10 @@ def push_pull(*, broker, link, pushers, pullers, protocol="zmq"):
     if not pullers:
         raise ConfigError("pullers", pullers, "at least one PULL worker")
     topics = tuple(f"{TOPIC_PREFIX}/{name}" for name in pullers)
-    pubs = {n: dataclasses.replace(p, topics=topics, topic_choice="round_robin", topic_weights=None)
-            for n, p in pushers.items()}
+    pubs = {
+        n: dataclasses.replace(p, topics=topics, topic_choice="round_robin", topic_weights=None)
+        for n, p in pushers.items()
+    }
     subs = {n: dataclasses.replace(s, subscriptions=(f"{TOPIC_PREFIX}/{n}",)) for n, s in pullers.items()}
     return T.star(broker=broker, publishers=pubs, subscribers=subs, link=link, protocol=protocol)
 
@@ -64,8 +66,11 @@ def ack_delay_s(g, pusher, puller, ack):
     hub_p, hub_s = T.home_broker(g, pusher), T.home_broker(g, puller)
     if hub_p != hub_s:
         raise ConfigError("push_pull", f"{pusher}@{hub_p}, {puller}@{hub_s}", "pusher and puller on one broker")
-    return (_one_way_s(g.edges[puller, hub_s][T.PARAMS], ack.ack_bytes) + ack.ack_cost_s
-            + _one_way_s(g.edges[pusher, hub_p][T.PARAMS], ack.ack_bytes))
+    return (
+        _one_way_s(g.edges[puller, hub_s][T.PARAMS], ack.ack_bytes)
+        + ack.ack_cost_s
+        + _one_way_s(g.edges[pusher, hub_p][T.PARAMS], ack.ack_bytes)
+    )
 
 
 def ack_times(deliveries, g, ack):

@@ -22,32 +22,44 @@ A scenario may list ``patterns``, each a mapping with a ``kind``:
 :func:`report` turns one entry and a run's records into a tidy DataFrame;
 the ``pubsim run`` command prints it and writes it as ``pattern-<kind>.csv``.
 """
+
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
 
-from ....sim.errors import ConfigError
-from ....sim.units import parse_duration_s, parse_size_bytes
-
-from ... import topology as T
-from .polling import (constant_times, expected_duplicate_fraction, expected_lost_fraction, poll_records, poll_summary, read_times_from_deliveries)
-from ...params.patterns import AckParams
-from .pushpull import ack_times
 from ....sim import theory
 from ....sim.distributions import Constant, Exponential
+from ....sim.errors import ConfigError
+from ....sim.units import parse_duration_s, parse_size_bytes
+from ... import topology as T
+from ...params.patterns import AckParams
 from ...protocol import framing_bytes
+from .polling import (
+    constant_times,
+    expected_duplicate_fraction,
+    expected_lost_fraction,
+    poll_records,
+    poll_summary,
+    read_times_from_deliveries,
+)
+from .pushpull import ack_times
 
 __all__ = ["parse_patterns", "report", "KINDS"]
 
-KINDS = {"push_pull": {"ack"}, "request_reply": set(), "by_publisher": set(),
-         "polling": {"poller", "sensor", "sample_interval", "reply_delay"}}
+KINDS = {
+    "push_pull": {"ack"},
+    "request_reply": set(),
+    "by_publisher": set(),
+    "polling": {"poller", "sensor", "sample_interval", "reply_delay"},
+}
 
 
 def _check(entry, where):
     if not isinstance(entry, dict) or entry.get("kind") not in KINDS:
-        raise ConfigError(f"{where}.kind", entry.get("kind") if isinstance(entry, dict) else entry,
-                          f"one of {sorted(KINDS)}")
+        raise ConfigError(
+            f"{where}.kind", entry.get("kind") if isinstance(entry, dict) else entry, f"one of {sorted(KINDS)}"
+        )
     kind = entry["kind"]
     unknown = sorted(set(entry) - KINDS[kind] - {"kind"})
     if unknown:
@@ -57,15 +69,20 @@ def _check(entry, where):
         ack = entry["ack"]
         if not isinstance(ack, dict) or set(ack) - {"ack_bytes", "ack_cost"}:
             raise ConfigError(f"{where}.ack", ack, "a mapping with ack_bytes and ack_cost")
-        out["ack"] = AckParams(ack_bytes=parse_size_bytes(ack.get("ack_bytes", 4), f"{where}.ack.ack_bytes"),
-                               ack_cost_s=parse_duration_s(ack.get("ack_cost", 0), f"{where}.ack.ack_cost"))
+        out["ack"] = AckParams(
+            ack_bytes=parse_size_bytes(ack.get("ack_bytes", 4), f"{where}.ack.ack_bytes"),
+            ack_cost_s=parse_duration_s(ack.get("ack_cost", 0), f"{where}.ack.ack_cost"),
+        )
     if kind == "polling":
         for key in ("poller", "sensor", "sample_interval"):
             if key not in entry:
                 raise ConfigError(f"{where}.{key}", None, "required for a polling report")
-        out.update(poller=str(entry["poller"]), sensor=str(entry["sensor"]),
-                   sample_interval_s=parse_duration_s(entry["sample_interval"], f"{where}.sample_interval"),
-                   reply_delay_s=parse_duration_s(entry.get("reply_delay", 0), f"{where}.reply_delay"))
+        out.update(
+            poller=str(entry["poller"]),
+            sensor=str(entry["sensor"]),
+            sample_interval_s=parse_duration_s(entry["sample_interval"], f"{where}.sample_interval"),
+            reply_delay_s=parse_duration_s(entry.get("reply_delay", 0), f"{where}.reply_delay"),
+        )
         if not out["sample_interval_s"] > 0:
             raise ConfigError(f"{where}.sample_interval", entry["sample_interval"], "an interval > 0")
     return out
@@ -101,8 +118,7 @@ def _push_pull(result, graph, entry):
         acked = ack_times(d, graph, entry["ack"])
         lat = acked.groupby(["publisher", "subscriber"])["ack_latency_s"]
         rows = rows.merge(lat.mean().rename("ack_latency_mean_s").reset_index(), on=["publisher", "subscriber"])
-        rows = rows.merge(lat.quantile(0.99).rename("ack_latency_p99_s").reset_index(),
-                          on=["publisher", "subscriber"])
+        rows = rows.merge(lat.quantile(0.99).rename("ack_latency_p99_s").reset_index(), on=["publisher", "subscriber"])
         rows["ack_note"] = "uncontended return path (assumption)"
     return rows
 
@@ -113,15 +129,21 @@ def _mva_bound(graph, clients):
     identical clients (think time, link, constant size); transmissions on the links are
     counted as pure delays (an approximation when several requests share a link)."""
 
-
     hub = T.brokers(graph)
     if len(hub) != 1 or not clients:
         return np.nan
     b = graph.nodes[hub[0]][T.PARAMS]
     zero = Constant(value=0.0)
-    if not (b.workers == 1 and isinstance(b.ingress_cost_s, Exponential) and b.match_cost_s == zero
-            and b.delivery_cost_s == zero and b.per_byte_cost_s == 0 and b.filter_scan_cost_s == 0
-            and b.idle_wakeup_cost_s == 0 and b.cpu_fraction >= 1.0):
+    if not (
+        b.workers == 1
+        and isinstance(b.ingress_cost_s, Exponential)
+        and b.match_cost_s == zero
+        and b.delivery_cost_s == zero
+        and b.per_byte_cost_s == 0
+        and b.filter_scan_cost_s == 0
+        and b.idle_wakeup_cost_s == 0
+        and b.cpu_fraction >= 1.0
+    ):
         return np.nan
     delays = set()
     for p in clients:
@@ -157,11 +179,17 @@ def _request_reply(result, graph, entry):
         mine = d[d["publisher"] == p]["latency_s"]
         w = params.window_requests
         rtt_min = float(mine.min()) if len(mine) else np.nan
-        rows.append({"client": p, "window": w, "window_slots_lost": int(lost.get(p, 0)),
-                     "replies_per_s": len(mine) / span,
-                     "rtt_mean_s": float(mine.mean()) if len(mine) else np.nan,
-                     "rtt_p99_s": float(mine.quantile(0.99)) if len(mine) else np.nan,
-                     "bound_window_over_min_rtt_per_s": w / (rtt_min + params.think_time_s)})
+        rows.append(
+            {
+                "client": p,
+                "window": w,
+                "window_slots_lost": int(lost.get(p, 0)),
+                "replies_per_s": len(mine) / span,
+                "rtt_mean_s": float(mine.mean()) if len(mine) else np.nan,
+                "rtt_p99_s": float(mine.quantile(0.99)) if len(mine) else np.nan,
+                "bound_window_over_min_rtt_per_s": w / (rtt_min + params.think_time_s),
+            }
+        )
     frame = pd.DataFrame(rows)
     if len(frame):  # theory for all clients together, where it applies (else NaN)
         frame["mva_all_clients_per_s"] = _mva_bound(graph, list(frame["client"]))
@@ -188,14 +216,20 @@ def _by_publisher(result, graph, entry):
     d = _in_window(result.deliveries(), result.window)
     span = result.window[1] - result.window[0]
     g = d.groupby("publisher")
-    return pd.DataFrame({"delivered_per_s": g.size() / span, "latency_mean_s": g["latency_s"].mean(),
-                         "latency_p99_s": g["latency_s"].quantile(0.99),
-                         "size_bytes_mean": g["size_bytes"].mean()}).reset_index()
+    return pd.DataFrame(
+        {
+            "delivered_per_s": g.size() / span,
+            "latency_mean_s": g["latency_s"].mean(),
+            "latency_p99_s": g["latency_s"].quantile(0.99),
+            "size_bytes_mean": g["size_bytes"].mean(),
+        }
+    ).reset_index()
 
 
 def report(result, graph, entry, *, seed=0, replication=0):
     """Tidy DataFrame of one pattern report over a run (``record: full`` needed)."""
     if entry["kind"] == "polling":
         return _polling(result, graph, entry, np.random.default_rng([seed, replication, 7919]))
-    return {"push_pull": _push_pull, "request_reply": _request_reply,
-            "by_publisher": _by_publisher}[entry["kind"]](result, graph, entry)
+    return {"push_pull": _push_pull, "request_reply": _request_reply, "by_publisher": _by_publisher}[entry["kind"]](
+        result, graph, entry
+    )

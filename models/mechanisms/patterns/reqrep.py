@@ -10,12 +10,12 @@ outstanding, throughput <= W / RTT (and <= the server's capacity); for
 exponential servers and several clients the closed network is solved by
 Mean Value Analysis (:func:`pubsim.sim.theory.mva`).
 """
+
 from __future__ import annotations
 
 import dataclasses
 
 from ....sim.errors import ConfigError
-
 from ... import topology as T
 from ...params.client import SubscriberParams
 

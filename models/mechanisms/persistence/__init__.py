@@ -2,6 +2,7 @@
 
 Plug-in: :data:`PERSISTENCE` (:mod:`.plugin`).
 """
+
 from .plugin import PERSISTENCE
 
 __all__ = ["PERSISTENCE"]

@@ -11,10 +11,10 @@ message queued when the previous one ended, up to ``batch_max_messages``
 and per-message cost = size / bandwidth). Throughput bound of full batches
 of B messages of ``S`` bytes: ``B / (sync_latency + B S / bandwidth)``.
 """
+
 from __future__ import annotations
 
 from ....sim.disciplines import BatchDiscipline
-
 from ...stations.core import ModelStation
 
 __all__ = ["DiskStation"]
@@ -37,8 +37,7 @@ class DiskStation(ModelStation):
     """
 
     def __init__(self, name, params, *, window):
-        disc = BatchDiscipline(batch_max_messages=params.batch_max_messages,
-                               batch_fixed_cost_s=params.sync_latency_s)
+        disc = BatchDiscipline(batch_max_messages=params.batch_max_messages, batch_fixed_cost_s=params.sync_latency_s)
         super().__init__(name, "disk", disc, window=window)
         self.params = params
 

@@ -10,12 +10,12 @@
 * restarting queues learn which visits survive: persistent flows in a
   durable queue.
 """
+
 from __future__ import annotations
 
 import numpy as np
 
 from ....sim.routing import Hop
-
 from ...stations.wiring import Wiring
 from ..context import CompileContext
 from ..keys import StationKey, StationKind
@@ -48,8 +48,11 @@ class Persistence:
     def wrap_route(self, ctx: CompileContext, publisher, root: Hop) -> Hop:
         """Put the disk between each disk-equipped broker visit and its copies (in place)."""
         if ctx.params(publisher).persistent:
-            disks = {ctx.index_of(StationKey.broker(n)): ctx.index_of(StationKey.disk(n))
-                     for n in ctx.brokers if ctx.has(StationKey.disk(n))}
+            disks = {
+                ctx.index_of(StationKey.broker(n)): ctx.index_of(StationKey.disk(n))
+                for n in ctx.brokers
+                if ctx.has(StationKey.disk(n))
+            }
             _insert(root, disks)
         return root
 
@@ -64,8 +67,7 @@ class Persistence:
                 copies = plan.n_children.copy() if copies is None else copies
                 copies[plan.parent[mine]] = plan.n_children[mine]
                 wiring.copies_by_visit[broker] = copies
-        persistent = np.array([ctx.params(ctx.publishers[int(p)]).persistent for p in plan.flow_publisher],
-                              dtype=bool)
+        persistent = np.array([ctx.params(ctx.publishers[int(p)]).persistent for p in plan.flow_publisher], dtype=bool)
         durable = persistent[plan.flow] if len(plan.flow) else np.zeros(0, bool)
         owners = {ctx.index_of(StationKey.broker(name)): name for name in ctx.brokers}
         for s in ctx.subscribers:

@@ -2,6 +2,7 @@
 
 Plug-in: :data:`PRIORITY` (:mod:`.plugin`).
 """
+
 from .plugin import PRIORITY
 
 __all__ = ["PRIORITY"]

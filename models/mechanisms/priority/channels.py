@@ -15,6 +15,7 @@ A connection's outgoing queue is a link's transmit queue (:class:`pubsim.models.
 A message's priority is its flow's (publisher, topic): the publisher's
 ``topic_priorities`` entry for the topic, else its ``priority``.
 """
+
 from __future__ import annotations
 
 from ....sim.disciplines import Overflow
@@ -49,10 +50,14 @@ def downlink_queue(link, broker):
     """
     priority = "priority" in (link.scheduling, broker.client_scheduling)
     overflow = broker.client_overflow if broker.client_overflow != Overflow.DROP_NEWEST else link.overflow
-    return {"queue_messages": _tighter(link.queue_messages, broker.client_queue_messages),
-            "queue_bytes": _tighter(link.queue_bytes, broker.client_queue_bytes),
-            "scheduling": "priority" if priority else "fifo", "overflow": overflow,
-            "max_priority": broker.max_priority, "disk_cost_s": broker.flow_to_disk_cost_s}
+    return {
+        "queue_messages": _tighter(link.queue_messages, broker.client_queue_messages),
+        "queue_bytes": _tighter(link.queue_bytes, broker.client_queue_bytes),
+        "scheduling": "priority" if priority else "fifo",
+        "overflow": overflow,
+        "max_priority": broker.max_priority,
+        "disk_cost_s": broker.flow_to_disk_cost_s,
+    }
 
 
 def _tighter(a, b):

@@ -5,6 +5,7 @@
   spill cost (:func:`~.channels.downlink_queue`);
 * every flow's priority goes to the route plan.
 """
+
 from __future__ import annotations
 
 from ..context import CompileContext

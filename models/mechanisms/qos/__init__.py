@@ -2,6 +2,7 @@
 
 Plug-in: :data:`QOS` (:mod:`.plugin`).
 """
+
 from .plugin import QOS
 
 __all__ = ["QOS"]

@@ -10,6 +10,7 @@
   (those of the hop that brought the message plus those of each copy it
   sends), charged at ``BrokerParams.ack_cost_s`` each.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -59,8 +60,12 @@ def qos_link_options(g, key):
         return None
     bp = _p(g, T.home_broker(g, s))
     window = bp.max_inflight_messages if sp.inflight_messages is None else sp.inflight_messages
-    return {"inflight_messages": window, "retry_timeout_s": bp.retry_timeout_s,
-            "consumer": sp, "consumer_name": f"subscriber:{s}"}
+    return {
+        "inflight_messages": window,
+        "retry_timeout_s": bp.retry_timeout_s,
+        "consumer": sp,
+        "consumer_name": f"subscriber:{s}",
+    }
 
 
 _LINKS = (StationKind.UPLINK, StationKind.BRIDGE, StationKind.DOWNLINK)
@@ -89,7 +94,7 @@ def broker_handshakes(plan, qos, broker_stations):
     for v in range(plan.n_visits):
         if int(plan.station[v]) not in broker_stations:
             continue
-        kids = plan.child_idx[plan.child_ptr[v]:plan.child_ptr[v + 1]]
+        kids = plan.child_idx[plan.child_ptr[v] : plan.child_ptr[v + 1]]
         parent = plan.parent[v]
         out[v] = (per_hop[parent] if parent >= 0 else 0) + int(per_hop[kids].sum())
     return out

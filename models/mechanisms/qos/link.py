@@ -21,6 +21,7 @@ Counts per station (messages arriving in the window): handshake packets
 sent on the link in both directions, resent packets and duplicate
 deliveries (QoS 1).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -28,11 +29,10 @@ import numpy as np
 from ....sim import kernels as K
 from ....sim import window as W
 from ....sim.disciplines import FifoDiscipline, Overflow, Served
-from ....sim.station import StationStats
 from ....sim.packets import Packets
-
-from .rules import ACK_BYTES, exchange_draws
+from ....sim.station import StationStats
 from ...stations.core import _UNIFORM, LinkStation
+from .rules import ACK_BYTES, exchange_draws
 
 __all__ = ["QosLinkStation", "WindowDiscipline", "QosStats"]
 
@@ -54,10 +54,12 @@ class WindowDiscipline(FifoDiscipline):
         As for :class:`pubsim.sim.disciplines.FifoDiscipline`.
     """
 
-    def __init__(self, *, inflight_messages, capacity_messages=None, capacity_bytes=None,
-                 overflow=Overflow.DROP_NEWEST):
-        super().__init__(servers=1, capacity_messages=capacity_messages,
-                         capacity_bytes=capacity_bytes, overflow=overflow)
+    def __init__(
+        self, *, inflight_messages, capacity_messages=None, capacity_bytes=None, overflow=Overflow.DROP_NEWEST
+    ):
+        super().__init__(
+            servers=1, capacity_messages=capacity_messages, capacity_bytes=capacity_bytes, overflow=overflow
+        )
         w = int(inflight_messages)
         self.ring = np.zeros(max(w, 1))
         self.wst = np.array([0, w], dtype=np.int64)
@@ -71,8 +73,15 @@ class WindowDiscipline(FifoDiscipline):
         """Per-message inputs of the next :meth:`run` (same packets, same order)."""
         self._inputs = inputs
 
-    def run(self, packets: Packets, service_s: np.ndarray, size_bytes: np.ndarray, horizon_s: float,
-            priority: np.ndarray | None = None, key: np.ndarray | None = None) -> Served:
+    def run(
+        self,
+        packets: Packets,
+        service_s: np.ndarray,
+        size_bytes: np.ndarray,
+        horizon_s: float,
+        priority: np.ndarray | None = None,
+        key: np.ndarray | None = None,
+    ) -> Served:
         n = len(packets)
         x, self._inputs = self._inputs, None
         if x is None or len(x.windowed) != n:
@@ -81,10 +90,32 @@ class WindowDiscipline(FifoDiscipline):
         code = np.empty(n, dtype=np.int64)
         i = 0
         while True:
-            i = W.window_run(self.fs, self.ist, self.free, self.hdep, self.hsize, self.ring, self.wst,
-                             self.last, packets.t, service_s, size_bytes, x.windowed, x.lost, x.delay,
-                             x.extra, x.processing, x.ack_extra, self.ack_return_s, i,
-                             admit, start, dep, done, code)
+            i = W.window_run(
+                self.fs,
+                self.ist,
+                self.free,
+                self.hdep,
+                self.hsize,
+                self.ring,
+                self.wst,
+                self.last,
+                packets.t,
+                service_s,
+                size_bytes,
+                x.windowed,
+                x.lost,
+                x.delay,
+                x.extra,
+                x.processing,
+                x.ack_extra,
+                self.ack_return_s,
+                i,
+                admit,
+                start,
+                dep,
+                done,
+                code,
+            )
             if i == n:
                 break
             self.hdep = np.concatenate([self.hdep, np.empty_like(self.hdep)])
@@ -94,8 +125,9 @@ class WindowDiscipline(FifoDiscipline):
         self.done = done[used]
         self.codes = code[used]
         bad = ~used
-        return Served(packets.take(used), admit[used], start[used], dep[used],
-                      packets.take(bad), packets.t[bad], code[bad])
+        return Served(
+            packets.take(used), admit[used], start[used], dep[used], packets.take(bad), packets.t[bad], code[bad]
+        )
 
 
 class QosStats(StationStats):
@@ -115,8 +147,7 @@ class QosStats(StationStats):
 
     def record(self):
         row = super().record()
-        row.update(control_packets=self.control_packets, resent_packets=self.resent_packets,
-                   duplicates=self.duplicates)
+        row.update(control_packets=self.control_packets, resent_packets=self.resent_packets, duplicates=self.duplicates)
         return row
 
 
@@ -138,14 +169,43 @@ class QosLinkStation(LinkStation):
         Its station name (its processing-time stream is the subscriber's own).
     """
 
-    def __init__(self, name, params, *, protocol, topic_bytes, streams, window, queue_messages=None,
-                 queue_bytes=None, inflight_messages=0, retry_timeout_s=20.0, consumer=None,
-                 consumer_name="", **queue):
-        super().__init__(name, params, protocol=protocol, topic_bytes=topic_bytes, streams=streams,
-                         window=window, queue_messages=queue_messages, queue_bytes=queue_bytes, **queue)
-        overflow = queue.get("overflow") or params.overflow  # FIFO, drop_newest or backpressure (models.assembly.features)
-        self.discipline = WindowDiscipline(inflight_messages=inflight_messages, capacity_messages=queue_messages,
-                                           capacity_bytes=queue_bytes, overflow=overflow)
+    def __init__(
+        self,
+        name,
+        params,
+        *,
+        protocol,
+        topic_bytes,
+        streams,
+        window,
+        queue_messages=None,
+        queue_bytes=None,
+        inflight_messages=0,
+        retry_timeout_s=20.0,
+        consumer=None,
+        consumer_name="",
+        **queue,
+    ):
+        super().__init__(
+            name,
+            params,
+            protocol=protocol,
+            topic_bytes=topic_bytes,
+            streams=streams,
+            window=window,
+            queue_messages=queue_messages,
+            queue_bytes=queue_bytes,
+            **queue,
+        )
+        overflow = (
+            queue.get("overflow") or params.overflow
+        )  # FIFO, drop_newest or backpressure (models.assembly.features)
+        self.discipline = WindowDiscipline(
+            inflight_messages=inflight_messages,
+            capacity_messages=queue_messages,
+            capacity_bytes=queue_bytes,
+            overflow=overflow,
+        )
         self.stats = QosStats(window, 1)
         self.visit_qos = None
         self.retry_timeout_s = float(retry_timeout_s)
@@ -153,8 +213,9 @@ class QosLinkStation(LinkStation):
         self.ack_serialization_s = self.ack_wire_bytes / params.bandwidth_Bps
         self.discipline.ack_return_s = params.latency_s + self.ack_serialization_s
         self.retry = [streams.draws(_UNIFORM, name, f"retry{k}") for k in range(6)]
-        self.processing = None if consumer is None else streams.draws(
-            consumer.processing_s, consumer_name, "processing")
+        self.processing = (
+            None if consumer is None else streams.draws(consumer.processing_s, consumer_name, "processing")
+        )
         self._counts = None
         self._window_inputs = None  # from service_s, for before_run
 
@@ -195,8 +256,9 @@ class QosLinkStation(LinkStation):
         extra = np.where(two, (f1 - 1 + l1 + f2 - 1) * timeout + 2 * (self.params.latency_s + ack_s), extra)
         ack_extra = np.where(one, l1 * timeout, np.where(two, l2 * timeout, 0.0))
         processing = self.processing.take(n) if self.processing is not None else np.zeros(n)
-        self._window_inputs = W.WindowInputs(windowed=q > 0, lost=lost, delay=delay, extra=extra,
-                                             processing=processing, ack_extra=ack_extra)
+        self._window_inputs = W.WindowInputs(
+            windowed=q > 0, lost=lost, delay=delay, extra=extra, processing=processing, ack_extra=ack_extra
+        )
         control = np.where(one, 1 + d1, 0) + np.where(two, 1 + d1 + rel_sends + 1 + d2, 0)
         resent = (sends - 1) + np.where(two, rel_sends - 1, 0)
         self._counts = (control, resent, np.where(one, d1, 0))
@@ -216,4 +278,3 @@ class QosLinkStation(LinkStation):
     @property
     def duplicates(self):
         return self.stats.duplicates
-

@@ -6,6 +6,7 @@
 * every visit's QoS goes to the QoS links, and the handshake packets a
   broker handles per visit to the brokers, through the wiring.
 """
+
 from __future__ import annotations
 
 from ...stations.wiring import Wiring
@@ -41,4 +42,3 @@ class Qos:
 
 
 QOS = Qos()
-

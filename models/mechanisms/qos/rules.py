@@ -44,14 +44,14 @@ Assumptions (stated, shown with the parameters):
   egress delivery (SYSTEMS.md §4 counts a message once per subscriber). QoS 2
   receivers recognise the packet id: no duplicates.
 """
+
 from __future__ import annotations
 
 import numpy as np
 
 from ....sim.errors import ConfigError
 
-__all__ = ["QOS_LEVELS", "ACK_BYTES", "handshake_packets", "forward_packets", "exchange_draws",
-           "check_protocol_qos"]
+__all__ = ["QOS_LEVELS", "ACK_BYTES", "handshake_packets", "forward_packets", "exchange_draws", "check_protocol_qos"]
 
 QOS_LEVELS = (0, 1, 2)
 

@@ -2,6 +2,7 @@
 
 Plug-in: :data:`SERIALIZATION` (:mod:`.plugin`).
 """
+
 from .plugin import SERIALIZATION
 
 __all__ = ["SERIALIZATION"]

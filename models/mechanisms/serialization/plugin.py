@@ -7,10 +7,10 @@ unchanged; its flows' routes start there. Message sizes and the decode
 stage at subscribers are parameters of the sources and the subscriber
 station (:mod:`pubsim.models.params.serialization`).
 """
+
 from __future__ import annotations
 
 from ....sim.routing import Hop
-
 from ...stations.core import EncodeStation
 from ..context import CompileContext
 from ..keys import StationKey

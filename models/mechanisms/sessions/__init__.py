@@ -2,6 +2,7 @@
 
 Plug-in: :data:`SESSIONS` (:mod:`.plugin`).
 """
+
 from .plugin import SESSIONS
 
 __all__ = ["SESSIONS"]

@@ -8,6 +8,7 @@
   (:func:`~pubsim.models.mechanisms.sessions.will.wrap_source`: no publications while
   it is down, its Will published by the broker).
 """
+
 from __future__ import annotations
 
 import numpy as np

@@ -37,6 +37,7 @@ monotone in time, so arrival order is kept. Assumption: copies already
 admitted to the client queue when the client disconnects are still
 delivered (a disconnect is not modelled mid-transmission).
 """
+
 from __future__ import annotations
 
 import math
@@ -46,7 +47,6 @@ import numpy as np
 from ....sim import kernels as K
 from ....sim.distributions import Exponential
 from ....sim.packets import Packets
-
 from ...params.client import check_intervals
 
 __all__ = ["Sessions", "sessions_for"]
@@ -72,9 +72,9 @@ class Sessions:
             self.connect, self.disconnect = np.zeros(1), self.on.take(1)
         else:
             self.connect, self.disconnect = check_intervals(params.online_s)
-        self.flow_retain = None   # per flow: publisher retains (from the wiring, see wire)
-        self.store = {}           # topic -> (msg, visit, size, pub_t) of the last retained copy
-        self.next_connect = 0     # index of the first connect not yet settled
+        self.flow_retain = None  # per flow: publisher retains (from the wiring, see wire)
+        self.store = {}  # topic -> (msg, visit, size, pub_t) of the last retained copy
+        self.next_connect = 0  # index of the first connect not yet settled
 
     def _extend(self, t_max):
         """Churn: draw further periods until the schedule covers ``t_max``."""
@@ -140,8 +140,12 @@ def _retained_copies(session, packets, plan):
             break
         cut = int(np.searchsorted(packets.t, c, side="left"))
         for i in retain[(retain >= done) & (retain < cut)]:
-            session.store[int(topic[i])] = (-int(packets.msg[i]) - 1, int(packets.visit[i]),
-                                            int(packets.size[i]), float(packets.pub_t[i]))
+            session.store[int(topic[i])] = (
+                -int(packets.msg[i]) - 1,
+                int(packets.visit[i]),
+                int(packets.size[i]),
+                float(packets.pub_t[i]),
+            )
         done = cut
         if c > 0:
             for key in sorted(session.store):
@@ -150,8 +154,12 @@ def _retained_copies(session, packets, plan):
                 pos.append(cut)
         session.next_connect += 1
     for i in retain[retain >= done]:
-        session.store[int(topic[i])] = (-int(packets.msg[i]) - 1, int(packets.visit[i]),
-                                        int(packets.size[i]), float(packets.pub_t[i]))
+        session.store[int(topic[i])] = (
+            -int(packets.msg[i]) - 1,
+            int(packets.visit[i]),
+            int(packets.size[i]),
+            float(packets.pub_t[i]),
+        )
     if not rows:
         return np.empty(0, np.int64), None
     t, m, v, size, pub_t = zip(*rows)

@@ -13,6 +13,7 @@ dead uplink, and is then routed like any publication on its topic (it is
 published, owed and delivered like one; filter ``topic`` in the records to
 see Will deliveries).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -45,7 +46,7 @@ class OutageSource:
         keep = ~((j >= 0) & (t < self.up[np.maximum(j, 0)]))
         t, s, top = t[keep], s[keep], top[keep]
         end = max(int(np.searchsorted(self.will_t, until_s, side="left")), self.k)
-        wt = self.will_t[self.k:end]
+        wt = self.will_t[self.k : end]
         self.k = end
         times = np.concatenate([t, wt])
         order = np.argsort(times, kind="stable")  # a Will after a publication at the same instant

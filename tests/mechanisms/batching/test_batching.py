@@ -3,6 +3,7 @@
 Hand timelines, the saturation closed form B / (F + B c), and the rule that
 batch_max_messages = 1 is exactly the FIFO broker.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -14,11 +15,11 @@ from pubsim.models.params.broker import BrokerParams
 from pubsim.models.params.client import PublisherParams, SubscriberParams
 from pubsim.models.params.link import LinkParams
 from pubsim.models.stations.core import BrokerStation
+from pubsim.run import simulate
 from pubsim.sim.disciplines import BatchDiscipline, FifoDiscipline
 from pubsim.sim.distributions import Constant, Exponential
 from pubsim.sim.errors import ConfigError
 from pubsim.sim.packets import Packets
-from pubsim.run import simulate
 
 
 def _packets(times):
@@ -79,8 +80,7 @@ def test_finite_buffer_drops_newest_and_backpressure_holds():
     drop = BatchDiscipline(capacity_messages=2, batch_max_messages=10, batch_fixed_cost_s=1.0)
     # 0: batch 0 -> 1.5; 0.25 waits; 0.5 finds 2 inside: dropped; 1.75: batch {0.25} 1.5->3.0 + it waits
     assert _serve(drop, [0.0, 0.25, 0.5, 1.75], 0.5) == [1.5, 3.0, None, 4.5]
-    bp = BatchDiscipline(capacity_messages=2, overflow="backpressure", batch_max_messages=10,
-                         batch_fixed_cost_s=1.0)
+    bp = BatchDiscipline(capacity_messages=2, overflow="backpressure", batch_max_messages=10, batch_fixed_cost_s=1.0)
     # 0.5 is held until 1.5 (message 0 leaves); at 1.5 batch {0.25} started, 0.5 admitted
     # at 1.5 and waits for the batch at 3.0 -> 4.5
     pk = _packets([0.0, 0.25, 0.5])
@@ -90,12 +90,20 @@ def test_finite_buffer_drops_newest_and_backpressure_holds():
 
 
 def _star(rate, *, batch, fixed, cost, driver="batch", duration=1.0, queue=None, n_pub=4, arrival="poisson"):
-    broker = BrokerParams(ingress_cost_s=Constant(value=cost), batch_max_messages=batch,
-                          batch_fixed_cost_s=fixed, queue_messages=queue)
-    pubs = {f"p{i}": PublisherParams(topics=("t",), rate_per_s=rate / n_pub, arrival=arrival,
-                                     size_bytes=Constant(value=32)) for i in range(n_pub)}
-    g = T.star(broker=broker, publishers=pubs, subscribers={"s": SubscriberParams(subscriptions=("t",))},
-               link=LinkParams(), protocol="none")
+    broker = BrokerParams(
+        ingress_cost_s=Constant(value=cost), batch_max_messages=batch, batch_fixed_cost_s=fixed, queue_messages=queue
+    )
+    pubs = {
+        f"p{i}": PublisherParams(topics=("t",), rate_per_s=rate / n_pub, arrival=arrival, size_bytes=Constant(value=32))
+        for i in range(n_pub)
+    }
+    g = T.star(
+        broker=broker,
+        publishers=pubs,
+        subscribers={"s": SubscriberParams(subscriptions=("t",))},
+        link=LinkParams(),
+        protocol="none",
+    )
     return simulate(g, duration_s=duration, warmup_s=0.2, seed=3, driver=driver)
 
 
@@ -124,6 +132,7 @@ def test_batch_one_is_exactly_the_fifo_broker():
     params = BrokerParams(ingress_cost_s=Exponential(mean_value=1e-4))
     assert BrokerParams(batch_max_messages=1, batch_fixed_cost_s=1e-3).batch_max_messages == 1
     from pubsim.sim.rng import StreamFactory
+
     st = BrokerStation("b", params, filters=1, streams=StreamFactory(1, 0), window=(0, 1))
     assert isinstance(st.discipline, FifoDiscipline)
     a = _star(8000.0, batch=1, fixed=0.0, cost=1e-4)
@@ -140,27 +149,50 @@ def test_batching_rejects_unsupported_combinations(kw):
 
 @pytest.mark.parametrize("queue,arrival", [(None, "poisson"), (30, "poisson"), (30, "constant")])
 def test_drivers_agree_with_batching(queue, arrival):
-    runs = [_star(30000.0, batch=8, fixed=50e-6, cost=20e-6, driver=d, duration=0.3, queue=queue,
-                  arrival=arrival) for d in ("batch", "reference")]
-    for a, b in zip((runs[0].deliveries(), runs[0].drops(), runs[0].stations()),
-                    (runs[1].deliveries(), runs[1].drops(), runs[1].stations())):
+    runs = [
+        _star(30000.0, batch=8, fixed=50e-6, cost=20e-6, driver=d, duration=0.3, queue=queue, arrival=arrival)
+        for d in ("batch", "reference")
+    ]
+    for a, b in zip(
+        (runs[0].deliveries(), runs[0].drops(), runs[0].stations()),
+        (runs[1].deliveries(), runs[1].drops(), runs[1].stations()),
+    ):
         pd.testing.assert_frame_equal(a, b, check_exact=True)
     assert len(runs[0].deliveries()) > 1000
 
 
 def test_drivers_agree_on_a_two_way_chain_of_batching_brokers():
     # copies flow both ways between brokers (a cycle of stations: conservative horizons)
-    brokers = {f"b{i}": BrokerParams(ingress_cost_s=Exponential(mean_value=6e-5), batch_max_messages=5,
-                                     batch_fixed_cost_s=8e-5, queue_messages=40) for i in range(3)}
-    pubs = {"left": ("b0", PublisherParams(topics=("x/1", "x/2"), rate_per_s=4000.0)),
-            "right": ("b2", PublisherParams(topics=("x/1",), rate_per_s=4000.0))}
-    subs = {"s0": ("b0", SubscriberParams(subscriptions=("x/1",))),
-            "s1": ("b1", SubscriberParams(subscriptions=("x/#",))),
-            "s2": ("b2", SubscriberParams(subscriptions=("x/2",)))}
-    g = T.chain(brokers=brokers, bridge=LinkParams(latency_s=3e-4, bandwidth_Bps=1e6), link=LinkParams(),
-                publishers=pubs, subscribers=subs, forwarding="flood")
+    brokers = {
+        f"b{i}": BrokerParams(
+            ingress_cost_s=Exponential(mean_value=6e-5),
+            batch_max_messages=5,
+            batch_fixed_cost_s=8e-5,
+            queue_messages=40,
+        )
+        for i in range(3)
+    }
+    pubs = {
+        "left": ("b0", PublisherParams(topics=("x/1", "x/2"), rate_per_s=4000.0)),
+        "right": ("b2", PublisherParams(topics=("x/1",), rate_per_s=4000.0)),
+    }
+    subs = {
+        "s0": ("b0", SubscriberParams(subscriptions=("x/1",))),
+        "s1": ("b1", SubscriberParams(subscriptions=("x/#",))),
+        "s2": ("b2", SubscriberParams(subscriptions=("x/2",))),
+    }
+    g = T.chain(
+        brokers=brokers,
+        bridge=LinkParams(latency_s=3e-4, bandwidth_Bps=1e6),
+        link=LinkParams(),
+        publishers=pubs,
+        subscribers=subs,
+        forwarding="flood",
+    )
     runs = [simulate(g, duration_s=0.3, warmup_s=0.05, seed=8, driver=d) for d in ("batch", "reference")]
-    for a, b in zip((runs[0].deliveries(), runs[0].drops(), runs[0].stations()),
-                    (runs[1].deliveries(), runs[1].drops(), runs[1].stations())):
+    for a, b in zip(
+        (runs[0].deliveries(), runs[0].drops(), runs[0].stations()),
+        (runs[1].deliveries(), runs[1].drops(), runs[1].stations()),
+    ):
         pd.testing.assert_frame_equal(a, b, check_exact=True)
     assert len(runs[0].deliveries()) > 1000

@@ -2,30 +2,29 @@
 flows (the paper's walkthrough, deduplication, retain, will, per-hop QoS), the
 relay node on a hand timeline, traffic accounting, static bridges, and the
 placement scenarios."""
-from __future__ import annotations
 
+from __future__ import annotations
 
 import networkx as nx
 import numpy as np
 import pytest
 
 from pubsim.models import topology as T
+from pubsim.models.assembly.build import build_network, compile_context
+from pubsim.models.mechanisms.ildm.control import ControlPlane, covers, steady_state
 from pubsim.models.params.bridge import BridgeParams
 from pubsim.models.params.broker import BrokerParams
 from pubsim.models.params.client import PublisherParams, SubscriberParams
-from pubsim.models.assembly.build import build_network, compile_context
-from pubsim.models.mechanisms.ildm.control import ControlPlane, covers, steady_state
 from pubsim.models.params.link import LinkParams
 from pubsim.models.params.relay import RelayParams
 from pubsim.models.params.topics import matches
+from pubsim.run import simulate
+from pubsim.scenario import load_scenario
 from pubsim.sim.distributions import Constant
 from pubsim.sim.errors import ConfigError
 from pubsim.sim.rng import StreamFactory
-from pubsim.run import simulate
-from pubsim.scenario import load_scenario
-
-from tests.model.test_topology import ILDM_BROKERS, ildm_tree
 from tests import ROOT
+from tests.model.test_topology import ILDM_BROKERS, ildm_tree
 
 TREE = (("I2", "I1"), ("I2", "I3"), ("I2", "I4"), ("I3", "I5"))
 HOMES = {"C1": "I2", "C2": "I3", "C3": "I5"}
@@ -45,6 +44,7 @@ def pairs(flows, kind):
 # --------------------------------------------------------------------------
 # The paper's walkthrough, exactly
 # --------------------------------------------------------------------------
+
 
 def test_walkthrough_publication_flooding():
     cp = paper_plane("flood")
@@ -104,10 +104,20 @@ def test_data_plane_routes_come_from_the_control_plane(forwarding):
 # --------------------------------------------------------------------------
 
 COVER_CASES = [
-    ("a/#", "a/b", True), ("a/#", "a", True), ("a/+", "a/b", True), ("a/+", "a/b/c", False),
-    ("a/b", "a/#", False), ("#", "a/+/c", True), ("+/+", "a/+", True), ("a/+", "+/b", False),
-    ("a/+/#", "a/b/c/d", True), ("#", "$SYS/x", False), ("$SYS/#", "$SYS/x", True), ("a/#", "a/#", True),
-    ("+/#", "a/#", True), ("a/+/c", "a/#", False),
+    ("a/#", "a/b", True),
+    ("a/#", "a", True),
+    ("a/+", "a/b", True),
+    ("a/+", "a/b/c", False),
+    ("a/b", "a/#", False),
+    ("#", "a/+/c", True),
+    ("+/+", "a/+", True),
+    ("a/+", "+/b", False),
+    ("a/+/#", "a/b/c/d", True),
+    ("#", "$SYS/x", False),
+    ("$SYS/#", "$SYS/x", True),
+    ("a/#", "a/#", True),
+    ("+/#", "a/#", True),
+    ("a/+/c", "a/#", False),
 ]
 
 
@@ -123,8 +133,23 @@ def test_covers_amqp_and_prefix():
 
 
 TOPICS = ["a", "a/b", "a/c", "a/b/c", "x/b", "x/b/c", "$SYS/x", "a/b/c/d"]
-FILTERS = ["#", "a/#", "a/+", "+/b", "+/b/#", "a/b", "a/+/c", "+/+", "$SYS/#", "x/#", "+", "a/b/#", "+/#",
-           "a/+/#", "$SYS/+"]
+FILTERS = [
+    "#",
+    "a/#",
+    "a/+",
+    "+/b",
+    "+/b/#",
+    "a/b",
+    "a/+/c",
+    "+/+",
+    "$SYS/#",
+    "x/#",
+    "+",
+    "a/b/#",
+    "+/#",
+    "a/+/#",
+    "$SYS/+",
+]
 
 
 def test_covers_agrees_with_matching_on_all_short_topics():
@@ -133,8 +158,12 @@ def test_covers_agrees_with_matching_on_all_short_topics():
     import itertools
 
     words = ["a", "b", "c", "x", "z", ""]
-    topics = [("$SYS/" if dollar else "") + "/".join(levels) for k in range(1, 5)
-              for levels in itertools.product(words, repeat=k) for dollar in (False, True)]
+    topics = [
+        ("$SYS/" if dollar else "") + "/".join(levels)
+        for k in range(1, 5)
+        for levels in itertools.product(words, repeat=k)
+        for dollar in (False, True)
+    ]
     topics = [t for t in topics if t]
     matched = {f: {t for t in topics if matches("mqtt", f, t)} for f in FILTERS}
     for w in FILTERS:
@@ -145,7 +174,7 @@ def test_covers_agrees_with_matching_on_all_short_topics():
 def test_overlapping_second_subscription_propagates_nothing():
     cp = paper_plane("subscription")
     cp.subscribe("C1", "a/#")
-    again = cp.subscribe("C1", "a/b")            # covered by a/# everywhere
+    again = cp.subscribe("C1", "a/b")  # covered by a/# everywhere
     assert pairs(again, "inter_subscribe") == []
     assert pairs(again, "subscribe") == [("C1", "I2")]
 
@@ -166,7 +195,7 @@ def test_unsubscribe_withdraws_and_reexposes_narrower_filters():
     cp = paper_plane("subscription")
     cp.attach("C4", "I2")
     cp.subscribe("C1", "a/#")
-    cp.subscribe("C4", "a/b")                    # covered: not propagated
+    cp.subscribe("C4", "a/b")  # covered: not propagated
     flows = cp.unsubscribe("C1", "a/#")
     gone = sorted(pairs(flows, "inter_unsubscribe"))
     back = sorted((f.src, f.dst, f.topic) for f in flows if f.kind == "inter_subscribe")
@@ -182,8 +211,11 @@ def _interested(b, broker, came_from, topic):
     ``broker`` or behind it, away from ``came_from`` (recursive search)."""
     if b.tables[broker].subscribers(topic):
         return True
-    return any(_interested(b, n, broker, topic) for n in b.graph.neighbors(broker)
-               if n != came_from and b.graph.nodes[n][T.KIND] == T.NodeKind.BROKER)
+    return any(
+        _interested(b, n, broker, topic)
+        for n in b.graph.neighbors(broker)
+        if n != came_from and b.graph.nodes[n][T.KIND] == T.NodeKind.BROKER
+    )
 
 
 def test_steady_state_equals_an_independent_oracle():
@@ -191,8 +223,11 @@ def test_steady_state_equals_an_independent_oracle():
     recursive search for matching subscribers behind each neighbour."""
     rng = np.random.default_rng(4)
     for trial in range(6):
-        tree = nx.random_labeled_tree(7, seed=trial) if hasattr(nx, "random_labeled_tree") \
+        tree = (
+            nx.random_labeled_tree(7, seed=trial)
+            if hasattr(nx, "random_labeled_tree")
             else nx.random_tree(7, seed=trial)
+        )
         g = nx.Graph(**{T.PROTOCOL: "mqtt", T.FORWARDING: "subscription"})
         for n in tree:
             g.add_node(f"b{n}", **{T.KIND: "broker", T.PARAMS: BrokerParams()})
@@ -215,17 +250,20 @@ def test_steady_state_equals_an_independent_oracle():
 # Retain, will, per-hop QoS
 # --------------------------------------------------------------------------
 
+
 def test_retained_publish_reaches_every_broker_under_sf():
     cp = paper_plane("subscription")
     cp.subscribe("C2", "t")
-    flows = cp.publish("C3", "r/1", retain=True)    # nobody subscribed to r/1
-    assert sorted(pairs(flows, "publish")) == sorted([("C3", "I5"), ("I5", "I3"), ("I3", "I2"),
-                                                      ("I2", "I1"), ("I2", "I4")])
+    flows = cp.publish("C3", "r/1", retain=True)  # nobody subscribed to r/1
+    assert sorted(pairs(flows, "publish")) == sorted(
+        [("C3", "I5"), ("I5", "I3"), ("I3", "I2"), ("I2", "I1"), ("I2", "I4")]
+    )
     assert all("r/1" in cp.retained[n] for n in ILDM_BROKERS)
     cp.attach("C4", "I4")
     late = cp.subscribe("C4", "r/#")
-    assert [(f.kind, f.src, f.dst, f.topic, f.retain) for f in late if f.kind == "deliver"] == \
-        [("deliver", "I4", "C4", "r/1", True)]
+    assert [(f.kind, f.src, f.dst, f.topic, f.retain) for f in late if f.kind == "deliver"] == [
+        ("deliver", "I4", "C4", "r/1", True)
+    ]
     # a non-retained publish on the same topic follows inter-subscriptions only
     assert pairs(cp.publish("C3", "r/1"), "publish") == [("C3", "I5"), ("I5", "I3"), ("I3", "I2"), ("I2", "I4")]
 
@@ -240,14 +278,17 @@ def test_will_forwarded_on_unexpected_disconnect_only():
     assert [(f.kind, f.src, f.dst) for f in flows][:1] == [("will", "C3", "I5")]
     assert pairs(flows, "publish") == [("I5", "I3"), ("I3", "I2")]
     assert pairs(flows, "deliver") == [("I2", "C1")]
-    assert cp.disconnect("C3", unexpected=True) == []       # the will fires once
+    assert cp.disconnect("C3", unexpected=True) == []  # the will fires once
 
 
-@pytest.mark.parametrize("qos, acks", [
-    (0, []),
-    (1, [("puback", "I3", "I5")]),
-    (2, [("pubrec", "I3", "I5"), ("pubrel", "I5", "I3"), ("pubcomp", "I3", "I5")]),
-])
+@pytest.mark.parametrize(
+    "qos, acks",
+    [
+        (0, []),
+        (1, [("puback", "I3", "I5")]),
+        (2, [("pubrec", "I3", "I5"), ("pubrel", "I5", "I3"), ("pubcomp", "I3", "I5")]),
+    ],
+)
 def test_per_hop_qos_adds_acks_as_control(qos, acks):
     cp = paper_plane("subscription", hop_qos={("I5", "I3"): qos})
     cp.subscribe("C1", "t")
@@ -270,17 +311,24 @@ def test_control_plane_rejects_cycles_and_bad_qos():
 # Relay node in the data plane
 # --------------------------------------------------------------------------
 
+
 def relay_pair(hop_qos=0, forwarding="subscription"):
     """Two nodes a - b with relays; publisher and subscriber at a, subscriber at b."""
     c = lambda s: Constant(value=s)  # noqa: E731
     broker = BrokerParams(ingress_cost_s=c(10e-6), delivery_cost_s=c(5e-6))
     relay = RelayParams(relay_cost_s=c(100e-6), forward_cost_s=c(20e-6), control_cost_s=c(7e-6), hop_qos=hop_qos)
-    return T.chain(brokers={"a": broker, "b": broker}, bridge=LinkParams(latency_s=2e-3),
-                   link=LinkParams(latency_s=1e-3),
-                   publishers={"p": ("a", PublisherParams(topics=("t",), arrival="constant", rate_per_s=50.0))},
-                   subscribers={"sa": ("a", SubscriberParams(subscriptions=("t",))),
-                                "sb": ("b", SubscriberParams(subscriptions=("t",)))},
-                   relays={"a": relay, "b": relay}, forwarding=forwarding)
+    return T.chain(
+        brokers={"a": broker, "b": broker},
+        bridge=LinkParams(latency_s=2e-3),
+        link=LinkParams(latency_s=1e-3),
+        publishers={"p": ("a", PublisherParams(topics=("t",), arrival="constant", rate_per_s=50.0))},
+        subscribers={
+            "sa": ("a", SubscriberParams(subscriptions=("t",))),
+            "sb": ("b", SubscriberParams(subscriptions=("t",))),
+        },
+        relays={"a": relay, "b": relay},
+        forwarding=forwarding,
+    )
 
 
 @pytest.mark.parametrize("driver", ["batch", "reference"])
@@ -343,23 +391,28 @@ def test_graphml_round_trip_keeps_relays_and_bridges(tmp_path):
 # Traffic accounting
 # --------------------------------------------------------------------------
 
+
 def _traffic(r):
     t = r.traffic()
     return t.groupby(["scope", "element", "traffic", "plane", "direction"])["messages"].sum()
 
 
-@pytest.mark.parametrize("forwarding, copies", [
-    ("flood", {"I5->I3": 20, "I3->I2": 20, "I2->I1": 20, "I2->I4": 20}),
-    ("subscription", {"I5->I3": 20, "I3->I2": 20}),
-])
+@pytest.mark.parametrize(
+    "forwarding, copies",
+    [
+        ("flood", {"I5->I3": 20, "I3->I2": 20, "I2->I1": 20, "I2->I4": 20}),
+        ("subscription", {"I5->I3": 20, "I3->I2": 20}),
+    ],
+)
 def test_inter_broker_copies_equal_hand_count(forwarding, copies):
-    r = simulate(ildm_tree(forwarding), duration_s=1.0, seed=3)   # 20 publications
+    r = simulate(ildm_tree(forwarding), duration_s=1.0, seed=3)  # 20 publications
     t = _traffic(r)
     data = {e: int(n) for (s, e, tr, p, d), n in t.items() if s == "edge" and p == "data" and n}
     assert data == copies
     control = {e: int(n) for (s, e, tr, p, d), n in t.items() if s == "edge" and p == "control" and n}
-    expected_control = {} if forwarding == "flood" else {
-        "I2->I1": 1, "I2->I3": 1, "I2->I4": 1, "I3->I5": 1, "I3->I2": 1}
+    expected_control = (
+        {} if forwarding == "flood" else {"I2->I1": 1, "I2->I3": 1, "I2->I4": 1, "I3->I5": 1, "I3->I2": 1}
+    )
     assert control == expected_control
     assert t["node", "I5", "client", "data", "in"] == 20
     assert t["node", "I2", "client", "data", "out"] == 20
@@ -371,34 +424,47 @@ def test_traffic_counts_hop_qos_acks():
     r = simulate(relay_pair(hop_qos=1), duration_s=1.0, seed=2)
     t = _traffic(r)
     assert t["edge", "a->b", "inter_broker", "data", ""] == 50
-    assert t["edge", "b->a", "inter_broker", "control", ""] == 50 + 1   # PUBACKs + b's inter-subscription
-    assert t["edge", "a->b", "inter_broker", "control", ""] == 1        # a's inter-subscription (for sa)
+    assert t["edge", "b->a", "inter_broker", "control", ""] == 50 + 1  # PUBACKs + b's inter-subscription
+    assert t["edge", "a->b", "inter_broker", "control", ""] == 1  # a's inter-subscription (for sa)
 
 
 # --------------------------------------------------------------------------
 # Static bridges
 # --------------------------------------------------------------------------
 
+
 def bridged(bridge):
     brokers = {n: BrokerParams() for n in ("b0", "b1", "b2")}
-    pubs = {"p0": ("b0", PublisherParams(topics=("out/x", "keep/x"), arrival="constant", rate_per_s=10.0)),
-            "p2": ("b2", PublisherParams(topics=("in/y", "other/y"), arrival="constant", rate_per_s=10.0))}
+    pubs = {
+        "p0": ("b0", PublisherParams(topics=("out/x", "keep/x"), arrival="constant", rate_per_s=10.0)),
+        "p2": ("b2", PublisherParams(topics=("in/y", "other/y"), arrival="constant", rate_per_s=10.0)),
+    }
     subs = {f"s{i}": (f"b{i}", SubscriberParams(subscriptions=("#",))) for i in range(3)}
-    return T.chain(brokers=brokers, bridge=LinkParams(latency_s=1e-3), link=LinkParams(latency_s=1e-4),
-                   publishers=pubs, subscribers=subs, forwarding="bridge", bridges=bridge)
+    return T.chain(
+        brokers=brokers,
+        bridge=LinkParams(latency_s=1e-3),
+        link=LinkParams(latency_s=1e-4),
+        publishers=pubs,
+        subscribers=subs,
+        forwarding="bridge",
+        bridges=bridge,
+    )
 
 
 def test_static_bridge_in_and_out_patterns():
-    g = bridged({("b1", "b0"): BridgeParams(local="b1", topics_in=("out/#",), topics_out=("in/#",)),
-                 ("b1", "b2"): BridgeParams(local="b1", topics_in=("in/#",), topics_out=("out/#",))})
+    g = bridged(
+        {
+            ("b1", "b0"): BridgeParams(local="b1", topics_in=("out/#",), topics_out=("in/#",)),
+            ("b1", "b2"): BridgeParams(local="b1", topics_in=("in/#",), topics_out=("out/#",)),
+        }
+    )
     d = simulate(g, duration_s=1.0, seed=1).deliveries()
     got = d.groupby(["topic", "subscriber"], observed=True).size().unstack(fill_value=0)
     # out/x crosses b0->b1 (in at b1) and b1->b2 (out at b1); keep/x stays at b0
     reached = {t: sorted(row[row > 0].index) for t, row in got.iterrows()}
-    assert reached == {"out/x": ["s0", "s1", "s2"], "keep/x": ["s0"],
-                       "in/y": ["s0", "s1", "s2"], "other/y": ["s2"]}
+    assert reached == {"out/x": ["s0", "s1", "s2"], "keep/x": ["s0"], "in/y": ["s0", "s1", "s2"], "other/y": ["s2"]}
     for t, row in got.iterrows():
-        assert len(set(row[row > 0])) == 1, t   # every receiver got every message of the topic
+        assert len(set(row[row > 0])) == 1, t  # every receiver got every message of the topic
 
 
 def test_bridge_local_must_be_an_end():
@@ -440,8 +506,14 @@ def test_placement_files_describe_the_study(placements):
         data_pubs = [p for p in T.clients(g, T.NodeKind.PUBLISHER) if p != "latency-pub"]
         assert len(data_pubs) == 50
         if kind != "a":
-            per_node = {b: sum(T.home_broker(g, c) == b for c in g if g.nodes[c][T.KIND] != "broker"
-                               and not c.startswith("latency")) for b in brokers}
+            per_node = {
+                b: sum(
+                    T.home_broker(g, c) == b
+                    for c in g
+                    if g.nodes[c][T.KIND] != "broker" and not c.startswith("latency")
+                )
+                for b in brokers
+            }
             assert set(per_node.values()) == {20}
         assert r.summary()["delivery_ratio"] == pytest.approx(1.0, abs=0.02)
         sp = r.network.sp_ratio
@@ -450,9 +522,9 @@ def test_placement_files_describe_the_study(placements):
 
 def test_placement_qualitative_expectations(placements):
     copies = {key: _inter_broker_copies(r) for key, (_, r) in placements.items()}
-    assert copies["a", "pf"] == copies["a", "sf"] == 0          # one node: no inter-broker traffic
-    assert copies["b", "sf"] == copies["b", "pf"] > 0           # no locality: SF gains nothing
-    assert copies["c", "sf"] * 10 < copies["c", "pf"]           # high locality: SF far fewer copies
+    assert copies["a", "pf"] == copies["a", "sf"] == 0  # one node: no inter-broker traffic
+    assert copies["b", "sf"] == copies["b", "pf"] > 0  # no locality: SF gains nothing
+    assert copies["c", "sf"] * 10 < copies["c", "pf"]  # high locality: SF far fewer copies
     assert copies["c", "sf"] < copies["d", "sf"] < copies["d", "pf"]
     # every broker sees every publication under PF
     _, r = placements["b", "pf"]
@@ -469,11 +541,15 @@ def test_placement_qualitative_expectations(placements):
 # Bad input in scenario files: one line naming the field
 # --------------------------------------------------------------------------
 
+
 def _chain_spec(**extra):
-    spec = {"builder": "chain", "forwarding": "subscription",
-            "brokers": [{"name": "n0", "relay": {"relay_cost_s": "5us"}}, {"name": "n1"}],
-            "publishers": [{"name": "p", "broker": "n0", "topics": ["t"], "rate_per_s": 10}],
-            "subscribers": [{"name": "s", "broker": "n1", "subscriptions": ["t"]}]}
+    spec = {
+        "builder": "chain",
+        "forwarding": "subscription",
+        "brokers": [{"name": "n0", "relay": {"relay_cost_s": "5us"}}, {"name": "n1"}],
+        "publishers": [{"name": "p", "broker": "n0", "topics": ["t"], "rate_per_s": 10}],
+        "subscribers": [{"name": "s", "broker": "n1", "subscriptions": ["t"]}],
+    }
     spec.update(extra)
     return {"run": {"duration": "1s"}, "topology": spec}
 
@@ -489,15 +565,22 @@ def test_scenario_relay_and_bridges_parse():
     assert T.bridge_patterns(g) == {("n1", "n0"): (), ("n0", "n1"): ("t",)}
 
 
-@pytest.mark.parametrize("edit, field", [
-    (lambda s: s["topology"]["brokers"][0]["relay"].update(relay_cost="5us"),
-     "topology.brokers[0](n0).relay.relay_cost"),
-    (lambda s: s["topology"]["brokers"][0]["relay"].update(hop_qos=3), "topology.brokers[0](n0).relay.hop_qos"),
-    (lambda s: s["topology"].update(bridges=[{"local": "n0", "remote": "n2"}]), "bridges['n0', 'n2']"),
-    (lambda s: s["topology"].update(bridges=[{"local": "n0", "remote": "n1", "topics_out": ["a/#/b"]}]),
-     "edge ('n0', 'n1').bridge.topics_out"),
-    (lambda s: s["topology"].update(forwarding="static"), "graph.forwarding"),
-])
+@pytest.mark.parametrize(
+    "edit, field",
+    [
+        (
+            lambda s: s["topology"]["brokers"][0]["relay"].update(relay_cost="5us"),
+            "topology.brokers[0](n0).relay.relay_cost",
+        ),
+        (lambda s: s["topology"]["brokers"][0]["relay"].update(hop_qos=3), "topology.brokers[0](n0).relay.hop_qos"),
+        (lambda s: s["topology"].update(bridges=[{"local": "n0", "remote": "n2"}]), "bridges['n0', 'n2']"),
+        (
+            lambda s: s["topology"].update(bridges=[{"local": "n0", "remote": "n1", "topics_out": ["a/#/b"]}]),
+            "edge ('n0', 'n1').bridge.topics_out",
+        ),
+        (lambda s: s["topology"].update(forwarding="static"), "graph.forwarding"),
+    ],
+)
 def test_scenario_bad_ildm_fields_name_the_field(edit, field):
     from pubsim.scenario import parse_scenario
 

@@ -1,5 +1,6 @@
 """The pattern scenario files run and their reports say what the theory says;
 bad ``patterns`` entries are one-line errors."""
+
 from __future__ import annotations
 
 import os
@@ -11,9 +12,9 @@ import pytest
 import yaml
 
 from pubsim.models.mechanisms.patterns.reports import report
+from pubsim.scenario import load_scenario, parse_scenario
 from pubsim.sim import theory
 from pubsim.sim.errors import ConfigError
-from pubsim.scenario import load_scenario, parse_scenario
 from tests import ROOT
 
 EXP = ROOT / "experiments"
@@ -59,24 +60,34 @@ def test_cli_writes_pattern_csv(tmp_path):
     data["run"]["duration"] = "60s"
     path = tmp_path / "poll.yaml"
     path.write_text(yaml.safe_dump(data))
-    proc = subprocess.run([sys.executable, "-m", "pubsim", "run", str(path), "--out", str(tmp_path / "out")],
-                          capture_output=True, text=True, cwd=ROOT, timeout=300,
-                          env={**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "250"})
+    proc = subprocess.run(
+        [sys.executable, "-m", "pubsim", "run", str(path), "--out", str(tmp_path / "out")],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=300,
+        env={**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "250"},
+    )
     assert proc.returncode == 0, proc.stderr
     assert "polling (replication 0)" in proc.stdout
     rows = pd.read_csv(tmp_path / "out" / "rep-000" / "pattern-polling.csv")
     assert len(rows) == 2 and {"lost_fraction", "expected_lost_fraction"} <= set(rows.columns)
 
 
-@pytest.mark.parametrize("patterns,field", [
-    ([{"kind": "gossip"}], r"patterns\[0\]\.kind"),
-    ([{"kind": "polling", "poller": "hmi"}], r"patterns\[0\]\.sensor"),
-    ([{"kind": "polling", "poller": "nobody", "sensor": "sensor", "sample_interval": "1s"}],
-     r"patterns\[0\]\.poller"),
-    ([{"kind": "push_pull", "ack": {"ack_bytes": "-4B"}}], r"ack_bytes"),
-    ([{"kind": "request_reply", "window": 3}], r"patterns\[0\]\.window"),
-    ("polling", r"patterns"),
-])
+@pytest.mark.parametrize(
+    "patterns,field",
+    [
+        ([{"kind": "gossip"}], r"patterns\[0\]\.kind"),
+        ([{"kind": "polling", "poller": "hmi"}], r"patterns\[0\]\.sensor"),
+        (
+            [{"kind": "polling", "poller": "nobody", "sensor": "sensor", "sample_interval": "1s"}],
+            r"patterns\[0\]\.poller",
+        ),
+        ([{"kind": "push_pull", "ack": {"ack_bytes": "-4B"}}], r"ack_bytes"),
+        ([{"kind": "request_reply", "window": 3}], r"patterns\[0\]\.window"),
+        ("polling", r"patterns"),
+    ],
+)
 def test_bad_pattern_entries_are_one_line_errors(patterns, field):
     data = yaml.safe_load((EXP / "polling.yaml").read_text())
     data["patterns"] = patterns

@@ -1,19 +1,27 @@
 """Polling: lost and duplicated samples against the closed forms, a hand
 example, and read times taken from a simulated request path."""
+
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
 from pubsim.models import topology as T
+from pubsim.models.mechanisms.patterns.polling import (
+    constant_times,
+    expected_duplicate_fraction,
+    expected_lost_fraction,
+    poll_records,
+    poll_summary,
+    read_times_from_deliveries,
+)
 from pubsim.models.params.broker import BrokerParams
 from pubsim.models.params.client import PublisherParams, SubscriberParams
 from pubsim.models.params.link import LinkParams
 from pubsim.models.params.patterns import PollingParams
-from pubsim.models.mechanisms.patterns.polling import (constant_times, expected_duplicate_fraction, expected_lost_fraction, poll_records, poll_summary, read_times_from_deliveries)
+from pubsim.run import simulate
 from pubsim.sim.distributions import Constant
 from pubsim.sim.errors import ConfigError
-from pubsim.run import simulate
 
 
 def test_hand_example():
@@ -64,9 +72,13 @@ def test_constant_intervals_exact_counts_by_floor_arithmetic():
 def test_read_times_from_a_simulated_request_path():
     """Polls as requests through a broker to the sensor: read = delivery at the sensor."""
     link = LinkParams(latency_s=2e-3)
-    g = T.star(broker=BrokerParams(ingress_cost_s=Constant(value=1e-4)),
-               publishers={"poller": PublisherParams(topics=("sensor/get",), arrival="constant", rate_per_s=2.0)},
-               subscribers={"sensor": SubscriberParams(subscriptions=("sensor/get",))}, link=link, protocol="none")
+    g = T.star(
+        broker=BrokerParams(ingress_cost_s=Constant(value=1e-4)),
+        publishers={"poller": PublisherParams(topics=("sensor/get",), arrival="constant", rate_per_s=2.0)},
+        subscribers={"sensor": SubscriberParams(subscriptions=("sensor/get",))},
+        link=link,
+        protocol="none",
+    )
     d = simulate(g, duration_s=30, seed=3).deliveries()
     poll_t, read_t = read_times_from_deliveries(d, "poller", "sensor")
     np.testing.assert_allclose(read_t - poll_t, 4.1e-3, atol=1e-12)

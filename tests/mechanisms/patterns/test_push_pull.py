@@ -1,37 +1,42 @@
 """Push/pull: round-robin dealing (exact counts), a single worker against
 M/D/1, and the ack return time by hand."""
+
 from __future__ import annotations
 
 import numpy as np
 import pytest
 from scipy import stats
 
+from pubsim.models.mechanisms.patterns.pushpull import ack_times, push_pull
 from pubsim.models.params.broker import BrokerParams
 from pubsim.models.params.client import PublisherParams, SubscriberParams
 from pubsim.models.params.link import LinkParams
 from pubsim.models.params.patterns import AckParams
-from pubsim.models.mechanisms.patterns.pushpull import ack_times, push_pull
+from pubsim.run import simulate
 from pubsim.sim import theory
 from pubsim.sim.distributions import Constant
 from pubsim.sim.errors import ConfigError
-from pubsim.run import simulate
 
 FREE = LinkParams()
 
 
 def _pp(n_pushers, n_pullers, *, rate, processing=0.0, arrival="poisson", link=FREE):
-    pushers = {f"push{i}": PublisherParams(topics=("x",), arrival=arrival, rate_per_s=rate)
-               for i in range(n_pushers)}
-    pullers = {f"w{j}": SubscriberParams(subscriptions=("x",), processing_s=Constant(value=processing))
-               for j in range(n_pullers)}
+    pushers = {f"push{i}": PublisherParams(topics=("x",), arrival=arrival, rate_per_s=rate) for i in range(n_pushers)}
+    pullers = {
+        f"w{j}": SubscriberParams(subscriptions=("x",), processing_s=Constant(value=processing))
+        for j in range(n_pullers)
+    }
     return push_pull(broker=BrokerParams(), link=link, pushers=pushers, pullers=pullers, protocol="none")
 
 
 @pytest.mark.parametrize("driver", ["batch", "reference"])
 def test_round_robin_exact_counts_and_order(driver):
     g = _pp(2, 3, rate=1000.0)
-    r = simulate(g, duration_s=0.5, seed=4, driver=driver, chunk_messages=17) if driver == "batch" else \
-        simulate(g, duration_s=0.5, seed=4, driver=driver)
+    r = (
+        simulate(g, duration_s=0.5, seed=4, driver=driver, chunk_messages=17)
+        if driver == "batch"
+        else simulate(g, duration_s=0.5, seed=4, driver=driver)
+    )
     d = r.deliveries()
     pubs = simulate(g, duration_s=0.5, seed=4).summary()
     for _, grp in d.groupby("publisher"):
@@ -51,8 +56,12 @@ def test_single_worker_md1():
     """One pusher (Poisson), one worker with constant processing D: an M/D/1 queue."""
     lam, dserv = 700.0, 1e-3
     g = _pp(1, 1, rate=lam, processing=dserv)
-    vals = np.array([simulate(g, duration_s=40, warmup_s=2, seed=31, replication=r, record="stream")
-                     .summary()["latency_mean_s"] for r in range(8)])
+    vals = np.array(
+        [
+            simulate(g, duration_s=40, warmup_s=2, seed=31, replication=r, record="stream").summary()["latency_mean_s"]
+            for r in range(8)
+        ]
+    )
     expected = theory.md1_sojourn_mean_s(lam, dserv)
     half = stats.t.ppf(0.995, len(vals) - 1) * vals.std(ddof=1) / np.sqrt(len(vals))
     assert abs(vals.mean() - expected) <= half, (vals.mean(), expected, half)

@@ -1,6 +1,7 @@
 """Request/reply with a window of W outstanding requests (closed loop):
 W / RTT for deterministic times, saturation at 1 / service, Mean Value
 Analysis for exponential servers, both drivers identical."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -8,14 +9,14 @@ import pandas as pd
 import pytest
 from scipy import stats
 
+from pubsim.models.mechanisms.patterns.reqrep import request_reply
 from pubsim.models.params.broker import BrokerParams
 from pubsim.models.params.client import PublisherParams
 from pubsim.models.params.link import LinkParams
-from pubsim.models.mechanisms.patterns.reqrep import request_reply
+from pubsim.run import simulate
 from pubsim.sim import theory
 from pubsim.sim.distributions import Constant, Exponential
 from pubsim.sim.errors import ConfigError
-from pubsim.run import simulate
 
 
 def _client(window, think=0.0):
@@ -23,8 +24,11 @@ def _client(window, think=0.0):
 
 
 def _rr(service, windows, latency_s=2e-3):
-    return request_reply(server=BrokerParams(ingress_cost_s=service), link=LinkParams(latency_s=latency_s),
-                         clients={f"c{i}": _client(w) for i, w in enumerate(windows)})
+    return request_reply(
+        server=BrokerParams(ingress_cost_s=service),
+        link=LinkParams(latency_s=latency_s),
+        clients={f"c{i}": _client(w) for i, w in enumerate(windows)},
+    )
 
 
 def _replies_per_s(result, t0, t1):
@@ -91,8 +95,11 @@ def test_zero_latency_loop_is_a_one_line_error():
 
 def test_bad_client_is_a_one_line_error():
     with pytest.raises(ConfigError, match="arrival"):
-        request_reply(server=BrokerParams(), link=LinkParams(latency_s=1e-3),
-                      clients={"c": PublisherParams(topics=("x",), rate_per_s=1.0)})
+        request_reply(
+            server=BrokerParams(),
+            link=LinkParams(latency_s=1e-3),
+            clients={"c": PublisherParams(topics=("x",), rate_per_s=1.0)},
+        )
     with pytest.raises(ConfigError, match="window_requests"):
         PublisherParams(topics=("x",), arrival="closed_loop", window_requests=0)
 
@@ -101,8 +108,11 @@ def test_lost_requests_close_window_slots_for_good():
     """No client timeout: with a lossy link every slot is lost in the end, and the report counts them."""
     from pubsim.models.mechanisms.patterns.reports import report
 
-    g = request_reply(server=BrokerParams(ingress_cost_s=Constant(value=1e-4)),
-                      link=LinkParams(latency_s=1e-3, loss_probability=0.2), clients={"c": _client(3)})
+    g = request_reply(
+        server=BrokerParams(ingress_cost_s=Constant(value=1e-4)),
+        link=LinkParams(latency_s=1e-3, loss_probability=0.2),
+        clients={"c": _client(3)},
+    )
     r = simulate(g, duration_s=2.0, seed=5)
     assert r.summary()["published"] == len(r.deliveries()) + 3 == len(r.deliveries()) + len(r.drops())
     rows = report(r, g, {"kind": "request_reply"})

@@ -7,6 +7,7 @@ downlink's transmit queue) is where messages wait. A slow (sleeping) YAMI4
 subscriber is modelled as a slow downlink: TCP flow control keeps the backlog
 in the sender's channel queue.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -17,15 +18,14 @@ from pubsim.models import topology as T
 from pubsim.models.params.broker import BrokerParams
 from pubsim.models.params.client import PublisherParams, SubscriberParams
 from pubsim.models.params.link import LinkParams
+from pubsim.run import simulate
+from pubsim.scenario import load_scenario
 from pubsim.sim import theory
 from pubsim.sim.distributions import Constant, Exponential
 from pubsim.sim.errors import ConfigError
-from pubsim.run import simulate
-from pubsim.scenario import load_scenario
-
 from pubsim.testing import ZERO_LINK
-from tests.oracles.test_queueing_theory import REPS, _assert_matches, _ci
 from tests import ROOT
+from tests.oracles.test_queueing_theory import REPS, _assert_matches, _ci
 
 CHANNEL = LinkParams(latency_s=0.010, bandwidth_Bps=1e6, scheduling="priority")
 
@@ -39,15 +39,19 @@ def _star(pub, channels, broker=None):
     """One publisher ``p``; one subscriber per channel (name -> LinkParams), subscribed to all."""
     links = {"p": ZERO_LINK, **channels}
     subs = {s: SubscriberParams(subscriptions=("#",)) for s in channels}
-    return T.star(broker=broker or BrokerParams(), publishers={"p": pub}, subscribers=subs,
-                  link=links, protocol="none")
+    return T.star(broker=broker or BrokerParams(), publishers={"p": pub}, subscribers=subs, link=links, protocol="none")
 
 
 def _yami(times, order, size, *, topics=("t0", "t2", "t1"), prios=(0, 2, 1)):
     """One publisher sending ``order`` (topic names) at ``times``; topic ``tK`` has priority K."""
-    return PublisherParams(topics=topics, topic_priorities=prios, arrival="schedule",
-                           schedule_time_s=tuple(times), schedule_size_bytes=(size,) * len(times),
-                           schedule_topic=tuple(order))
+    return PublisherParams(
+        topics=topics,
+        topic_priorities=prios,
+        arrival="schedule",
+        schedule_time_s=tuple(times),
+        schedule_size_bytes=(size,) * len(times),
+        schedule_topic=tuple(order),
+    )
 
 
 def _order(result, sub):
@@ -63,8 +67,7 @@ def test_idle_channel_delivers_fifo(driver, size):
     gap = 2 * s  # each message is sent before the next is published: no backlog
     pub = _yami([0.0, gap, 2 * gap], ["t0", "t2", "t1"], size)
     r = simulate(_star(pub, {"s": CHANNEL}), duration_s=1.0, seed=1, driver=driver)
-    assert _order(r, "s") == (["t0", "t2", "t1"], [round(x, 9) for x in (s + 0.01, gap + s + 0.01,
-                                                                         2 * gap + s + 0.01)])
+    assert _order(r, "s") == (["t0", "t2", "t1"], [round(x, 9) for x in (s + 0.01, gap + s + 0.01, 2 * gap + s + 0.01)])
 
 
 @pytest.mark.parametrize("size", [100, 100_000])
@@ -76,8 +79,7 @@ def test_saturated_channel_0_2_1(driver, size):
     assert _order(r, "s") == (["t0", "t2", "t1"], [round(k * s + 0.01, 9) for k in (1, 2, 3)])
 
 
-@pytest.mark.parametrize("scheduling, expected", [("priority", ["t0", "t2", "t1"]),
-                                                  ("fifo", ["t0", "t1", "t2"])])
+@pytest.mark.parametrize("scheduling, expected", [("priority", ["t0", "t2", "t1"]), ("fifo", ["t0", "t1", "t2"])])
 def test_saturated_channel_reorders_only_with_priority(driver, scheduling, expected):
     # published 0, 1, 2: a priority channel overtakes 1 with 2; a FIFO one does not
     pub = _yami([0.0] * 3, ["t0", "t1", "t2"], 1000)
@@ -116,22 +118,29 @@ def test_max_priority_caps_priorities(driver):
 
 # --- overflow policies on a hand timeline -------------------------------------
 def _one_topic(times, topics, size=1000, **pub):
-    return PublisherParams(topics=tuple(sorted(set(topics))), arrival="schedule",
-                           schedule_time_s=tuple(times), schedule_size_bytes=(size,) * len(times),
-                           schedule_topic=tuple(topics), **pub)
+    return PublisherParams(
+        topics=tuple(sorted(set(topics))),
+        arrival="schedule",
+        schedule_time_s=tuple(times),
+        schedule_size_bytes=(size,) * len(times),
+        schedule_topic=tuple(topics),
+        **pub,
+    )
 
 
 @pytest.mark.parametrize("scheduling", ["fifo", "priority"])
-@pytest.mark.parametrize("overflow, delivered, cause", [
-    ("drop_newest", [1, 2], "buffer_full"),     # m3 finds m1 sending, m2 waiting: dropped
-    ("reject", [1, 2], "rejected"),             # the same message refused, sender told
-    ("ring", [1, 3], "dropped_oldest"),         # m3 evicts m2 (Qpid ring)
-    ("drop_oldest", [1, 3], "dropped_oldest"),
-])
+@pytest.mark.parametrize(
+    "overflow, delivered, cause",
+    [
+        ("drop_newest", [1, 2], "buffer_full"),  # m3 finds m1 sending, m2 waiting: dropped
+        ("reject", [1, 2], "rejected"),  # the same message refused, sender told
+        ("ring", [1, 3], "dropped_oldest"),  # m3 evicts m2 (Qpid ring)
+        ("drop_oldest", [1, 3], "dropped_oldest"),
+    ],
+)
 def test_overflow_policies_differ(driver, scheduling, overflow, delivered, cause):
     pub = _one_topic([0.0, 0.0, 0.0], ["a"] * 3)
-    link = LinkParams(latency_s=0.010, bandwidth_Bps=1e6, queue_messages=2, scheduling=scheduling,
-                      overflow=overflow)
+    link = LinkParams(latency_s=0.010, bandwidth_Bps=1e6, queue_messages=2, scheduling=scheduling, overflow=overflow)
     r = simulate(_star(pub, {"s": link}), duration_s=1.0, seed=1, driver=driver)
     d = r.deliveries()
     assert list(d["msg"] + 1) == delivered
@@ -163,10 +172,10 @@ def test_update_replaces_in_place(driver):
 def test_update_conservation_with_fan_out():
     # Poisson flood over two slow priority channels with the update policy:
     # published x fan-out = delivered + lost by cause; replaced copies really occur.
-    pub = PublisherParams(topics=("a", "b", "c"), topic_priorities=(0, 1, 2), rate_per_s=3000.0,
-                          size_bytes=Constant(value=500))
-    link = LinkParams(latency_s=1e-3, bandwidth_Bps=1e6, queue_messages=4, scheduling="priority",
-                      overflow="update")
+    pub = PublisherParams(
+        topics=("a", "b", "c"), topic_priorities=(0, 1, 2), rate_per_s=3000.0, size_bytes=Constant(value=500)
+    )
+    link = LinkParams(latency_s=1e-3, bandwidth_Bps=1e6, queue_messages=4, scheduling="priority", overflow="update")
     r = simulate(_star(pub, {"s1": link, "s2": link}), duration_s=2.0, warmup_s=0.0, seed=3)
     s = r.sink.counts()
     lost = sum(v for k, v in s.items() if k.startswith("lost_"))
@@ -192,8 +201,7 @@ def test_broker_ingress_reject_and_update(driver):
     link = ZERO_LINK
     for overflow, cause, sent in (("reject", "rejected", [0, 1]), ("update", "replaced", [0, 2])):
         broker = BrokerParams(ingress_cost_s=Constant(value=0.002), queue_messages=1, overflow=overflow)
-        r = simulate(_star(pub, {"s0": link, "s1": link, "s2": link}, broker), duration_s=1.0, seed=1,
-                     driver=driver)
+        r = simulate(_star(pub, {"s0": link, "s1": link, "s2": link}, broker), duration_s=1.0, seed=1, driver=driver)
         assert list(r.deliveries()["msg"].drop_duplicates()) == sent
         assert list(r.drops()["cause"]) == [cause] and list(r.drops()["place"]) == ["broker:broker"]
         counts = r.sink.counts()  # one message lost at the broker = its 3 deliveries
@@ -220,8 +228,10 @@ def _per_class(g, column, seed):
 def test_priority_link_cobham_deterministic():
     """Two classes, 1000-byte messages at 1 MB/s (M/D/1 with priorities, rho 0.7)."""
     lams = {2: 300.0, 0: 400.0}
-    pubs = {f"prio{p}": PublisherParams(topics=(f"t{p}",), rate_per_s=lam, priority=p,
-                                        size_bytes=Constant(value=1000)) for p, lam in lams.items()}
+    pubs = {
+        f"prio{p}": PublisherParams(topics=(f"t{p}",), rate_per_s=lam, priority=p, size_bytes=Constant(value=1000))
+        for p, lam in lams.items()
+    }
     s = 1e-3
     expected = theory.mg1_priority_nonpreemptive_wait_mean_s([lams[2], lams[0]], [s, s], [0, 0]) + s
     runs = _per_class(_link_star(pubs, 1e6), "publisher", 909)
@@ -233,8 +243,13 @@ def test_priority_link_cobham_deterministic():
 def test_priority_link_cobham_exponential_three_classes():
     """One publisher, three topics of priorities 2, 1, 0 (per-topic priorities), exponential sizes."""
     rates = {"t2": 200.0, "t1": 250.0, "t0": 250.0}
-    pub = PublisherParams(topics=("t2", "t1", "t0"), topic_priorities=(2, 1, 0), rate_per_s=sum(rates.values()),
-                          topic_weights=tuple(rates.values()), size_bytes=Exponential(mean_value=1000))
+    pub = PublisherParams(
+        topics=("t2", "t1", "t0"),
+        topic_priorities=(2, 1, 0),
+        rate_per_s=sum(rates.values()),
+        topic_weights=tuple(rates.values()),
+        size_bytes=Exponential(mean_value=1000),
+    )
     s = 1e-3
     expected = theory.mg1_priority_nonpreemptive_wait_mean_s(list(rates.values()), [s] * 3, [1] * 3) + s
     runs = _per_class(_link_star({"p": pub}, 1e6), "topic", 910)
@@ -247,7 +262,9 @@ def test_mg1_priority_reduces_to_known_cases():
     lams, mus = [300.0, 400.0], [1000.0, 800.0]
     np.testing.assert_allclose(
         theory.mg1_priority_nonpreemptive_wait_mean_s(lams, [1 / m for m in mus], [1, 1]),
-        theory.mm1_priority_nonpreemptive_wait_mean_s(lams, mus), rtol=1e-12)
+        theory.mm1_priority_nonpreemptive_wait_mean_s(lams, mus),
+        rtol=1e-12,
+    )
     (w,) = theory.mg1_priority_nonpreemptive_wait_mean_s([700.0], [1e-3], [0.0])
     assert w == pytest.approx(theory.mg1_wait_mean_s(700.0, 1e-3, 0.0), rel=1e-12)
     with pytest.raises(ConfigError, match="scv_services"):
@@ -262,18 +279,21 @@ def test_ci_helper_is_the_shared_one():
 
 
 # --- bad input -----------------------------------------------------------------------
-@pytest.mark.parametrize("make, field", [
-    (lambda: LinkParams(scheduling="priority", overflow="backpressure"), "overflow"),
-    (lambda: LinkParams(overflow="flow_to_disk"), "overflow"),
-    (lambda: LinkParams(scheduling="lifo"), "scheduling"),
-    (lambda: LinkParams(overflow="spill"), "overflow"),
-    (lambda: BrokerParams(client_scheduling="priority", client_overflow="backpressure"), "client_overflow"),
-    (lambda: BrokerParams(overflow="update", cpu_fraction=0.5), "cpu_fraction"),
-    (lambda: BrokerParams(max_priority=-1), "max_priority"),
-    (lambda: PublisherParams(topics=("a", "b"), rate_per_s=1.0, topic_priorities=(1,)), "topic_priorities"),
-    (lambda: PublisherParams(topics=("a",), rate_per_s=1.0, topic_priorities=(-1,)), "topic_priorities"),
-    (lambda: PublisherParams(topics=("a",), rate_per_s=1.0, topic_priorities=("x",)), "topic_priorities"),
-])
+@pytest.mark.parametrize(
+    "make, field",
+    [
+        (lambda: LinkParams(scheduling="priority", overflow="backpressure"), "overflow"),
+        (lambda: LinkParams(overflow="flow_to_disk"), "overflow"),
+        (lambda: LinkParams(scheduling="lifo"), "scheduling"),
+        (lambda: LinkParams(overflow="spill"), "overflow"),
+        (lambda: BrokerParams(client_scheduling="priority", client_overflow="backpressure"), "client_overflow"),
+        (lambda: BrokerParams(overflow="update", cpu_fraction=0.5), "cpu_fraction"),
+        (lambda: BrokerParams(max_priority=-1), "max_priority"),
+        (lambda: PublisherParams(topics=("a", "b"), rate_per_s=1.0, topic_priorities=(1,)), "topic_priorities"),
+        (lambda: PublisherParams(topics=("a",), rate_per_s=1.0, topic_priorities=(-1,)), "topic_priorities"),
+        (lambda: PublisherParams(topics=("a",), rate_per_s=1.0, topic_priorities=("x",)), "topic_priorities"),
+    ],
+)
 def test_bad_input_one_line(make, field):
     with pytest.raises(ConfigError) as e:
         make()
@@ -315,11 +335,17 @@ def test_graphml_round_trip_keeps_priority_fields(tmp_path):
     from tests.model.test_topology import _same_graph
 
     pub = PublisherParams(topics=("a", "b"), topic_priorities=(2, 0), rate_per_s=10.0)
-    broker = BrokerParams(client_scheduling="priority", client_overflow="flow_to_disk", max_priority=5,
-                          flow_to_disk_cost_s=1e-4, overflow="update")
+    broker = BrokerParams(
+        client_scheduling="priority",
+        client_overflow="flow_to_disk",
+        max_priority=5,
+        flow_to_disk_cost_s=1e-4,
+        overflow="update",
+    )
     link = LinkParams(bandwidth_Bps=1e6, scheduling="priority", overflow="ring", queue_messages=7)
-    g = T.star(broker=broker, publishers={"p": pub}, subscribers={"s": SubscriberParams(subscriptions=("#",))},
-               link=link)
+    g = T.star(
+        broker=broker, publishers={"p": pub}, subscribers={"s": SubscriberParams(subscriptions=("#",))}, link=link
+    )
     T.write_graphml(g, tmp_path / "g.graphml")
     h = T.read_graphml(tmp_path / "g.graphml")
     _same_graph(g, h)

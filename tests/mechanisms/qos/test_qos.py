@@ -5,6 +5,7 @@ MQTT PUBLISH of 992 payload bytes on topic "a": 1 + 2 (remaining length
 997) + 2 + 1 + 2 (packet id) = 8 bytes of framing at QoS > 0 -> 1000 bytes,
 1 ms; at QoS 0 no packet id: 998 bytes. Handshake packets: 4 bytes, 4 us.
 """
+
 from __future__ import annotations
 
 import math
@@ -14,14 +15,14 @@ import pytest
 from scipy import stats
 
 from pubsim.models import topology as T
+from pubsim.models.mechanisms.qos.rules import exchange_draws
 from pubsim.models.params.broker import BrokerParams
 from pubsim.models.params.client import PublisherParams, SubscriberParams
 from pubsim.models.params.link import LinkParams
-from pubsim.models.mechanisms.qos.rules import exchange_draws
+from pubsim.run import simulate
 from pubsim.sim import theory
 from pubsim.sim.distributions import Constant
 from pubsim.sim.errors import ConfigError
-from pubsim.run import simulate
 from tests import ROOT
 
 LINK = LinkParams(latency_s=0.010, bandwidth_Bps=1e6)
@@ -33,14 +34,21 @@ def driver(request):
 
 
 def _schedule(times, size, **kw):
-    return PublisherParams(topics=("a",), arrival="schedule", schedule_time_s=tuple(times),
-                           schedule_size_bytes=(size,) * len(times), schedule_topic=("a",) * len(times), **kw)
+    return PublisherParams(
+        topics=("a",),
+        arrival="schedule",
+        schedule_time_s=tuple(times),
+        schedule_size_bytes=(size,) * len(times),
+        schedule_topic=("a",) * len(times),
+        **kw,
+    )
 
 
 def _star(pub, sub, *, link=LINK, protocol="mqtt", **broker):
     broker.setdefault("ingress_cost_s", Constant(value=0.002))
-    return T.star(broker=BrokerParams(**broker), publishers={"p": pub}, subscribers={"s": sub},
-                  link=link, protocol=protocol)
+    return T.star(
+        broker=BrokerParams(**broker), publishers={"p": pub}, subscribers={"s": sub}, link=link, protocol=protocol
+    )
 
 
 def _delivered(r):
@@ -89,42 +97,65 @@ def test_window_hand_timeline(driver):
     # m2 waits for ack(m0) 49.2 -> 58.8, arr 68.8, ack 78.8; m3 waits for ack(m1) 58.8 -> 68.4, arr 78.4
     # m4 waits for ack(m2) 78.8 -> 88.4, arr 98.4
     link = LinkParams(latency_s=0.010, bandwidth_Bps=1e4)
-    g = _star(_schedule([0.0] * 5, 96, qos=1, inflight_messages=0),
-              SubscriberParams(subscriptions=("a",), qos=1), link=link, protocol="none",
-              max_inflight_messages=2, ingress_cost_s=Constant(value=0.0))
+    g = _star(
+        _schedule([0.0] * 5, 96, qos=1, inflight_messages=0),
+        SubscriberParams(subscriptions=("a",), qos=1),
+        link=link,
+        protocol="none",
+        max_inflight_messages=2,
+        ingress_cost_s=Constant(value=0.0),
+    )
     r = simulate(g, duration_s=1.0, seed=1, driver=driver)
     assert _delivered(r) == [0.0392, 0.0488, 0.0688, 0.0784, 0.0984]
 
 
 def test_window_caps_throughput_at_w_over_rtt():
     # downlink: service 1 ms, RTT 2 x 10 ms: W / (service + RTT) = 5 / 21 ms = 238 msg/s < 500 offered
-    pub = PublisherParams(topics=("a",), arrival="constant", rate_per_s=500.0, size_bytes=Constant(value=1000),
-                          qos=1, inflight_messages=0)
-    g = _star(pub, SubscriberParams(subscriptions=("a",), qos=1, inflight_messages=5), protocol="none",
-              ingress_cost_s=Constant(value=0.0))
+    pub = PublisherParams(
+        topics=("a",), arrival="constant", rate_per_s=500.0, size_bytes=Constant(value=1000), qos=1, inflight_messages=0
+    )
+    g = _star(
+        pub,
+        SubscriberParams(subscriptions=("a",), qos=1, inflight_messages=5),
+        protocol="none",
+        ingress_cost_s=Constant(value=0.0),
+    )
     r = simulate(g, duration_s=20.0, warmup_s=2.0, seed=3)
     expected = theory.window_throughput_per_s(5, 1e-3, 0.020)
     assert r.summary()["egress_per_s"] == pytest.approx(expected, rel=0.01)
     # a wider window lets the offered load through
-    g = _star(pub, SubscriberParams(subscriptions=("a",), qos=1, inflight_messages=20), protocol="none",
-              ingress_cost_s=Constant(value=0.0))
+    g = _star(
+        pub,
+        SubscriberParams(subscriptions=("a",), qos=1, inflight_messages=20),
+        protocol="none",
+        ingress_cost_s=Constant(value=0.0),
+    )
     assert simulate(g, duration_s=20.0, warmup_s=2.0, seed=3).summary()["egress_per_s"] == pytest.approx(500, rel=0.01)
 
 
 def test_window_applies_to_qos1_not_qos0():
-    pub = PublisherParams(topics=("a",), arrival="constant", rate_per_s=500.0, size_bytes=Constant(value=1000),
-                          qos=0)
-    g = _star(pub, SubscriberParams(subscriptions=("a",), qos=1, inflight_messages=5), protocol="none",
-              ingress_cost_s=Constant(value=0.0))
+    pub = PublisherParams(topics=("a",), arrival="constant", rate_per_s=500.0, size_bytes=Constant(value=1000), qos=0)
+    g = _star(
+        pub,
+        SubscriberParams(subscriptions=("a",), qos=1, inflight_messages=5),
+        protocol="none",
+        ingress_cost_s=Constant(value=0.0),
+    )
     assert simulate(g, duration_s=10.0, warmup_s=1.0, seed=3).summary()["egress_per_s"] == pytest.approx(500, rel=0.01)
 
 
 def test_full_client_queue_drops_qos1_too():
     # Mosquitto drops messages beyond max_queued_messages whatever their QoS (R. Light, mosquitto-dev)
-    pub = PublisherParams(topics=("a",), arrival="constant", rate_per_s=500.0, size_bytes=Constant(value=1000),
-                          qos=1, inflight_messages=0)
-    g = _star(pub, SubscriberParams(subscriptions=("a",), qos=1, inflight_messages=5), protocol="none",
-              ingress_cost_s=Constant(value=0.0), client_queue_messages=50)
+    pub = PublisherParams(
+        topics=("a",), arrival="constant", rate_per_s=500.0, size_bytes=Constant(value=1000), qos=1, inflight_messages=0
+    )
+    g = _star(
+        pub,
+        SubscriberParams(subscriptions=("a",), qos=1, inflight_messages=5),
+        protocol="none",
+        ingress_cost_s=Constant(value=0.0),
+        client_queue_messages=50,
+    )
     s = simulate(g, duration_s=20.0, warmup_s=2.0, seed=3).summary()
     assert s["loss_rate_buffer_full"] == pytest.approx(1 - 238.1 / 500, abs=0.01)
     assert s["loss_rate_link_loss"] == 0
@@ -144,11 +175,17 @@ def test_exchange_draws_match_closed_forms():
 
 def _lossy(qos, p, seed, *, sub_qos=None, timeout=0.05):
     link = LinkParams(latency_s=0.001, bandwidth_Bps=1e7, loss_probability=p)
-    pub = PublisherParams(topics=("a",), arrival="poisson", rate_per_s=2000.0, size_bytes=Constant(value=100),
-                          qos=qos, inflight_messages=0, retry_timeout_s=timeout)
+    pub = PublisherParams(
+        topics=("a",),
+        arrival="poisson",
+        rate_per_s=2000.0,
+        size_bytes=Constant(value=100),
+        qos=qos,
+        inflight_messages=0,
+        retry_timeout_s=timeout,
+    )
     sub = SubscriberParams(subscriptions=("a",), qos=qos if sub_qos is None else sub_qos, inflight_messages=0)
-    g = _star(pub, sub, link=link, ingress_cost_s=Constant(value=0.0), retry_timeout_s=timeout,
-              max_inflight_messages=0)
+    g = _star(pub, sub, link=link, ingress_cost_s=Constant(value=0.0), retry_timeout_s=timeout, max_inflight_messages=0)
     return simulate(g, duration_s=5.0, warmup_s=0.5, cooldown_s=0.5, seed=seed)
 
 
@@ -221,15 +258,30 @@ def test_mixed_qos_conservation():
 
 
 # --- bad input ------------------------------------------------------------------
-@pytest.mark.parametrize("make, field", [
-    (lambda: PublisherParams(topics=("a",), rate_per_s=1.0, qos=3), "qos"),
-    (lambda: SubscriberParams(subscriptions=("a",), qos=-1), "qos"),
-    (lambda: SubscriberParams(subscriptions=("a",), qos=1, buffer_messages=5), "buffer_messages"),
-    (lambda: _star(PublisherParams(topics=("a",), rate_per_s=1.0, qos=2), SubscriberParams(subscriptions=("a",)),
-                   protocol="amqp"), "p.qos"),
-    (lambda: _star(PublisherParams(topics=("a",), rate_per_s=1.0), SubscriberParams(subscriptions=("a",), qos=1),
-                   protocol="zmq"), "s.qos"),
-])
+@pytest.mark.parametrize(
+    "make, field",
+    [
+        (lambda: PublisherParams(topics=("a",), rate_per_s=1.0, qos=3), "qos"),
+        (lambda: SubscriberParams(subscriptions=("a",), qos=-1), "qos"),
+        (lambda: SubscriberParams(subscriptions=("a",), qos=1, buffer_messages=5), "buffer_messages"),
+        (
+            lambda: _star(
+                PublisherParams(topics=("a",), rate_per_s=1.0, qos=2),
+                SubscriberParams(subscriptions=("a",)),
+                protocol="amqp",
+            ),
+            "p.qos",
+        ),
+        (
+            lambda: _star(
+                PublisherParams(topics=("a",), rate_per_s=1.0),
+                SubscriberParams(subscriptions=("a",), qos=1),
+                protocol="zmq",
+            ),
+            "s.qos",
+        ),
+    ],
+)
 def test_bad_qos_is_a_one_line_error(make, field):
     with pytest.raises(ConfigError) as err:
         g = make()
@@ -276,15 +328,21 @@ def test_qos_scenarios_run(name):
 
 def test_qos_subscriber_at_a_restarting_broker_is_refused():
     with pytest.raises(ConfigError) as err:
-        g = _star(PublisherParams(topics=("a",), rate_per_s=1.0), SubscriberParams(subscriptions=("a",), qos=1),
-                  restart_at_s=(0.5,))
+        g = _star(
+            PublisherParams(topics=("a",), rate_per_s=1.0),
+            SubscriberParams(subscriptions=("a",), qos=1),
+            restart_at_s=(0.5,),
+        )
         simulate(g, duration_s=1.0, seed=0)
     assert err.value.field == "s.qos"
 
 
 def test_qos_connection_on_a_priority_client_queue_is_refused():
     with pytest.raises(ConfigError) as err:
-        g = _star(PublisherParams(topics=("a",), rate_per_s=1.0), SubscriberParams(subscriptions=("a",), qos=1),
-                  client_scheduling="priority")
+        g = _star(
+            PublisherParams(topics=("a",), rate_per_s=1.0),
+            SubscriberParams(subscriptions=("a",), qos=1),
+            client_scheduling="priority",
+        )
         simulate(g, duration_s=1.0, seed=0)
     assert err.value.field == "link:broker->s.overflow" and "\n" not in str(err.value)

@@ -1,6 +1,7 @@
 """Serialization stage: size ratio at the source, encoding at the publisher's
 CPU, decoding at the subscriber; a hand timeline and the link ceiling of
 SYSTEMS.md §6 (12,500 binary vs 2,500 text messages of 1 kB per second)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -12,22 +13,30 @@ from pubsim.models.params.broker import BrokerParams
 from pubsim.models.params.client import PublisherParams, SubscriberParams
 from pubsim.models.params.link import LinkParams
 from pubsim.models.params.serialization import SerializationParams, link_ceiling_per_s, parse_serialization
-from pubsim.sim.errors import ConfigError
 from pubsim.run import simulate
 from pubsim.scenario import parse_scenario
+from pubsim.sim.errors import ConfigError
 
 CODEC = dict(encode_cost_s=20e-6, encode_cost_per_byte_s=2e-9, decode_cost_s=10e-6, decode_cost_per_byte_s=1e-9)
 
 
 def _hand_star(ratio, serialization=True):
-    codec = SerializationParams(format="text" if ratio > 1 else "binary", size_ratio=ratio, **CODEC) \
-        if serialization else None
-    pub = PublisherParams(topics=("t",), arrival="schedule", schedule_time_s=(0.0, 1e-3, 2e-3),
-                          schedule_size_bytes=(1000,) * 3, schedule_topic=("t",) * 3, serialization=codec)
+    codec = (
+        SerializationParams(format="text" if ratio > 1 else "binary", size_ratio=ratio, **CODEC)
+        if serialization
+        else None
+    )
+    pub = PublisherParams(
+        topics=("t",),
+        arrival="schedule",
+        schedule_time_s=(0.0, 1e-3, 2e-3),
+        schedule_size_bytes=(1000,) * 3,
+        schedule_topic=("t",) * 3,
+        serialization=codec,
+    )
     sub = SubscriberParams(subscriptions=("t",), serialization=codec)
     link = LinkParams(latency_s=1e-3, bandwidth_Bps=1e6)
-    return T.star(broker=BrokerParams(), publishers={"p": pub}, subscribers={"s": sub}, link=link,
-                  protocol="none")
+    return T.star(broker=BrokerParams(), publishers={"p": pub}, subscribers={"s": sub}, link=link, protocol="none")
 
 
 # hand timelines (us): encode 20 + 2/B, uplink 1 us/B + 1 ms, free broker,
@@ -63,11 +72,15 @@ def test_link_ceiling_100mbit_1kb_binary_vs_text(preset, expected_per_s):
     """SYSTEMS.md §6: 100 Mbit/s carries 12,500 msg/s of 1 kB; 5x text: 2,500."""
     codec = parse_serialization(preset)
     assert link_ceiling_per_s(1000, 12.5e6, size_ratio=codec.size_ratio) == pytest.approx(expected_per_s)
-    pub = PublisherParams(topics=("t",), arrival="constant", rate_per_s=20_000.0, size_bytes="1kB",
-                          serialization=codec)
+    pub = PublisherParams(topics=("t",), arrival="constant", rate_per_s=20_000.0, size_bytes="1kB", serialization=codec)
     sub = SubscriberParams(subscriptions=("t",), serialization=codec)
-    g = T.star(broker=BrokerParams(), publishers={"p": pub}, subscribers={"s": sub},
-               link=LinkParams(latency_s=1e-4, bandwidth_Bps="100Mbit/s"), protocol="none")
+    g = T.star(
+        broker=BrokerParams(),
+        publishers={"p": pub},
+        subscribers={"s": sub},
+        link=LinkParams(latency_s=1e-4, bandwidth_Bps="100Mbit/s"),
+        protocol="none",
+    )
     r = simulate(g, duration_s=1.5, seed=2, drain=False)
     t = r.deliveries()["delivery_time_s"].to_numpy()
     per_s = np.count_nonzero((t >= 0.5) & (t < 1.5))
@@ -76,11 +89,18 @@ def test_link_ceiling_100mbit_1kb_binary_vs_text(preset, expected_per_s):
 
 def test_scenario_syntax_and_errors():
     def scenario(ser):
-        return {"run": {"duration": "1s"}, "topology": {
-            "protocol": "none", "broker": {}, "link": {"preset": "ethernet-100mbit"},
-            "publishers": [{"name": "p", "topics": ["t"], "rate_per_s": 10, "size_bytes": "1kB",
-                            "serialization": ser}],
-            "subscribers": [{"name": "s", "subscriptions": ["t"], "serialization": ser}]}}
+        return {
+            "run": {"duration": "1s"},
+            "topology": {
+                "protocol": "none",
+                "broker": {},
+                "link": {"preset": "ethernet-100mbit"},
+                "publishers": [
+                    {"name": "p", "topics": ["t"], "rate_per_s": 10, "size_bytes": "1kB", "serialization": ser}
+                ],
+                "subscribers": [{"name": "s", "subscriptions": ["t"], "serialization": ser}],
+            },
+        }
 
     sc = parse_scenario(scenario("text"))
     assert sc.topology.nodes["p"][T.PARAMS].serialization.size_ratio == 5
@@ -103,8 +123,10 @@ def test_parameters_table_shows_the_codec_provenance():
 
 def test_graphml_round_trip_keeps_codec_round_robin_and_closed_loop(tmp_path):
     codec = parse_serialization("json")
-    pubs = {"p": PublisherParams(topics=("a", "b"), rate_per_s=5.0, topic_choice="round_robin", serialization=codec),
-            "c": PublisherParams(topics=("rr/c",), arrival="closed_loop", window_requests=3, think_time_s=1e-3)}
+    pubs = {
+        "p": PublisherParams(topics=("a", "b"), rate_per_s=5.0, topic_choice="round_robin", serialization=codec),
+        "c": PublisherParams(topics=("rr/c",), arrival="closed_loop", window_requests=3, think_time_s=1e-3),
+    }
     subs = {"s": SubscriberParams(subscriptions=("a", "b", "rr/c"), serialization=codec)}
     g = T.star(broker=BrokerParams(), publishers=pubs, subscribers=subs, link=LinkParams(latency_s=1e-3))
     T.write_graphml(g, tmp_path / "g.graphml")

@@ -1,4 +1,5 @@
 """Subscriber sessions: connection intervals, clean and persistent sessions, churn."""
+
 from __future__ import annotations
 
 import pytest
@@ -7,9 +8,9 @@ from pubsim.models import topology as T
 from pubsim.models.params.broker import BrokerParams
 from pubsim.models.params.client import PublisherParams, SubscriberParams
 from pubsim.models.params.link import LinkParams
+from pubsim.run import simulate
 from pubsim.sim.distributions import Constant
 from pubsim.sim.errors import ConfigError
-from pubsim.run import simulate
 from tests import ROOT
 
 LINK = LinkParams(latency_s=0.010, bandwidth_Bps=1e6)
@@ -24,11 +25,21 @@ def driver(request):
 def _run(driver, *, qos=1, clean=True):
     # 992-byte payload on topic "a": 1000 B at QoS > 0 (1 ms), 998 B at QoS 0; broker 2 ms
     times = (0.0, 0.1, 0.3)
-    pub = PublisherParams(topics=("a",), arrival="schedule", schedule_time_s=times,
-                          schedule_size_bytes=(992,) * 3, schedule_topic=("a",) * 3, qos=qos)
+    pub = PublisherParams(
+        topics=("a",),
+        arrival="schedule",
+        schedule_time_s=times,
+        schedule_size_bytes=(992,) * 3,
+        schedule_topic=("a",) * 3,
+        qos=qos,
+    )
     sub = SubscriberParams(subscriptions=("a",), qos=qos, online_s=ONLINE, clean_session=clean)
-    g = T.star(broker=BrokerParams(ingress_cost_s=Constant(value=0.002)), publishers={"p": pub},
-               subscribers={"s": sub}, link=LINK)
+    g = T.star(
+        broker=BrokerParams(ingress_cost_s=Constant(value=0.002)),
+        publishers={"p": pub},
+        subscribers={"s": sub},
+        link=LINK,
+    )
     return simulate(g, duration_s=1.0, seed=1, driver=driver)
 
 
@@ -61,10 +72,18 @@ def test_persistent_session_does_not_store_qos0(driver):
 
 def _churn(seed, clean=True, qos=0):
     pub = PublisherParams(topics=("a",), rate_per_s=200.0, qos=qos)
-    subs = {f"s{i}": SubscriberParams(subscriptions=("a",), churn_online_mean_s=1.0, churn_offline_mean_s=0.5,
-                                      clean_session=clean, qos=qos) for i in range(4)}
-    g = T.star(broker=BrokerParams(), publishers={"p": pub}, subscribers=subs,
-               link=LinkParams(latency_s=1e-3, bandwidth_Bps=1e7))
+    subs = {
+        f"s{i}": SubscriberParams(
+            subscriptions=("a",), churn_online_mean_s=1.0, churn_offline_mean_s=0.5, clean_session=clean, qos=qos
+        )
+        for i in range(4)
+    }
+    g = T.star(
+        broker=BrokerParams(),
+        publishers={"p": pub},
+        subscribers=subs,
+        link=LinkParams(latency_s=1e-3, bandwidth_Bps=1e7),
+    )
     return simulate(g, duration_s=200.0, warmup_s=1.0, seed=seed, record="stream")
 
 
@@ -83,13 +102,16 @@ def test_churn_persistent_qos1_delivers_everything_late():
     assert s["latency_mean_s"] > 0.05  # held copies wait for the reconnect (mean residual offline time 0.5 s)
 
 
-@pytest.mark.parametrize("kwargs, field", [
-    ({"online_s": ((0.0, 1.0), (0.5, 2.0))}, "online_s"),
-    ({"online_s": ((1.0, 1.0),)}, "online_s"),
-    ({"online_s": "soon"}, "online_s"),
-    ({"churn_online_mean_s": 1.0}, "churn_offline_mean_s"),
-    ({"churn_online_mean_s": 1.0, "churn_offline_mean_s": 1.0, "online_s": ((0.0, 1.0),)}, "online_s"),
-])
+@pytest.mark.parametrize(
+    "kwargs, field",
+    [
+        ({"online_s": ((0.0, 1.0), (0.5, 2.0))}, "online_s"),
+        ({"online_s": ((1.0, 1.0),)}, "online_s"),
+        ({"online_s": "soon"}, "online_s"),
+        ({"churn_online_mean_s": 1.0}, "churn_offline_mean_s"),
+        ({"churn_online_mean_s": 1.0, "churn_offline_mean_s": 1.0, "online_s": ((0.0, 1.0),)}, "online_s"),
+    ],
+)
 def test_bad_sessions_are_one_line_errors(kwargs, field):
     with pytest.raises(ConfigError) as err:
         SubscriberParams(subscriptions=("a",), **kwargs)
@@ -106,13 +128,27 @@ def test_churn_scenario_runs():
 
 
 def test_qos_and_session_fields_survive_graphml(tmp_path):
-    pub = PublisherParams(topics=("a",), rate_per_s=1.0, qos=2, inflight_messages=7, retry_timeout_s=0.3,
-                          offline_s=((1.0, 2.0),), will_topic="w", will_size_bytes=12, will_delay_s=0.5)
-    subs = {"s": SubscriberParams(subscriptions=("a",), qos=1, online_s=ONLINE, clean_session=False,
-                                  inflight_messages=3),
-            "c": SubscriberParams(subscriptions=("a",), churn_online_mean_s=1.0, churn_offline_mean_s=2.0)}
-    g = T.star(broker=BrokerParams(ack_cost_s=1e-5, max_inflight_messages=5, retry_timeout_s=2.0),
-               publishers={"p": pub}, subscribers=subs, link=LINK)
+    pub = PublisherParams(
+        topics=("a",),
+        rate_per_s=1.0,
+        qos=2,
+        inflight_messages=7,
+        retry_timeout_s=0.3,
+        offline_s=((1.0, 2.0),),
+        will_topic="w",
+        will_size_bytes=12,
+        will_delay_s=0.5,
+    )
+    subs = {
+        "s": SubscriberParams(subscriptions=("a",), qos=1, online_s=ONLINE, clean_session=False, inflight_messages=3),
+        "c": SubscriberParams(subscriptions=("a",), churn_online_mean_s=1.0, churn_offline_mean_s=2.0),
+    }
+    g = T.star(
+        broker=BrokerParams(ack_cost_s=1e-5, max_inflight_messages=5, retry_timeout_s=2.0),
+        publishers={"p": pub},
+        subscribers=subs,
+        link=LINK,
+    )
     T.write_graphml(g, tmp_path / "g.graphml")
     h = T.read_graphml(tmp_path / "g.graphml")
     for n in g.nodes:
@@ -125,13 +161,20 @@ def _retained_run(driver, clean=True):
     # when the first copy at or after 0.2 s reaches its downlink (the "a" copy at 0.262998 s): sent at 0.2,
     # 0.2 -> 0.200998, +10 ms -> 0.210998
     def sched(topic, times, retain):
-        return PublisherParams(topics=(topic,), arrival="schedule", schedule_time_s=times,
-                               schedule_size_bytes=(992,) * len(times), schedule_topic=(topic,) * len(times),
-                               retain=retain)
+        return PublisherParams(
+            topics=(topic,),
+            arrival="schedule",
+            schedule_time_s=times,
+            schedule_size_bytes=(992,) * len(times),
+            schedule_topic=(topic,) * len(times),
+            retain=retain,
+        )
+
     pubs = {"keeper": sched("r", (0.0, 0.1), True), "other": sched("a", (0.25,), False)}
     sub = SubscriberParams(subscriptions=("#",), online_s=ONLINE, clean_session=clean)
-    g = T.star(broker=BrokerParams(ingress_cost_s=Constant(value=0.002)), publishers=pubs,
-               subscribers={"s": sub}, link=LINK)
+    g = T.star(
+        broker=BrokerParams(ingress_cost_s=Constant(value=0.002)), publishers=pubs, subscribers={"s": sub}, link=LINK
+    )
     return simulate(g, duration_s=1.0, seed=1, driver=driver)
 
 

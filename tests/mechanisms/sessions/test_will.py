@@ -1,4 +1,5 @@
 """Publisher outages and Will messages (models.mechanisms.sessions.will), on both drivers."""
+
 from __future__ import annotations
 
 import pytest
@@ -7,9 +8,9 @@ from pubsim.models import topology as T
 from pubsim.models.params.broker import BrokerParams
 from pubsim.models.params.client import PublisherParams, SubscriberParams
 from pubsim.models.params.link import LinkParams
+from pubsim.run import simulate
 from pubsim.sim.distributions import Constant
 from pubsim.sim.errors import ConfigError
-from pubsim.run import simulate
 
 LINK = LinkParams(latency_s=0.010, bandwidth_Bps=1e6)
 
@@ -21,12 +22,19 @@ def driver(request):
 
 def _run(driver, **will):
     times = (0.0, 0.1, 0.3)
-    pub = PublisherParams(topics=("a",), arrival="schedule", schedule_time_s=times,
-                          schedule_size_bytes=(992,) * 3, schedule_topic=("a",) * 3,
-                          offline_s=((0.05, 0.2),), **will)
+    pub = PublisherParams(
+        topics=("a",),
+        arrival="schedule",
+        schedule_time_s=times,
+        schedule_size_bytes=(992,) * 3,
+        schedule_topic=("a",) * 3,
+        offline_s=((0.05, 0.2),),
+        **will,
+    )
     subs = {"all": SubscriberParams(subscriptions=("#",)), "wills": SubscriberParams(subscriptions=("dead/+",))}
-    g = T.star(broker=BrokerParams(ingress_cost_s=Constant(value=0.002)), publishers={"p": pub},
-               subscribers=subs, link=LINK)
+    g = T.star(
+        broker=BrokerParams(ingress_cost_s=Constant(value=0.002)), publishers={"p": pub}, subscribers=subs, link=LINK
+    )
     return simulate(g, duration_s=1.0, seed=1, driver=driver)
 
 
@@ -37,8 +45,12 @@ def test_will_is_published_by_the_broker_at_the_disconnect(driver):
     r = _run(driver, will_topic="dead/p", will_delay_s=0.01)
     d = r.deliveries().sort_values(["delivery_time_s", "subscriber"])
     got = [(s, t, round(x, 9)) for s, t, x in zip(d["subscriber"], d["topic"], d["delivery_time_s"])]
-    assert got == [("all", "a", 0.023996), ("all", "dead/p", 0.07201), ("wills", "dead/p", 0.07201),
-                   ("all", "a", 0.323996)]
+    assert got == [
+        ("all", "a", 0.023996),
+        ("all", "dead/p", 0.07201),
+        ("wills", "dead/p", 0.07201),
+        ("all", "a", 0.323996),
+    ]
     s = r.summary()
     assert (s["published"], s["expected_deliveries"], s["delivered"]) == (3, 4, 4)
     assert r.stations().set_index("station").loc["link:p->broker", "arrivals"] == 2  # not the Will
