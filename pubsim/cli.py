@@ -45,6 +45,7 @@ from rich.table import Table
 from ._version import __version__
 from .sim.errors import ConfigError
 from .analysis import run_figures as figures
+from .analysis.saturate_cli import add_commands as saturate_commands
 from .models.pattern_reports import report
 from .models.compile import parameter_table
 from .scenario import parse_scenario, read_yaml
@@ -309,6 +310,8 @@ def build_parser():
     report_commands(sub)
 
     preset_commands(sub)
+
+    saturate_commands(sub)
     return parser
 
 
