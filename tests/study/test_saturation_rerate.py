@@ -11,7 +11,7 @@ from pubsim import BrokerParams, Constant, PublisherParams, SubscriberParams, st
 from pubsim.analysis import rerated_publishers, saturation_search
 from pubsim.analysis.saturation import _probe
 from pubsim.sim.errors import ConfigError
-from pubsim.study.executors import LocalExecutor, SerialExecutor
+from pubsim.study.executors import DaskExecutor, LocalExecutor, SerialExecutor
 from pubsim.testing import ZERO_LINK, single_queue
 
 SERVICE_S = 1e-3  # M/D/1: capacity 1000 msg/s
@@ -98,3 +98,10 @@ def test_process_pool_gives_the_serial_search(stop):
     _same(serial, pooled)
     refine = (serial.probes["phase"] == "refine").sum()
     assert refine == 7 if not stop else 1 <= refine <= 7
+
+
+def test_dask_local_gives_the_serial_search():
+    pytest.importorskip("distributed")
+    g = single_queue(rate_per_s=1000, service=Constant(value=2e-4), n_publishers=2, queue_messages=100)
+    kw = dict(start_interval_s=1e-4, duration_s=1.0, warmup_s=0.2, seed=11, steps=6)
+    _same(saturation_search(g, **kw), saturation_search(g, executor=DaskExecutor("local", 2), **kw))
