@@ -48,7 +48,8 @@ def saturation_table(name: str, s: Saturation) -> Table:
     t.add_column("")
     bound = "" if s.limit_reached else " (lower bound: limit above the search range)"
     t.add_row("limit (re-rated publishers)", f"{s.limit_per_s:,.1f} msg/s ± {s.error_bound_pct:.1f} %{bound}")
-    t.add_row("limit (all offered)", f"{s.limit_total_per_s:,.1f} msg/s (others kept at {s.other_rate_per_s:,.1f} msg/s)")
+    t.add_row("limit (all offered)",
+              f"{s.limit_total_per_s:,.1f} msg/s (others kept at {s.other_rate_per_s:,.1f} msg/s)")
     t.add_row("sustainable interval", f"{s.interval_s * 1e3:.4g} ms per publisher x {s.publishers} publishers")
     if s.bottleneck is not None:
         t.add_row("bottleneck", f"{s.bottleneck} (utilization {s.bottleneck_utilization:.1%} "
