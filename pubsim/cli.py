@@ -45,6 +45,7 @@ from rich.table import Table
 from ._version import __version__
 from .sim.errors import ConfigError
 from .analysis import run_figures as figures
+from .analysis.saturate_cli import add_commands as saturate_commands
 from .analysis.draw import topology_figure
 from .models.mechanisms.patterns.reports import report
 from .models.assembly.table import parameter_table
@@ -327,6 +328,7 @@ def build_parser():
 
     preset_commands(sub)
     feature_commands(sub)
+    saturate_commands(sub)
     return parser
 
 

@@ -6,6 +6,6 @@ simulator; :func:`knees` finds where a load sweep stops being sustainable;
 """
 from __future__ import annotations
 
-from .saturation import Saturation, knees, saturation_search, with_publisher_rate
+from .saturation import Saturation, knees, rerated_publishers, saturation_search, with_publisher_rate
 
-__all__ = ["Saturation", "saturation_search", "with_publisher_rate", "knees"]
+__all__ = ["Saturation", "saturation_search", "with_publisher_rate", "rerated_publishers", "knees"]

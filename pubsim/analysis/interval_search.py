@@ -109,7 +109,7 @@ def _check_search(start_interval_s, max_doublings, steps):
 
 
 def interval_search(measure, *, start_interval_s, publishers=1, max_doublings=12, steps=20,
-                    stop_at_first_failure=False, sustainable=is_sustainable):
+                    stop_at_first_failure=False, sustainable=is_sustainable, measure_many=None):
     """Find a broker's limit by the interval search of SYSTEMS.md §4.
 
     Parameters
@@ -131,6 +131,16 @@ def interval_search(measure, *, start_interval_s, publishers=1, max_doublings=12
         sustainability is monotone in the rate; the paper measures all).
     sustainable : callable
         ``sustainable(record) -> bool``; defaults to the 0.99 rule.
+    measure_many : callable, optional
+        ``measure_many(intervals_s) -> list of dict``, the records of
+        ``measure`` for each interval (s), in the order given. When given,
+        the refine grid is handed to it at once (a simulator evaluates the
+        points side by side); the doubling phase stays sequential through
+        ``measure``. Records keep the serial order (grid from ``x``
+        downwards); with ``stop_at_first_failure`` every point is measured
+        and the records after the first failure are dropped, so the result
+        is the serial one. Leave it None for a real broker, which cannot be
+        measured twice at once.
 
     Returns
     -------
@@ -139,11 +149,14 @@ def interval_search(measure, *, start_interval_s, publishers=1, max_doublings=12
     _check_search(start_interval_s, max_doublings, steps)
     records = []
 
-    def run(interval_s, phase):
-        rec = dict(measure(interval_s))
+    def tag(rec, interval_s, phase):
+        rec = dict(rec)
         rec.update(interval_s=interval_s, phase=phase, sustainable=bool(sustainable(rec)))
         records.append(rec)
         return rec["sustainable"]
+
+    def run(interval_s, phase):
+        return tag(measure(interval_s), interval_s, phase)
 
     x = start_interval_s
     for _ in range(max_doublings + 1):
@@ -155,11 +168,12 @@ def interval_search(measure, *, start_interval_s, publishers=1, max_doublings=12
                             records=records, saturated_everywhere=True, limit_reached=True)
     best = x
     if x > start_interval_s:  # [x/2, x]: x/2 already failed, x passed
-        grid = x / 2.0 + (x / 2.0) * np.arange(1, steps) / steps
-        for interval_s in grid[::-1]:
-            ok = run(float(interval_s), "refine")
+        grid = [float(v) for v in (x / 2.0 + (x / 2.0) * np.arange(1, steps) / steps)[::-1]]
+        measured = list(measure_many(grid)) if measure_many is not None else None
+        for i, interval_s in enumerate(grid):
+            ok = tag(measured[i], interval_s, "refine") if measured is not None else run(interval_s, "refine")
             if ok:
-                best = min(best, float(interval_s))
+                best = min(best, interval_s)
             elif stop_at_first_failure:
                 break
         step = x / 2.0 / steps
