@@ -12,12 +12,12 @@ shared with other jobs the figures are noisy; compare them within one run.
 
     python benchmarks/saturation_benchmark.py [--workers 2] [--duration 1.5] [--warmup 0.5]
 """
+
 from __future__ import annotations
 
 import argparse
 import time
 from pathlib import Path
-
 
 from pubsim.analysis import saturation_search
 from pubsim.scenario import parse_scenario, read_yaml
@@ -38,19 +38,26 @@ def main(argv=None):
     for path in SCENARIOS:
         _, data = read_yaml(path)
         scenario = parse_scenario(data, base_dir=path.parent)
-        kw = dict(rerate="pub-*", start_interval_s=args.start, duration_s=args.duration, warmup_s=args.warmup,
-                  seed=scenario.seed, steps=20)
+        kw = dict(
+            rerate="pub-*",
+            start_interval_s=args.start,
+            duration_s=args.duration,
+            warmup_s=args.warmup,
+            seed=scenario.seed,
+            steps=20,
+        )
         results = {}
         for label, executor in (("serial", None), (f"{args.workers} workers", LocalExecutor(args.workers))):
             t = time.perf_counter()
             results[label] = s = saturation_search(scenario, executor=executor, **kw)
             wall = time.perf_counter() - t
-            print(f"{path.name:22s} {label:10s} {wall:7.1f} s wall  limit {s.limit_per_s:10,.1f} msg/s "
-                  f"± {s.error_bound_pct:.1f} %  interval {s.interval_s * 1e3:.4g} ms  "
-                  f"{len(s.probes)} probes  bottleneck {s.bottleneck} ({s.bottleneck_utilization:.0%})")
+            print(
+                f"{path.name:22s} {label:10s} {wall:7.1f} s wall  limit {s.limit_per_s:10,.1f} msg/s "
+                f"± {s.error_bound_pct:.1f} %  interval {s.interval_s * 1e3:.4g} ms  "
+                f"{len(s.probes)} probes  bottleneck {s.bottleneck} ({s.bottleneck_utilization:.0%})"
+            )
         a, b = results.values()
-        same = (a.limit_per_s == b.limit_per_s and a.interval_s == b.interval_s
-                and a.probes.equals(b.probes))
+        same = a.limit_per_s == b.limit_per_s and a.interval_s == b.interval_s and a.probes.equals(b.probes)
         print(f"{path.name:22s} limits and probe tables agree: {same}")
         ok &= same
     return 0 if ok else 1

@@ -25,6 +25,7 @@ a rerun never shows stale numbers. Bad input (scenario or command line) prints
 one line, ``pubsim: error: ...``, and exits with status 2; a file that cannot
 be written prints one line and exits with status 1.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -43,29 +44,37 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from ._version import __version__
-from .sim.errors import ConfigError
 from .analysis import run_figures as figures
-from .analysis.saturate_cli import add_commands as saturate_commands
 from .analysis.draw import topology_figure
-from .models.mechanisms.patterns.reports import report
-from .models.assembly.table import parameter_table
-from .scenario import load_scenario, parse_scenario, read_yaml
-from .study.spec import canonical_hash
+from .analysis.saturate_cli import add_commands as saturate_commands
 from .calibration.cli import add_commands as calibration_commands
-from .models.loads.cli import add_commands as trace_commands
-from .study.cli import add_commands as study_commands
-from .report import add_commands as report_commands
-from .models.presets.cli import add_commands as preset_commands
 from .models.assembly.features import add_commands as feature_commands
+from .models.assembly.table import parameter_table
+from .models.loads.cli import add_commands as trace_commands
+from .models.mechanisms.patterns.reports import report
+from .models.presets.cli import add_commands as preset_commands
+from .report import add_commands as report_commands
+from .scenario import load_scenario, parse_scenario, read_yaml
+from .sim.errors import ConfigError
+from .study.cli import add_commands as study_commands
+from .study.spec import canonical_hash
 
 __all__ = ["main"]
 
 _HEADLINE = [
-    ("published", "{:,.0f}"), ("ingress_per_s", "{:,.0f}"), ("egress_per_s", "{:,.0f}"),
-    ("sp_ratio", "{:.2f}"), ("sustainability", "{:.4f}"),
-    ("latency_mean_s", "ms"), ("latency_p50_s", "ms"), ("latency_p90_s", "ms"),
-    ("latency_p99_s", "ms"), ("latency_max_s", "ms"), ("loss_rate", "{:.4%}"),
-    ("duplicates", "{:,.0f}"), ("not_owed", "{:,.0f}"),
+    ("published", "{:,.0f}"),
+    ("ingress_per_s", "{:,.0f}"),
+    ("egress_per_s", "{:,.0f}"),
+    ("sp_ratio", "{:.2f}"),
+    ("sustainability", "{:.4f}"),
+    ("latency_mean_s", "ms"),
+    ("latency_p50_s", "ms"),
+    ("latency_p90_s", "ms"),
+    ("latency_p99_s", "ms"),
+    ("latency_max_s", "ms"),
+    ("loss_rate", "{:.4%}"),
+    ("duplicates", "{:,.0f}"),
+    ("not_owed", "{:,.0f}"),
     ("retained_deliveries", "{:,.0f}"),
 ]
 
@@ -128,14 +137,22 @@ def _topic_table(result, most=12):
     d = result.deliveries()
     d = d[(d["publish_time_s"] >= w0) & (d["publish_time_s"] < w1)]
     x = result.drops()
-    lost = x[(x["publish_time_s"] >= w0) & (x["publish_time_s"] < w1)].groupby(
-        "topic", observed=True)["lost_deliveries"].sum()
+    lost = (
+        x[(x["publish_time_s"] >= w0) & (x["publish_time_s"] < w1)]
+        .groupby("topic", observed=True)["lost_deliveries"]
+        .sum()
+    )
     table = Table(title="per topic (window)")
     for col in ("topic", "delivered", "latency mean", "latency p99", "lost"):
         table.add_column(col, justify="left" if col == "topic" else "right")
     for topic, lat in d.groupby("topic", observed=True)["latency_s"]:
-        table.add_row(str(topic), f"{len(lat):,}", _fmt(lat.mean(), "ms"), _fmt(lat.quantile(0.99), "ms"),
-                      f"{int(lost.get(topic, 0)):,}")
+        table.add_row(
+            str(topic),
+            f"{len(lat):,}",
+            _fmt(lat.mean(), "ms"),
+            _fmt(lat.quantile(0.99), "ms"),
+            f"{int(lost.get(topic, 0)):,}",
+        )
     return table
 
 
@@ -145,11 +162,20 @@ def _traffic_table(result):
     nodes = t[t.scope == "node"]
     if nodes.element.nunique() < 2:
         return None
-    wide = nodes.groupby(["element", "traffic", "plane", "direction"])["messages"].sum().unstack(
-        ["traffic", "plane", "direction"], fill_value=0)
+    wide = (
+        nodes.groupby(["element", "traffic", "plane", "direction"])["messages"]
+        .sum()
+        .unstack(["traffic", "plane", "direction"], fill_value=0)
+    )
     table = Table(title="traffic per node (data in window; control incl. subscription setup)")
-    cols = [("client", "data", "in"), ("client", "data", "out"), ("inter_broker", "data", "in"),
-            ("inter_broker", "data", "out"), ("inter_broker", "control", "in"), ("inter_broker", "control", "out")]
+    cols = [
+        ("client", "data", "in"),
+        ("client", "data", "out"),
+        ("inter_broker", "data", "in"),
+        ("inter_broker", "data", "out"),
+        ("inter_broker", "control", "in"),
+        ("inter_broker", "control", "out"),
+    ]
     table.add_column("node")
     for c in cols:
         table.add_column(" ".join(c).replace("inter_broker", "inter-broker"), justify="right")
@@ -168,9 +194,12 @@ def _write(result, rep_dir):
     result.traffic().to_csv(rep_dir / "traffic.csv", index=False)
     result.throughput_series().to_csv(rep_dir / "throughput.csv", index=False)
     result.parameters().assign(parameters=lambda d: d.parameters.map(json.dumps, na_action="ignore")).to_csv(
-        rep_dir / "parameters.csv", index=False)
-    for name, fig in (("latency_cdf.png", figures.latency_cdf({"simulated": result.latency_ecdf()})),
-                      ("throughput.png", figures.throughput(result.throughput_series(), result.window))):
+        rep_dir / "parameters.csv", index=False
+    )
+    for name, fig in (
+        ("latency_cdf.png", figures.latency_cdf({"simulated": result.latency_ecdf()})),
+        ("throughput.png", figures.throughput(result.throughput_series(), result.window)),
+    ):
         fig.savefig(rep_dir / name, dpi=110)
     # summary.json marks the replication finished: write it whole or not at all
     tmp = rep_dir / "summary.json.tmp"
@@ -209,8 +238,7 @@ _STAMP = "scenario.json"
 def _scenario_hash(data, scenario, overrides):
     """SHA-256 of the resolved scenario: the file's mapping, every component's
     parameters as built (presets and GraphML files resolved) and the overrides."""
-    return canonical_hash({"scenario": data, "parameters": parameter_table(scenario.topology),
-                           "overrides": overrides})
+    return canonical_hash({"scenario": data, "parameters": parameter_table(scenario.topology), "overrides": overrides})
 
 
 def _claim_out(out, config_hash, source, force_new):
@@ -226,8 +254,12 @@ def _claim_out(out, config_hash, source, force_new):
         if old != config_hash:
             if not force_new:
                 was = f"scenario hash {old[:12]}" if isinstance(old, str) else "results of an unknown scenario"
-                raise ConfigError("--out", str(out), f"a folder for this scenario (hash {config_hash[:12]}); it holds "
-                                  f"{was}: use another --out, or --force-new to delete them")
+                raise ConfigError(
+                    "--out",
+                    str(out),
+                    f"a folder for this scenario (hash {config_hash[:12]}); it holds "
+                    f"{was}: use another --out, or --force-new to delete them",
+                )
             for p in ours:
                 shutil.rmtree(p) if p.is_dir() else p.unlink()
     out.mkdir(parents=True, exist_ok=True)
@@ -256,8 +288,14 @@ def _run(args, console):
     if args.out:
         _claim_out(Path(args.out), _scenario_hash(data, scenario, overrides), args.scenario, args.force_new)
     summaries, last = [], None
-    with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.percentage:>5.1f}%"),
-                  TimeElapsedColumn(), console=console, transient=False) as progress:
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        TextColumn("{task.percentage:>5.1f}%"),
+        TimeElapsedColumn(),
+        console=console,
+        transient=False,
+    ) as progress:
         for rep in range(scenario.replications):
             rep_dir = Path(args.out) / f"rep-{rep:03d}" if args.out else None
             done = _finished(rep_dir) if rep_dir else None
@@ -266,8 +304,9 @@ def _run(args, console):
                 console.print(f"replication {rep}: already done in {rep_dir}, skipped")
                 continue
             task = progress.add_task(f"replication {rep}", total=scenario.run["duration_s"])
-            result = scenario.simulate(rep, progress=lambda done, total, t=task: progress.update(t, completed=done),
-                                       **overrides)
+            result = scenario.simulate(
+                rep, progress=lambda done, total, t=task: progress.update(t, completed=done), **overrides
+            )
             progress.update(task, completed=scenario.run["duration_s"])
             summaries.append(result.summary())
             last = result
@@ -289,7 +328,8 @@ def _run(args, console):
             console.print(traffic)
     if args.out:
         pd.DataFrame(summaries).assign(replication=range(len(summaries))).to_csv(
-            Path(args.out) / "summary.csv", index=False)
+            Path(args.out) / "summary.csv", index=False
+        )
         console.print(f"results written to {args.out}")
     return 0
 
@@ -310,8 +350,11 @@ def build_parser():
     run.add_argument("--out", help="directory for records, figures and summaries")
     run.add_argument("--driver", choices=["batch", "reference"], help="override the scenario's driver")
     run.add_argument("--record", choices=["full", "stream"], help="override the scenario's record mode")
-    run.add_argument("--force-new", action="store_true",
-                     help="delete results of another version of the scenario in --out and start over")
+    run.add_argument(
+        "--force-new",
+        action="store_true",
+        help="delete results of another version of the scenario in --out and start over",
+    )
     run.set_defaults(func=_run)
     draw = sub.add_parser("draw", help="draw a scenario's topology (brokers, grouped clients, link rates)")
     draw.add_argument("scenario", help="scenario YAML file")

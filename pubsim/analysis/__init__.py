@@ -4,6 +4,7 @@
 simulator; :func:`knees` finds where a load sweep stops being sustainable;
 :mod:`pubsim.analysis.figures` draws study results as matplotlib Figures.
 """
+
 from __future__ import annotations
 
 from .saturation import Saturation, knees, rerated_publishers, saturation_search, with_publisher_rate

@@ -5,6 +5,7 @@ for the CI logic: Student-t ``mean +- t_{(1+c)/2, n-1} s / sqrt(n)``,
 half-width NaN for a single replication) into the wide form that tables and
 figures use.
 """
+
 from __future__ import annotations
 
 import pandas as pd

@@ -8,6 +8,7 @@ subscribers") rather than one node each, so a 5-broker tree with 100 clients
 stays readable. Edges carry the link parameters (bandwidth, latency) in
 human units; a broker with an ILDM relay is marked ``+ relay``.
 """
+
 from __future__ import annotations
 
 import math
@@ -85,28 +86,52 @@ def topology_figure(g, *, title: str | None = None) -> Figure:
     for a, b in g.subgraph(hubs).edges:
         (xa, ya), (xb, yb) = pos[a], pos[b]
         ax.plot([xa, xb], [ya, yb], color="grey", zorder=1)
-        ax.annotate(link_label(g.edges[a, b][T.PARAMS]), ((xa + xb) / 2, (ya + yb) / 2), fontsize=8,
-                    ha="center", va="center", backgroundcolor="white")
+        ax.annotate(
+            link_label(g.edges[a, b][T.PARAMS]),
+            ((xa + xb) / 2, (ya + yb) / 2),
+            fontsize=8,
+            ha="center",
+            va="center",
+            backgroundcolor="white",
+        )
     for hub in hubs:
         x, y = pos[hub]
         kind = str(getattr(g.nodes[hub][T.KIND], "value", g.nodes[hub][T.KIND]))
         relay = " + relay" if g.nodes[hub].get(T.RELAY) is not None else ""
-        ax.annotate(f"{hub}{relay}", (x, y), ha="center", va="center", fontsize=9, color="white", zorder=3,
-                    bbox={"boxstyle": "round", "fc": _COLORS.get(kind, "grey"), "ec": "none"})
+        ax.annotate(
+            f"{hub}{relay}",
+            (x, y),
+            ha="center",
+            va="center",
+            fontsize=9,
+            color="white",
+            zorder=3,
+            bbox={"boxstyle": "round", "fc": _COLORS.get(kind, "grey"), "ec": "none"},
+        )
         groups = _client_groups(g, hub)
         for kind, count, text in groups:  # publishers on the left, subscribers on the right
             gx, gy = x + (-1.45 if kind == "publisher" else 1.45), y - 0.35
             ax.plot([x, gx], [y, gy], color="lightgrey", zorder=0)
             noun = kind if count == 1 else f"{kind}s"
-            ax.annotate(f"{count} {noun}\n{text}", (gx, gy), ha="center", va="center", fontsize=7, zorder=3,
-                        bbox={"boxstyle": "round", "fc": "white", "ec": _COLORS[kind]})
+            ax.annotate(
+                f"{count} {noun}\n{text}",
+                (gx, gy),
+                ha="center",
+                va="center",
+                fontsize=7,
+                zorder=3,
+                bbox={"boxstyle": "round", "fc": "white", "ec": _COLORS[kind]},
+            )
     xs = [x for x, _ in pos.values()] or [0.0]
     ax.set_xlim(min(xs) - 2.2, max(xs) + 2.2)
     ax.set_ylim(-2.0 * (n_layers - 1) - 0.9, 0.6)
     ax.set_axis_off()
     forwarding = g.graph.get(T.FORWARDING)
-    ax.set_title(title or f"{len(T.brokers(g))} brokers, {len(T.sockets(g))} sockets, "
-                          f"{len(T.clients(g, T.NodeKind.PUBLISHER))} publishers, "
-                          f"{len(T.clients(g, T.NodeKind.SUBSCRIBER))} subscribers"
-                          + (f"; forwarding: {getattr(forwarding, 'value', forwarding)}" if len(T.brokers(g)) > 1 else ""))
+    ax.set_title(
+        title
+        or f"{len(T.brokers(g))} brokers, {len(T.sockets(g))} sockets, "
+        f"{len(T.clients(g, T.NodeKind.PUBLISHER))} publishers, "
+        f"{len(T.clients(g, T.NodeKind.SUBSCRIBER))} subscribers"
+        + (f"; forwarding: {getattr(forwarding, 'value', forwarding)}" if len(T.brokers(g)) > 1 else "")
+    )
     return fig

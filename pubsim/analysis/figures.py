@@ -4,16 +4,15 @@ Inputs are the tidy frames a study stores (:mod:`pubsim.study` loaders):
 summary rows per (point, replication), latency quantiles, station records
 and throughput series, each carrying ``point_id`` and ``replication``.
 """
+
 from __future__ import annotations
 
 import numpy as np
 
+from .ci import with_ci
 from .run_figures import plt, style_latency_axes, throughput
 
-from .ci import with_ci
-
-__all__ = ["latency_cdfs", "load_curves", "station_load", "series_over_time", "tree_traffic",
-           "throughput"]
+__all__ = ["latency_cdfs", "load_curves", "station_load", "series_over_time", "tree_traffic", "throughput"]
 
 
 def _label(labels, key):
@@ -34,19 +33,20 @@ def latency_cdfs(latency, labels=None, *, ci=True, confidence=0.95, ax=None):
         Shade the confidence band of the latency at each quantile over the
         replications (Student t; drawn when there are >= 2).
     """
-    fig, ax = (plt.subplots(figsize=(6.5, 4)) if ax is None else (ax.figure, ax))
+    fig, ax = plt.subplots(figsize=(6.5, 4)) if ax is None else (ax.figure, ax)
     keep = latency if labels is None else latency[latency["point_id"].isin(list(labels))]
     table = with_ci(keep, ["point_id", "quantile"], ["latency_s"], confidence)
     for pid, grp in table.groupby("point_id", sort=False):
         grp = grp.sort_values("quantile")
         x = grp["latency_s_mean"].to_numpy() * 1e3
         ok = x > 0
-        line, = ax.plot(x[ok], grp["quantile"].to_numpy()[ok], label=_label(labels, pid))
+        (line,) = ax.plot(x[ok], grp["quantile"].to_numpy()[ok], label=_label(labels, pid))
         hw = grp["latency_s_hw"].to_numpy() * 1e3
         if ci and np.isfinite(hw).any():
             lo = np.clip(x - hw, x[ok].min() if ok.any() else 0, None)
-            ax.fill_betweenx(grp["quantile"].to_numpy()[ok], lo[ok], (x + hw)[ok], color=line.get_color(),
-                             alpha=0.2, linewidth=0)
+            ax.fill_betweenx(
+                grp["quantile"].to_numpy()[ok], lo[ok], (x + hw)[ok], color=line.get_color(), alpha=0.2, linewidth=0
+            )
     style_latency_axes(ax)
     fig.tight_layout()
     return fig
@@ -68,21 +68,28 @@ def load_curves(summary, by, *, load_col="offered_per_s", knees=None, confidence
     configuration's last sustainable load (``knees`` from
     :func:`pubsim.analysis.knees`).
     """
-    df = summary.assign(egress_per_pub_s=summary["egress_per_s"] / summary["sp_ratio"],
-                        shortfall=1.0 - summary["delivery_ratio"])
+    df = summary.assign(
+        egress_per_pub_s=summary["egress_per_s"] / summary["sp_ratio"], shortfall=1.0 - summary["delivery_ratio"]
+    )
     fig, (ax_t, ax_l) = plt.subplots(1, 2, figsize=(12, 4.2))
     by = list(by)
     for key, grp in _configs(df, by):
         label = ", ".join(map(str, key if isinstance(key, tuple) else (key,)))
-        t = with_ci(grp, ["point_id"], [load_col, "ingress_per_s", "egress_per_pub_s", "loss_rate", "shortfall"],
-                    confidence).sort_values(f"{load_col}_mean")
+        t = with_ci(
+            grp, ["point_id"], [load_col, "ingress_per_s", "egress_per_pub_s", "loss_rate", "shortfall"], confidence
+        ).sort_values(f"{load_col}_mean")
         x = t[f"{load_col}_mean"]
-        line = ax_t.errorbar(x, t["egress_per_pub_s_mean"], yerr=t["egress_per_pub_s_hw"].fillna(0),
-                             marker="o", label=f"{label} egress / sp")[0]
-        ax_t.plot(x, t["ingress_per_s_mean"], ls=":", marker=".", color=line.get_color(),
-                  label=f"{label} ingress")
-        ax_l.errorbar(x, t["loss_rate_mean"], yerr=t["loss_rate_hw"].fillna(0), marker="o",
-                      color=line.get_color(), label=label)
+        line = ax_t.errorbar(
+            x,
+            t["egress_per_pub_s_mean"],
+            yerr=t["egress_per_pub_s_hw"].fillna(0),
+            marker="o",
+            label=f"{label} egress / sp",
+        )[0]
+        ax_t.plot(x, t["ingress_per_s_mean"], ls=":", marker=".", color=line.get_color(), label=f"{label} ingress")
+        ax_l.errorbar(
+            x, t["loss_rate_mean"], yerr=t["loss_rate_hw"].fillna(0), marker="o", color=line.get_color(), label=label
+        )
         ax_l.plot(x, t["shortfall_mean"].clip(lower=0), ls=":", color=line.get_color())
         if knees is not None and by:
             k = knees
@@ -146,7 +153,7 @@ def series_over_time(series, labels=None, *, window=None):
     df = series if labels is None else series[series["point_id"].isin(list(labels))]
     for pid, grp in df.groupby("point_id", sort=False):
         grp = grp[grp["replication"] == grp["replication"].min()]
-        line, = ax.plot(grp["time_s"], grp["delivered_per_s"], label=f"{_label(labels, pid)} delivered")
+        (line,) = ax.plot(grp["time_s"], grp["delivered_per_s"], label=f"{_label(labels, pid)} delivered")
         ax.plot(grp["time_s"], grp["published_per_s"], ls=":", color=line.get_color())
     if window is not None:
         ax.axvspan(*window, color="grey", alpha=0.1, label="measurement window")

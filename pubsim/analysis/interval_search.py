@@ -10,6 +10,7 @@ the smallest sustainable interval gives the limit, with at most 5 % error.
 The search takes any ``measure(interval_s) -> record`` callable, so it runs
 the same on a real broker (:mod:`pubsim.calibration.runner`) and on the simulator.
 """
+
 from __future__ import annotations
 
 import math
@@ -19,8 +20,7 @@ import numpy as np
 
 from ..sim.errors import ConfigError
 
-__all__ = ["SUSTAINABLE_RATIO", "is_sustainable", "latency_trend_s_per_s",
-           "SearchResult", "interval_search"]
+__all__ = ["SUSTAINABLE_RATIO", "is_sustainable", "latency_trend_s_per_s", "SearchResult", "interval_search"]
 
 SUSTAINABLE_RATIO = 0.99
 
@@ -108,8 +108,17 @@ def _check_search(start_interval_s, max_doublings, steps):
         raise ConfigError("steps", steps, "an integer >= 1")
 
 
-def interval_search(measure, *, start_interval_s, publishers=1, max_doublings=12, steps=20,
-                    stop_at_first_failure=False, sustainable=is_sustainable, measure_many=None):
+def interval_search(
+    measure,
+    *,
+    start_interval_s,
+    publishers=1,
+    max_doublings=12,
+    steps=20,
+    stop_at_first_failure=False,
+    sustainable=is_sustainable,
+    measure_many=None,
+):
     """Find a broker's limit by the interval search of SYSTEMS.md §4.
 
     Parameters
@@ -164,8 +173,14 @@ def interval_search(measure, *, start_interval_s, publishers=1, max_doublings=12
             break
         x *= 2.0
     else:
-        return SearchResult(interval_s=math.nan, rate_per_s=math.nan, error_bound=math.nan,
-                            records=records, saturated_everywhere=True, limit_reached=True)
+        return SearchResult(
+            interval_s=math.nan,
+            rate_per_s=math.nan,
+            error_bound=math.nan,
+            records=records,
+            saturated_everywhere=True,
+            limit_reached=True,
+        )
     best = x
     if x > start_interval_s:  # [x/2, x]: x/2 already failed, x passed
         grid = [float(v) for v in (x / 2.0 + (x / 2.0) * np.arange(1, steps) / steps)[::-1]]
@@ -179,5 +194,10 @@ def interval_search(measure, *, start_interval_s, publishers=1, max_doublings=12
         step = x / 2.0 / steps
     else:
         step = 0.0  # the smallest interval tried is sustainable: limit not reached
-    return SearchResult(interval_s=best, rate_per_s=publishers / best, error_bound=step / best,
-                        records=records, limit_reached=x > start_interval_s)
+    return SearchResult(
+        interval_s=best,
+        rate_per_s=publishers / best,
+        error_bound=step / best,
+        records=records,
+        limit_reached=x > start_interval_s,
+    )

@@ -1,4 +1,5 @@
 """Figures of a run, as matplotlib Figure objects (saving is the caller's choice)."""
+
 from __future__ import annotations
 
 import matplotlib.pyplot as plt  # the backend is the caller's choice (inline in Jupyter, Agg headless)

@@ -7,6 +7,7 @@ the limit with its search error and the bottleneck station
 side with ``--workers N`` (local process pool) or ``--dask ADDR``, with the
 same results as serial.
 """
+
 from __future__ import annotations
 
 import time
@@ -27,16 +28,22 @@ def add_commands(sub) -> None:
     """Register ``saturate`` on the ``pubsim`` subcommand parser ``sub``."""
     p = sub.add_parser("saturate", help="find a scenario's limit by the interval search of SYSTEMS.md §4")
     p.add_argument("scenario", help="scenario YAML file")
-    p.add_argument("--rerate", nargs="+", action="extend", metavar="PATTERN",
-                   help="re-rate only publishers whose names match these glob patterns (default: all)")
+    p.add_argument(
+        "--rerate",
+        nargs="+",
+        action="extend",
+        metavar="PATTERN",
+        help="re-rate only publishers whose names match these glob patterns (default: all)",
+    )
     p.add_argument("--start", default="1ms", help="first (smallest) publish interval per publisher (default 1ms)")
     p.add_argument("--duration", default="2s", help="simulated length of each probe (default 2s)")
     p.add_argument("--warmup", default="0.5s", help="warm-up of each probe, not measured (default 0.5s)")
     p.add_argument("--steps", type=int, default=20, help="steps dividing [x/2, x] (default 20: 5%% resolution)")
     p.add_argument("--seed", type=int, help="seed (default: the scenario's)")
     p.add_argument("--workers", type=int, help="run the refine probes on a local pool of N processes")
-    p.add_argument("--executor", choices=["serial", "local"], help="where refine probes run (default serial, "
-                   "local with --workers)")
+    p.add_argument(
+        "--executor", choices=["serial", "local"], help="where refine probes run (default serial, local with --workers)"
+    )
     p.add_argument("--dask", metavar="ADDR", help="run the refine probes on Dask: a scheduler address or 'local'")
     p.set_defaults(func=_saturate)
 
@@ -48,12 +55,15 @@ def saturation_table(name: str, s: Saturation) -> Table:
     t.add_column("")
     bound = "" if s.limit_reached else " (lower bound: limit above the search range)"
     t.add_row("limit (re-rated publishers)", f"{s.limit_per_s:,.1f} msg/s ± {s.error_bound_pct:.1f} %{bound}")
-    t.add_row("limit (all offered)",
-              f"{s.limit_total_per_s:,.1f} msg/s (others kept at {s.other_rate_per_s:,.1f} msg/s)")
+    t.add_row(
+        "limit (all offered)", f"{s.limit_total_per_s:,.1f} msg/s (others kept at {s.other_rate_per_s:,.1f} msg/s)"
+    )
     t.add_row("sustainable interval", f"{s.interval_s * 1e3:.4g} ms per publisher x {s.publishers} publishers")
     if s.bottleneck is not None:
-        t.add_row("bottleneck", f"{s.bottleneck} (utilization {s.bottleneck_utilization:.1%} "
-                                f"at {s.bottleneck_interval_s * 1e3:.4g} ms)")
+        t.add_row(
+            "bottleneck",
+            f"{s.bottleneck} (utilization {s.bottleneck_utilization:.1%} at {s.bottleneck_interval_s * 1e3:.4g} ms)",
+        )
     else:
         t.add_row("bottleneck", "none found (no unsustainable probe above the limit)")
     t.add_row("probes run", str(len(s.probes)))
@@ -76,15 +86,25 @@ def _saturate(args, console) -> int:
     _, data = read_yaml(args.scenario)
     scenario = parse_scenario(data, base_dir=Path(args.scenario).parent)
     seed = scenario.seed if args.seed is None else args.seed
-    console.print(f"interval search on {scenario.name}: probes of {duration_s:g} s, refine grid on "
-                  f"{executor.description}")
+    console.print(
+        f"interval search on {scenario.name}: probes of {duration_s:g} s, refine grid on {executor.description}"
+    )
     t0 = time.perf_counter()
-    s = saturation_search(scenario, rerate=args.rerate, start_interval_s=start_s, duration_s=duration_s,
-                          warmup_s=warmup_s, seed=seed, steps=args.steps,
-                          driver=scenario.run.get("driver", "batch"), executor=executor,
-                          progress=lambda rec: console.print(
-                              f"  {rec['interval_s'] * 1e3:9.4g} ms  sustainability "
-                              f"{rec['sustainability_weighted']:.3f}  delivery {rec['delivery_ratio_weighted']:.3f}"))
+    s = saturation_search(
+        scenario,
+        rerate=args.rerate,
+        start_interval_s=start_s,
+        duration_s=duration_s,
+        warmup_s=warmup_s,
+        seed=seed,
+        steps=args.steps,
+        driver=scenario.run.get("driver", "batch"),
+        executor=executor,
+        progress=lambda rec: console.print(
+            f"  {rec['interval_s'] * 1e3:9.4g} ms  sustainability "
+            f"{rec['sustainability_weighted']:.3f}  delivery {rec['delivery_ratio_weighted']:.3f}"
+        ),
+    )
     console.print(saturation_table(scenario.name, s))
     console.print(f"{time.perf_counter() - t0:.1f} s wall time")
     return 0

@@ -28,6 +28,7 @@ The refine grid's probes are independent simulations: with an ``executor``
 with the replication number it has in the serial order, so the results are
 identical to a serial search. The doubling phase stays sequential.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -38,13 +39,12 @@ from dataclasses import dataclass
 import networkx as nx
 import pandas as pd
 
-from .interval_search import SUSTAINABLE_RATIO, interval_search, is_sustainable
 from ..models import topology as T
-from ..sim.errors import ConfigError
 from ..run import simulate
+from ..sim.errors import ConfigError
 from ..study.executors import SerialExecutor
-
 from .ci import with_ci
+from .interval_search import SUSTAINABLE_RATIO, interval_search, is_sustainable
 
 __all__ = ["Saturation", "saturation_search", "with_publisher_rate", "rerated_publishers", "knees"]
 
@@ -113,11 +113,14 @@ def with_publisher_rate(graph, rate_per_s, names=None):
     schedules cannot be re-rated and raise ConfigError.
     """
     g = graph.copy()
-    for n in (T.clients(g, T.NodeKind.PUBLISHER) if names is None else names):
+    for n in T.clients(g, T.NodeKind.PUBLISHER) if names is None else names:
         p = g.nodes[n][T.PARAMS]
         if p.arrival == "schedule":
-            raise ConfigError(f"publisher {n!r}.arrival", "schedule", "a rate-driven arrival process "
-                              "(a schedule has no publish interval to vary)")
+            raise ConfigError(
+                f"publisher {n!r}.arrival",
+                "schedule",
+                "a rate-driven arrival process (a schedule has no publish interval to vary)",
+            )
         g.nodes[n][T.PARAMS] = dataclasses.replace(p, rate_per_s=float(rate_per_s))
     return g
 
@@ -144,8 +147,12 @@ def rerated_publishers(graph, patterns=None) -> list:
         raise ConfigError("rerate", patterns, "at least one publisher name pattern")
     for pat in patterns:
         if not any(fnmatch.fnmatchcase(str(n), pat) for n in pubs):
-            raise ConfigError("rerate", pat, f"a pattern matching some publisher (there are {len(pubs)}: "
-                              f"{', '.join(map(str, pubs[:5]))}{' ...' if len(pubs) > 5 else ''})")
+            raise ConfigError(
+                "rerate",
+                pat,
+                f"a pattern matching some publisher (there are {len(pubs)}: "
+                f"{', '.join(map(str, pubs[:5]))}{' ...' if len(pubs) > 5 else ''})",
+            )
     return [n for n in pubs if any(fnmatch.fnmatchcase(str(n), pat) for pat in patterns)]
 
 
@@ -161,8 +168,11 @@ def _factory(source, rerate):
         if rerate is not None:
             raise ConfigError("rerate", rerate, "a Scenario or topology source (a factory re-rates itself)")
         return source, None, 0.0
-    raise ConfigError("saturation_search source", type(source).__name__,
-                      "a Scenario, a topology graph or a callable interval_s -> graph")
+    raise ConfigError(
+        "saturation_search source",
+        type(source).__name__,
+        "a Scenario, a topology graph or a callable interval_s -> graph",
+    )
 
 
 def _probe(graph, duration_s, warmup_s, seed, replication, driver) -> dict:
@@ -171,8 +181,15 @@ def _probe(graph, duration_s, warmup_s, seed, replication, driver) -> dict:
     Top level and of picklable arguments, so that executors can run it in
     worker processes.
     """
-    res = simulate(graph, duration_s=duration_s, warmup_s=warmup_s, seed=seed, replication=replication,
-                   driver=driver, record="stream")
+    res = simulate(
+        graph,
+        duration_s=duration_s,
+        warmup_s=warmup_s,
+        seed=seed,
+        replication=replication,
+        driver=driver,
+        record="stream",
+    )
     rec = res.summary()
     owed, published = rec["expected_deliveries"], rec["published"]
     sp_w = owed / published if published else math.nan
@@ -192,8 +209,9 @@ def _probe(graph, duration_s, warmup_s, seed, replication, driver) -> dict:
 
 def _weighted_sustainable(rec) -> bool:
     """The 0.99 rule with the rate-weighted sp-ratio."""
-    return is_sustainable({"sustainability": rec["sustainability_weighted"],
-                           "delivery_ratio": rec["delivery_ratio_weighted"]})
+    return is_sustainable(
+        {"sustainability": rec["sustainability_weighted"], "delivery_ratio": rec["delivery_ratio_weighted"]}
+    )
 
 
 def _bottleneck(probes, best_interval_s, limit_reached, saturated_everywhere):
@@ -210,9 +228,21 @@ def _bottleneck(probes, best_interval_s, limit_reached, saturated_everywhere):
     return row["bottleneck"], float(row["bottleneck_utilization"]), float(row["interval_s"])
 
 
-def saturation_search(source, *, start_interval_s=1e-3, duration_s=2.0, warmup_s=0.5, seed=0,
-                      steps=20, max_doublings=12, stop_at_first_failure=False, driver="batch",
-                      progress=None, rerate=None, executor=None) -> Saturation:
+def saturation_search(
+    source,
+    *,
+    start_interval_s=1e-3,
+    duration_s=2.0,
+    warmup_s=0.5,
+    seed=0,
+    steps=20,
+    max_doublings=12,
+    stop_at_first_failure=False,
+    driver="batch",
+    progress=None,
+    rerate=None,
+    executor=None,
+) -> Saturation:
     """Find a simulated system's limit by the interval search of SYSTEMS.md §4.
 
     Parameters
@@ -271,18 +301,33 @@ def saturation_search(source, *, start_interval_s=1e-3, duration_s=2.0, warmup_s
     if publishers is None:  # a factory: count its publishers on the first probe
         publishers = len(T.clients(make(start_interval_s), T.NodeKind.PUBLISHER))
     parallel = executor is not None and not isinstance(executor, SerialExecutor)
-    found = interval_search(measure, start_interval_s=start_interval_s, publishers=publishers,
-                            max_doublings=max_doublings, steps=steps,
-                            stop_at_first_failure=stop_at_first_failure, sustainable=_weighted_sustainable,
-                            measure_many=measure_many if parallel else None)
+    found = interval_search(
+        measure,
+        start_interval_s=start_interval_s,
+        publishers=publishers,
+        max_doublings=max_doublings,
+        steps=steps,
+        stop_at_first_failure=stop_at_first_failure,
+        sustainable=_weighted_sustainable,
+        measure_many=measure_many if parallel else None,
+    )
     probes = pd.DataFrame(found.records)
     probes.insert(1, "rate_per_publisher_per_s", 1.0 / probes["interval_s"])
     station, util, at = _bottleneck(probes, found.interval_s, found.limit_reached, found.saturated_everywhere)
-    return Saturation(limit_per_s=found.rate_per_s, interval_s=found.interval_s,
-                      error_bound_pct=100.0 * found.error_bound, publishers=int(publishers),
-                      limit_reached=found.limit_reached, saturated_everywhere=found.saturated_everywhere,
-                      probes=probes, other_rate_per_s=kept, limit_total_per_s=found.rate_per_s + kept,
-                      bottleneck=station, bottleneck_utilization=util, bottleneck_interval_s=at)
+    return Saturation(
+        limit_per_s=found.rate_per_s,
+        interval_s=found.interval_s,
+        error_bound_pct=100.0 * found.error_bound,
+        publishers=int(publishers),
+        limit_reached=found.limit_reached,
+        saturated_everywhere=found.saturated_everywhere,
+        probes=probes,
+        other_rate_per_s=kept,
+        limit_total_per_s=found.rate_per_s + kept,
+        bottleneck=station,
+        bottleneck_utilization=util,
+        bottleneck_interval_s=at,
+    )
 
 
 def knees(summary, by, *, load_col="offered_per_s", point_col="point_id", confidence=0.95):

@@ -17,6 +17,7 @@ off, as a margin for the broker's own start.
 them as CSV/Parquet under ``--out`` or, when the trace directory is absent,
 a ``skipped.txt`` saying so (the report shows that note).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -30,13 +31,13 @@ import pandas as pd
 
 from ..models import presets
 from ..models import topology as T
+from ..models.loads import replay
+from ..models.loads.readers import read_campusiot
 from ..models.params.broker import BrokerParams
 from ..models.params.client import SubscriberParams
 from ..models.params.link import LinkParams
 from ..models.params.mapping import from_mapping
 from ..run import simulate
-from ..models.loads import replay
-from ..models.loads.readers import read_campusiot
 
 __all__ = ["find_trace", "run_trace_study", "main", "QUANTILES"]
 
@@ -46,8 +47,9 @@ PREFERRED = "d1d1e80000000033"  # the README's example: a reading every ~10 min,
 
 def find_trace(traces_dir):
     """The CampusIoT file to use under ``traces_dir`` (the README's example first), or None."""
-    files = sorted(glob.glob(str(Path(traces_dir) / "campusiot" / "*.ndjson.gz")),
-                   key=lambda f: (PREFERRED not in f, f))
+    files = sorted(
+        glob.glob(str(Path(traces_dir) / "campusiot" / "*.ndjson.gz")), key=lambda f: (PREFERRED not in f, f)
+    )
     return files[0] if files else None
 
 
@@ -55,13 +57,29 @@ def _topology(broker, publishers, queue_messages):
     spec = presets.apply("broker", {"preset": broker, "queue_messages": queue_messages})
     b = from_mapping(BrokerParams, spec, f"broker.{broker}")
     lan = from_mapping(LinkParams, presets.load("link", "gigabit-lan"), "link.gigabit-lan")
-    return T.star(broker=b, publishers=publishers, subscribers={"city-app": SubscriberParams(subscriptions=("#",))},
-                  link=lan, protocol="mqtt")
+    return T.star(
+        broker=b,
+        publishers=publishers,
+        subscribers={"city-app": SubscriberParams(subscriptions=("#",))},
+        link=lan,
+        protocol="mqtt",
+    )
 
 
-def run_trace_study(trace, *, brokers=("mosquitto", "rabbitmq-mqtt"), devices_per_gateway=(50_000, 150_000, 250_000),
-                    gateways=100, duration_s=6.0, warmup_s=1.5, settle_s=1.0, replications=2, seed=1,
-                    queue_messages=10_000, progress=None):
+def run_trace_study(
+    trace,
+    *,
+    brokers=("mosquitto", "rabbitmq-mqtt"),
+    devices_per_gateway=(50_000, 150_000, 250_000),
+    gateways=100,
+    duration_s=6.0,
+    warmup_s=1.5,
+    settle_s=1.0,
+    replications=2,
+    seed=1,
+    queue_messages=10_000,
+    progress=None,
+):
     """Simulate the scaled-up trace on every broker and city size.
 
     Parameters
@@ -87,13 +105,20 @@ def run_trace_study(trace, *, brokers=("mosquitto", "rabbitmq-mqtt"), devices_pe
     for rep in range(replications):
         for n in devices_per_gateway:
             rng = np.random.default_rng([seed, rep, n])
-            city = replay.scale_up(trace, rng, n_gateways=gateways, devices_per_gateway=int(n),
-                                   duration_s=duration_s + settle_s).window(settle_s, duration_s + settle_s)
+            city = replay.scale_up(
+                trace, rng, n_gateways=gateways, devices_per_gateway=int(n), duration_s=duration_s + settle_s
+            ).window(settle_s, duration_s + settle_s)
             pubs = city.to_publishers()
             for b in brokers:
                 pid = points.index((b, n))
-                r = simulate(_topology(b, pubs, queue_messages), duration_s=duration_s, warmup_s=warmup_s,
-                             seed=seed, replication=rep, record="stream")
+                r = simulate(
+                    _topology(b, pubs, queue_messages),
+                    duration_s=duration_s,
+                    warmup_s=warmup_s,
+                    seed=seed,
+                    replication=rep,
+                    record="stream",
+                )
                 key = {"point_id": pid, "replication": rep}
                 rows.append({**key, "broker": b, "devices": gateways * int(n), **r.summary()})
                 x, f = r.latency_ecdf()["latency_s"].to_numpy(), r.latency_ecdf()["fraction"].to_numpy()
@@ -107,9 +132,11 @@ def run_trace_study(trace, *, brokers=("mosquitto", "rabbitmq-mqtt"), devices_pe
                     params.append(p)
                 if progress is not None:
                     progress(rows[-1])
-    return {"summary": pd.DataFrame(rows),
-            "latency": pd.concat(lat, ignore_index=True) if lat else pd.DataFrame(),
-            "parameters": pd.concat(params, ignore_index=True)}
+    return {
+        "summary": pd.DataFrame(rows),
+        "latency": pd.concat(lat, ignore_index=True) if lat else pd.DataFrame(),
+        "parameters": pd.concat(params, ignore_index=True),
+    }
 
 
 def load_trace_results(out_dir):
@@ -138,16 +165,23 @@ def main(argv=None):
     if path is None:
         (out / "skipped.txt").write_text(
             f"Trace-driven section skipped: no CampusIoT trace under {args.traces!r} (the traces are not part "
-            "of the repository; see README 'Trace-driven loads').\n")
+            "of the repository; see README 'Trace-driven loads').\n"
+        )
         print(f"no CampusIoT trace under {args.traces}: trace section skipped")
         return 0
     (out / "skipped.txt").unlink(missing_ok=True)
 
     trace, info = read_campusiot(path)
     kw = dict(devices_per_gateway=(5_000, 50_000), duration_s=3.0, warmup_s=1.0, replications=2) if args.quick else {}
-    frames = run_trace_study(trace, progress=lambda r: print(
-        f"trace study: {r['broker']} {r['devices']:,} devices rep {r['replication']}: "
-        f"{r['offered_per_s']:,.0f} msg/s, sustainability {r['sustainability']:.3f}", flush=True), **kw)
+    frames = run_trace_study(
+        trace,
+        progress=lambda r: print(
+            f"trace study: {r['broker']} {r['devices']:,} devices rep {r['replication']}: "
+            f"{r['offered_per_s']:,.0f} msg/s, sustainability {r['sustainability']:.3f}",
+            flush=True,
+        ),
+        **kw,
+    )
     frames["summary"].to_csv(out / "summary.csv", index=False)
     frames["parameters"].to_csv(out / "parameters.csv", index=False)
     if len(frames["latency"]):

@@ -1,5 +1,6 @@
 """``pubsim run`` end to end on a tiny scenario: outputs per replication,
 records that agree with the summary, and resuming an interrupted study."""
+
 from __future__ import annotations
 
 import json
@@ -10,19 +11,48 @@ import sys
 import pandas as pd
 import pytest
 import yaml
+
 from tests import ROOT
 
 QUICKSTART = ROOT / "experiments" / "quickstart.yaml"
 
 # sim/cli.py docstring: per replication rep-NNN/ with these files, summary.json last
-REP_FILES = ["deliveries.parquet", "drops.parquet", "stations.csv", "traffic.csv", "throughput.csv",
-             "parameters.csv",
-             "latency_cdf.png", "throughput.png", "summary.json"]
+REP_FILES = [
+    "deliveries.parquet",
+    "drops.parquet",
+    "stations.csv",
+    "traffic.csv",
+    "throughput.csv",
+    "parameters.csv",
+    "latency_cdf.png",
+    "throughput.png",
+    "summary.json",
+]
 # sim/records.py RecordSink.deliveries docstring
-DELIVERY_COLUMNS = ["publish_time_s", "delivery_time_s", "latency_s", "publisher", "subscriber", "topic",
-                    "size_bytes", "hops", "msg", "retained"]
-DROP_COLUMNS = ["publish_time_s", "drop_time_s", "publisher", "topic", "size_bytes", "hops", "place", "cause",
-                "lost_deliveries", "msg"]
+DELIVERY_COLUMNS = [
+    "publish_time_s",
+    "delivery_time_s",
+    "latency_s",
+    "publisher",
+    "subscriber",
+    "topic",
+    "size_bytes",
+    "hops",
+    "msg",
+    "retained",
+]
+DROP_COLUMNS = [
+    "publish_time_s",
+    "drop_time_s",
+    "publisher",
+    "topic",
+    "size_bytes",
+    "hops",
+    "place",
+    "cause",
+    "lost_deliveries",
+    "msg",
+]
 
 DURATION_S, WARMUP_S = 1.5, 0.5
 
@@ -41,8 +71,14 @@ def tiny_scenario(tmp_path):
 
 
 def pubsim(*args, cwd):
-    proc = subprocess.run([sys.executable, "-m", "pubsim", *map(str, args)], capture_output=True, text=True,
-                          cwd=cwd, timeout=180, env={**os.environ, "COLUMNS": "200"})
+    proc = subprocess.run(
+        [sys.executable, "-m", "pubsim", *map(str, args)],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        timeout=180,
+        env={**os.environ, "COLUMNS": "200"},
+    )
     assert "Traceback" not in proc.stderr, proc.stderr
     return proc
 
@@ -61,8 +97,15 @@ def test_run_exits_zero_and_prints_summary(study):
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout
     assert "tiny: summary over the measurement window" in out
-    for metric in ("published", "ingress_per_s", "egress_per_s", "sp_ratio", "sustainability",
-                   "latency_p99_s", "loss_rate"):
+    for metric in (
+        "published",
+        "ingress_per_s",
+        "egress_per_s",
+        "sp_ratio",
+        "sustainability",
+        "latency_p99_s",
+        "loss_rate",
+    ):
         assert metric in out
     assert "rep 0" in out and "rep 1" in out and "mean ± 95% CI" in out
     assert "parameters and provenance" in out and "PLACEHOLDER" in out
@@ -182,7 +225,7 @@ def test_changed_scenario_is_refused_not_shown_stale(tmp_path):
 
     refused = pubsim("run", scenario, "--out", out, cwd=tmp_path)
     assert refused.returncode == 2
-    line, = refused.stderr.strip().splitlines()
+    (line,) = refused.stderr.strip().splitlines()
     assert line.startswith("pubsim: error: --out:") and "--force-new" in line and "scenario hash" in line
     assert "skipped" not in refused.stdout and (out / "rep-000" / "summary.json").read_text() == old
 
@@ -222,8 +265,9 @@ def test_topology_figure_groups_every_client_and_labels_links():
     fig = topology_figure(g)
     texts = [t.get_text() for t in fig.axes[0].texts]
     counted = sum(int(t.split()[0]) for t in texts if " publisher" in t or " subscriber" in t)
-    clients = sum(1 for _, d in g.nodes(data=True) if str(getattr(d["kind"], "value", d["kind"])) in
-                  ("publisher", "subscriber"))
+    clients = sum(
+        1 for _, d in g.nodes(data=True) if str(getattr(d["kind"], "value", d["kind"])) in ("publisher", "subscriber")
+    )
     assert counted == clients  # every client is in exactly one group
     assert sum("n" in t and "relay" in t for t in texts) == 5  # the five broker+relay pairs
     assert sum(t == "1 Gbit/s, 5 ms" for t in texts) == 4  # the four tree edges, labelled

@@ -1,4 +1,5 @@
 """``pubsim saturate``: the §4 search from the command line on a tiny M/D/1 scenario."""
+
 from __future__ import annotations
 
 import re
@@ -52,8 +53,25 @@ def _limit(out):
 
 
 def test_saturate_prints_limit_error_and_bottleneck(tiny, capsys):
-    assert main(["saturate", tiny, "--rerate", "load*", "--start", "1ms", "--duration", "2.5s",
-                 "--warmup", "0.5s", "--steps", "10"]) == 0
+    assert (
+        main(
+            [
+                "saturate",
+                tiny,
+                "--rerate",
+                "load*",
+                "--start",
+                "1ms",
+                "--duration",
+                "2.5s",
+                "--warmup",
+                "0.5s",
+                "--steps",
+                "10",
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     limit, err_pct = _limit(out)
     assert abs(limit - 999) / 999 <= err_pct / 100 + 0.01
@@ -72,10 +90,15 @@ def test_saturate_with_two_workers_prints_the_serial_limit(tiny, capsys):
     assert _limit(out) == serial
 
 
-@pytest.mark.parametrize("extra, needle", [(["--rerate", "nosuch*"], "nosuch"),
-                                           (["--duration", "two seconds"], "--duration"),
-                                           (["--start", "0s"], "--start"),
-                                           (["--workers", "0"], "--workers")])
+@pytest.mark.parametrize(
+    "extra, needle",
+    [
+        (["--rerate", "nosuch*"], "nosuch"),
+        (["--duration", "two seconds"], "--duration"),
+        (["--start", "0s"], "--start"),
+        (["--workers", "0"], "--workers"),
+    ],
+)
 def test_saturate_bad_input_is_one_line_status_2(tiny, capsys, extra, needle):
     assert main(["saturate", tiny, *extra]) == 2
     err = capsys.readouterr().err.strip().splitlines()

@@ -1,4 +1,5 @@
 """Tiny study files shared by the study tests (each task runs in well under a second)."""
+
 from __future__ import annotations
 
 import copy
@@ -15,8 +16,7 @@ SCENARIO = {
         "protocol": "mqtt",
         "broker": {"preset": "mosquitto-placeholder", "queue_messages": 200},
         "link": {"preset": "gigabit-lan"},
-        "publishers": [{"name": "p{i}", "count": 4, "topics": ["t/{i}"], "rate_per_s": "2k/s",
-                        "size_bytes": "36B"}],
+        "publishers": [{"name": "p{i}", "count": 4, "topics": ["t/{i}"], "rate_per_s": "2k/s", "size_bytes": "36B"}],
         "subscribers": [{"name": "s{i}", "count": 8, "subscriptions": ["t/{i//2}"]}],
     },
 }

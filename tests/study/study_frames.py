@@ -2,6 +2,7 @@
 
 Used by the report and figure tests independently of the study runner.
 """
+
 from __future__ import annotations
 
 import json
@@ -13,8 +14,8 @@ from pubsim.models import topology as T
 from pubsim.models.params.broker import BrokerParams
 from pubsim.models.params.client import PublisherParams, SubscriberParams
 from pubsim.models.params.link import LinkParams
-from pubsim.sim.distributions import Constant
 from pubsim.run import simulate
+from pubsim.sim.distributions import Constant
 
 QUANTILES = np.linspace(0.005, 0.995, 200)
 PRESET_COL = "topology.broker.preset"
@@ -26,8 +27,7 @@ def star(service_s, rate_per_s, n_pub=4):
     broker = BrokerParams(ingress_cost_s=Constant(value=service_s), queue_messages=200)
     pubs = {f"p{i}": PublisherParams(topics=("t",), rate_per_s=rate_per_s / n_pub) for i in range(n_pub)}
     subs = {"s": SubscriberParams(subscriptions=("t",))}
-    return T.star(broker=broker, publishers=pubs, subscribers=subs, link=LinkParams(latency_s=1e-4),
-                  protocol="none")
+    return T.star(broker=broker, publishers=pubs, subscribers=subs, link=LinkParams(latency_s=1e-4), protocol="none")
 
 
 def study_frames(loads=(5000, 15000, 30000), reps=2, duration_s=1.0):
@@ -49,7 +49,19 @@ def study_frames(loads=(5000, 15000, 30000), reps=2, duration_s=1.0):
                 p["parameters"] = p["parameters"].map(lambda x: json.dumps(x, default=str))
                 par.append(p)
             pid += 1
-    manifest = {"study": "tiny", "config_hash": "abc123", "git_revision": "deadbeef",
-                "versions": {"pubsim": "0.1", "numpy": np.__version__}, "points": points, "replications": reps}
-    return (manifest, pd.DataFrame(rows), pd.concat(lat, ignore_index=True), pd.concat(st, ignore_index=True),
-            pd.concat(se, ignore_index=True), pd.concat(par, ignore_index=True))
+    manifest = {
+        "study": "tiny",
+        "config_hash": "abc123",
+        "git_revision": "deadbeef",
+        "versions": {"pubsim": "0.1", "numpy": np.__version__},
+        "points": points,
+        "replications": reps,
+    }
+    return (
+        manifest,
+        pd.DataFrame(rows),
+        pd.concat(lat, ignore_index=True),
+        pd.concat(st, ignore_index=True),
+        pd.concat(se, ignore_index=True),
+        pd.concat(par, ignore_index=True),
+    )

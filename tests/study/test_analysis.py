@@ -1,12 +1,12 @@
 """Virtual saturation search, sweep knees and study figures."""
+
 from __future__ import annotations
 
 import math
 
+import matplotlib
 import numpy as np
 import pandas as pd
-
-import matplotlib
 import pytest
 
 matplotlib.use("Agg")
@@ -61,13 +61,18 @@ def test_search_with_factory_counts_publishers():
 
 
 def test_schedule_publishers_cannot_be_rerated():
-    from pubsim.models.params.client import PublisherParams
     from pubsim.models import topology as T
+    from pubsim.models.params.client import PublisherParams
 
     g = single_queue(rate_per_s=10, service=Constant(value=1e-6))
     n = T.clients(g, T.NodeKind.PUBLISHER)[0]
-    g.nodes[n][T.PARAMS] = PublisherParams(topics=("t",), arrival="schedule", schedule_time_s=(0.0, 1.0),
-                                           schedule_size_bytes=(0, 0), schedule_topic=("t", "t"))
+    g.nodes[n][T.PARAMS] = PublisherParams(
+        topics=("t",),
+        arrival="schedule",
+        schedule_time_s=(0.0, 1.0),
+        schedule_size_bytes=(0, 0),
+        schedule_topic=("t", "t"),
+    )
     with pytest.raises(ConfigError, match="schedule"):
         with_publisher_rate(g, 5.0)
     with pytest.raises(ConfigError, match="saturation_search source"):

@@ -1,5 +1,6 @@
 """The study report: contents (manifest, every point, knees, provenance) and
 self-containment of the Markdown and HTML renderings."""
+
 from __future__ import annotations
 
 import base64
@@ -8,10 +9,17 @@ import re
 import pytest
 
 from pubsim.cli import main
-from pubsim.report import StudyResults, encode_figures, load_columns, report_blocks, to_html, to_markdown, \
-    varied_columns
-from tests.study.study_frames import PRESET_COL, RATE_COL, study_frames
+from pubsim.report import (
+    StudyResults,
+    encode_figures,
+    load_columns,
+    report_blocks,
+    to_html,
+    to_markdown,
+    varied_columns,
+)
 from tests import ROOT
+from tests.study.study_frames import PRESET_COL, RATE_COL, study_frames
 
 
 @pytest.fixture(scope="module")
@@ -22,8 +30,9 @@ def rendered():
     mask = (params["kind"] == "broker") & params["point_id"].isin(slow_pts)
     params.loc[mask, "placeholder"] = True
     params.loc[mask, "provenance"] = "publication: a broker of another study (PLACEHOLDER values)"
-    res = StudyResults(manifest=manifest, summary=summary, latency=latency, stations=stations, series=series,
-                       parameters=params)
+    res = StudyResults(
+        manifest=manifest, summary=summary, latency=latency, stations=stations, series=series, parameters=params
+    )
     blocks = encode_figures(report_blocks(res))
     return res, blocks, to_markdown(blocks), to_html(blocks, title="t")
 
@@ -41,8 +50,7 @@ def test_report_has_manifest_points_knees_and_provenance(rendered):
         assert text in md
     points = next(b[1] for b in blocks if b[0] == "table" and "point" in b[1].columns)
     assert sorted(points["point"]) == sorted(res.summary["point_id"].unique())
-    for pid, preset, rate in res.summary[["point_id", PRESET_COL, RATE_COL]].drop_duplicates().itertuples(
-            index=False):
+    for pid, preset, rate in res.summary[["point_id", PRESET_COL, RATE_COL]].drop_duplicates().itertuples(index=False):
         assert re.search(rf"^\| {pid} \| {preset} \| {re.escape(rate)} \| 2 \|", md, re.M), pid
     knees = next(b[1] for b in blocks if b[0] == "table" and "knee between (offered msg/s)" in b[1].columns)
     assert list(knees["preset"]) == ["fast", "slow"]
@@ -51,8 +59,9 @@ def test_report_has_manifest_points_knees_and_provenance(rendered):
     assert "**1 model(s) rest on placeholder values**" in md
     prov = next(b[1] for b in blocks if b[0] == "table" and "provenance" in b[1].columns)
     flagged = prov[prov["status"] == "**PLACEHOLDER**"]
-    assert len(flagged) == 1 and flagged["kind"].iloc[0] == "broker" and "another study" in \
-        flagged["provenance"].iloc[0]
+    assert (
+        len(flagged) == 1 and flagged["kind"].iloc[0] == "broker" and "another study" in flagged["provenance"].iloc[0]
+    )
     assert set(prov["kind"]) == {"broker", "link", "publisher", "subscriber"}
 
 

@@ -1,5 +1,6 @@
 """The saturation search with chosen publishers re-rated, a rate-weighted
 sp-ratio, the bottleneck station, and parallel refine probes equal to serial."""
+
 from __future__ import annotations
 
 import math
@@ -21,8 +22,10 @@ def md1_with_probe(fast_subs=1, probe_subs=1, probe_rate_per_s=1.0, fast_rate_pe
     """One broker (constant 1 ms per message), a Poisson publisher ``load`` on
     topic ``a`` and a constant ``probe`` publisher on topic ``b``."""
     broker = BrokerParams(ingress_cost_s=Constant(value=SERVICE_S), queue_messages=200)
-    pubs = {"load": PublisherParams(topics=("a",), rate_per_s=fast_rate_per_s),
-            "probe": PublisherParams(topics=("b",), arrival="constant", rate_per_s=probe_rate_per_s)}
+    pubs = {
+        "load": PublisherParams(topics=("a",), rate_per_s=fast_rate_per_s),
+        "probe": PublisherParams(topics=("b",), arrival="constant", rate_per_s=probe_rate_per_s),
+    }
     subs = {f"sa{i}": SubscriberParams(subscriptions=("a",)) for i in range(fast_subs)}
     subs.update({f"sb{i}": SubscriberParams(subscriptions=("b",)) for i in range(probe_subs)})
     return star(broker=broker, publishers=pubs, subscribers=subs, link=ZERO_LINK, protocol="none")
@@ -80,8 +83,16 @@ def test_rate_weighted_sustainability_catches_a_lost_fanout():
 
 
 def _same(a, b):
-    for f in ("limit_per_s", "interval_s", "error_bound_pct", "publishers", "limit_reached", "bottleneck",
-              "bottleneck_utilization", "bottleneck_interval_s"):
+    for f in (
+        "limit_per_s",
+        "interval_s",
+        "error_bound_pct",
+        "publishers",
+        "limit_reached",
+        "bottleneck",
+        "bottleneck_utilization",
+        "bottleneck_interval_s",
+    ):
         x, y = getattr(a, f), getattr(b, f)
         assert x == y or (isinstance(x, float) and math.isnan(x) and math.isnan(y)), f
     pd.testing.assert_frame_equal(a.probes, b.probes)

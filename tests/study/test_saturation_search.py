@@ -1,4 +1,5 @@
 """The interval search of SYSTEMS.md §4 against oracles with a known limit."""
+
 import math
 
 import numpy as np
@@ -10,10 +11,12 @@ from pubsim.sim.errors import ConfigError
 
 def oracle(limit_interval_s, calls=None):
     """A broker that keeps up exactly when interval >= limit_interval_s."""
+
     def measure(interval_s):
         if calls is not None:
             calls.append(interval_s)
         return {"sustainability": 1.0 if interval_s >= limit_interval_s else 0.9}
+
     return measure
 
 
@@ -49,6 +52,7 @@ def test_noisy_non_monotone_takes_smallest_sustainable():
     def measure(interval_s):
         ok = interval_s >= 6e-3 or math.isclose(interval_s, 4.4e-3)
         return {"sustainability": 1.0 if ok else 0.5}
+
     res = interval_search(measure, start_interval_s=1e-3)
     assert res.interval_s == pytest.approx(4.4e-3)
 
@@ -80,8 +84,10 @@ def test_sustainability_rule_and_trend():
     assert abs(latency_trend_s_per_s(t, np.full_like(t, 0.002))) < 1e-12
 
 
-@pytest.mark.parametrize("kw", [{"start_interval_s": 0}, {"start_interval_s": 1e-3, "steps": 0},
-                                {"start_interval_s": 1e-3, "max_doublings": -1}])
+@pytest.mark.parametrize(
+    "kw",
+    [{"start_interval_s": 0}, {"start_interval_s": 1e-3, "steps": 0}, {"start_interval_s": 1e-3, "max_doublings": -1}],
+)
 def test_bad_settings_name_the_field(kw):
     with pytest.raises(ConfigError) as err:
         interval_search(oracle(1e-3), **kw)

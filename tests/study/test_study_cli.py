@@ -1,4 +1,5 @@
 """``pubsim study run`` and ``pubsim study summary``."""
+
 from __future__ import annotations
 
 import re
@@ -37,14 +38,19 @@ def test_run_then_summary_with_csv(tmp_path, capsys):
     assert len(table) == 4 and list(table[RATE]) == list(load_summary(out)[RATE])
 
 
-@pytest.mark.parametrize("text, match", [
-    ("scenario: {}\nvary: {grid: {topology.nosuch: [1]}}\n",
-     r"pubsim: error: vary\.grid\.topology\.nosuch: .*the scenario has no key topology"),
-    ("scenario: {}\n", "pubsim: error: base scenario: topology: None is invalid"),
-    ("name: x\n", "pubsim: error: base: None is invalid: either base"),
-    ("base: q.yaml\nvary: {zip: {a: [1], b: [1, 2]}}\n", "pubsim: error: base: 'q.yaml'"),
-    ("[unclosed\n", "pubsim: error: .*study.yaml:"),
-])
+@pytest.mark.parametrize(
+    "text, match",
+    [
+        (
+            "scenario: {}\nvary: {grid: {topology.nosuch: [1]}}\n",
+            r"pubsim: error: vary\.grid\.topology\.nosuch: .*the scenario has no key topology",
+        ),
+        ("scenario: {}\n", "pubsim: error: base scenario: topology: None is invalid"),
+        ("name: x\n", "pubsim: error: base: None is invalid: either base"),
+        ("base: q.yaml\nvary: {zip: {a: [1], b: [1, 2]}}\n", "pubsim: error: base: 'q.yaml'"),
+        ("[unclosed\n", "pubsim: error: .*study.yaml:"),
+    ],
+)
 def test_bad_study_file_is_one_line_and_status_2(tmp_path, capsys, text, match):
     path = tmp_path / "study.yaml"
     path.write_text(text)

@@ -1,4 +1,5 @@
 """Interrupted studies: kill -9 of the CLI, and a Dask worker lost mid-study."""
+
 from __future__ import annotations
 
 import os
@@ -12,16 +13,18 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from pubsim.study import (load_latency, load_parameters, load_series, load_stations, load_summary, parse_study,
-                       run_study)
-from tests.study.study_cases import study_dict, write_study
+from pubsim.study import load_latency, load_parameters, load_series, load_stations, load_summary, parse_study, run_study
 from tests import ROOT
+from tests.study.study_cases import study_dict, write_study
 
 RATE = "topology.publishers[0].rate_per_s"
 LOADERS = (load_summary, load_latency, load_stations, load_series, load_parameters)
 # 6 points x 2 replications of about 0.2-0.5 s each
-SLOW = study_dict(vary={"grid": {RATE: ["10k/s", "15k/s", "20k/s"], "topology.broker.queue_messages": [50, 500]}},
-                  replications=2, set={"run.duration": "1s"})
+SLOW = study_dict(
+    vary={"grid": {RATE: ["10k/s", "15k/s", "20k/s"], "topology.broker.queue_messages": [50, 500]}},
+    replications=2,
+    set={"run.duration": "1s"},
+)
 
 
 def _summaries(out):
@@ -45,8 +48,9 @@ def test_kill_9_then_rerun_resumes_without_recomputing(tmp_path):
     path = write_study(tmp_path, SLOW)
     out = tmp_path / "out"
     cmd, env = _cli("study", "run", str(path), "--out", str(out), "--executor", "serial")
-    proc = subprocess.Popen(cmd, env=env, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        cmd, env=env, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True
+    )
     try:
         deadline = time.monotonic() + 240
         while len(_summaries(out)) < 3 and proc.poll() is None and time.monotonic() < deadline:
@@ -58,8 +62,11 @@ def test_kill_9_then_rerun_resumes_without_recomputing(tmp_path):
     finished = _summaries(out)
     assert 3 <= len(finished) < 12, "the study ended before the kill: make its tasks longer"
     reps = {(f.parent, f.name.split(".")[0]) for f in finished}  # (point dir, "rep<r>")
-    kept = {p: (p.stat().st_mtime_ns, p.stat().st_ino) for d, rep in reps
-            for p in [*d.glob(f"{rep}.*.parquet"), d / "parameters.parquet"]}
+    kept = {
+        p: (p.stat().st_mtime_ns, p.stat().st_ino)
+        for d, rep in reps
+        for p in [*d.glob(f"{rep}.*.parquet"), d / "parameters.parquet"]
+    }
     assert len(kept) >= 4 * len(finished)
     done = subprocess.run(cmd, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=240)
     assert done.returncode == 0, done.stderr
@@ -80,8 +87,10 @@ def test_study_survives_a_killed_dask_worker(tmp_path):
     study = parse_study(SLOW)
     run_study(study, tmp_path / "serial", executor="serial", progress=False)
     out = tmp_path / "dask"
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
-            Client(cluster) as client:
+    with (
+        LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster,
+        Client(cluster) as client,
+    ):
         pids = client.run(os.getpid)
         assert len(pids) == 2
         errors = []
@@ -128,12 +137,20 @@ def test_ctrl_c_stops_the_pool_and_keeps_finished_work(tmp_path):
     path = write_study(tmp_path, SLOW)
     out = tmp_path / "out"
     # Ctrl-C interrupts, as in a terminal, even if this test runs in a job that ignores SIGINT
-    child = ("import signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
-             "from pubsim.cli import main; sys.exit(main(sys.argv[1:]))")
+    child = (
+        "import signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
+        "from pubsim.cli import main; sys.exit(main(sys.argv[1:]))"
+    )
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.Popen([sys.executable, "-c", child, "study", "run", str(path), "--out", str(out),
-                             "--workers", "2"], env=env, cwd=tmp_path, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", child, "study", "run", str(path), "--out", str(out), "--workers", "2"],
+        env=env,
+        cwd=tmp_path,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     try:
         deadline = time.monotonic() + 240
         while len(_summaries(out)) < 2 and proc.poll() is None and time.monotonic() < deadline:

@@ -1,4 +1,5 @@
 """Running studies: layout, determinism, common random numbers, executors, resume rules, CIs."""
+
 from __future__ import annotations
 
 import math
@@ -10,8 +11,17 @@ import pytest
 from scipy import stats
 
 from pubsim.sim.errors import ConfigError
-from pubsim.study import (load_latency, load_parameters, load_series, load_stations, load_summary, parse_study,
-                       read_manifest, run_study, summary_with_ci)
+from pubsim.study import (
+    load_latency,
+    load_parameters,
+    load_series,
+    load_stations,
+    load_summary,
+    parse_study,
+    read_manifest,
+    run_study,
+    summary_with_ci,
+)
 from pubsim.study.tasks import QUANTILES
 from tests.study.study_cases import study_dict
 
@@ -37,8 +47,9 @@ def test_layout_and_tables(tmp_path):
     for p in study.points:
         expected.append(f"points/{p.point_id}/parameters.parquet")
         for r in range(2):
-            expected += [f"points/{p.point_id}/rep{r}.{k}.parquet" for k in ("latency", "series", "stations",
-                                                                                "summary")]
+            expected += [
+                f"points/{p.point_id}/rep{r}.{k}.parquet" for k in ("latency", "series", "stations", "summary")
+            ]
     assert files == sorted(expected)  # no temporary files left behind
     assert list(df.columns[:3]) == ["point_id", "replication", RATE]
     assert df[RATE].tolist() == ["1k/s", "1k/s", "3k/s", "3k/s"]
@@ -141,8 +152,14 @@ def test_a_changed_study_is_refused_unless_force_new(tmp_path):
 
 
 def test_summary_with_ci_is_the_student_t_interval():
-    df = pd.DataFrame({"point_id": ["a"] * 3 + ["b"] * 2 + ["c"], "replication": [0, 1, 2, 0, 1, 0],
-                       "load": [1, 1, 1, 2, 2, 3], "x": [1.0, 2.0, 3.0, 5.0, np.nan, 7.0]})
+    df = pd.DataFrame(
+        {
+            "point_id": ["a"] * 3 + ["b"] * 2 + ["c"],
+            "replication": [0, 1, 2, 0, 1, 0],
+            "load": [1, 1, 1, 2, 2, 3],
+            "x": [1.0, 2.0, 3.0, 5.0, np.nan, 7.0],
+        }
+    )
     df.attrs["varied"] = ["load"]
     ci = summary_with_ci(df, confidence=0.9).set_index("load")
     assert list(ci.metric) == ["x"] * 3

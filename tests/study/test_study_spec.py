@@ -1,4 +1,5 @@
 """Study files: parsing, bad input, and point generation (grid, zip, LHS)."""
+
 from __future__ import annotations
 
 import re
@@ -9,8 +10,8 @@ import pytest
 from pubsim.sim.errors import ConfigError
 from pubsim.study import load_study, parse_study
 from pubsim.study.fieldpath import apply_overrides, parse_path
-from tests.study.study_cases import SCENARIO, study_dict, write_study
 from tests import ROOT
+from tests.study.study_cases import SCENARIO, study_dict, write_study
 
 RATE = "topology.publishers[0].rate_per_s"
 PRESET = "topology.broker.preset"
@@ -39,14 +40,28 @@ def test_path_parsing_and_overrides_leave_the_base_alone():
 
 
 def test_grid_zip_sample_combine_as_a_product_in_order():
-    study = parse_study(study_dict(vary={
-        "grid": {PRESET: ["mosquitto", "rabbitmq-mqtt"], RATE: ["1k/s", "2k/s", "3k/s"]},
-        "zip": {"topology.publishers[0].count": [2, 4], "topology.subscribers[0].count": [4, 8]},
-        "sample": {"method": "random", "n": 3, "seed": 1, "ranges": {"topology.link.latency_s": ["1ms", "2ms"]}},
-    }))
+    study = parse_study(
+        study_dict(
+            vary={
+                "grid": {PRESET: ["mosquitto", "rabbitmq-mqtt"], RATE: ["1k/s", "2k/s", "3k/s"]},
+                "zip": {"topology.publishers[0].count": [2, 4], "topology.subscribers[0].count": [4, 8]},
+                "sample": {
+                    "method": "random",
+                    "n": 3,
+                    "seed": 1,
+                    "ranges": {"topology.link.latency_s": ["1ms", "2ms"]},
+                },
+            }
+        )
+    )
     assert len(study.points) == 2 * 3 * 2 * 3
-    assert study.varied == (PRESET, RATE, "topology.publishers[0].count", "topology.subscribers[0].count",
-                            "topology.link.latency_s")
+    assert study.varied == (
+        PRESET,
+        RATE,
+        "topology.publishers[0].count",
+        "topology.subscribers[0].count",
+        "topology.link.latency_s",
+    )
     first = [p.overrides for p in study.points[:7]]
     assert first[0][PRESET] == "mosquitto" and first[0][RATE] == "1k/s"
     assert [o["topology.publishers[0].count"] for o in first[:6]] == [2, 2, 2, 4, 4, 4]  # sample fastest
@@ -57,11 +72,23 @@ def test_grid_zip_sample_combine_as_a_product_in_order():
     ids = [p.point_id for p in study.points]
     assert len(set(ids)) == len(ids)
     assert all(re.fullmatch(r"p\d{4}-[0-9a-f]{8}", i) for i in ids)
-    assert ids == [p.point_id for p in parse_study(study_dict(vary={
-        "grid": {PRESET: ["mosquitto", "rabbitmq-mqtt"], RATE: ["1k/s", "2k/s", "3k/s"]},
-        "zip": {"topology.publishers[0].count": [2, 4], "topology.subscribers[0].count": [4, 8]},
-        "sample": {"method": "random", "n": 3, "seed": 1, "ranges": {"topology.link.latency_s": ["1ms", "2ms"]}},
-    })).points]
+    assert ids == [
+        p.point_id
+        for p in parse_study(
+            study_dict(
+                vary={
+                    "grid": {PRESET: ["mosquitto", "rabbitmq-mqtt"], RATE: ["1k/s", "2k/s", "3k/s"]},
+                    "zip": {"topology.publishers[0].count": [2, 4], "topology.subscribers[0].count": [4, 8]},
+                    "sample": {
+                        "method": "random",
+                        "n": 3,
+                        "seed": 1,
+                        "ranges": {"topology.link.latency_s": ["1ms", "2ms"]},
+                    },
+                }
+            )
+        ).points
+    ]
 
 
 def _lhs(n, ranges, seed=3):
@@ -71,8 +98,11 @@ def _lhs(n, ranges, seed=3):
 
 def test_latin_hypercube_hits_every_stratum_once_per_dimension():
     n = 13
-    ranges = {"topology.link.latency_s": ["1ms", "20ms"], "topology.broker.queue_messages": [10, 1000],
-              "topology.publishers[0].rate_per_s": [20.0, 2000.0]}
+    ranges = {
+        "topology.link.latency_s": ["1ms", "20ms"],
+        "topology.broker.queue_messages": [10, 1000],
+        "topology.publishers[0].rate_per_s": [20.0, 2000.0],
+    }
     pts = _lhs(n, ranges)
     lat = np.array([p["topology.link.latency_s"] for p in pts])
     size = np.array([p["topology.publishers[0].rate_per_s"] for p in pts])
@@ -102,46 +132,65 @@ def test_no_vary_is_one_point_and_set_applies_to_every_point():
     assert len(parse_study(study_dict()).points) == 1
 
 
-@pytest.mark.parametrize("vary, match", [
-    ({"grid": {"topology.nosuch.x": [1]}},
-     r"^vary\.grid\.topology\.nosuch\.x: .*topology has no key nosuch"),
-    ({"grid": {"topology.publishers[3].count": [1]}},
-     r"^vary\.grid\.topology\.publishers\[3\]\.count: .*no index 3"),
-    ({"grid": {"topology.broker.preset[0]": [1]}}, r"^vary\.grid\.topology\.broker\.preset\[0\]: "),
-    ({"grid": {RATE: []}}, r"^vary\.grid\.topology\.publishers\[0\]\.rate_per_s: .*non-empty list"),
-    ({"grid": {RATE: "1k/s"}}, r"^vary\.grid\.topology\.publishers\[0\]\.rate_per_s: "),
-    ({"zip": {RATE: ["1k/s", "2k/s"], PRESET: ["mosquitto"]}},
-     r"^vary\.zip\.topology\.broker\.preset: .*as long as the other zip lists \(2 values, not 1\)"),
-    ({"sample": {"method": "sobol", "n": 4, "ranges": {RATE: [1, 2]}}}, r"^vary\.sample\.method: 'sobol'"),
-    ({"sample": {"method": "lhs", "n": 0, "ranges": {RATE: [1, 2]}}}, r"^vary\.sample\.n: 0"),
-    ({"sample": {"n": 4, "ranges": {"topology.link.latency_s": ["20ms", "1ms"]}}},
-     r"^vary\.sample\.ranges\.topology\.link\.latency_s: .*lo <= hi"),
-    ({"sample": {"n": 4, "ranges": {"topology.link.latency_s": ["1ms", "2KiB"]}}},
-     r"^vary\.sample\.ranges\.topology\.link\.latency_s: .*one kind"),
-    ({"sample": {"n": 4, "ranges": {"topology.link.latency_s": [1]}}}, r"^vary\.sample\.ranges\.topology"),
-    ({"grid": {RATE: ["1k/s"]}, "zip": {RATE: ["2k/s"]}},
-     r"^vary\.zip\.topology\.publishers\[0\]\.rate_per_s: .*only once"),
-    ({"grid": {"seed": [1, 2]}}, r"^vary\.grid\.seed: .*other than seed"),
-    ({"latin": {}}, r"^vary\.latin: "),
-    ({"grid": {PRESET: ["mosquitto", "nosuch-broker"]}},
-     r"^point 1 \(topology\.broker\.preset=nosuch-broker\): topology\.broker\.preset: 'nosuch-broker'"),
-    ({"grid": {RATE: ["1k/s", "fast"]}},
-     r"^point 1 \(topology\.publishers\[0\]\.rate_per_s=fast\): topology\.publishers\[0\]\(p0\)\.rate_per_s"),
-    ({"grid": {"topology.link.latncy_s": ["1ms"]}}, r"^point 0 \(topology\.link\.latncy_s=1ms\): topology\.link"),
-])
+@pytest.mark.parametrize(
+    "vary, match",
+    [
+        ({"grid": {"topology.nosuch.x": [1]}}, r"^vary\.grid\.topology\.nosuch\.x: .*topology has no key nosuch"),
+        (
+            {"grid": {"topology.publishers[3].count": [1]}},
+            r"^vary\.grid\.topology\.publishers\[3\]\.count: .*no index 3",
+        ),
+        ({"grid": {"topology.broker.preset[0]": [1]}}, r"^vary\.grid\.topology\.broker\.preset\[0\]: "),
+        ({"grid": {RATE: []}}, r"^vary\.grid\.topology\.publishers\[0\]\.rate_per_s: .*non-empty list"),
+        ({"grid": {RATE: "1k/s"}}, r"^vary\.grid\.topology\.publishers\[0\]\.rate_per_s: "),
+        (
+            {"zip": {RATE: ["1k/s", "2k/s"], PRESET: ["mosquitto"]}},
+            r"^vary\.zip\.topology\.broker\.preset: .*as long as the other zip lists \(2 values, not 1\)",
+        ),
+        ({"sample": {"method": "sobol", "n": 4, "ranges": {RATE: [1, 2]}}}, r"^vary\.sample\.method: 'sobol'"),
+        ({"sample": {"method": "lhs", "n": 0, "ranges": {RATE: [1, 2]}}}, r"^vary\.sample\.n: 0"),
+        (
+            {"sample": {"n": 4, "ranges": {"topology.link.latency_s": ["20ms", "1ms"]}}},
+            r"^vary\.sample\.ranges\.topology\.link\.latency_s: .*lo <= hi",
+        ),
+        (
+            {"sample": {"n": 4, "ranges": {"topology.link.latency_s": ["1ms", "2KiB"]}}},
+            r"^vary\.sample\.ranges\.topology\.link\.latency_s: .*one kind",
+        ),
+        ({"sample": {"n": 4, "ranges": {"topology.link.latency_s": [1]}}}, r"^vary\.sample\.ranges\.topology"),
+        (
+            {"grid": {RATE: ["1k/s"]}, "zip": {RATE: ["2k/s"]}},
+            r"^vary\.zip\.topology\.publishers\[0\]\.rate_per_s: .*only once",
+        ),
+        ({"grid": {"seed": [1, 2]}}, r"^vary\.grid\.seed: .*other than seed"),
+        ({"latin": {}}, r"^vary\.latin: "),
+        (
+            {"grid": {PRESET: ["mosquitto", "nosuch-broker"]}},
+            r"^point 1 \(topology\.broker\.preset=nosuch-broker\): topology\.broker\.preset: 'nosuch-broker'",
+        ),
+        (
+            {"grid": {RATE: ["1k/s", "fast"]}},
+            r"^point 1 \(topology\.publishers\[0\]\.rate_per_s=fast\): topology\.publishers\[0\]\(p0\)\.rate_per_s",
+        ),
+        ({"grid": {"topology.link.latncy_s": ["1ms"]}}, r"^point 0 \(topology\.link\.latncy_s=1ms\): topology\.link"),
+    ],
+)
 def test_bad_vary_is_one_line_naming_the_field(vary, match):
     _error(study_dict(vary=vary), match)
 
 
-@pytest.mark.parametrize("change, match", [
-    ({"replications": 0}, r"^replications: 0"),
-    ({"seed": -1}, r"^seed: -1"),
-    ({"colour": 1}, r"^colour: "),
-    ({"base": "x.yaml"}, r"^base: .*either base"),
-    ({"set": {"run.duration": "-1s"}}, r"^base scenario: run\.duration"),
-    ({"set": {"topology.nosuch.a": 1}}, r"^set\.topology\.nosuch\.a: "),
-    ({"name": ""}, r"^name: "),
-])
+@pytest.mark.parametrize(
+    "change, match",
+    [
+        ({"replications": 0}, r"^replications: 0"),
+        ({"seed": -1}, r"^seed: -1"),
+        ({"colour": 1}, r"^colour: "),
+        ({"base": "x.yaml"}, r"^base: .*either base"),
+        ({"set": {"run.duration": "-1s"}}, r"^base scenario: run\.duration"),
+        ({"set": {"topology.nosuch.a": 1}}, r"^set\.topology\.nosuch\.a: "),
+        ({"name": ""}, r"^name: "),
+    ],
+)
 def test_bad_study_fields(change, match):
     _error({**study_dict(), **change}, match)
 
@@ -150,8 +199,9 @@ def test_base_file_relative_to_the_study_file(tmp_path):
     (tmp_path / "scen").mkdir()
     write_study(tmp_path / "scen", SCENARIO, "tiny.yaml")
     (tmp_path / "studies").mkdir()
-    path = write_study(tmp_path / "studies", {"base": "../scen/tiny.yaml", "vary": {"grid": {RATE: ["1k/s"]}}},
-                       "s.yaml")
+    path = write_study(
+        tmp_path / "studies", {"base": "../scen/tiny.yaml", "vary": {"grid": {RATE: ["1k/s"]}}}, "s.yaml"
+    )
     study = load_study(path)
     assert study.name == "s" and study.replications == 1 and study.seed == 11
     assert study.raw(study.points[0])["topology"]["publishers"][0]["rate_per_s"] == "1k/s"

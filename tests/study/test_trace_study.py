@@ -1,12 +1,13 @@
 """The trace-driven section of the main study: scaled-up trace on brokers,
 written at the edge, shown in the report (or skipped with a note)."""
+
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from pubsim.models.loads import generators
 from pubsim.analysis import trace_study as TS
+from pubsim.models.loads import generators
 from pubsim.report import to_markdown, trace_section
 
 
@@ -15,10 +16,24 @@ def frames():
     # a stand-in for a CampusIoT device: a reading every 60 s (+- 2 s) for a day. (Near-periodic
     # on purpose: the resampler starts a copy at U x a drawn gap, so a source with exponential
     # gaps would start with a rate E[1/G]-inflated for minutes, see the report.)
-    src = generators.constant_rate(np.random.default_rng(0), rate_per_s=1 / 60, duration_s=86400.0,
-                                   jitter_s=4.0, topics=("application/rx",), size_bytes=32)
-    return TS.run_trace_study(src, brokers=("mosquitto", "rabbitmq-mqtt"), devices_per_gateway=(30, 3000),
-                              gateways=10, duration_s=2.0, warmup_s=0.5, settle_s=0.5, replications=2)
+    src = generators.constant_rate(
+        np.random.default_rng(0),
+        rate_per_s=1 / 60,
+        duration_s=86400.0,
+        jitter_s=4.0,
+        topics=("application/rx",),
+        size_bytes=32,
+    )
+    return TS.run_trace_study(
+        src,
+        brokers=("mosquitto", "rabbitmq-mqtt"),
+        devices_per_gateway=(30, 3000),
+        gateways=10,
+        duration_s=2.0,
+        warmup_s=0.5,
+        settle_s=0.5,
+        replications=2,
+    )
 
 
 def test_frames_are_study_shaped(frames):
