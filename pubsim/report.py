@@ -29,9 +29,12 @@ from . import study
 from .analysis import figures as F
 from .analysis import knees
 from .analysis.ci import with_ci
+from .analysis.draw import topology_figure
 from .analysis.run_figures import plt
 from .analysis.trace_study import load_trace_results
+from .scenario import parse_scenario
 from .sim.errors import ConfigError
+from .study import load_study
 
 __all__ = [
     "StudyResults",
@@ -301,6 +304,30 @@ def _answer(res, config, k):
     return [("h2", "The answer"), ("p", text), ("table", pd.DataFrame(rows))]
 
 
+def _topology(res):
+    """A drawing of the study's first point (the others vary the fields listed), if its study file
+    can still be read; otherwise a note saying why."""
+    path = res.manifest.get("study_file")
+    if not path:
+        return [("h2", "Topology"), ("p", "Not drawn: the manifest names no study file.")]
+    try:
+        study = load_study(path)
+        point = study.points[0]
+        scenario = parse_scenario(study.raw(point), study.base_dir)
+    except (ConfigError, OSError) as err:
+        return [("h2", "Topology"), ("p", f"Not drawn: the study file `{path}` could not be read ({err}).")]
+    varied = ", ".join(f"`{v}`" for v in study.varied) or "nothing"
+    return [
+        ("h2", "Topology"),
+        (
+            "p",
+            f"Point {point.point_id} of the study; the points vary {varied}. Clients are grouped per "
+            "broker; edges carry the link bandwidth and latency.",
+        ),
+        ("figure", topology_figure(scenario.topology, title=scenario.name), "topology"),
+    ]
+
+
 def _figures(res, config, labels, k):
     blocks = [
         ("h2", "Throughput and loss against offered load"),
@@ -471,6 +498,7 @@ def report_blocks(res: StudyResults, *, title=None, extra=()):
     blocks += [("p", n) for n in res.notes]
     k, kb = _knees(res, config)
     blocks += _answer(res, config, k)
+    blocks += _topology(res)
     blocks += _figures(res, config, labels, k)
     blocks += _points_table(res, cols)
     blocks += kb

@@ -168,3 +168,20 @@ def test_markdown_report_references_image_files_beside_it(rendered, tmp_path):
     assert len(refs) == 6 and "data:" not in md
     for ref in refs:
         assert ref.startswith("report-figures/") and (tmp_path / ref).read_bytes()[:4] == b"\x89PNG"
+
+
+def test_report_draws_the_topology_of_a_stored_study(study_dir):
+    from pubsim.report import load_results, report_blocks
+
+    blocks = report_blocks(load_results(study_dir))
+    heads = [b[1] for b in blocks if b[0] == "h2"]
+    assert heads[:2] == ["The answer", "Topology"]
+    i = next(n for n, b in enumerate(blocks) if b[0] == "h2" and b[1] == "Topology")
+    assert blocks[i + 2][0] == "figure" and blocks[i + 2][2] == "topology"
+    texts = [t.get_text() for t in blocks[i + 2][1].axes[0].texts]
+    assert any("4 publishers" in t for t in texts) and any("12 subscribers" in t for t in texts)
+
+
+def test_report_says_why_without_a_study_file(rendered):
+    _, blocks, md, _ = rendered
+    assert "## Topology" in md and "Not drawn" in md
