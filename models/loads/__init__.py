@@ -11,6 +11,7 @@
   replay, scale-up to N gateways x M devices.
 - :mod:`pubsim.models.loads.cli`: ``pubsim trace inspect|convert``.
 """
+
 from .trace import Trace
 
 __all__ = ["Trace"]

@@ -13,6 +13,7 @@ Readable inputs: a saved trace (``.parquet``, ``.pq``, ``.csv``, ``.csv.gz``),
 CampusIoT NDJSON (``.ndjson``, ``.ndjson.gz``, ``.json.gz``), MQTT captures
 (``.pcap``, ``.pcapng``, ``.cap``).
 """
+
 from __future__ import annotations
 
 import json
@@ -21,7 +22,6 @@ from pathlib import Path
 import numpy as np
 
 from ...sim.errors import ConfigError
-
 from .readers import read_campusiot, read_mqtt_pcap
 from .trace import Trace
 
@@ -69,10 +69,12 @@ def _fmt(x):
 
 def format_summary(summary: dict) -> str:
     """The summary of :meth:`Trace.summary` as readable lines."""
-    lines = [f"devices    {summary['devices']}    topics {summary['topics']}",
-             f"messages   {summary['messages']}    bytes {summary['bytes_total']}",
-             f"span       {summary['span_s']:.6g} s ({summary['span_s'] / 86400:.3g} days)",
-             f"mean rate  {summary['mean_rate_per_s']:.6g} msg/s"]
+    lines = [
+        f"devices    {summary['devices']}    topics {summary['topics']}",
+        f"messages   {summary['messages']}    bytes {summary['bytes_total']}",
+        f"span       {summary['span_s']:.6g} s ({summary['span_s'] / 86400:.3g} days)",
+        f"mean rate  {summary['mean_rate_per_s']:.6g} msg/s",
+    ]
     for key, label in (("size_bytes", "size (B)"), ("gap_s", "gap (s)")):
         q = summary.get(key) or {}
         lines.append(f"{label:<10} " + "  ".join(f"{k} {_fmt(v)}" for k, v in q.items()))

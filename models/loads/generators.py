@@ -23,6 +23,7 @@ Sizes (``size_bytes`` arguments) are an int (constant), a
 :class:`pubsim.sim.distributions.Distribution`, or a callable ``f(rng, n) -> array``;
 they are rounded to whole bytes and clipped at 0.
 """
+
 from __future__ import annotations
 
 import math
@@ -33,22 +34,41 @@ import pandas as pd
 
 from ...sim.distributions import Distribution
 from ...sim.errors import ConfigError
-
 from ..params.provenance import Provenance, Source
 from .trace import DAY_S, Trace
 
-__all__ = ["poisson", "constant_rate", "mmpp", "on_off", "diurnal", "DEFAULT_DIURNAL_PROFILE",
-           "zipf_topics", "with_zipf_topics", "device_churn", "daylight",
-           "WeatherParams", "weather_sensors", "CarSharingParams", "car_sharing",
-           "CameraParams", "traffic_cameras", "describe", "HAPP_2017", "ASSUMPTION"]
+__all__ = [
+    "poisson",
+    "constant_rate",
+    "mmpp",
+    "on_off",
+    "diurnal",
+    "DEFAULT_DIURNAL_PROFILE",
+    "zipf_topics",
+    "with_zipf_topics",
+    "device_churn",
+    "daylight",
+    "WeatherParams",
+    "weather_sensors",
+    "CarSharingParams",
+    "car_sharing",
+    "CameraParams",
+    "traffic_cameras",
+    "describe",
+    "HAPP_2017",
+    "ASSUMPTION",
+]
 
-HAPP_2017 = Provenance(source=Source.PUBLICATION, reference="SYSTEMS.md §5 (Happ et al., 2017; seed 004)",
-                       date="2017")
-ASSUMPTION = Provenance(source=Source.ASSUMPTION, reference="models/loads/generators.py",
-                        note="stated modelling assumption, not from the publication")
+HAPP_2017 = Provenance(source=Source.PUBLICATION, reference="SYSTEMS.md §5 (Happ et al., 2017; seed 004)", date="2017")
+ASSUMPTION = Provenance(
+    source=Source.ASSUMPTION,
+    reference="models/loads/generators.py",
+    note="stated modelling assumption, not from the publication",
+)
 
 
 # =========================================================================== helpers
+
 
 def _check_rng(rng):
     if not isinstance(rng, np.random.Generator):
@@ -98,8 +118,9 @@ def _topic_codes(rng, topics, topic_weights, n):
     w = np.asarray(topic_weights, dtype=float)
     if w.shape != (len(topics),) or np.any(w < 0) or not w.sum() > 0:
         raise ConfigError("topic_weights", topic_weights, f"{len(topics)} non-negative weights, not all zero")
-    return topics, np.searchsorted(np.cumsum(w / w.sum()), rng.random(n), side="right").clip(
-        0, len(topics) - 1).astype(np.int32)
+    return topics, np.searchsorted(np.cumsum(w / w.sum()), rng.random(n), side="right").clip(0, len(topics) - 1).astype(
+        np.int32
+    )
 
 
 def _names(prefix, n):
@@ -111,8 +132,17 @@ def _finish(rng, t, owner, *, n_publishers, prefix, topics, topic_weights, size_
     t, owner = t[order], owner[order]
     topics, codes = _topic_codes(rng, topics, topic_weights, len(t))
     sizes = _sizes(rng, size_bytes, len(t))
-    return Trace.from_arrays(t, owner.astype(np.int32), codes, sizes, publisher_names=_names(prefix, n_publishers),
-                             topic_names=topics, t0_of_day_s=t0_of_day_s, sort=False, where=where)
+    return Trace.from_arrays(
+        t,
+        owner.astype(np.int32),
+        codes,
+        sizes,
+        publisher_names=_names(prefix, n_publishers),
+        topic_names=topics,
+        t0_of_day_s=t0_of_day_s,
+        sort=False,
+        where=where,
+    )
 
 
 def _piecewise_poisson(rng, owner, start, length, rate):
@@ -125,20 +155,52 @@ def _piecewise_poisson(rng, owner, start, length, rate):
 
 # =========================================================================== basic processes
 
-def poisson(rng, *, rate_per_s, duration_s, n_publishers=1, topics=("t",), topic_weights=None, size_bytes=0,
-            prefix="p", t0_of_day_s=0.0):
+
+def poisson(
+    rng,
+    *,
+    rate_per_s,
+    duration_s,
+    n_publishers=1,
+    topics=("t",),
+    topic_weights=None,
+    size_bytes=0,
+    prefix="p",
+    t0_of_day_s=0.0,
+):
     """``n_publishers`` independent Poisson processes of ``rate_per_s`` each on ``[0, duration_s)``."""
     _check_rng(rng)
     rate, dur = _positive("rate_per_s", rate_per_s, True), _positive("duration_s", duration_s)
     n = _count("n_publishers", n_publishers)
     owner = np.arange(n)
     t, own = _piecewise_poisson(rng, owner, np.zeros(n), np.full(n, dur), np.full(n, rate))
-    return _finish(rng, t, own, n_publishers=n, prefix=prefix, topics=topics, topic_weights=topic_weights,
-                   size_bytes=size_bytes, t0_of_day_s=t0_of_day_s, where="poisson")
+    return _finish(
+        rng,
+        t,
+        own,
+        n_publishers=n,
+        prefix=prefix,
+        topics=topics,
+        topic_weights=topic_weights,
+        size_bytes=size_bytes,
+        t0_of_day_s=t0_of_day_s,
+        where="poisson",
+    )
 
 
-def constant_rate(rng, *, rate_per_s, duration_s, n_publishers=1, topics=("t",), topic_weights=None,
-                  size_bytes=0, jitter_s=0.0, prefix="p", t0_of_day_s=0.0):
+def constant_rate(
+    rng,
+    *,
+    rate_per_s,
+    duration_s,
+    n_publishers=1,
+    topics=("t",),
+    topic_weights=None,
+    size_bytes=0,
+    jitter_s=0.0,
+    prefix="p",
+    t0_of_day_s=0.0,
+):
     """Periodic publishers: period ``1/rate_per_s``, uniform random phase, optional uniform jitter.
 
     A message moved outside ``[0, duration_s)`` by jitter is dropped.
@@ -157,8 +219,18 @@ def constant_rate(rng, *, rate_per_s, duration_s, n_publishers=1, topics=("t",),
         t = t + rng.uniform(-jitter / 2, jitter / 2, len(t))
         keep = (t >= 0) & (t < dur)
         t, owner = t[keep], owner[keep]
-    return _finish(rng, t, owner, n_publishers=n, prefix=prefix, topics=topics, topic_weights=topic_weights,
-                   size_bytes=size_bytes, t0_of_day_s=t0_of_day_s, where="constant_rate")
+    return _finish(
+        rng,
+        t,
+        owner,
+        n_publishers=n,
+        prefix=prefix,
+        topics=topics,
+        topic_weights=topic_weights,
+        size_bytes=size_bytes,
+        t0_of_day_s=t0_of_day_s,
+        where="constant_rate",
+    )
 
 
 def _sojourns(rng, n, states0, mean_sojourn, jump, duration, max_rounds=10_000_000):
@@ -191,8 +263,20 @@ def _sojourns(rng, n, states0, mean_sojourn, jump, duration, max_rounds=10_000_0
     return (np.concatenate(owners), np.concatenate(starts), np.concatenate(lengths), np.concatenate(states))
 
 
-def mmpp(rng, *, rates_per_s, mean_sojourn_s, duration_s, transition=None, n_publishers=1, topics=("t",),
-         topic_weights=None, size_bytes=0, prefix="p", t0_of_day_s=0.0):
+def mmpp(
+    rng,
+    *,
+    rates_per_s,
+    mean_sojourn_s,
+    duration_s,
+    transition=None,
+    n_publishers=1,
+    topics=("t",),
+    topic_weights=None,
+    size_bytes=0,
+    prefix="p",
+    t0_of_day_s=0.0,
+):
     """Markov-modulated Poisson process: state ``i`` sends at ``rates_per_s[i]``.
 
     Each publisher runs its own chain; state ``i`` lasts an exponential time of
@@ -205,10 +289,19 @@ def mmpp(rng, *, rates_per_s, mean_sojourn_s, duration_s, transition=None, n_pub
     rates = np.asarray(rates_per_s, dtype=float)
     means = np.asarray(mean_sojourn_s, dtype=float)
     k = len(rates)
-    if k < 1 or means.shape != (k,) or np.any(~np.isfinite(rates)) or np.any(rates < 0) \
-            or np.any(~(means > 0)) or np.any(~np.isfinite(means)):
-        raise ConfigError("rates_per_s/mean_sojourn_s", (rates.tolist(), means.tolist()),
-                          "equal-length lists of rates >= 0 and mean sojourns > 0")
+    if (
+        k < 1
+        or means.shape != (k,)
+        or np.any(~np.isfinite(rates))
+        or np.any(rates < 0)
+        or np.any(~(means > 0))
+        or np.any(~np.isfinite(means))
+    ):
+        raise ConfigError(
+            "rates_per_s/mean_sojourn_s",
+            (rates.tolist(), means.tolist()),
+            "equal-length lists of rates >= 0 and mean sojourns > 0",
+        )
     if transition is None:
         jump = (np.ones((k, k)) - np.eye(k)) / max(k - 1, 1) if k > 1 else np.ones((1, 1))
     else:
@@ -228,18 +321,34 @@ def mmpp(rng, *, rates_per_s, mean_sojourn_s, duration_s, transition=None, n_pub
         states0 = np.zeros(n, dtype=np.int64)
     owner, start, length, state = _sojourns(rng, n, states0, means, jump, dur)
     t, own = _piecewise_poisson(rng, owner, start, length, rates[state])
-    return _finish(rng, t, own, n_publishers=n, prefix=prefix, topics=topics, topic_weights=topic_weights,
-                   size_bytes=size_bytes, t0_of_day_s=t0_of_day_s, where="mmpp")
+    return _finish(
+        rng,
+        t,
+        own,
+        n_publishers=n,
+        prefix=prefix,
+        topics=topics,
+        topic_weights=topic_weights,
+        size_bytes=size_bytes,
+        t0_of_day_s=t0_of_day_s,
+        where="mmpp",
+    )
 
 
 def on_off(rng, *, rate_on_per_s, mean_on_s, mean_off_s, duration_s, rate_off_per_s=0.0, **kwargs):
     """Bursts: Poisson at ``rate_on_per_s`` during exponential on-periods, ``rate_off_per_s`` between."""
-    return mmpp(rng, rates_per_s=(rate_off_per_s, rate_on_per_s), mean_sojourn_s=(mean_off_s, mean_on_s),
-                duration_s=duration_s, **kwargs)
+    return mmpp(
+        rng,
+        rates_per_s=(rate_off_per_s, rate_on_per_s),
+        mean_sojourn_s=(mean_off_s, mean_on_s),
+        duration_s=duration_s,
+        **kwargs,
+    )
 
 
-DEFAULT_DIURNAL_PROFILE = tuple(round(0.25 + 0.75 * max(0.0, math.sin(math.pi * (h + 0.5 - 6) / 12)), 4)
-                                for h in range(24))
+DEFAULT_DIURNAL_PROFILE = tuple(
+    round(0.25 + 0.75 * max(0.0, math.sin(math.pi * (h + 0.5 - 6) / 12)), 4) for h in range(24)
+)
 """Hourly rate multipliers (an assumption): a floor of 0.25 at night, a half-sine
 peaking at noon between 6:00 and 18:00."""
 
@@ -253,8 +362,19 @@ def _profile_values(profile, tod):
     return p[idx]
 
 
-def diurnal(rng, *, mean_rate_per_s, duration_s, profile=DEFAULT_DIURNAL_PROFILE, t0_of_day_s=0.0,
-            n_publishers=1, topics=("t",), topic_weights=None, size_bytes=0, prefix="p"):
+def diurnal(
+    rng,
+    *,
+    mean_rate_per_s,
+    duration_s,
+    profile=DEFAULT_DIURNAL_PROFILE,
+    t0_of_day_s=0.0,
+    n_publishers=1,
+    topics=("t",),
+    topic_weights=None,
+    size_bytes=0,
+    prefix="p",
+):
     """Non-homogeneous Poisson process with a daily rate profile, by thinning.
 
     The rate at time ``t`` is ``mean_rate_per_s * profile(tod) / mean(profile)``
@@ -283,8 +403,18 @@ def diurnal(rng, *, mean_rate_per_s, duration_s, profile=DEFAULT_DIURNAL_PROFILE
     if np.any(mult * rate > peak * (1 + 1e-9)):
         raise ConfigError("profile", "callable", "a multiplier whose maximum over the day is on a 1-minute grid")
     keep = rng.random(len(t)) * peak < mult * rate
-    return _finish(rng, t[keep], own[keep], n_publishers=n, prefix=prefix, topics=topics,
-                   topic_weights=topic_weights, size_bytes=size_bytes, t0_of_day_s=t0_of_day_s, where="diurnal")
+    return _finish(
+        rng,
+        t[keep],
+        own[keep],
+        n_publishers=n,
+        prefix=prefix,
+        topics=topics,
+        topic_weights=topic_weights,
+        size_bytes=size_bytes,
+        t0_of_day_s=t0_of_day_s,
+        where="diurnal",
+    )
 
 
 def zipf_topics(rng, n, *, n_topics, exponent=1.0):
@@ -322,8 +452,9 @@ def device_churn(trace, rng, *, mean_online_s, mean_offline_s):
         return trace
     end = float(trace.t_s[-1]) + 1.0
     states0 = (rng.random(n) >= on / (on + off)).astype(np.int64)  # 0 online, 1 offline
-    owner, start, length, state = _sojourns(rng, n, states0, np.array([on, off]),
-                                            np.array([[0.0, 1.0], [1.0, 0.0]]), end)
+    owner, start, length, state = _sojourns(
+        rng, n, states0, np.array([on, off]), np.array([[0.0, 1.0], [1.0, 0.0]]), end
+    )
     # locate each message's sojourn: key = owner * span + time (owner blocks are in start order)
     span = end * 2.0
     order = np.lexsort((start, owner))
@@ -344,6 +475,7 @@ def daylight(tod_s, sunrise_h=6.0, sunset_h=18.0):
 
 
 # =========================================================================== documented parameters
+
 
 def _doc(default, provenance, note):
     return field(default=default, metadata={"provenance": provenance, "note": note})
@@ -385,29 +517,44 @@ class WeatherParams(_Documented):
 
     sample_interval_s: float = _doc(1.0, HAPP_2017, "every sensor sampled every second")
     message_bytes: int = _doc(36, HAPP_2017, "binary encoding, constant 36-byte messages")
-    sensor_kinds: tuple = _doc(("temperature", "humidity", "light1", "light2"), HAPP_2017,
-                               "temperature, humidity and two light sensors per node")
+    sensor_kinds: tuple = _doc(
+        ("temperature", "humidity", "light1", "light2"),
+        HAPP_2017,
+        "temperature, humidity and two light sensors per node",
+    )
     sensors_per_gateway: int = _doc(1000, HAPP_2017, "scale-up: each gateway the load of 1,000 sensors")
     threshold: float = _doc(1.0, ASSUMPTION, "send when the signal moved this far from the last sent value")
-    step_sd_noon: float = _doc(0.22, ASSUMPTION,
-                               "random-walk step per sample at noon, in thresholds (about one message per "
-                               "20 s per sensor)")
-    step_sd_night: float = _doc(0.04, ASSUMPTION,
-                                "random-walk step per sample at night (about one message per 10 min)")
+    step_sd_noon: float = _doc(
+        0.22, ASSUMPTION, "random-walk step per sample at noon, in thresholds (about one message per 20 s per sensor)"
+    )
+    step_sd_night: float = _doc(0.04, ASSUMPTION, "random-walk step per sample at night (about one message per 10 min)")
     sunrise_h: float = _doc(6.0, ASSUMPTION, "daylight half-sine from sunrise ...")
     sunset_h: float = _doc(18.0, ASSUMPTION, "... to sunset, peaking at noon (the rate follows the day)")
 
     def __post_init__(self):
-        self._check(positive=("sample_interval_s", "threshold", "step_sd_noon", "step_sd_night"),
-                    counts=("sensors_per_gateway",))
+        self._check(
+            positive=("sample_interval_s", "threshold", "step_sd_noon", "step_sd_night"),
+            counts=("sensors_per_gateway",),
+        )
         _count("WeatherParams.message_bytes", self.message_bytes, 0)
         if not self.sensor_kinds or not self.sunrise_h < self.sunset_h:
-            raise ConfigError("WeatherParams", (self.sensor_kinds, self.sunrise_h, self.sunset_h),
-                              "at least one sensor kind and sunrise before sunset")
+            raise ConfigError(
+                "WeatherParams",
+                (self.sensor_kinds, self.sunrise_h, self.sunset_h),
+                "at least one sensor kind and sunrise before sunset",
+            )
 
 
-def weather_sensors(rng, params: WeatherParams = WeatherParams(), *, n_gateways, duration_s,
-                    t0_of_day_s=12 * 3600.0, sensors_per_gateway=None, prefix="gw"):
+def weather_sensors(
+    rng,
+    params: WeatherParams = WeatherParams(),
+    *,
+    n_gateways,
+    duration_s,
+    t0_of_day_s=12 * 3600.0,
+    sensors_per_gateway=None,
+    prefix="gw",
+):
     """Gateways publishing the threshold-triggered readings of their sensors.
 
     Every sensor's signal is a Gaussian random walk sampled every
@@ -426,8 +573,11 @@ def weather_sensors(rng, params: WeatherParams = WeatherParams(), *, n_gateways,
     _check_rng(rng)
     g = _count("n_gateways", n_gateways)
     dur = _positive("duration_s", duration_s)
-    spg = params.sensors_per_gateway if sensors_per_gateway is None else _count("sensors_per_gateway",
-                                                                                  sensors_per_gateway)
+    spg = (
+        params.sensors_per_gateway
+        if sensors_per_gateway is None
+        else _count("sensors_per_gateway", sensors_per_gateway)
+    )
     s = g * spg
     dt = params.sample_interval_s
     h = np.float32(params.threshold)
@@ -438,7 +588,8 @@ def weather_sensors(rng, params: WeatherParams = WeatherParams(), *, n_gateways,
     dev = rng.uniform(-params.threshold, params.threshold, s).astype(np.float32)
     steps = int(math.ceil(dur / dt))
     sd = params.step_sd_night + (params.step_sd_noon - params.step_sd_night) * daylight(
-        t0_of_day_s + np.arange(steps) * dt, params.sunrise_h, params.sunset_h)
+        t0_of_day_s + np.arange(steps) * dt, params.sunrise_h, params.sunset_h
+    )
     times, sensors = [], []
     scratch = np.empty(s, dtype=np.float32)
     for k in range(steps):
@@ -462,9 +613,17 @@ def weather_sensors(rng, params: WeatherParams = WeatherParams(), *, n_gateways,
     kinds = tuple(params.sensor_kinds)
     gateway = sensor // np.int32(spg)
     sensor %= np.int32(len(kinds))
-    return Trace.from_arrays(t, gateway, sensor, np.full(len(t), params.message_bytes, dtype=np.int64),
-                             publisher_names=_names(prefix, g), topic_names=[f"weather/{k}" for k in kinds],
-                             t0_of_day_s=t0_of_day_s, sort=False, where="weather_sensors")
+    return Trace.from_arrays(
+        t,
+        gateway,
+        sensor,
+        np.full(len(t), params.message_bytes, dtype=np.int64),
+        publisher_names=_names(prefix, g),
+        topic_names=[f"weather/{k}" for k in kinds],
+        t0_of_day_s=t0_of_day_s,
+        sort=False,
+        where="weather_sensors",
+    )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -474,9 +633,11 @@ class CarSharingParams(_Documented):
     poll_interval_s: float = _doc(60.0, HAPP_2017, "status of every car polled once a minute")
     operators: tuple = _doc(("operator_a", "operator_b"), HAPP_2017, "two car-sharing operators")
     operator_share: tuple = _doc((0.5, 0.5), ASSUMPTION, "fraction of the cars of each operator")
-    size_mean_bytes: tuple = _doc((650.0, 1400.0), ASSUMPTION,
-                                  "mean JSON report size per operator (the publication: steady over the day, "
-                                  "different between operators)")
+    size_mean_bytes: tuple = _doc(
+        (650.0, 1400.0),
+        ASSUMPTION,
+        "mean JSON report size per operator (the publication: steady over the day, different between operators)",
+    )
     size_cv: tuple = _doc((0.05, 0.08), ASSUMPTION, "coefficient of variation of the report size per operator")
     available_base: float = _doc(0.9, ASSUMPTION, "fraction of cars available (reported) outside rush hours")
     morning_dip_h: float = _doc(9.0, HAPP_2017, "availability dips around 9:00")
@@ -486,12 +647,13 @@ class CarSharingParams(_Documented):
     evening_dip_depth: float = _doc(0.4, ASSUMPTION, "fraction of available cars rented in the evening dip")
 
     def __post_init__(self):
-        self._check(positive=("poll_interval_s", "morning_dip_width_h"),
-                    probabilities=("available_base", "morning_dip_depth", "evening_dip_depth"))
+        self._check(
+            positive=("poll_interval_s", "morning_dip_width_h"),
+            probabilities=("available_base", "morning_dip_depth", "evening_dip_depth"),
+        )
         k = len(self.operators)
         if k < 1 or len(self.operator_share) != k or len(self.size_mean_bytes) != k or len(self.size_cv) != k:
-            raise ConfigError("CarSharingParams.operators", self.operators,
-                              "one share, mean size and cv per operator")
+            raise ConfigError("CarSharingParams.operators", self.operators, "one share, mean size and cv per operator")
         if any(x < 0 for x in self.operator_share) or not sum(self.operator_share) > 0:
             raise ConfigError("CarSharingParams.operator_share", self.operator_share, "shares >= 0, not all 0")
 
@@ -505,8 +667,16 @@ class CarSharingParams(_Documented):
         return self.available_base * (1.0 - np.maximum(morning, evening))
 
 
-def car_sharing(rng, params: CarSharingParams = CarSharingParams(), *, n_cars, n_publishers, duration_s,
-                t0_of_day_s=0.0, prefix="cs"):
+def car_sharing(
+    rng,
+    params: CarSharingParams = CarSharingParams(),
+    *,
+    n_cars,
+    n_publishers,
+    duration_s,
+    t0_of_day_s=0.0,
+    prefix="cs",
+):
     """Status reports of ``n_cars`` cars, one poll per car per ``poll_interval_s``.
 
     A car is reported at a poll when it is available, with probability
@@ -534,12 +704,19 @@ def car_sharing(rng, params: CarSharingParams = CarSharingParams(), *, n_cars, n
     ops = op[car]
     mean = np.asarray(params.size_mean_bytes, dtype=float)[ops]
     cv = np.asarray(params.size_cv, dtype=float)[ops]
-    sigma2 = np.log1p(cv ** 2)
+    sigma2 = np.log1p(cv**2)
     sizes = np.rint(np.exp(np.log(mean) - sigma2 / 2 + np.sqrt(sigma2) * rng.standard_normal(len(t))))
-    return Trace.from_arrays(t, (car % pubs).astype(np.int32), ops.astype(np.int32), sizes.astype(np.int64),
-                             publisher_names=_names(prefix, pubs),
-                             topic_names=[f"carsharing/{o}" for o in params.operators],
-                             t0_of_day_s=t0_of_day_s, sort=False, where="car_sharing")
+    return Trace.from_arrays(
+        t,
+        (car % pubs).astype(np.int32),
+        ops.astype(np.int32),
+        sizes.astype(np.int64),
+        publisher_names=_names(prefix, pubs),
+        topic_names=[f"carsharing/{o}" for o in params.operators],
+        t0_of_day_s=t0_of_day_s,
+        sort=False,
+        where="car_sharing",
+    )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -548,27 +725,33 @@ class CameraParams(_Documented):
 
     image_interval_s: float = _doc(30.0, HAPP_2017, "a still image every 30 s (two per minute)")
     size_night_bytes: float = _doc(40_000.0, ASSUMPTION, "mean JPEG size at night")
-    size_noon_bytes: float = _doc(110_000.0, ASSUMPTION,
-                                  "mean JPEG size at noon (the publication: size grows towards noon)")
+    size_noon_bytes: float = _doc(
+        110_000.0, ASSUMPTION, "mean JPEG size at noon (the publication: size grows towards noon)"
+    )
     size_cv: float = _doc(0.15, ASSUMPTION, "coefficient of variation of the image size")
-    duplicate_probability_night: float = _doc(0.10, ASSUMPTION,
-                                              "chance that an image repeats the previous one exactly, at night")
+    duplicate_probability_night: float = _doc(
+        0.10, ASSUMPTION, "chance that an image repeats the previous one exactly, at night"
+    )
     duplicate_probability_day: float = _doc(0.02, ASSUMPTION, "the same by full daylight")
     sunrise_h: float = _doc(6.0, ASSUMPTION, "daylight half-sine from sunrise ...")
     sunset_h: float = _doc(18.0, ASSUMPTION, "... to sunset")
 
     def __post_init__(self):
-        self._check(positive=("image_interval_s", "size_night_bytes", "size_noon_bytes"),
-                    probabilities=("duplicate_probability_night", "duplicate_probability_day"))
+        self._check(
+            positive=("image_interval_s", "size_night_bytes", "size_noon_bytes"),
+            probabilities=("duplicate_probability_night", "duplicate_probability_day"),
+        )
         _positive("CameraParams.size_cv", self.size_cv, True)
 
     def mean_size_bytes(self, tod_s):
         return self.size_night_bytes + (self.size_noon_bytes - self.size_night_bytes) * daylight(
-            tod_s, self.sunrise_h, self.sunset_h)
+            tod_s, self.sunrise_h, self.sunset_h
+        )
 
 
-def traffic_cameras(rng, params: CameraParams = CameraParams(), *, n_cameras, duration_s, t0_of_day_s=0.0,
-                    prefix="cam"):
+def traffic_cameras(
+    rng, params: CameraParams = CameraParams(), *, n_cameras, duration_s, t0_of_day_s=0.0, prefix="cam"
+):
     """Images of ``n_cameras`` cameras, one publisher and one topic (``camera/{i}``) per camera.
 
     An image that duplicates the previous one (probability interpolated
@@ -583,15 +766,25 @@ def traffic_cameras(rng, params: CameraParams = CameraParams(), *, n_cameras, du
     t = (np.arange(shots)[:, None] * period + phase[None, :]).ravel()
     cam = np.tile(np.arange(n), shots)
     light = daylight(t0_of_day_s + t, params.sunrise_h, params.sunset_h)
-    p_dup = params.duplicate_probability_night + (params.duplicate_probability_day
-                                                  - params.duplicate_probability_night) * light
+    p_dup = (
+        params.duplicate_probability_night
+        + (params.duplicate_probability_day - params.duplicate_probability_night) * light
+    )
     keep = (t < dur) & (rng.random(len(t)) >= p_dup)
     t, cam = t[keep], cam[keep]
     order = np.argsort(t, kind="stable")
     t, cam = t[order], cam[order]
     mean = params.mean_size_bytes(t0_of_day_s + t)
-    sigma2 = math.log1p(params.size_cv ** 2)
+    sigma2 = math.log1p(params.size_cv**2)
     sizes = np.rint(mean * np.exp(-sigma2 / 2 + math.sqrt(sigma2) * rng.standard_normal(len(t))))
-    return Trace.from_arrays(t, cam.astype(np.int32), cam.astype(np.int32), sizes.astype(np.int64),
-                             publisher_names=_names(prefix, n), topic_names=[f"camera/{i}" for i in range(n)],
-                             t0_of_day_s=t0_of_day_s, sort=False, where="traffic_cameras")
+    return Trace.from_arrays(
+        t,
+        cam.astype(np.int32),
+        cam.astype(np.int32),
+        sizes.astype(np.int64),
+        publisher_names=_names(prefix, n),
+        topic_names=[f"camera/{i}" for i in range(n)],
+        t0_of_day_s=t0_of_day_s,
+        sort=False,
+        where="traffic_cameras",
+    )

@@ -12,6 +12,7 @@ JSON, a malformed MQTT packet, a truncated frame) is counted in the summary
 and skipped, never fatal; only a file that cannot be opened at all raises a
 :class:`~pubsim.sim.errors.ConfigError`.
 """
+
 from __future__ import annotations
 
 import base64
@@ -29,13 +30,18 @@ from pathlib import Path
 import numpy as np
 
 from ...sim.errors import ConfigError
-
 from ..protocol import mqtt
 from ..protocol.mqtt import MqttError
 from .trace import DAY_S, Trace
 
-__all__ = ["read_campusiot", "CampusIoTSummary", "read_mqtt_pcap", "PcapSummary",
-           "DEFAULT_CAMPUSIOT_TOPIC", "MQTT_TYPES"]
+__all__ = [
+    "read_campusiot",
+    "CampusIoTSummary",
+    "read_mqtt_pcap",
+    "PcapSummary",
+    "DEFAULT_CAMPUSIOT_TOPIC",
+    "MQTT_TYPES",
+]
 
 DEFAULT_CAMPUSIOT_TOPIC = "application/rx"
 """Topic given to CampusIoT frames without ``_topic`` (the Helium and TTN exports).
@@ -53,6 +59,7 @@ def _add_example(examples, item):
 
 
 # =========================================================================== CampusIoT
+
 
 @dataclass
 class CampusIoTSummary:
@@ -86,19 +93,30 @@ class CampusIoTSummary:
         return lost / (got + lost) if got + lost else 0.0
 
     def as_dict(self) -> dict:
-        return {"source": self.source, "lines": self.lines, "records": self.records,
-                "bad_lines": self.bad_lines, "bad_reasons": dict(self.bad_reasons),
-                "bad_examples": list(self.bad_examples), "no_payload": self.no_payload,
-                "upstream_lost": self.upstream_lost, "upstream_loss_rate": self.upstream_loss_rate,
-                "devices": self.devices}
+        return {
+            "source": self.source,
+            "lines": self.lines,
+            "records": self.records,
+            "bad_lines": self.bad_lines,
+            "bad_reasons": dict(self.bad_reasons),
+            "bad_examples": list(self.bad_examples),
+            "no_payload": self.no_payload,
+            "upstream_lost": self.upstream_lost,
+            "upstream_loss_rate": self.upstream_loss_rate,
+            "devices": self.devices,
+        }
 
     def __str__(self):
-        text = (f"{self.source}: {self.records} frames from {len(self.devices)} devices in {self.lines} lines; "
-                f"{self.bad_lines} bad lines skipped")
+        text = (
+            f"{self.source}: {self.records} frames from {len(self.devices)} devices in {self.lines} lines; "
+            f"{self.bad_lines} bad lines skipped"
+        )
         if self.bad_reasons:
             text += " (" + ", ".join(f"{k}: {v}" for k, v in self.bad_reasons.most_common()) + ")"
-        return text + (f"; upstream loss {self.upstream_lost} frames "
-                       f"({100 * self.upstream_loss_rate:.2f} %) from frame-counter gaps")
+        return text + (
+            f"; upstream loss {self.upstream_lost} frames "
+            f"({100 * self.upstream_loss_rate:.2f} %) from frame-counter gaps"
+        )
 
 
 def _payload_size(rec, encoding):
@@ -203,14 +221,24 @@ def read_campusiot(path, *, default_topic: str = DEFAULT_CAMPUSIOT_TOPIC, payloa
             _add_example(summary.bad_examples, (lineno, "file truncated", str(exc)[:80]))
     summary.records = len(ts)
     if not ts:
-        raise ConfigError(str(path), f"{summary.bad_lines} bad of {summary.lines} lines",
-                          "at least one uplink frame with _timestamp and devEUI")
+        raise ConfigError(
+            str(path),
+            f"{summary.bad_lines} bad of {summary.lines} lines",
+            "at least one uplink frame with _timestamp and devEUI",
+        )
     ms = np.asarray(ts)
     origin_ms = ms.min()
     t_s = (ms - origin_ms) / 1000.0
     origin = origin_ms / 1000.0
-    trace = Trace.from_arrays(t_s, np.asarray(devs), np.asarray(topics), np.asarray(sizes, dtype=np.int64),
-                              t0_of_day_s=origin % DAY_S, origin_epoch_s=origin, where=path.name)
+    trace = Trace.from_arrays(
+        t_s,
+        np.asarray(devs),
+        np.asarray(topics),
+        np.asarray(sizes, dtype=np.int64),
+        t0_of_day_s=origin % DAY_S,
+        origin_epoch_s=origin,
+        where=path.name,
+    )
     summary.devices = _fcnt_gaps(t_s, np.asarray(devs), np.asarray(fcnts, dtype=np.int64))
     return trace, summary
 
@@ -225,9 +253,14 @@ def _fcnt_gaps(t_s, devs, fcnt):
         frames = int(sel.sum())
         fc = fc[fc >= 0]
         d = np.diff(fc)
-        out[str(dev)] = {"frames": frames, "with_counter": int(len(fc)),
-                         "lost": int(np.sum(d[d > 1] - 1)), "gaps": int(np.sum(d > 1)),
-                         "duplicates": int(np.sum(d == 0)), "counter_resets": int(np.sum(d < 0))}
+        out[str(dev)] = {
+            "frames": frames,
+            "with_counter": int(len(fc)),
+            "lost": int(np.sum(d[d > 1] - 1)),
+            "gaps": int(np.sum(d > 1)),
+            "duplicates": int(np.sum(d == 0)),
+            "counter_resets": int(np.sum(d < 0)),
+        }
     return out
 
 
@@ -295,13 +328,17 @@ class PcapSummary:
         return d
 
     def __str__(self):
-        text = (f"{self.source}: {self.packets} packets, {self.publishes} PUBLISH in {self.flows} flows, "
-                f"{self.malformed} malformed MQTT packets skipped")
+        text = (
+            f"{self.source}: {self.packets} packets, {self.publishes} PUBLISH in {self.flows} flows, "
+            f"{self.malformed} malformed MQTT packets skipped"
+        )
         if self.malformed_reasons:
             text += " (" + ", ".join(f"{k}: {v}" for k, v in self.malformed_reasons.most_common(4)) + ")"
-        return text + (f", {self.bad_frames} undecodable frames, {self.gaps} stream gaps; "
-                       f"read at {self.packets_per_s:,.0f} packets/s "
-                       f"({self.mqtt_packets_per_s:,.0f} MQTT packets/s, {self.megabytes_per_s:.1f} MB/s)")
+        return text + (
+            f", {self.bad_frames} undecodable frames, {self.gaps} stream gaps; "
+            f"read at {self.packets_per_s:,.0f} packets/s "
+            f"({self.mqtt_packets_per_s:,.0f} MQTT packets/s, {self.megabytes_per_s:.1f} MB/s)"
+        )
 
 
 class _Flow:
@@ -337,8 +374,9 @@ class _Raw:
         self.data = dpkt.ip6.IP6(buf) if buf and buf[0] >> 4 == 6 else dpkt.ip.IP(buf)
 
 
-def read_mqtt_pcap(path, *, ports=(1883,), direction: str = "to_broker", max_packet_bytes: int = 16 << 20,
-                   max_out_of_order: int = 64):
+def read_mqtt_pcap(
+    path, *, ports=(1883,), direction: str = "to_broker", max_packet_bytes: int = 16 << 20, max_out_of_order: int = 64
+):
     """Read the MQTT PUBLISH packets of a pcap or pcapng capture.
 
     Parameters
@@ -441,8 +479,24 @@ def read_mqtt_pcap(path, *, ports=(1883,), direction: str = "to_broker", max_pac
             if data:
                 _feed(flow, tcp.seq, bytes(data), summary, max_out_of_order)
                 if flow.buf:
-                    _drain(flow, float(ts), to_broker, conn, versions, summary, max_packet_bytes,
-                           direction, names, out_t, out_pub, out_conn, out_topic, out_size, out_qos, out_retain)
+                    _drain(
+                        flow,
+                        float(ts),
+                        to_broker,
+                        conn,
+                        versions,
+                        summary,
+                        max_packet_bytes,
+                        direction,
+                        names,
+                        out_t,
+                        out_pub,
+                        out_conn,
+                        out_topic,
+                        out_size,
+                        out_qos,
+                        out_retain,
+                    )
             if flags & (dpkt.tcp.TH_FIN | dpkt.tcp.TH_RST):
                 summary.pending_bytes += len(flow.buf)
                 del flows[key]
@@ -456,10 +510,18 @@ def read_mqtt_pcap(path, *, ports=(1883,), direction: str = "to_broker", max_pac
     def strings(values):
         return np.asarray(values, dtype=object).astype(str) if values else np.empty(0, str)
 
-    trace = Trace.from_arrays(t, strings(out_pub), strings(out_topic), np.asarray(out_size, dtype=np.int64),
-                              qos=np.asarray(out_qos, dtype=np.int8), retain=np.asarray(out_retain, dtype=bool),
-                              connection=strings(out_conn), t0_of_day_s=origin % DAY_S,
-                              origin_epoch_s=origin, where=path.name)
+    trace = Trace.from_arrays(
+        t,
+        strings(out_pub),
+        strings(out_topic),
+        np.asarray(out_size, dtype=np.int64),
+        qos=np.asarray(out_qos, dtype=np.int8),
+        retain=np.asarray(out_retain, dtype=bool),
+        connection=strings(out_conn),
+        t0_of_day_s=origin % DAY_S,
+        origin_epoch_s=origin,
+        where=path.name,
+    )
     return trace, summary
 
 
@@ -503,8 +565,24 @@ def _feed(flow, seq, data, summary, max_out_of_order):
         flow.next_seq = (flow.next_seq + len(nxt)) % _SEQ
 
 
-def _drain(flow, ts, to_broker, conn, versions, summary, max_packet_bytes, direction, names,
-           out_t, out_pub, out_conn, out_topic, out_size, out_qos, out_retain):
+def _drain(
+    flow,
+    ts,
+    to_broker,
+    conn,
+    versions,
+    summary,
+    max_packet_bytes,
+    direction,
+    names,
+    out_t,
+    out_pub,
+    out_conn,
+    out_topic,
+    out_size,
+    out_qos,
+    out_retain,
+):
     """Parse every complete MQTT packet at the head of the flow's buffer."""
     buf = flow.buf
     end = len(buf)
@@ -524,7 +602,7 @@ def _drain(flow, ts, to_broker, conn, versions, summary, max_packet_bytes, direc
             total = start - pos + rem
             if end - pos < total:
                 break
-            body = memoryview(buf)[start:pos + total]
+            body = memoryview(buf)[start : pos + total]
             try:
                 if ptype == mqtt.PUBLISH:
                     topic, payload_start, qos, retain = mqtt.parse_publish(body, flags, versions.get(conn, 4))

@@ -28,13 +28,13 @@ the next one of the same publisher), attributed to the interval of the
 earlier message. An interval of the day without data borrows the pool of the
 nearest earlier interval that has some (cyclically).
 """
+
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
 
 from ...sim.errors import ConfigError
-
 from .trace import DAY_S, Trace
 
 __all__ = ["exact", "time_scaled", "IntervalPools", "resample", "scale_up", "interval_ks", "interval_of_day"]
@@ -130,8 +130,9 @@ class IntervalPools:
         gaps = np.diff(t[by_pub])[same]
         giv = iv[by_pub][:-1][same]
         if not len(gaps) or not np.any(gaps > 0):
-            raise ConfigError("trace", "no positive inter-message time",
-                              "a publisher with at least two messages at different times")
+            raise ConfigError(
+                "trace", "no positive inter-message time", "a publisher with at least two messages at different times"
+            )
         order = np.argsort(giv, kind="stable")
         self.gap_values = gaps[order]
         gcounts = np.bincount(giv, minlength=self.n_intervals)
@@ -141,8 +142,9 @@ class IntervalPools:
         self.first_s = float(t[0])
 
     def draw_gaps(self, rng, interval):
-        return self.gap_values[self.gap_start[interval] + (rng.random(len(interval)) * self.gap_len[interval])
-                               .astype(np.int64)]
+        return self.gap_values[
+            self.gap_start[interval] + (rng.random(len(interval)) * self.gap_len[interval]).astype(np.int64)
+        ]
 
     def draw_first_gaps(self, rng, interval):
         """Time to the first message from a random instant, s: the
@@ -229,8 +231,7 @@ def _duration(duration_s):
     return d
 
 
-def resample(trace, rng, *, duration_s, copies=1, interval_s=900.0, start_tod_s=None, publisher=None,
-             prefix="r"):
+def resample(trace, rng, *, duration_s, copies=1, interval_s=900.0, start_tod_s=None, publisher=None, prefix="r"):
     """Unbiased resampled replay (SYSTEMS.md §5) of ``copies`` independent streams.
 
     Parameters
@@ -272,16 +273,25 @@ def resample(trace, rng, *, duration_s, copies=1, interval_s=900.0, start_tod_s=
     else:
         pub, names = np.zeros(len(t), np.int32), [str(publisher)]
     t0 = pools.t0_of_day_s if start_tod_s is None else float(start_tod_s)
-    out = Trace.from_arrays(t[order], pub, topic[order].astype(np.int32), size[order],
-                            publisher_names=names, topic_names=pools.topic_names, t0_of_day_s=t0,
-                            sort=False, where="resample")
+    out = Trace.from_arrays(
+        t[order],
+        pub,
+        topic[order].astype(np.int32),
+        size[order],
+        publisher_names=names,
+        topic_names=pools.topic_names,
+        t0_of_day_s=t0,
+        sort=False,
+        where="resample",
+    )
     if publisher is None:
         out.publisher_t0_of_day_s = tod0
     return out
 
 
-def scale_up(trace, rng, *, n_gateways, devices_per_gateway, duration_s, interval_s=900.0, start_tod_s=None,
-             prefix="gw"):
+def scale_up(
+    trace, rng, *, n_gateways, devices_per_gateway, duration_s, interval_s=900.0, start_tod_s=None, prefix="gw"
+):
     """``n_gateways`` gateways, each the superposition of ``devices_per_gateway`` resampled copies.
 
     Gateway ``g`` (publisher ``{prefix}{g}``) draws from the ``g``-th child of
@@ -305,9 +315,17 @@ def scale_up(trace, rng, *, n_gateways, devices_per_gateway, duration_s, interva
     t = np.concatenate(ts)
     order = np.argsort(t, kind="stable")
     t0 = pools.t0_of_day_s if start_tod_s is None else float(start_tod_s)
-    return Trace.from_arrays(t[order], np.concatenate(gs)[order], np.concatenate(ps)[order].astype(np.int32),
-                             np.concatenate(ss)[order], publisher_names=[f"{prefix}{g}" for g in range(n_gateways)],
-                             topic_names=pools.topic_names, t0_of_day_s=t0, sort=False, where="scale_up")
+    return Trace.from_arrays(
+        t[order],
+        np.concatenate(gs)[order],
+        np.concatenate(ps)[order].astype(np.int32),
+        np.concatenate(ss)[order],
+        publisher_names=[f"{prefix}{g}" for g in range(n_gateways)],
+        topic_names=pools.topic_names,
+        t0_of_day_s=t0,
+        sort=False,
+        where="scale_up",
+    )
 
 
 def _per_interval(trace, interval_s):
@@ -346,10 +364,11 @@ def interval_ks(source: Trace, resampled: Trace, *, interval_s=900.0, min_sample
     rows = []
     for i in range(n):
         row = {"interval": i}
-        for label, (xa, xb) in (("size", (a_size[a_iv == i], b_size[b_iv == i])),
-                                ("gap", (a_gap[a_giv == i], b_gap[b_giv == i]))):
+        for label, (xa, xb) in (
+            ("size", (a_size[a_iv == i], b_size[b_iv == i])),
+            ("gap", (a_gap[a_giv == i], b_gap[b_giv == i])),
+        ):
             row[f"n_{label}_source"], row[f"n_{label}_resampled"] = len(xa), len(xb)
-            row[f"p_{label}"] = (float(ks_2samp(xa, xb).pvalue) if min(len(xa), len(xb)) >= min_samples
-                                 else float("nan"))
+            row[f"p_{label}"] = float(ks_2samp(xa, xb).pvalue) if min(len(xa), len(xb)) >= min_samples else float("nan")
         rows.append(row)
     return pd.DataFrame(rows)

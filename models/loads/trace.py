@@ -26,6 +26,7 @@ object each. Every constructor validates: a missing or unknown column, a time
 that is not finite, negative or out of order, a negative or fractional size
 raise a one-line :class:`~pubsim.sim.errors.ConfigError` naming the row and value.
 """
+
 from __future__ import annotations
 
 import gzip
@@ -36,7 +37,6 @@ import numpy as np
 import pandas as pd
 
 from ...sim.errors import ConfigError
-
 from ..params.client import PublisherParams
 
 __all__ = ["Trace", "REQUIRED", "OPTIONAL"]
@@ -65,8 +65,16 @@ class Trace:
         Sort by time (stable) instead of rejecting unsorted input.
     """
 
-    def __init__(self, frame: pd.DataFrame, *, t0_of_day_s: float = 0.0, origin_epoch_s=None,
-                 where: str = "trace", sort: bool = False, _row_offset: int = 0):
+    def __init__(
+        self,
+        frame: pd.DataFrame,
+        *,
+        t0_of_day_s: float = 0.0,
+        origin_epoch_s=None,
+        where: str = "trace",
+        sort: bool = False,
+        _row_offset: int = 0,
+    ):
         frame = _coerce(frame, where, _row_offset)
         if sort:
             order = np.argsort(frame["t_s"].to_numpy(), kind="stable")
@@ -83,18 +91,35 @@ class Trace:
 
     # ----------------------------------------------------------------- building
     @classmethod
-    def from_arrays(cls, t_s, publisher, topic, size_bytes, *, publisher_names=None, topic_names=None,
-                    qos=None, priority=None, retain=None, connection=None, t0_of_day_s=0.0, origin_epoch_s=None,
-                    sort=True, where="trace"):
+    def from_arrays(
+        cls,
+        t_s,
+        publisher,
+        topic,
+        size_bytes,
+        *,
+        publisher_names=None,
+        topic_names=None,
+        qos=None,
+        priority=None,
+        retain=None,
+        connection=None,
+        t0_of_day_s=0.0,
+        origin_epoch_s=None,
+        sort=True,
+        where="trace",
+    ):
         """Build from arrays without a Python object per message.
 
         ``publisher`` and ``topic`` are either arrays of strings or integer
         codes into ``publisher_names`` / ``topic_names``.
         """
-        data = {"t_s": np.asarray(t_s, dtype=float),
-                "publisher": _categorical(publisher, publisher_names),
-                "topic": _categorical(topic, topic_names),
-                "size_bytes": np.asarray(size_bytes)}
+        data = {
+            "t_s": np.asarray(t_s, dtype=float),
+            "publisher": _categorical(publisher, publisher_names),
+            "topic": _categorical(topic, topic_names),
+            "size_bytes": np.asarray(size_bytes),
+        }
         for name, values in (("qos", qos), ("priority", priority), ("retain", retain)):
             if values is not None:
                 data[name] = np.asarray(values)
@@ -107,8 +132,7 @@ class Trace:
         if sort and n > 1 and np.any(data["t_s"][1:] < data["t_s"][:-1]):
             order = np.argsort(data["t_s"], kind="stable")
             data = {k: (v.take(order) if isinstance(v, pd.Categorical) else v[order]) for k, v in data.items()}
-        return cls(pd.DataFrame(data, copy=False), t0_of_day_s=t0_of_day_s, origin_epoch_s=origin_epoch_s,
-                   where=where)
+        return cls(pd.DataFrame(data, copy=False), t0_of_day_s=t0_of_day_s, origin_epoch_s=origin_epoch_s, where=where)
 
     @classmethod
     def concat(cls, traces, *, t0_of_day_s=None, where="trace"):
@@ -132,8 +156,7 @@ class Trace:
                 else:
                     out[c] = np.concatenate([f[c].to_numpy() for f in frames])
         order = np.argsort(out["t_s"], kind="stable")
-        frame = pd.DataFrame({k: (v[order] if isinstance(v, np.ndarray) else v.take(order))
-                              for k, v in out.items()})
+        frame = pd.DataFrame({k: (v[order] if isinstance(v, np.ndarray) else v.take(order)) for k, v in out.items()})
         t0 = traces[0].t0_of_day_s if t0_of_day_s is None else t0_of_day_s
         return cls(frame, t0_of_day_s=t0, origin_epoch_s=traces[0].origin_epoch_s, where=where)
 
@@ -142,15 +165,21 @@ class Trace:
         return len(self.frame)
 
     def __repr__(self):
-        return (f"Trace({len(self)} messages, {self.frame['publisher'].nunique()} publishers, "
-                f"{self.span_s:.6g} s, t0_of_day_s={self.t0_of_day_s:.6g})")
+        return (
+            f"Trace({len(self)} messages, {self.frame['publisher'].nunique()} publishers, "
+            f"{self.span_s:.6g} s, t0_of_day_s={self.t0_of_day_s:.6g})"
+        )
 
     def __eq__(self, other):
         if not isinstance(other, Trace):
             return NotImplemented
-        return (self.t0_of_day_s == other.t0_of_day_s and self.frame.shape == other.frame.shape
-                and self.frame.astype({c: str for c in ("publisher", "topic")}).equals(
-                    other.frame.astype({c: str for c in ("publisher", "topic")})))
+        return (
+            self.t0_of_day_s == other.t0_of_day_s
+            and self.frame.shape == other.frame.shape
+            and self.frame.astype({c: str for c in ("publisher", "topic")}).equals(
+                other.frame.astype({c: str for c in ("publisher", "topic")})
+            )
+        )
 
     @property
     def t_s(self) -> np.ndarray:
@@ -172,9 +201,11 @@ class Trace:
 
     def copy_with(self, frame=None, **meta):
         """A new trace with ``frame`` and/or changed metadata."""
-        return Trace(self.frame if frame is None else frame,
-                     t0_of_day_s=meta.get("t0_of_day_s", self.t0_of_day_s),
-                     origin_epoch_s=meta.get("origin_epoch_s", self.origin_epoch_s))
+        return Trace(
+            self.frame if frame is None else frame,
+            t0_of_day_s=meta.get("t0_of_day_s", self.t0_of_day_s),
+            origin_epoch_s=meta.get("origin_epoch_s", self.origin_epoch_s),
+        )
 
     def window(self, start_s, end_s):
         """Messages in ``[start_s, end_s)``, times shifted so that ``start_s`` becomes 0."""
@@ -196,8 +227,9 @@ class Trace:
             import pyarrow.parquet as pq
 
             table = pa.Table.from_pandas(self.frame, preserve_index=False)
-            table = table.replace_schema_metadata({**(table.schema.metadata or {}),
-                                                   _META_KEY: json.dumps(meta).encode()})
+            table = table.replace_schema_metadata(
+                {**(table.schema.metadata or {}), _META_KEY: json.dumps(meta).encode()}
+            )
             pq.write_table(table, path)
         else:
             opener = gzip.open if path.name.endswith(".gz") else open
@@ -236,18 +268,27 @@ class Trace:
             with opener(path, "rt", newline="") as fh:
                 first = fh.readline()
                 if first.startswith(_CSV_MAGIC):
-                    meta = json.loads(first[len(_CSV_MAGIC):])
+                    meta = json.loads(first[len(_CSV_MAGIC) :])
                     offset = 1
                 else:
                     fh.seek(0)
                 try:
-                    frame = pd.read_csv(fh, dtype={"publisher": str, "topic": str, "connection": str},
-                                        keep_default_na=False, na_values={"t_s": [""], "size_bytes": [""]})
+                    frame = pd.read_csv(
+                        fh,
+                        dtype={"publisher": str, "topic": str, "connection": str},
+                        keep_default_na=False,
+                        na_values={"t_s": [""], "size_bytes": [""]},
+                    )
                 except (pd.errors.ParserError, pd.errors.EmptyDataError, ValueError) as exc:
                     raise ConfigError(str(path), type(exc).__name__, f"a CSV trace ({exc})") from None
             offset += 2  # header line + 1-based lines
-        return cls(frame, t0_of_day_s=meta.get("t0_of_day_s", 0.0), origin_epoch_s=meta.get("origin_epoch_s"),
-                   where=str(path), _row_offset=offset if kind == "csv" else 0)
+        return cls(
+            frame,
+            t0_of_day_s=meta.get("t0_of_day_s", 0.0),
+            origin_epoch_s=meta.get("origin_epoch_s"),
+            where=str(path),
+            _row_offset=offset if kind == "csv" else 0,
+        )
 
     # ----------------------------------------------------------------- engine
     def to_publishers(self, **params):
@@ -289,13 +330,20 @@ class Trace:
             if prio is not None:
                 p = prio[lo:hi]
                 if np.any(p != p[0]):
-                    raise ConfigError(f"trace.priority[{name}]", sorted(set(p.tolist())),
-                                      "one priority per publisher (split the publisher)")
+                    raise ConfigError(
+                        f"trace.priority[{name}]",
+                        sorted(set(p.tolist())),
+                        "one priority per publisher (split the publisher)",
+                    )
                 extra["priority"] = int(p[0])
             out[str(name)] = PublisherParams(
-                topics=topics, arrival="schedule", schedule_time_s=tuple(t[lo:hi].tolist()),
+                topics=topics,
+                arrival="schedule",
+                schedule_time_s=tuple(t[lo:hi].tolist()),
                 schedule_size_bytes=tuple(size[lo:hi].tolist()),
-                schedule_topic=tuple(tnames[tc].tolist()), **extra)
+                schedule_topic=tuple(tnames[tc].tolist()),
+                **extra,
+            )
         return out
 
     # ----------------------------------------------------------------- summary
@@ -309,9 +357,14 @@ class Trace:
         """
         t = self.t_s
         n = len(t)
-        out = {"devices": int(self.frame["publisher"].nunique()), "topics": int(self.frame["topic"].nunique()),
-               "messages": n, "span_s": self.span_s, "t0_of_day_s": self.t0_of_day_s,
-               "origin_epoch_s": self.origin_epoch_s}
+        out = {
+            "devices": int(self.frame["publisher"].nunique()),
+            "topics": int(self.frame["topic"].nunique()),
+            "messages": n,
+            "span_s": self.span_s,
+            "t0_of_day_s": self.t0_of_day_s,
+            "origin_epoch_s": self.origin_epoch_s,
+        }
         out["mean_rate_per_s"] = n / out["span_s"] if out["span_s"] > 0 else float("nan")
         qs = np.asarray(quantiles, dtype=float)
         qnames = [_qname(q) for q in qs]
@@ -323,8 +376,9 @@ class Trace:
         else:
             out["size_bytes"], out["bytes_total"], out["rate_by_hour_per_s"] = {}, 0, [None] * 24
         gaps = self.gaps_s()
-        out["gap_s"] = ({"mean": float(gaps.mean()), **dict(zip(qnames, np.quantile(gaps, qs).tolist()))}
-                        if len(gaps) else {})
+        out["gap_s"] = (
+            {"mean": float(gaps.mean()), **dict(zip(qnames, np.quantile(gaps, qs).tolist()))} if len(gaps) else {}
+        )
         for col in ("qos", "retain", "priority"):
             if col in self.frame:
                 vc = self.frame[col].value_counts().sort_index()
@@ -344,6 +398,7 @@ class Trace:
 
 
 # --------------------------------------------------------------------------- helpers
+
 
 def _qname(q):
     return {0.0: "min", 1.0: "max"}.get(float(q), f"p{100 * q:g}")
@@ -366,8 +421,9 @@ def _categorical(values, names):
         if len(codes) and (codes.min() < 0 or codes.max() >= len(names)):
             bad = int(codes[(codes < 0) | (codes >= len(names))][0])
             raise ConfigError("codes", bad, f"a code in [0, {len(names)})")
-        return pd.Categorical.from_codes(codes.astype(np.int32, copy=False),
-                                         categories=pd.Index([str(x) for x in names]))
+        return pd.Categorical.from_codes(
+            codes.astype(np.int32, copy=False), categories=pd.Index([str(x) for x in names])
+        )
     return pd.Categorical(np.asarray(values).astype(str) if not isinstance(values, pd.Categorical) else values)
 
 
@@ -383,12 +439,14 @@ def _coerce(frame, where, offset):
         raise ConfigError(where, type(frame).__name__, "a pandas DataFrame")
     missing = [c for c in REQUIRED if c not in frame.columns]
     if missing:
-        raise ConfigError(f"{where}.columns", list(frame.columns),
-                          f"columns {list(REQUIRED)} (missing {missing[0]!r}); optional {list(OPTIONAL)}")
+        raise ConfigError(
+            f"{where}.columns",
+            list(frame.columns),
+            f"columns {list(REQUIRED)} (missing {missing[0]!r}); optional {list(OPTIONAL)}",
+        )
     unknown = [c for c in frame.columns if c not in REQUIRED and c not in OPTIONAL]
     if unknown:
-        raise ConfigError(f"{where}.columns", unknown[0],
-                          f"one of {list(REQUIRED) + list(OPTIONAL)}")
+        raise ConfigError(f"{where}.columns", unknown[0], f"one of {list(REQUIRED) + list(OPTIONAL)}")
     out = {}
     n = len(frame)
     t = frame["t_s"]
@@ -421,8 +479,11 @@ def _coerce(frame, where, offset):
             i = int(np.flatnonzero(codes == cats.get_loc(""))[0])
             raise ConfigError(_err_row(where, i, offset, col), "", "a non-empty name")
     size = frame["size_bytes"]
-    sz = pd.to_numeric(size, errors="coerce").to_numpy(dtype=float, na_value=np.nan) \
-        if not pd.api.types.is_integer_dtype(size) else size.to_numpy()
+    sz = (
+        pd.to_numeric(size, errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+        if not pd.api.types.is_integer_dtype(size)
+        else size.to_numpy()
+    )
     if sz.dtype.kind == "f":
         bad = ~np.isfinite(sz) | (sz != np.round(sz))
         if bad.any():
@@ -466,8 +527,9 @@ def _validate(frame, where, offset):
         down = np.flatnonzero(t[1:] < t[:-1])
         if len(down):
             i = int(down[0]) + 1
-            raise ConfigError(_err_row(where, i, offset, "t_s"), float(t[i]),
-                              f"times in order (row {i - 1} has {float(t[i - 1])!r})")
+            raise ConfigError(
+                _err_row(where, i, offset, "t_s"), float(t[i]), f"times in order (row {i - 1} has {float(t[i - 1])!r})"
+            )
     s = frame["size_bytes"].to_numpy()
     neg = np.flatnonzero(s < 0)
     if len(neg):

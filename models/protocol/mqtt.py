@@ -23,6 +23,7 @@ Hot paths allocate nothing per message:
   payload (the harness's message header) and the receive time straight into
   a preallocated record buffer instead of building one object per message.
 """
+
 from __future__ import annotations
 
 import struct
@@ -30,13 +31,42 @@ from collections.abc import Iterable
 from typing import NamedTuple
 
 __all__ = [
-    "CONNECT", "CONNACK", "PUBLISH", "PUBACK", "PUBREC", "PUBREL", "PUBCOMP", "SUBSCRIBE", "SUBACK",
-    "UNSUBSCRIBE", "UNSUBACK", "PINGREQ", "PINGRESP", "DISCONNECT", "AUTH", "TYPE_NAMES", "FIXED_FLAGS",
-    "MAX_REMAINING_LENGTH", "CONNACK_CODES", "MqttError", "Packet",
-    "encode_remaining_length", "decode_remaining_length",
-    "encode_connect", "encode_subscribe", "encode_publish", "encode_puback", "encode_pingreq",
-    "encode_disconnect", "decode_packet", "check_fixed_header", "parse_publish", "connect_version",
-    "PublishTemplate", "patch_packet_ids", "MqttStream",
+    "CONNECT",
+    "CONNACK",
+    "PUBLISH",
+    "PUBACK",
+    "PUBREC",
+    "PUBREL",
+    "PUBCOMP",
+    "SUBSCRIBE",
+    "SUBACK",
+    "UNSUBSCRIBE",
+    "UNSUBACK",
+    "PINGREQ",
+    "PINGRESP",
+    "DISCONNECT",
+    "AUTH",
+    "TYPE_NAMES",
+    "FIXED_FLAGS",
+    "MAX_REMAINING_LENGTH",
+    "CONNACK_CODES",
+    "MqttError",
+    "Packet",
+    "encode_remaining_length",
+    "decode_remaining_length",
+    "encode_connect",
+    "encode_subscribe",
+    "encode_publish",
+    "encode_puback",
+    "encode_pingreq",
+    "encode_disconnect",
+    "decode_packet",
+    "check_fixed_header",
+    "parse_publish",
+    "connect_version",
+    "PublishTemplate",
+    "patch_packet_ids",
+    "MqttStream",
 ]
 
 CONNECT, CONNACK, PUBLISH, PUBACK = 1, 2, 3, 4
@@ -45,17 +75,36 @@ SUBSCRIBE, SUBACK, UNSUBSCRIBE, UNSUBACK = 8, 9, 10, 11
 PINGREQ, PINGRESP, DISCONNECT, AUTH = 12, 13, 14, 15
 
 #: Control packet type -> name (MQTT 5 adds AUTH, type 15).
-TYPE_NAMES = {1: "CONNECT", 2: "CONNACK", 3: "PUBLISH", 4: "PUBACK", 5: "PUBREC", 6: "PUBREL",
-              7: "PUBCOMP", 8: "SUBSCRIBE", 9: "SUBACK", 10: "UNSUBSCRIBE", 11: "UNSUBACK",
-              12: "PINGREQ", 13: "PINGRESP", 14: "DISCONNECT", 15: "AUTH"}
+TYPE_NAMES = {
+    1: "CONNECT",
+    2: "CONNACK",
+    3: "PUBLISH",
+    4: "PUBACK",
+    5: "PUBREC",
+    6: "PUBREL",
+    7: "PUBCOMP",
+    8: "SUBSCRIBE",
+    9: "SUBACK",
+    10: "UNSUBSCRIBE",
+    11: "UNSUBACK",
+    12: "PINGREQ",
+    13: "PINGRESP",
+    14: "DISCONNECT",
+    15: "AUTH",
+}
 #: The fixed-header flags every type but PUBLISH must carry (MQTT 3.1.1 section 2.2.2).
 FIXED_FLAGS = {1: 0, 2: 0, 4: 0, 5: 0, 6: 2, 7: 0, 8: 2, 9: 0, 10: 2, 11: 0, 12: 0, 13: 0, 14: 0, 15: 0}
 
 MAX_REMAINING_LENGTH = 268_435_455  # four varint bytes
 
 #: CONNACK return code -> reason (MQTT 3.1.1 section 3.2.2.3).
-CONNACK_CODES = {1: "unacceptable protocol version", 2: "identifier rejected", 3: "server unavailable",
-                 4: "bad user name or password", 5: "not authorized"}
+CONNACK_CODES = {
+    1: "unacceptable protocol version",
+    2: "identifier rejected",
+    3: "server unavailable",
+    4: "bad user name or password",
+    5: "not authorized",
+}
 
 
 class MqttError(RuntimeError):
@@ -148,8 +197,14 @@ def _packet(first_byte, body):
     return bytes([first_byte]) + encode_remaining_length(len(body)) + body
 
 
-def encode_connect(client_id: str, *, clean_session: bool = True, keepalive: int = 60,
-                   username: str | None = None, password: str | None = None) -> bytes:
+def encode_connect(
+    client_id: str,
+    *,
+    clean_session: bool = True,
+    keepalive: int = 60,
+    username: str | None = None,
+    password: str | None = None,
+) -> bytes:
     """CONNECT, protocol level 4 (3.1.1), no will; user name / password only when given.
 
     ``keepalive`` is in seconds (0..65535). A password needs a user name
@@ -159,8 +214,11 @@ def encode_connect(client_id: str, *, clean_session: bool = True, keepalive: int
         raise ValueError(f"keepalive {keepalive} outside 0..65535 s")
     if password is not None and username is None:
         raise ValueError("an MQTT password needs a user name")
-    flags = (0x02 if clean_session else 0x00) | (0x80 if username is not None else 0) \
+    flags = (
+        (0x02 if clean_session else 0x00)
+        | (0x80 if username is not None else 0)
         | (0x40 if password is not None else 0)
+    )
     body = _str("MQTT") + bytes([4, flags]) + struct.pack("!H", keepalive) + _str(client_id)
     body += b"".join(_str(x) for x in (username, password) if x is not None)
     return _packet(CONNECT << 4, body)
@@ -176,8 +234,9 @@ def encode_subscribe(packet_id: int, topic_filters: str | Iterable[str], qos: in
     return _packet((SUBSCRIBE << 4) | 0x02, body)
 
 
-def encode_publish(topic: str, payload, *, qos: int = 0, packet_id: int | None = None,
-                   retain: bool = False, dup: bool = False) -> bytes:
+def encode_publish(
+    topic: str, payload, *, qos: int = 0, packet_id: int | None = None, retain: bool = False, dup: bool = False
+) -> bytes:
     """PUBLISH; ``packet_id`` (1..65535) is required for QoS 1."""
     if qos not in (0, 1):
         raise ValueError(f"qos {qos} not supported (0 or 1)")
@@ -226,8 +285,7 @@ class PublishTemplate:
 
     def __init__(self, topic: str, payload_bytes: int, *, qos: int = 0, retain: bool = False):
         self.qos = qos
-        pkt = encode_publish(topic, bytes(payload_bytes), qos=qos, packet_id=1 if qos else None,
-                             retain=retain)
+        pkt = encode_publish(topic, bytes(payload_bytes), qos=qos, packet_id=1 if qos else None, retain=retain)
         self.buf = bytearray(pkt)
         self.payload_offset = len(pkt) - payload_bytes
         self.packet_id_offset = self.payload_offset - 2 if qos else None
@@ -282,8 +340,17 @@ class MqttStream:
         del buf[:pos]
         return out
 
-    def feed_records(self, data, t_recv_ns: int, records: bytearray, offset: int, *, header_bytes: int,
-                     stride: int, ack_ids: list | None = None) -> tuple[int, list[Packet]]:
+    def feed_records(
+        self,
+        data,
+        t_recv_ns: int,
+        records: bytearray,
+        offset: int,
+        *,
+        header_bytes: int,
+        stride: int,
+        ack_ids: list | None = None,
+    ) -> tuple[int, list[Packet]]:
         """Fast path for received PUBLISH packets: copy headers into a record buffer.
 
         For every complete PUBLISH, the first ``header_bytes`` bytes of its
@@ -323,9 +390,8 @@ class MqttStream:
                         ack_ids.append((buf[p] << 8) | buf[p + 1])
                     p += 2
                 if stop - p < header_bytes:
-                    raise MqttError(f"PUBLISH payload of {stop - p} bytes, shorter than the "
-                                    f"{header_bytes}-byte header")
-                records[offset:offset + header_bytes] = buf[p:p + header_bytes]
+                    raise MqttError(f"PUBLISH payload of {stop - p} bytes, shorter than the {header_bytes}-byte header")
+                records[offset : offset + header_bytes] = buf[p : p + header_bytes]
                 pack_t(records, offset + header_bytes, t_recv_ns)
                 offset += stride
             else:
@@ -462,7 +528,7 @@ def parse_publish(body, flags: int, version: int = 4) -> tuple[str, int, int, bo
     if pos > n:
         raise MqttError("PUBLISH topic longer than the packet")
     try:
-        topic = bytes(body[2:2 + tlen]).decode("utf-8")
+        topic = bytes(body[2 : 2 + tlen]).decode("utf-8")
     except UnicodeDecodeError:
         raise MqttError("PUBLISH topic not UTF-8") from None
     if "+" in topic or "#" in topic or "\x00" in topic:
@@ -493,7 +559,7 @@ def connect_version(body) -> int:
     if len(body) < 7:
         raise MqttError("CONNECT too short")
     nlen = (body[0] << 8) | body[1]
-    name = bytes(body[2:2 + nlen])
+    name = bytes(body[2 : 2 + nlen])
     if name not in (b"MQTT", b"MQIsdp") or len(body) < 3 + nlen:
         raise MqttError("CONNECT with an unknown protocol name")
     level = body[2 + nlen]

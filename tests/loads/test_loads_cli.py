@@ -1,4 +1,5 @@
 """``trace inspect`` and ``trace convert`` handlers, through a parser built here."""
+
 from __future__ import annotations
 
 import argparse
@@ -40,7 +41,7 @@ def test_inspect_json_and_plot(saved, tmp_path, capsys):
     png = tmp_path / "t.png"
     assert _run(["trace", "inspect", str(path), "--json", "--plot", str(png)]) == 0
     out = capsys.readouterr().out
-    summary = json.loads(out[:out.rindex("}") + 1])["trace"]
+    summary = json.loads(out[: out.rindex("}") + 1])["trace"]
     assert summary["devices"] == 2
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 

@@ -1,5 +1,6 @@
 """Synthetic loads: reproducible from a seed, independent across component streams,
 statistically what they claim, and the §5 classes with their provenance."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -18,8 +19,14 @@ def _rng(component="gen", purpose="", seed=7):
 
 
 CASES = {
-    "poisson": lambda r: G.poisson(r, rate_per_s=3.0, duration_s=50, n_publishers=4, topics=("a", "b"),
-                                   size_bytes=LogNormal(mean_value=100, cv=0.5)),
+    "poisson": lambda r: G.poisson(
+        r,
+        rate_per_s=3.0,
+        duration_s=50,
+        n_publishers=4,
+        topics=("a", "b"),
+        size_bytes=LogNormal(mean_value=100, cv=0.5),
+    ),
     "constant": lambda r: G.constant_rate(r, rate_per_s=2.0, duration_s=50, n_publishers=4, jitter_s=0.05),
     "on_off": lambda r: G.on_off(r, rate_on_per_s=20, mean_on_s=2, mean_off_s=8, duration_s=200, n_publishers=5),
     "diurnal": lambda r: G.diurnal(r, mean_rate_per_s=0.01, duration_s=86400, n_publishers=5),
@@ -77,8 +84,7 @@ def test_on_off_mean_rate():
 
 def test_mmpp_stationary_rate_with_transitions():
     trans = [[0, 1, 0], [0.5, 0, 0.5], [0, 1, 0]]
-    t = G.mmpp(_rng(), rates_per_s=(0.0, 1.0, 5.0), mean_sojourn_s=(10, 10, 10), transition=trans,
-               duration_s=50000)
+    t = G.mmpp(_rng(), rates_per_s=(0.0, 1.0, 5.0), mean_sojourn_s=(10, 10, 10), transition=trans, duration_s=50000)
     # embedded chain stationary (1/4, 1/2, 1/4), equal sojourns -> mean rate 0.5 + 1.25
     assert len(t) / 50000 == pytest.approx(1.75, rel=0.08)
     with pytest.raises(ConfigError, match="transition"):
@@ -86,8 +92,9 @@ def test_mmpp_stationary_rate_with_transitions():
 
 
 def test_diurnal_callable_profile_and_peak_at_noon():
-    t = G.diurnal(_rng(), mean_rate_per_s=0.5, duration_s=86400, profile=lambda tod: 1 + np.cos(
-        2 * np.pi * (tod - 43200) / 86400))
+    t = G.diurnal(
+        _rng(), mean_rate_per_s=0.5, duration_s=86400, profile=lambda tod: 1 + np.cos(2 * np.pi * (tod - 43200) / 86400)
+    )
     hourly = np.array(t.summary()["rate_by_hour_per_s"])
     assert np.argmax(hourly) in (11, 12)
     assert hourly[0] < 0.1 * hourly[12]
@@ -116,8 +123,7 @@ def test_weather_class():
     assert p.provenance_of("message_bytes").source is Source.PUBLICATION
     assert p.provenance_of("threshold").source is Source.ASSUMPTION
     assert {row[0] for row in p.describe()} >= {"sample_interval_s", "step_sd_noon"}
-    noon = G.weather_sensors(_rng(), p, n_gateways=3, sensors_per_gateway=200, duration_s=600,
-                             t0_of_day_s=12 * 3600)
+    noon = G.weather_sensors(_rng(), p, n_gateways=3, sensors_per_gateway=200, duration_s=600, t0_of_day_s=12 * 3600)
     night = G.weather_sensors(_rng(), p, n_gateways=3, sensors_per_gateway=200, duration_s=600, t0_of_day_s=0)
     assert set(noon.size_bytes) == {36}
     assert len(noon) > 5 * len(night)  # the rate follows the day

@@ -4,6 +4,7 @@ Every test runs on a sample the test writes itself ("generated"); the tests
 with the id "shared" use ../shared/traces when it is there and otherwise fall
 back to the generated sample with a warning saying so (never a silent skip).
 """
+
 from __future__ import annotations
 
 import base64
@@ -34,17 +35,35 @@ def _shared_or_generated(name, make, tmp_path):
 
 # --------------------------------------------------------------------------- CampusIoT sample
 
+
 def write_campusiot_sample(tmp_path):
     """Two devices, a fCnt gap of 2 frames and a counter reset, three bad lines."""
     t0 = 1_687_511_428_896
     lines = []
     for i, fc in enumerate([10, 11, 14, 15, 2]):  # 12, 13 lost; 15 -> 2 reset
-        lines.append(json.dumps({"devEUI": "D1D1E80000000033", "_timestamp": t0 + 600_000 * i, "fCnt": fc,
-                                 "_topic": "application/rx", "data": "00ff" * (i + 1)}))
+        lines.append(
+            json.dumps(
+                {
+                    "devEUI": "D1D1E80000000033",
+                    "_timestamp": t0 + 600_000 * i,
+                    "fCnt": fc,
+                    "_topic": "application/rx",
+                    "data": "00ff" * (i + 1),
+                }
+            )
+        )
     lines.append(json.dumps({"devEUI": "d1d1e80000000033", "_timestamp": t0 + 100, "_topic": "application/status"}))
     for i, fc in enumerate([1, 2, 2, 3]):  # a duplicate
-        lines.append(json.dumps({"dev_eui": "A81758FFFE04B1C1", "_timestamp": t0 + 1000 + 300_000 * i, "fcnt": fc,
-                                 "payload": base64.b64encode(bytes(23)).decode()}))
+        lines.append(
+            json.dumps(
+                {
+                    "dev_eui": "A81758FFFE04B1C1",
+                    "_timestamp": t0 + 1000 + 300_000 * i,
+                    "fcnt": fc,
+                    "payload": base64.b64encode(bytes(23)).decode(),
+                }
+            )
+        )
     lines.append(json.dumps({"dev_eui": "beef", "_timestamp": t0 + 5, "fcnt": 1, "payload_size": 17}))
     lines.insert(3, "{not json")
     lines.insert(5, json.dumps({"devEUI": "x", "fCnt": 1}))
@@ -103,6 +122,7 @@ def test_campusiot_shared(tmp_path, name):
 
 # --------------------------------------------------------------------------- pcap sample
 
+
 def _varint(n):
     out = bytearray()
     while True:
@@ -113,8 +133,13 @@ def _varint(n):
 
 
 def mqtt_publish(topic, payload, qos=0, retain=False, pid=1, dup=False, v5=False):
-    body = struct.pack("!H", len(topic)) + topic.encode() + (struct.pack("!H", pid) if qos else b"") \
-        + (b"\x00" if v5 else b"") + payload
+    body = (
+        struct.pack("!H", len(topic))
+        + topic.encode()
+        + (struct.pack("!H", pid) if qos else b"")
+        + (b"\x00" if v5 else b"")
+        + payload
+    )
     return bytes([0x30 | (8 if dup else 0) | (qos << 1) | int(retain)]) + _varint(len(body)) + body
 
 

@@ -1,5 +1,6 @@
 """Replay: exact, time-scaled, unbiased resampling per 15-minute interval (KS-checked against the
 source, and a deliberately wrong resampler fails the same check), scale-up with spawned streams."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -51,8 +52,14 @@ def test_resampled_matches_the_source_per_interval(source, start):
     assert ks["p_size"].notna().sum() == 96 and ks["p_gap"].notna().sum() >= 90
     assert _failing(ks) == (0, 0), ks.sort_values("p_size").head()
     # the same check catches a resampler that ignores the time of day
-    wrong = R.resample(source, StreamFactory(7).generator("resample", start), duration_s=86400, copies=30,
-                       interval_s=86400, start_tod_s=None if start == "random" else 43200.0)
+    wrong = R.resample(
+        source,
+        StreamFactory(7).generator("resample", start),
+        duration_s=86400,
+        copies=30,
+        interval_s=86400,
+        start_tod_s=None if start == "random" else 43200.0,
+    )
     bad_size, bad_gap = _failing(R.interval_ks(source, wrong))
     assert bad_size > 48 and bad_gap > 24
 
@@ -75,10 +82,22 @@ def test_resample_is_reproducible_and_rate_preserving(source):
 
 def test_scale_up_superposes_independent_gateways(source):
     pools = R.IntervalPools(source)
-    big = R.scale_up(pools, StreamFactory(3).generator("scale"), n_gateways=4, devices_per_gateway=50,
-                     duration_s=3600, start_tod_s=43200.0)
-    small = R.scale_up(pools, StreamFactory(3).generator("scale"), n_gateways=2, devices_per_gateway=50,
-                       duration_s=3600, start_tod_s=43200.0)
+    big = R.scale_up(
+        pools,
+        StreamFactory(3).generator("scale"),
+        n_gateways=4,
+        devices_per_gateway=50,
+        duration_s=3600,
+        start_tod_s=43200.0,
+    )
+    small = R.scale_up(
+        pools,
+        StreamFactory(3).generator("scale"),
+        n_gateways=2,
+        devices_per_gateway=50,
+        duration_s=3600,
+        start_tod_s=43200.0,
+    )
     assert big.publishers == ["gw0", "gw1", "gw2", "gw3"]
     f = big.frame
     first_two = f[f["publisher"].astype(str).isin(["gw0", "gw1"])].reset_index(drop=True)

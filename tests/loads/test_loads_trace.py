@@ -1,5 +1,6 @@
 """Trace: validation, Parquet/CSV round trips with a schema check, schedule publishers, summary,
 and an end-to-end replay through the simulator."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -7,20 +8,26 @@ import pandas as pd
 import pytest
 
 from pubsim.models import topology as T
-from pubsim.models.params.broker import BrokerParams
-from pubsim.models.params.client import SubscriberParams
 from pubsim.models.loads import generators as G
 from pubsim.models.loads.trace import Trace
+from pubsim.models.params.broker import BrokerParams
+from pubsim.models.params.client import SubscriberParams
+from pubsim.run import simulate
 from pubsim.sim.distributions import Constant
 from pubsim.sim.errors import ConfigError
 from pubsim.sim.rng import StreamFactory
-from pubsim.run import simulate
 from pubsim.testing import ZERO_LINK
 
 
 def _small():
-    return Trace.from_arrays([0.0, 0.5, 0.5, 2.0], ["a", "b", "a", "b"], ["x", "y", "x", "x"], [10, 0, 30, 40],
-                             qos=[0, 1, 2, 0], t0_of_day_s=3600.0)
+    return Trace.from_arrays(
+        [0.0, 0.5, 0.5, 2.0],
+        ["a", "b", "a", "b"],
+        ["x", "y", "x", "x"],
+        [10, 0, 30, 40],
+        qos=[0, 1, 2, 0],
+        t0_of_day_s=3600.0,
+    )
 
 
 def test_from_arrays_sorts_and_types():
@@ -41,20 +48,43 @@ def test_save_load_round_trip(tmp_path, suffix):
     assert back.frame["qos"].dtype == np.int8
 
 
-@pytest.mark.parametrize("frame, field, value", [
-    (pd.DataFrame({"t_s": [0.0, 2.0, 1.0], "publisher": ["a"] * 3, "topic": ["t"] * 3, "size_bytes": [1, 2, 3]}),
-     "row 2", "1.0"),
-    (pd.DataFrame({"t_s": [0.0, 1.0], "publisher": ["a"] * 2, "topic": ["t"] * 2, "size_bytes": [1, -5]}),
-     "row 1", "-5"),
-    (pd.DataFrame({"t_s": [0.0, np.nan], "publisher": ["a"] * 2, "topic": ["t"] * 2, "size_bytes": [1, 2]}),
-     "row 1", "nan"),
-    (pd.DataFrame({"t_s": [0.0, 1.0], "publisher": ["a"] * 2, "topic": ["t"] * 2, "size_bytes": [1, 2.5]}),
-     "row 1", "2.5"),
-    (pd.DataFrame({"t_s": [0.0, 1.0], "publisher": ["a", None], "topic": ["t"] * 2, "size_bytes": [1, 2]}),
-     "row 1", "publisher"),
-    (pd.DataFrame({"t_s": [0.0, 1.0], "publisher": ["a"] * 2, "topic": ["t"] * 2, "size_bytes": [1, 2],
-                   "qos": [0, 3]}), "row 1", "qos"),
-])
+@pytest.mark.parametrize(
+    "frame, field, value",
+    [
+        (
+            pd.DataFrame({"t_s": [0.0, 2.0, 1.0], "publisher": ["a"] * 3, "topic": ["t"] * 3, "size_bytes": [1, 2, 3]}),
+            "row 2",
+            "1.0",
+        ),
+        (
+            pd.DataFrame({"t_s": [0.0, 1.0], "publisher": ["a"] * 2, "topic": ["t"] * 2, "size_bytes": [1, -5]}),
+            "row 1",
+            "-5",
+        ),
+        (
+            pd.DataFrame({"t_s": [0.0, np.nan], "publisher": ["a"] * 2, "topic": ["t"] * 2, "size_bytes": [1, 2]}),
+            "row 1",
+            "nan",
+        ),
+        (
+            pd.DataFrame({"t_s": [0.0, 1.0], "publisher": ["a"] * 2, "topic": ["t"] * 2, "size_bytes": [1, 2.5]}),
+            "row 1",
+            "2.5",
+        ),
+        (
+            pd.DataFrame({"t_s": [0.0, 1.0], "publisher": ["a", None], "topic": ["t"] * 2, "size_bytes": [1, 2]}),
+            "row 1",
+            "publisher",
+        ),
+        (
+            pd.DataFrame(
+                {"t_s": [0.0, 1.0], "publisher": ["a"] * 2, "topic": ["t"] * 2, "size_bytes": [1, 2], "qos": [0, 3]}
+            ),
+            "row 1",
+            "qos",
+        ),
+    ],
+)
 def test_bad_rows_name_the_row_and_value(frame, field, value):
     with pytest.raises(ConfigError) as err:
         Trace(frame)
@@ -86,8 +116,9 @@ def test_csv_errors_name_the_line(tmp_path):
 
 def test_parquet_schema_check(tmp_path):
     path = tmp_path / "bad.parquet"
-    pd.DataFrame({"t_s": [0.0, 1.0], "publisher": ["a", "a"], "topic": ["t", "t"], "size_bytes": [1, -1]}) \
-        .to_parquet(path)
+    pd.DataFrame({"t_s": [0.0, 1.0], "publisher": ["a", "a"], "topic": ["t", "t"], "size_bytes": [1, -1]}).to_parquet(
+        path
+    )
     with pytest.raises(ConfigError, match="row 1: size_bytes: -1"):
         Trace.load(path)
     (tmp_path / "junk.parquet").write_bytes(b"not parquet")
@@ -134,10 +165,18 @@ def test_hourly_rate_of_a_diurnal_trace_follows_the_profile():
 def test_replay_through_the_simulator_delivers_every_matched_copy():
     rng = StreamFactory(11).generator("loads", "e2e")
     trace = G.poisson(rng, rate_per_s=5.0, duration_s=4.0, n_publishers=3, topics=("a", "b"), size_bytes=100)
-    subs = {"s_a": SubscriberParams(subscriptions=("a",)), "s_b": SubscriberParams(subscriptions=("b",)),
-            "s_ab": SubscriberParams(subscriptions=("a", "b"))}
-    g = T.star(broker=BrokerParams(ingress_cost_s=Constant(value=1e-4)), publishers=trace.to_publishers(),
-               subscribers=subs, link=ZERO_LINK, protocol="none")
+    subs = {
+        "s_a": SubscriberParams(subscriptions=("a",)),
+        "s_b": SubscriberParams(subscriptions=("b",)),
+        "s_ab": SubscriberParams(subscriptions=("a", "b")),
+    }
+    g = T.star(
+        broker=BrokerParams(ingress_cost_s=Constant(value=1e-4)),
+        publishers=trace.to_publishers(),
+        subscribers=subs,
+        link=ZERO_LINK,
+        protocol="none",
+    )
     r = simulate(g, duration_s=5.0, seed=1)
     topics = trace.frame["topic"].astype(str)
     expected = int((topics == "a").sum() * 2 + (topics == "b").sum() * 2)
