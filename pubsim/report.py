@@ -338,7 +338,7 @@ def _figures(res, config, labels, k):
         blocks.append(
             (
                 "p",
-                "End-to-end latency CDFs (log time axis) of the messages published in the window; "
+                "End-to-end latency CDFs of the messages published in the window (latency axis logarithmic when the latencies span a wide range); "
                 "shaded: confidence band of each quantile over replications.",
             )
         )

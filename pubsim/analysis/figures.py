@@ -20,7 +20,7 @@ def _label(labels, key):
 
 
 def latency_cdfs(latency, labels=None, *, ci=True, confidence=0.95, ax=None):
-    """Latency CDFs on a log time axis, one line per point.
+    """Latency CDFs (the latency axis as :func:`style_latency_axes` sets it), one line per point.
 
     Parameters
     ----------
