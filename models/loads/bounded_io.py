@@ -14,13 +14,13 @@ from allocating what its bytes claim:
   pcapng block with ``read(block_length - 8)``; Python allocates the whole
   ``n`` up front, so a bit flip in a length field would cost gigabytes.
 
-:func:`shorten` makes the one-line rendering of a rejected value that the
+:func:`shorten` and :func:`clip` make the one-line renderings of a rejected value that the
 readers' summaries keep as examples.
 """
 
 from __future__ import annotations
 
-__all__ = ["CorruptLength", "BoundedReads", "bounded_lines", "shorten", "LINE_TOO_LONG"]
+__all__ = ["CorruptLength", "BoundedReads", "bounded_lines", "shorten", "clip", "LINE_TOO_LONG"]
 
 LINE_TOO_LONG = object()
 """Placeholder :func:`bounded_lines` yields instead of the text of a line over the cap."""
@@ -113,7 +113,11 @@ def bounded_lines(fh, max_line_bytes: int):
 
 def shorten(value, limit: int = 60) -> str:
     """``repr(value)`` cut to about ``limit`` characters (saying how long it was)."""
-    text = value if isinstance(value, str) else repr(value)
+    return clip(repr(value), limit)
+
+
+def clip(text: str, limit: int = 80) -> str:
+    """``text`` without its line end, cut to about ``limit`` characters (saying how long it was)."""
     text = text.rstrip("\r\n")
     if len(text) <= limit:
         return text

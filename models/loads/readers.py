@@ -34,7 +34,7 @@ import numpy as np
 from ...sim.errors import ConfigError
 from ..protocol import mqtt
 from ..protocol.mqtt import MqttError
-from .bounded_io import LINE_TOO_LONG, BoundedReads, CorruptLength, bounded_lines, shorten
+from .bounded_io import LINE_TOO_LONG, BoundedReads, CorruptLength, bounded_lines, clip, shorten
 from .trace import DAY_S, Trace
 
 __all__ = [
@@ -211,12 +211,12 @@ def _parse_record(text, encoding):
     try:
         rec = json.loads(text)
     except (ValueError, RecursionError):  # RecursionError: arrays nested thousands deep
-        raise _BadRecord("not JSON", shorten(text, 80)) from None
+        raise _BadRecord("not JSON", clip(text)) from None
     if not isinstance(rec, dict):
-        raise _BadRecord("not a JSON object", shorten(text, 80))
+        raise _BadRecord("not a JSON object", clip(text))
     stamp = rec.get("_timestamp")
     if stamp is None:
-        raise _BadRecord("no numeric _timestamp", shorten(text, 80))
+        raise _BadRecord("no numeric _timestamp", clip(text))
     stamp = _check_number(stamp, "_timestamp", _MAX_TIMESTAMP_MS, integer=False)
     dev = rec.get("devEUI", rec.get("dev_eui"))
     if not isinstance(dev, str) or not dev:
@@ -224,7 +224,7 @@ def _parse_record(text, encoding):
     try:
         size = _payload_size(rec, encoding)
     except (ValueError, binascii.Error, TypeError) as exc:
-        raise _BadRecord("undecodable payload", shorten(str(exc))) from None
+        raise _BadRecord("undecodable payload", clip(str(exc))) from None
     fc = rec.get("fCnt", rec.get("fcnt"))
     fc = -1 if fc is None else int(_check_number(fc, "fCnt", _MAX_FCNT, integer=True))
     topic = rec.get("_topic")
@@ -329,9 +329,12 @@ def read_campusiot(
         except (OSError, EOFError, zlib.error) as exc:  # truncated or corrupt gzip: keep what was read
             stopped = _file_error(exc)
             summary.bad_reasons[stopped] += 1
-            _add_example(summary.bad_examples, (lineno, stopped, shorten(str(exc))))
+            _add_example(summary.bad_examples, (lineno, stopped, clip(str(exc))))
+            stopped = f"{stopped}: {clip(str(exc))}"
     summary.records = len(ts)
     if not ts:
+        if stopped is not None and not summary.lines:
+            raise ConfigError(str(path), f"unreadable ({stopped})", "a gzip'd NDJSON file of uplink frames")
         value = f"{summary.bad_lines} bad of {summary.lines} lines"
         raise ConfigError(
             str(path),
@@ -497,7 +500,7 @@ def _open_capture(fh, path):
 def _frame_skipped(summary, record, reason, detail):
     summary.bad_frames += 1
     summary.frame_reasons[reason] += 1
-    _add_example(summary.frame_examples, (record, reason, shorten(detail)))
+    _add_example(summary.frame_examples, (record, reason, clip(detail)))
 
 
 def _link_decoder(datalink, path):
