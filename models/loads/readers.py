@@ -491,9 +491,7 @@ def _open_capture(fh, path):
 
     try:
         return dpkt.pcap.UniversalReader(fh)
-    except CorruptLength as exc:
-        raise ConfigError(str(path), "corrupt capture header", f"a pcap or pcapng file ({exc})") from None
-    except (ValueError, dpkt.dpkt.Error, struct.error, OverflowError) as exc:
+    except (ValueError, dpkt.dpkt.Error, struct.error, OverflowError) as exc:  # CorruptLength is a ValueError
         raise ConfigError(str(path), "not a capture", f"a pcap or pcapng file ({exc})") from None
 
 
