@@ -64,50 +64,52 @@ def peak_bytes():
 
 # --------------------------------------------------------------------------- CampusIoT: one bad record of each kind
 
+
+def _rec(**raw):
+    """A JSON object line from raw JSON value texts (NaN, 1e400, ... pass through as written)."""
+    raw = {"devEUI": '"aa"', **raw}
+    return "{" + ", ".join(f'"{k}": {v}' for k, v in raw.items()) + "}"
+
+
+TS = str(T0_MS)
 BAD_RECORDS = {
     # _timestamp
-    "ts beyond 64 bits": ('{"devEUI": "aa", "_timestamp": %d}' % (2**70), "_timestamp out of range"),
-    "ts beyond 2**53": ('{"devEUI": "aa", "_timestamp": %d}' % (2**53 + 2), "_timestamp out of range"),
-    "ts negative": ('{"devEUI": "aa", "_timestamp": -5}', "_timestamp out of range"),
-    "ts NaN": ('{"devEUI": "aa", "_timestamp": NaN}', "_timestamp not finite"),
-    "ts Infinity": ('{"devEUI": "aa", "_timestamp": Infinity}', "_timestamp not finite"),
-    "ts -Infinity": ('{"devEUI": "aa", "_timestamp": -Infinity}', "_timestamp not finite"),
-    "ts 1e400": ('{"devEUI": "aa", "_timestamp": 1e400}', "_timestamp not finite"),
-    "ts string": ('{"devEUI": "aa", "_timestamp": "1687511428896"}', "no numeric _timestamp"),
-    "ts bool": ('{"devEUI": "aa", "_timestamp": true}', "no numeric _timestamp"),
-    "ts list": ('{"devEUI": "aa", "_timestamp": [1]}', "no numeric _timestamp"),
-    "ts missing": ('{"devEUI": "aa"}', "no numeric _timestamp"),
+    "ts beyond 64 bits": (_rec(_timestamp=str(2**70)), "_timestamp out of range"),
+    "ts beyond 2**53": (_rec(_timestamp=str(2**53 + 2)), "_timestamp out of range"),
+    "ts negative": (_rec(_timestamp="-5"), "_timestamp out of range"),
+    "ts NaN": (_rec(_timestamp="NaN"), "_timestamp not finite"),
+    "ts Infinity": (_rec(_timestamp="Infinity"), "_timestamp not finite"),
+    "ts -Infinity": (_rec(_timestamp="-Infinity"), "_timestamp not finite"),
+    "ts 1e400": (_rec(_timestamp="1e400"), "_timestamp not finite"),
+    "ts string": (_rec(_timestamp=f'"{TS}"'), "no numeric _timestamp"),
+    "ts bool": (_rec(_timestamp="true"), "no numeric _timestamp"),
+    "ts list": (_rec(_timestamp="[1]"), "no numeric _timestamp"),
+    "ts missing": (_rec(), "no numeric _timestamp"),
     # fCnt
-    "fCnt beyond 64 bits": ('{"devEUI": "aa", "_timestamp": %d, "fCnt": %d}' % (T0_MS, 2**65), "fCnt out of range"),
-    "fCnt beyond 32 bits": ('{"devEUI": "aa", "_timestamp": %d, "fCnt": %d}' % (T0_MS, 2**32), "fCnt out of range"),
-    "fCnt negative": ('{"devEUI": "aa", "_timestamp": %d, "fCnt": -1}' % T0_MS, "fCnt out of range"),
-    "fCnt NaN": ('{"devEUI": "aa", "_timestamp": %d, "fCnt": NaN}' % T0_MS, "fCnt not finite"),
-    "fCnt Infinity": ('{"devEUI": "aa", "_timestamp": %d, "fCnt": Infinity}' % T0_MS, "fCnt not finite"),
-    "fCnt fraction": ('{"devEUI": "aa", "_timestamp": %d, "fCnt": 1.5}' % T0_MS, "fCnt not an integer"),
-    "fCnt string": ('{"devEUI": "aa", "_timestamp": %d, "fCnt": "12"}' % T0_MS, "fCnt not an integer"),
-    "fCnt bool": ('{"devEUI": "aa", "_timestamp": %d, "fCnt": true}' % T0_MS, "fCnt not an integer"),
+    "fCnt beyond 64 bits": (_rec(_timestamp=TS, fCnt=str(2**65)), "fCnt out of range"),
+    "fCnt beyond 32 bits": (_rec(_timestamp=TS, fCnt=str(2**32)), "fCnt out of range"),
+    "fCnt negative": (_rec(_timestamp=TS, fCnt="-1"), "fCnt out of range"),
+    "fCnt NaN": (_rec(_timestamp=TS, fCnt="NaN"), "fCnt not finite"),
+    "fCnt Infinity": (_rec(_timestamp=TS, fCnt="Infinity"), "fCnt not finite"),
+    "fCnt fraction": (_rec(_timestamp=TS, fCnt="1.5"), "fCnt not an integer"),
+    "fCnt string": (_rec(_timestamp=TS, fCnt='"12"'), "fCnt not an integer"),
+    "fCnt bool": (_rec(_timestamp=TS, fCnt="true"), "fCnt not an integer"),
     # payload
-    "size beyond 64 bits": (
-        '{"devEUI": "aa", "_timestamp": %d, "payload_size": %d}' % (T0_MS, 2**80),
-        "payload_size out of range",
-    ),
-    "size negative": ('{"devEUI": "aa", "_timestamp": %d, "payload_size": -3}' % T0_MS, "payload_size out of range"),
-    "size NaN": ('{"devEUI": "aa", "_timestamp": %d, "payload_size": NaN}' % T0_MS, "payload_size not finite"),
-    "size Infinity": (
-        '{"devEUI": "aa", "_timestamp": %d, "payload_size": Infinity}' % T0_MS,
-        "payload_size not finite",
-    ),
-    "size string": ('{"devEUI": "aa", "_timestamp": %d, "payload_size": "abc"}' % T0_MS, "undecodable payload"),
-    "size list": ('{"devEUI": "aa", "_timestamp": %d, "payload_size": [1]}' % T0_MS, "undecodable payload"),
-    "data number": ('{"devEUI": "aa", "_timestamp": %d, "data": 12}' % T0_MS, "undecodable payload"),
-    "data not base64": ('{"devEUI": "aa", "_timestamp": %d, "data": "###"}' % T0_MS, "undecodable payload"),
+    "size beyond 64 bits": (_rec(_timestamp=TS, payload_size=str(2**80)), "payload_size out of range"),
+    "size negative": (_rec(_timestamp=TS, payload_size="-3"), "payload_size out of range"),
+    "size NaN": (_rec(_timestamp=TS, payload_size="NaN"), "payload_size not finite"),
+    "size Infinity": (_rec(_timestamp=TS, payload_size="Infinity"), "payload_size not finite"),
+    "size string": (_rec(_timestamp=TS, payload_size='"abc"'), "undecodable payload"),
+    "size list": (_rec(_timestamp=TS, payload_size="[1]"), "undecodable payload"),
+    "data number": (_rec(_timestamp=TS, data="12"), "undecodable payload"),
+    "data not base64": (_rec(_timestamp=TS, data='"###"'), "undecodable payload"),
     # device, JSON itself
-    "devEUI number": ('{"devEUI": 5, "_timestamp": %d}' % T0_MS, "no devEUI"),
+    "devEUI number": (_rec(devEUI="5", _timestamp=TS), "no devEUI"),
     "not JSON": ("{not json", "not JSON"),
-    "integer of 5000 digits": ('{"devEUI": "aa", "_timestamp": ' + "9" * 5000 + "}", "not JSON"),
+    "integer of 5000 digits": (_rec(_timestamp="9" * 5000), "not JSON"),
     "nested 100000 deep": ("[" * 100_000 + "]" * 100_000, "not JSON"),
     "not an object": ("[1, 2]", "not a JSON object"),
-    "undecodable bytes": ('{"devEUI": "\udcff", "_timestamp": NaN}', "_timestamp not finite"),  # byte 0xff
+    "undecodable bytes": (_rec(devEUI='"\udcff"', _timestamp="NaN"), "_timestamp not finite"),  # byte 0xff
 }
 
 
@@ -149,7 +151,9 @@ def test_a_line_over_the_cap_is_skipped_without_holding_it(tmp_path, peak_bytes)
     with peak_bytes:
         trace, s = read_campusiot(path)
     assert len(trace) == 2 and dict(s.bad_reasons) == {"line too long": 1}
-    assert s.bad_examples[0][:2] == (2, "line too long") and s.bad_examples[0][2].startswith(f"{64 * MiB + 28} bytes")  # with its 28 other bytes and line end
+    assert s.bad_examples[0][:2] == (2, "line too long") and s.bad_examples[0][2].startswith(
+        f"{64 * MiB + 28} bytes"
+    )  # with its 28 other bytes and line end
     assert peak_bytes.value < 16 * MiB, peak_bytes.value
 
 
@@ -352,7 +356,7 @@ def test_saved_trace_corruption_is_one_config_error(tmp_path):
         ("[]", "metadata"),
         ('{"t0_of_day_s": "x"}', "t0_of_day_s"),
         ('{"origin_epoch_s": NaN}', "origin_epoch_s"),
-        ('{"t0_of_day_s": %d}' % 2**70, "t0_of_day_s"),
+        (f'{{"t0_of_day_s": {2**70}}}', "t0_of_day_s"),
     ):
         csv.write_text(f"# pubsim-trace {meta}\nt_s,publisher,topic,size_bytes\n0.5,a,t,10\n")
         with pytest.raises(ConfigError, match=match):
