@@ -96,6 +96,16 @@ def _say(console, text):
         console.print(text, markup=False, highlight=False)
 
 
+def _say_report(console, report):
+    """The reader's summary (counts of skipped records per reason) and its first skipped records."""
+    if report is None:
+        return
+    _say(console, str(report))
+    first = report.first_skipped()
+    if first:
+        _say(console, first)
+
+
 def inspect_command(args, console=None):
     """``trace inspect FILE [--plot OUT.png] [--json]``."""
     trace, report = load_any(args.file)
@@ -107,8 +117,7 @@ def inspect_command(args, console=None):
         _say(console, json.dumps(out, indent=2, default=str))
     else:
         _say(console, f"{args.file}")
-        if report is not None:
-            _say(console, str(report))
+        _say_report(console, report)
         _say(console, format_summary(summary))
     if getattr(args, "plot", None):
         plot_trace(trace, args.plot)
@@ -123,8 +132,7 @@ def convert_command(args, console=None):
     if not out.name.lower().endswith((".parquet", ".pq", ".csv", ".csv.gz")):
         raise ConfigError(str(out), out.suffix, "an output ending in .parquet (or .csv)")
     trace.save(out)
-    if report is not None:
-        _say(console, str(report))
+    _say_report(console, report)
     _say(console, f"{len(trace)} messages from {trace.frame['publisher'].nunique()} publishers written to {out}")
     return 0
 

@@ -19,10 +19,12 @@ import base64
 import binascii
 import gzip
 import json
+import math
 import re
 import socket
 import struct
 import time
+import zlib
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,6 +34,7 @@ import numpy as np
 from ...sim.errors import ConfigError
 from ..protocol import mqtt
 from ..protocol.mqtt import MqttError
+from .bounded_io import LINE_TOO_LONG, BoundedReads, CorruptLength, bounded_lines, clip, shorten
 from .trace import DAY_S, Trace
 
 __all__ = [
@@ -58,6 +61,13 @@ def _add_example(examples, item):
         examples.append(item)
 
 
+def _examples_line(unit, examples):
+    """``first skipped: line 4 (not JSON: {x; ...`` from ``(number, reason, detail)`` examples."""
+    if not examples:
+        return ""
+    return "first skipped: " + "; ".join(f"{unit} {n} ({reason}: {detail})" for n, reason, detail in examples)
+
+
 # =========================================================================== CampusIoT
 
 
@@ -69,8 +79,13 @@ class CampusIoTSummary:
     sequence (``fCnt`` gaps: lost on the radio side before the network server
     published them); ``counter_resets`` counts decreases of the counter
     (device rejoined or rebooted: no loss is inferred across a reset);
-    ``duplicates`` repeated counter values. ``bad_lines`` are lines that are
-    not a JSON object with a timestamp and a device id; they are skipped.
+    ``duplicates`` repeated counter values. ``bad_lines`` are lines skipped
+    (not a JSON object, no valid timestamp or device id, a NaN, infinity,
+    out-of-range number or string where a number belongs, an undecodable
+    payload, a line over the length cap); ``bad_reasons`` counts them per
+    reason, plus one entry when the file stops part-way (truncated or corrupt
+    gzip); ``bad_examples`` keeps the first few as ``(line number, reason,
+    shortened value)``.
     """
 
     source: str
@@ -106,6 +121,10 @@ class CampusIoTSummary:
             "devices": self.devices,
         }
 
+    def first_skipped(self) -> str:
+        """The first skipped lines in one line ("" when none was skipped)."""
+        return _examples_line("line", self.bad_examples)
+
     def __str__(self):
         text = (
             f"{self.source}: {self.records} frames from {len(self.devices)} devices in {self.lines} lines; "
@@ -117,6 +136,43 @@ class CampusIoTSummary:
             f"; upstream loss {self.upstream_lost} frames "
             f"({100 * self.upstream_loss_rate:.2f} %) from frame-counter gaps"
         )
+
+
+_MAX_TIMESTAMP_MS = float(2**53)  # epoch ms; larger values lose integer precision in a float
+_MAX_FCNT = 2**32 - 1  # LoRaWAN frame counters are 32-bit
+MAX_LINE_BYTES = 1 << 20
+"""Longest NDJSON line :func:`read_campusiot` parses by default, bytes; longer lines are skipped."""
+
+
+class _BadRecord(Exception):
+    """One record to skip: ``reason`` (counted) and a short ``detail`` (kept as an example)."""
+
+    def __init__(self, reason, detail):
+        super().__init__(reason)
+        self.reason = reason
+        self.detail = detail
+
+
+def _check_number(value, name, hi, *, integer):
+    """``value`` (not None) if it is a number in ``[0, hi]``, else :class:`_BadRecord`.
+
+    Reasons: "no numeric NAME" (or "NAME not an integer" when ``integer``)
+    for a string, bool, list or object; "NAME not finite" for NaN and
+    infinities; "NAME not an integer" for a fractional value when
+    ``integer``; "NAME out of range" for anything outside ``[0, hi]``,
+    however many digits it has.
+    """
+    detail = f"{name}={shorten(value)}"
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise _BadRecord(f"{name} not an integer" if integer else f"no numeric {name}", detail)
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise _BadRecord(f"{name} not finite", detail)
+        if integer and not value.is_integer():
+            raise _BadRecord(f"{name} not an integer", detail)
+    if not 0 <= value <= hi:
+        raise _BadRecord(f"{name} out of range", detail)
+    return value
 
 
 def _payload_size(rec, encoding):
@@ -134,13 +190,69 @@ def _payload_size(rec, encoding):
     size = rec.get("payload_size")
     if size is None:
         return None
-    size = int(size)
-    if size < 0:
-        raise ValueError("negative payload_size")
+    if isinstance(size, float) and not math.isfinite(size):
+        raise _BadRecord("payload_size not finite", f"payload_size={shorten(size)}")
+    size = int(size)  # ValueError / TypeError for a string or object that is not a number
+    if not 0 <= size <= mqtt.MAX_REMAINING_LENGTH:
+        raise _BadRecord("payload_size out of range", f"payload_size={shorten(size)}")
     return size
 
 
-def read_campusiot(path, *, default_topic: str = DEFAULT_CAMPUSIOT_TOPIC, payload_encoding: str = "auto"):
+def _parse_record(text, encoding):
+    """One NDJSON line as ``(epoch ms, device, topic or None, size or None, fCnt or -1)``.
+
+    Raises
+    ------
+    _BadRecord
+        The line is not a JSON object with a timestamp in ``[0, 2**53]`` ms,
+        a device id, a decodable payload and (when present) a frame counter
+        in ``[0, 2**32)``.
+    """
+    try:
+        rec = json.loads(text)
+    except (ValueError, RecursionError):  # RecursionError: arrays nested thousands deep
+        raise _BadRecord("not JSON", clip(text)) from None
+    if not isinstance(rec, dict):
+        raise _BadRecord("not a JSON object", clip(text))
+    stamp = rec.get("_timestamp")
+    if stamp is None:
+        raise _BadRecord("no numeric _timestamp", clip(text))
+    stamp = _check_number(stamp, "_timestamp", _MAX_TIMESTAMP_MS, integer=False)
+    dev = rec.get("devEUI", rec.get("dev_eui"))
+    if not isinstance(dev, str) or not dev:
+        raise _BadRecord("no devEUI", f"devEUI={shorten(dev)}")
+    try:
+        size = _payload_size(rec, encoding)
+    except (ValueError, binascii.Error, TypeError) as exc:
+        raise _BadRecord("undecodable payload", clip(str(exc))) from None
+    fc = rec.get("fCnt", rec.get("fcnt"))
+    fc = -1 if fc is None else int(_check_number(fc, "fCnt", _MAX_FCNT, integer=True))
+    topic = rec.get("_topic")
+    return float(stamp), dev, (topic if isinstance(topic, str) and topic else None), size, fc
+
+
+def _skip_line(summary, lineno, reason, detail):
+    summary.bad_lines += 1
+    summary.bad_reasons[reason] += 1
+    _add_example(summary.bad_examples, (lineno, reason, detail))
+
+
+def _file_error(exc):
+    """The reason recorded when the file itself stops being readable part-way."""
+    if isinstance(exc, EOFError):
+        return f"file truncated ({type(exc).__name__})"
+    if isinstance(exc, (zlib.error, gzip.BadGzipFile)):
+        return f"corrupt gzip data ({type(exc).__name__})"
+    return f"read error ({type(exc).__name__})"
+
+
+def read_campusiot(
+    path,
+    *,
+    default_topic: str = DEFAULT_CAMPUSIOT_TOPIC,
+    payload_encoding: str = "auto",
+    max_line_bytes: int = MAX_LINE_BYTES,
+):
     """Read a CampusIoT NDJSON(.gz) file.
 
     Parameters
@@ -155,6 +267,10 @@ def read_campusiot(path, *, default_topic: str = DEFAULT_CAMPUSIOT_TOPIC, payloa
         documented 32-byte median); ``auto`` reads an even-length string of
         hex digits as hex, anything else as base64. Records with neither
         field use ``payload_size``, else size 0 (counted as ``no_payload``).
+    max_line_bytes : int
+        Longest line parsed, bytes (default 1 MiB). The file is inflated as
+        a stream and a longer line is skipped chunk by chunk, so a corrupt
+        gzip member that inflates to gigabytes costs no memory.
 
     Returns
     -------
@@ -162,68 +278,67 @@ def read_campusiot(path, *, default_topic: str = DEFAULT_CAMPUSIOT_TOPIC, payloa
         Time from ``_timestamp`` (ms; ``t_s = 0`` at the first frame,
         ``origin_epoch_s`` and ``t0_of_day_s`` in UTC), publisher from
         ``devEUI``/``dev_eui``, topic from ``_topic``, size from the decoded
-        payload.
+        payload. Lines that are not JSON objects, lack a timestamp or device,
+        carry a timestamp outside ``[0, 2**53]`` ms, an ``fCnt`` outside
+        ``[0, 2**32)``, a NaN, an infinity or a string where a number belongs,
+        or an undecodable payload are skipped and counted in the summary
+        (``bad_reasons``, first examples in ``bad_examples``). A file cut
+        short or corrupt part-way keeps the lines read before.
+
+    Raises
+    ------
+    ConfigError
+        The file cannot be opened, is not gzip, or holds no valid frame.
     """
     if payload_encoding not in ("auto", "base64", "hex"):
         raise ConfigError("payload_encoding", payload_encoding, "auto, base64 or hex")
+    if isinstance(max_line_bytes, bool) or not isinstance(max_line_bytes, int) or max_line_bytes < 1:
+        raise ConfigError("max_line_bytes", max_line_bytes, "a positive whole number of bytes")
     path = Path(path)
-    opener = gzip.open if path.name.endswith(".gz") else open
     summary = CampusIoTSummary(source=path.name)
     ts, devs, topics, sizes, fcnts = [], [], [], [], []
     try:
-        fh = opener(path, "rt", encoding="utf-8", errors="replace")
+        fh = gzip.open(path, "rb") if path.name.endswith(".gz") else open(path, "rb")
     except OSError as exc:
         raise ConfigError(str(path), "unreadable", f"a readable NDJSON file ({exc})") from None
+    stopped = None
     with fh:
         lineno = 0
         try:
-            for lineno, line in enumerate(fh, 1):
-                if not line.strip():
+            for lineno, text, n_bytes in bounded_lines(fh, max_line_bytes):
+                if text is LINE_TOO_LONG:
+                    summary.lines += 1
+                    _skip_line(summary, lineno, "line too long", f"{n_bytes} bytes > {max_line_bytes}")
+                    continue
+                if not text.strip():
                     continue
                 summary.lines += 1
-                reason = None
                 try:
-                    rec = json.loads(line)
-                except ValueError:
-                    reason = "not JSON"
-                else:
-                    if not isinstance(rec, dict):
-                        reason = "not a JSON object"
-                    else:
-                        stamp = rec.get("_timestamp")
-                        dev = rec.get("devEUI", rec.get("dev_eui"))
-                        if isinstance(stamp, bool) or not isinstance(stamp, (int, float)) or not np.isfinite(stamp):
-                            reason = "no numeric _timestamp"
-                        elif not isinstance(dev, str) or not dev:
-                            reason = "no devEUI"
-                        else:
-                            try:
-                                size = _payload_size(rec, payload_encoding)
-                            except (ValueError, binascii.Error, TypeError):
-                                reason = "undecodable payload"
-                if reason:
-                    summary.bad_lines += 1
-                    summary.bad_reasons[reason] += 1
-                    _add_example(summary.bad_examples, (lineno, reason, line[:80].rstrip()))
+                    stamp, dev, topic, size, fc = _parse_record(text, payload_encoding)
+                except _BadRecord as bad:
+                    _skip_line(summary, lineno, bad.reason, bad.detail)
                     continue
                 if size is None:
                     summary.no_payload += 1
                     size = 0
-                topic = rec.get("_topic")
-                fc = rec.get("fCnt", rec.get("fcnt"))
-                ts.append(float(stamp))
+                ts.append(stamp)
                 devs.append(dev.lower())
-                topics.append(topic if isinstance(topic, str) and topic else default_topic)
+                topics.append(topic or default_topic)
                 sizes.append(size)
-                fcnts.append(int(fc) if isinstance(fc, (int, float)) and not isinstance(fc, bool) else -1)
-        except (OSError, EOFError, gzip.BadGzipFile) as exc:  # truncated gzip: keep what was read
-            summary.bad_reasons[f"file truncated ({type(exc).__name__})"] += 1
-            _add_example(summary.bad_examples, (lineno, "file truncated", str(exc)[:80]))
+                fcnts.append(fc)
+        except (OSError, EOFError, zlib.error) as exc:  # truncated or corrupt gzip: keep what was read
+            stopped = _file_error(exc)
+            summary.bad_reasons[stopped] += 1
+            _add_example(summary.bad_examples, (lineno, stopped, clip(str(exc))))
+            stopped = f"{stopped}: {clip(str(exc))}"
     summary.records = len(ts)
     if not ts:
+        if stopped is not None and not summary.lines:
+            raise ConfigError(str(path), f"unreadable ({stopped})", "a gzip'd NDJSON file of uplink frames")
+        value = f"{summary.bad_lines} bad of {summary.lines} lines"
         raise ConfigError(
             str(path),
-            f"{summary.bad_lines} bad of {summary.lines} lines",
+            value if stopped is None else f"{value}, then {stopped}",
             "at least one uplink frame with _timestamp and devEUI",
         )
     ms = np.asarray(ts)
@@ -267,6 +382,9 @@ def _fcnt_gaps(t_s, devs, fcnt):
 # =========================================================================== MQTT pcap
 
 MQTT_TYPES = mqtt.TYPE_NAMES  # the codec's table, kept under its old name
+MAX_FRAME_BYTES = 256 << 10
+"""Largest captured frame :func:`read_mqtt_pcap` reads by default, bytes (tcpdump's default snap length)."""
+_BLOCK_OVERHEAD = 64 << 10  # pcapng block header, padding and options around a frame
 _SEQ = 1 << 32
 _HALF = 1 << 31
 
@@ -280,8 +398,13 @@ class PcapSummary:
     longer than four bytes or than ``max_packet_bytes``, a topic longer than
     the packet, a wildcard or invalid UTF-8 in the topic, a bad CONNECT
     protocol name); the rest of that flow's buffered bytes is discarded and
-    parsing resumes at the next segment. ``bad_frames`` are link/IP/TCP frames
-    dpkt could not decode. ``gaps`` are holes in a TCP stream (bytes never
+    parsing resumes at the next segment; ``malformed_examples`` keeps the
+    first few as ``(record number, reason, first bytes in hex)``.
+    ``bad_frames`` are link/IP/TCP frames dpkt could not decode, plus the
+    record where the capture stops early (cut short, or a record length
+    above ``max_frame_bytes``: a corrupt length field, never allocated);
+    ``frame_reasons`` counts them per reason and ``frame_examples`` keeps the
+    first few. ``gaps`` are holes in a TCP stream (bytes never
     captured): the flow is resynchronised at the next segment. ``pending_bytes``
     are bytes of packets still incomplete at the end of the capture.
     """
@@ -296,6 +419,8 @@ class PcapSummary:
     malformed_reasons: Counter = field(default_factory=Counter)
     malformed_examples: list = field(default_factory=list)
     bad_frames: int = 0
+    frame_reasons: Counter = field(default_factory=Counter)
+    frame_examples: list = field(default_factory=list)
     non_tcp: int = 0
     other_ports: int = 0
     retransmitted_bytes: int = 0
@@ -322,10 +447,16 @@ class PcapSummary:
         d = {k: getattr(self, k) for k in self.__dataclass_fields__}
         d["mqtt_packets"] = dict(self.mqtt_packets)
         d["malformed_reasons"] = dict(self.malformed_reasons)
+        d["frame_reasons"] = dict(self.frame_reasons)
         d["packets_per_s"] = self.packets_per_s
         d["mqtt_packets_per_s"] = self.mqtt_packets_per_s
         d["megabytes_per_s"] = self.megabytes_per_s
         return d
+
+    def first_skipped(self) -> str:
+        """The first skipped frames and MQTT packets in one line ("" when none was skipped)."""
+        examples = sorted(self.frame_examples + self.malformed_examples, key=lambda e: e[0])
+        return _examples_line("record", examples[:_EXAMPLES])
 
     def __str__(self):
         text = (
@@ -334,8 +465,11 @@ class PcapSummary:
         )
         if self.malformed_reasons:
             text += " (" + ", ".join(f"{k}: {v}" for k, v in self.malformed_reasons.most_common(4)) + ")"
+        text += f", {self.bad_frames} undecodable frames"
+        if self.frame_reasons:
+            text += " (" + ", ".join(f"{k}: {v}" for k, v in self.frame_reasons.most_common(4)) + ")"
         return text + (
-            f", {self.bad_frames} undecodable frames, {self.gaps} stream gaps; "
+            f", {self.gaps} stream gaps; "
             f"read at {self.packets_per_s:,.0f} packets/s "
             f"({self.mqtt_packets_per_s:,.0f} MQTT packets/s, {self.megabytes_per_s:.1f} MB/s)"
         )
@@ -351,7 +485,23 @@ class _Flow:
         self.pending = {}
 
 
-def _link_decoder(datalink):
+def _open_capture(fh, path):
+    """A dpkt reader of a pcap or pcapng file, or a one-line ConfigError naming it."""
+    import dpkt  # optional heavy dependency: dpkt, needed only to read captures
+
+    try:
+        return dpkt.pcap.UniversalReader(fh)
+    except (ValueError, dpkt.dpkt.Error, struct.error, OverflowError) as exc:  # CorruptLength is a ValueError
+        raise ConfigError(str(path), "not a capture", f"a pcap or pcapng file ({exc})") from None
+
+
+def _frame_skipped(summary, record, reason, detail):
+    summary.bad_frames += 1
+    summary.frame_reasons[reason] += 1
+    _add_example(summary.frame_examples, (record, reason, clip(detail)))
+
+
+def _link_decoder(datalink, path):
     import dpkt  # optional heavy dependency: dpkt, needed only to read captures
 
     if datalink == dpkt.pcap.DLT_EN10MB:
@@ -364,7 +514,9 @@ def _link_decoder(datalink):
         return lambda buf: _Raw(buf)
     if datalink in (dpkt.pcap.DLT_NULL, dpkt.pcap.DLT_LOOP):
         return dpkt.loopback.Loopback
-    raise ConfigError("pcap.linktype", datalink, "Ethernet, Linux cooked (v1/v2), raw IP or loopback")
+    raise ConfigError(
+        str(path), f"link type {datalink}", "a capture of Ethernet, Linux cooked (v1/v2), raw IP or loopback frames"
+    )
 
 
 class _Raw:
@@ -375,7 +527,13 @@ class _Raw:
 
 
 def read_mqtt_pcap(
-    path, *, ports=(1883,), direction: str = "to_broker", max_packet_bytes: int = 16 << 20, max_out_of_order: int = 64
+    path,
+    *,
+    ports=(1883,),
+    direction: str = "to_broker",
+    max_packet_bytes: int = 16 << 20,
+    max_out_of_order: int = 64,
+    max_frame_bytes: int = MAX_FRAME_BYTES,
 ):
     """Read the MQTT PUBLISH packets of a pcap or pcapng capture.
 
@@ -393,6 +551,11 @@ def read_mqtt_pcap(
     max_out_of_order : int
         Segments held per flow while waiting for a hole to fill; beyond it the
         hole counts as a gap and the flow resynchronises.
+    max_frame_bytes : int
+        Largest captured frame, bytes (default 256 KiB, tcpdump's default
+        snap length). A pcap record or pcapng block claiming more is a
+        corrupt length field: it is never allocated, and reading stops there
+        keeping what was read (``frame_reasons``).
 
     Returns
     -------
@@ -401,12 +564,21 @@ def read_mqtt_pcap(
         completed it: ``publisher`` is the client endpoint ``ip:port``,
         ``connection`` ``src:port->dst:port``, ``size_bytes`` the application
         payload, plus ``qos`` and ``retain``. ``t_s = 0`` at the first packet
-        of the capture.
+        of the capture (of the earliest PUBLISH if a corrupt timestamp put
+        one before it).
+
+    Raises
+    ------
+    ConfigError
+        The file cannot be opened, or is not a pcap/pcapng capture of a
+        supported link type (bad magic, header cut short or corrupt).
     """
     import dpkt  # optional heavy dependency: dpkt, needed only to read captures
 
     if direction not in ("to_broker", "from_broker", "both"):
         raise ConfigError("direction", direction, "to_broker, from_broker or both")
+    if isinstance(max_frame_bytes, bool) or not isinstance(max_frame_bytes, int) or max_frame_bytes < 64:
+        raise ConfigError("max_frame_bytes", max_frame_bytes, "a whole number of bytes >= 64")
     ports = frozenset(int(p) for p in ports)
     path = Path(path)
     summary = PcapSummary(source=path.name)
@@ -421,11 +593,8 @@ def read_mqtt_pcap(
     names: dict = {}
     first_ts = None
     with fh:
-        try:
-            reader = dpkt.pcap.UniversalReader(fh)
-        except (ValueError, dpkt.dpkt.Error) as exc:
-            raise ConfigError(str(path), "not a capture", f"a pcap or pcapng file ({exc})") from None
-        decode = _link_decoder(reader.datalink())
+        reader = _open_capture(BoundedReads(fh, max_frame_bytes + _BLOCK_OVERHEAD), path)
+        decode = _link_decoder(reader.datalink(), path)
         IP, IP6, TCP = dpkt.ip.IP, dpkt.ip6.IP6, dpkt.tcp.TCP
         it = iter(reader)
         while True:
@@ -433,14 +602,20 @@ def read_mqtt_pcap(
                 ts, buf = next(it)
             except StopIteration:
                 break
+            except CorruptLength as exc:  # a length field claiming more than any frame: stop, keep what was read
+                _frame_skipped(summary, summary.packets + 1, "record length above max_frame_bytes", str(exc))
+                break
             except (dpkt.dpkt.Error, ValueError, struct.error) as exc:  # truncated file
-                summary.bad_frames += 1
-                summary.malformed_reasons[f"capture truncated ({type(exc).__name__})"] += 1
+                _frame_skipped(summary, summary.packets + 1, "capture truncated", f"{type(exc).__name__}: {exc}")
                 break
             summary.packets += 1
             summary.bytes += len(buf)
+            if len(buf) > max_frame_bytes:  # a pcapng block whose packet length exceeds the cap
+                _frame_skipped(summary, summary.packets, "frame above max_frame_bytes", f"{len(buf)} bytes")
+                continue
+            ts = float(ts)
             if first_ts is None:
-                first_ts = float(ts)
+                first_ts = ts
             try:
                 ip = decode(buf).data
                 if not isinstance(ip, (IP, IP6)):
@@ -450,8 +625,8 @@ def read_mqtt_pcap(
                 if not isinstance(tcp, TCP):
                     summary.non_tcp += 1
                     continue
-            except (dpkt.dpkt.Error, ValueError, IndexError, struct.error):
-                summary.bad_frames += 1
+            except Exception as exc:  # dpkt's decoders raise many exception types on arbitrary bytes
+                _frame_skipped(summary, summary.packets, f"undecodable frame ({type(exc).__name__})", buf[:16].hex())
                 continue
             sport, dport = tcp.sport, tcp.dport
             to_broker = dport in ports
@@ -481,7 +656,7 @@ def read_mqtt_pcap(
                 if flow.buf:
                     _drain(
                         flow,
-                        float(ts),
+                        ts,
                         to_broker,
                         conn,
                         versions,
@@ -504,8 +679,10 @@ def read_mqtt_pcap(
         summary.pending_bytes += len(flow.buf) + sum(len(d) for d in flow.pending.values())
     summary.publishes = len(out_t)
     summary.read_s = time.perf_counter() - start
-    t = np.asarray(out_t, dtype=float) - (first_ts or 0.0)
     origin = first_ts or 0.0
+    if out_t:  # a corrupt record timestamp may put a PUBLISH before the first record
+        origin = min(origin, min(out_t))
+    t = np.asarray(out_t, dtype=float) - origin
 
     def strings(values):
         return np.asarray(values, dtype=object).astype(str) if values else np.empty(0, str)
@@ -631,7 +808,7 @@ def _drain(
         reason = str(exc) if flow.synced else f"{exc} (stream joined mid-way)"
         summary.malformed += 1
         summary.malformed_reasons[reason] += 1
-        _add_example(summary.malformed_examples, (summary.packets, reason))
+        _add_example(summary.malformed_examples, (summary.packets, reason, bytes(buf[pos : pos + 16]).hex()))
         del buf[:]
         flow.synced = False
         return

@@ -31,6 +31,8 @@ from __future__ import annotations
 
 import gzip
 import json
+import math
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -39,13 +41,14 @@ import pandas as pd
 from ...sim.errors import ConfigError
 from ..params.client import PublisherParams
 
-__all__ = ["Trace", "REQUIRED", "OPTIONAL"]
+__all__ = ["Trace", "REQUIRED", "OPTIONAL", "MAX_INFLATION"]
 
 REQUIRED = ("t_s", "publisher", "topic", "size_bytes")
 OPTIONAL = {"qos": "int8", "priority": "int8", "retain": "bool", "connection": "category"}
 _META_KEY = b"pubsim.trace"
 _CSV_MAGIC = "# pubsim-trace "
 DAY_S = 86400.0
+_MAX_SIZE_BYTES = 2**53  # sizes above are not whole numbers in a float (and no message is that big)
 
 
 class Trace:
@@ -245,50 +248,19 @@ class Trace:
         Raises
         ------
         ConfigError
-            Unknown suffix, missing or unknown column, or a bad value (the
-            message names the row and, for CSV, the line).
+            Unknown suffix, a file that is not Parquet / CSV (corrupt,
+            truncated gzip, not UTF-8, bad metadata line, a ``.gz`` inflating
+            to more than :data:`MAX_INFLATION` times its size), missing or
+            unknown column, or a bad value (the message names the row and,
+            for CSV, the line).
         """
         path = Path(path)
         kind = _kind(path)
         if not path.exists():
             raise ConfigError(str(path), "missing", "an existing trace file")
-        meta, offset = {}, 0
-        if kind == "parquet":
-            import pyarrow.parquet as pq  # optional heavy dependency: pyarrow, only for parquet files
-
-            try:
-                table = pq.read_table(path)
-            except Exception as exc:  # pyarrow raises several types for a bad file
-                raise ConfigError(str(path), type(exc).__name__, f"a Parquet file ({exc})") from None
-            raw = (table.schema.metadata or {}).get(_META_KEY)
-            meta = json.loads(raw) if raw else {}
-            frame = table.to_pandas()
-        else:
-            opener = gzip.open if path.name.endswith(".gz") else open
-            with opener(path, "rt", newline="") as fh:
-                first = fh.readline()
-                if first.startswith(_CSV_MAGIC):
-                    meta = json.loads(first[len(_CSV_MAGIC) :])
-                    offset = 1
-                else:
-                    fh.seek(0)
-                try:
-                    frame = pd.read_csv(
-                        fh,
-                        dtype={"publisher": str, "topic": str, "connection": str},
-                        keep_default_na=False,
-                        na_values={"t_s": [""], "size_bytes": [""]},
-                    )
-                except (pd.errors.ParserError, pd.errors.EmptyDataError, ValueError) as exc:
-                    raise ConfigError(str(path), type(exc).__name__, f"a CSV trace ({exc})") from None
-            offset += 2  # header line + 1-based lines
-        return cls(
-            frame,
-            t0_of_day_s=meta.get("t0_of_day_s", 0.0),
-            origin_epoch_s=meta.get("origin_epoch_s"),
-            where=str(path),
-            _row_offset=offset if kind == "csv" else 0,
-        )
+        frame, meta, offset = _read_parquet(path) if kind == "parquet" else _read_csv(path)
+        t0, origin = _meta_times(meta, path)
+        return cls(frame, t0_of_day_s=t0, origin_epoch_s=origin, where=str(path), _row_offset=offset)
 
     # ----------------------------------------------------------------- engine
     def to_publishers(self, **params):
@@ -397,6 +369,93 @@ class Trace:
         return np.diff(t)[same]
 
 
+# --------------------------------------------------------------------------- reading saved traces
+
+MAX_INFLATION = 200
+"""A ``.csv.gz`` may inflate to ``max(MAX_INFLATION * its size, 256 MiB)`` characters; more is a gzip bomb."""
+_MIN_INFLATED = 256 << 20
+_MAX_META_CHARS = 1 << 16
+
+
+class _CappedText:
+    """A text file whose reads stop with a ConfigError past ``cap`` characters (pandas reads in chunks)."""
+
+    def __init__(self, fh, cap, path):
+        self._fh, self._left, self._cap, self._path = fh, cap, cap, path
+
+    def read(self, n=-1):
+        n = self._left + 1 if n is None or n < 0 else min(n, self._left + 1)
+        text = self._fh.read(n)
+        self._left -= len(text)
+        if self._left < 0:
+            raise ConfigError(
+                self._path, f"more than {self._cap} characters inflated", "a gzip'd CSV trace, not a bomb"
+            )
+        return text
+
+
+def _read_parquet(path):
+    """(frame, metadata dict, row offset 0) of a Parquet trace."""
+    import pyarrow.parquet as pq  # optional heavy dependency: pyarrow, only for parquet files
+
+    try:
+        table = pq.read_table(path)
+        raw = (table.schema.metadata or {}).get(_META_KEY)
+        meta = json.loads(raw) if raw else {}
+        frame = table.to_pandas()
+    except Exception as exc:  # pyarrow and its pandas metadata raise many types for a corrupt file
+        raise ConfigError(str(path), type(exc).__name__, f"a Parquet trace ({exc})") from None
+    return frame, meta, 0
+
+
+def _read_csv(path):
+    """(frame, metadata dict, line offset of row 0) of a CSV(.gz) trace."""
+    gz = path.name.endswith(".gz")
+    cap = max(MAX_INFLATION * path.stat().st_size, _MIN_INFLATED) if gz else None
+    meta, offset = {}, 0
+    try:
+        with gzip.open(path, "rt", newline="") if gz else open(path, newline="") as fh:
+            first = fh.readline(_MAX_META_CHARS)
+            if first.startswith(_CSV_MAGIC):
+                meta = json.loads(first[len(_CSV_MAGIC) :])
+                offset = 1
+            else:
+                fh.seek(0)
+            frame = pd.read_csv(
+                _CappedText(fh, cap, str(path)) if gz else fh,
+                dtype={"publisher": str, "topic": str, "connection": str},
+                keep_default_na=False,
+                na_values={"t_s": [""], "size_bytes": [""]},
+            )
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, ValueError, OSError, EOFError, zlib.error) as exc:
+        if isinstance(exc, ConfigError):
+            raise
+        # ValueError covers bad JSON metadata and bytes that are not UTF-8; OSError, EOFError and
+        # zlib.error a gzip file that is corrupt or cut short
+        raise ConfigError(str(path), type(exc).__name__, f"a CSV trace ({exc})") from None
+    return frame, meta, offset + 2  # header line + 1-based lines
+
+
+def _finite_number(value):
+    """True for an int or float that is finite as a float (no bool, no integer beyond 64 bits)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    return abs(value) < 2**63 if isinstance(value, int) else math.isfinite(value)
+
+
+def _meta_times(meta, path):
+    """``(t0_of_day_s, origin_epoch_s)`` from a saved trace's metadata, checked."""
+    if not isinstance(meta, dict):
+        raise ConfigError(f"{path}.metadata", type(meta).__name__, "a JSON object")
+    t0, origin = meta.get("t0_of_day_s", 0.0), meta.get("origin_epoch_s")
+    for name, value in (("t0_of_day_s", t0), ("origin_epoch_s", origin)):
+        if value is None and name == "origin_epoch_s":
+            continue
+        if not _finite_number(value):
+            raise ConfigError(f"{path}.metadata.{name}", value, "a finite number of seconds")
+    return t0, origin
+
+
 # --------------------------------------------------------------------------- helpers
 
 
@@ -484,8 +543,10 @@ def _coerce(frame, where, offset):
         if not pd.api.types.is_integer_dtype(size)
         else size.to_numpy()
     )
+    if sz.dtype.kind == "u" and len(sz) and sz.max() > _MAX_SIZE_BYTES:
+        sz = sz.astype(float)  # beyond int64: reported below as out of range
     if sz.dtype.kind == "f":
-        bad = ~np.isfinite(sz) | (sz != np.round(sz))
+        bad = ~np.isfinite(sz) | (sz != np.round(sz)) | (np.abs(sz) > _MAX_SIZE_BYTES)
         if bad.any():
             i = int(np.flatnonzero(bad)[0])
             raise ConfigError(_err_row(where, i, offset, "size_bytes"), size.iloc[i], "a whole number of bytes >= 0")
