@@ -36,8 +36,10 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import math
 import numbers
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -122,7 +124,7 @@ COLUMNS = (
         kind="count",
         description="subscription filters installed on the broker (empty: one per subscriber)",
     ),
-    Column(name="qos", kind="choice", default=0, choices=(0, 1, 2), description="MQTT QoS (0, 1, 2)"),
+    Column(name="qos", kind="choice", default=0, choices=(0, 1, 2), description="MQTT QoS"),
     Column(name="persistent", kind="flag", default=False, description="persistent (durable) messages"),
     Column(
         name="fanout",
@@ -503,7 +505,8 @@ def _run_rows(run, config, ref):
         rows.append({**base, "observation": "latency", **{c: float(run[c]) for c in LATENCY_COLUMNS}})
     if math.isfinite(run.get("loss_rate", math.nan)):
         rows.append({**base, "observation": "loss", "loss_fraction": min(max(float(run["loss_rate"]), 0.0), 1.0)})
-    return [{**r, "source_reference": where} for r in rows]
+    note = f"campaign split: {run['split']}" if "split" in run else ""
+    return [{**r, "source_reference": where, "note": note} for r in rows]
 
 
 def evidence_from_results(runs, saturation, meta, *, reference="pubsim measure"):
@@ -554,3 +557,11 @@ def evidence_from_results(runs, saturation, meta, *, reference="pubsim measure")
             }
         )
     return parse_evidence([{k: _plain(v) for k, v in r.items()} for r in rows], reference)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2:
+        sys.exit("usage: python -m pubsim.calibration.evidence OUT_DIR   (writes evidence.schema.json)")
+    target = Path(sys.argv[1])
+    target.mkdir(parents=True, exist_ok=True)
+    (target / "evidence.schema.json").write_text(json.dumps(evidence_schema(), indent=2))

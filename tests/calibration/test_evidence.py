@@ -13,6 +13,7 @@ import yaml
 from pubsim.calibration.campaign import read_results
 from pubsim.calibration.evidence import (
     COLUMNS,
+    columns_markdown,
     evidence_from_results,
     evidence_schema,
     parse_evidence,
@@ -277,3 +278,7 @@ def test_campaign_results_convert_into_evidence(tmp_path, capsys):
     out = tmp_path / "loopback.csv"
     assert main(["calibrate", str(folder), "--export-evidence", str(out), "--no-variability"]) == 0
     assert len(read_evidence(out)) == len(table)
+
+
+def test_the_documentation_shows_the_columns_as_defined():
+    assert columns_markdown() in (ROOT / "docs" / "evidence.md").read_text()
