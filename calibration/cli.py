@@ -24,17 +24,16 @@
 
 from __future__ import annotations
 
+import datetime
 from pathlib import Path
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-import datetime
-
 from ..models import presets
 from .campaign import load_campaign, read_results, run_campaign
 from .evidence import evidence_from_results, is_evidence_file, read_evidence, write_evidence
-from .evidence_fit import TERMS, EvidenceCalibrator, evidence_profile
+from .evidence_fit import TERMS, EvidenceCalibrator, demand_rows, evidence_profile
 from .profile import profile_yaml
 from .report import accuracy_table, cdf_figure, saturation_figure
 from .runner import RealHarness
@@ -130,6 +129,10 @@ def _calibrate_table(args, console):
     level = 0.95
     profiles = {}
     for kind, rows in table.groupby("broker", sort=True):
+        if demand_rows(rows).empty:
+            kinds = ", ".join(f"{n} {k}" for k, n in rows.observation.value_counts().items())
+            console.print(f"{kind}: no limit, cpu or saturated throughput rows ({kinds}): nothing to fit")
+            continue
         cal = EvidenceCalibrator(n_boot=args.bootstrap, level=level, seed=args.seed).fit(rows.reset_index(drop=True))
         console.print(_terms_table(kind, cal, level))
         for line in _fit_lines(cal):

@@ -121,7 +121,9 @@ def _identify(cols, rows, tol=1e-9):
             status[name] = f"not identifiable: needs observations at {LOAD_TERMS[name]} rates of one configuration"
             continue
         if name != "ingress_cost_s" and np.ptp(x) <= tol * max(np.abs(x).max(), 1e-300):
-            status[name] = f"not identifiable: its column never varies (always {x[0]:.4g}; the fitted terms hold its share)"
+            status[name] = (
+                f"not identifiable: its column never varies (always {x[0]:.4g}; the fitted terms hold its share)"
+            )
             continue
         if not np.any(x):
             status[name] = "not identifiable: its column is zero"
@@ -235,7 +237,9 @@ class EvidenceCalibrator:
             raise ConfigError("evidence.broker", sorted(table["broker"].unique()), "one broker kind per fit")
         rows = demand_rows(table)
         if len(rows) < 1:
-            raise ConfigError("evidence", "no rows with a demand", "at least one limit, cpu or saturated throughput row")
+            raise ConfigError(
+                "evidence", "no rows with a demand", "at least one limit, cpu or saturated throughput row"
+            )
         y = rows.demand_s.to_numpy(dtype=float)
         form, why = self._choose_form(rows, y)
         x, names, status = self._design(rows, form)

@@ -173,7 +173,11 @@ def build_profile(*, name, broker_kind, demand_params, link_params, metadata, se
             ),
         },
     }
-    return {"broker": {name: broker}, "link": {f"loopback-{name}": link}, **({"evidence": evidence} if evidence else {})}
+    return {
+        "broker": {name: broker},
+        "link": {f"loopback-{name}": link},
+        **({"evidence": evidence} if evidence else {}),
+    }
 
 
 def check_profile(profile):

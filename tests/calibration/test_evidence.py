@@ -282,3 +282,21 @@ def test_campaign_results_convert_into_evidence(tmp_path, capsys):
 
 def test_the_documentation_shows_the_columns_as_defined():
     assert columns_markdown() in (ROOT / "docs" / "evidence.md").read_text()
+
+
+def test_a_broker_without_demand_rows_is_skipped_and_said_so(tmp_path, capsys):
+    latency = {
+        "broker": "nats",
+        "payload_bytes": 64,
+        "fanout": 1,
+        "observation": "latency",
+        "rate_per_s": 1000,
+        "latency_p50_s": "0.2ms",
+        "source_kind": "user",
+        "source_reference": "a colleague's laptop",
+    }
+    path = write_evidence(parse_evidence(model_table(kinds=("limit",)) + [latency]), tmp_path / "mixed.yaml")
+    assert main(["calibrate", str(path), "--bootstrap", "20"]) == 0
+    out = capsys.readouterr().out
+    assert "nats: no limit, cpu or saturated throughput rows (1 latency): nothing to fit" in out
+    assert "mosquitto: CPU demand per ingress message" in out
