@@ -344,8 +344,8 @@ def _yaml_records(text, source):
 
 
 def is_evidence_file(path):
-    """True if ``path`` names a file with an evidence table's suffix (.csv, .yaml, .yml)."""
-    return Path(path).suffix.lower() in SUFFIXES and Path(path).is_file()
+    """True if ``path`` names an evidence table by its suffix (.csv, .yaml, .yml), and is not a folder."""
+    return Path(path).suffix.lower() in SUFFIXES and not Path(path).is_dir()
 
 
 def read_evidence(path):

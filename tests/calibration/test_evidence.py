@@ -22,6 +22,9 @@ from pubsim.calibration.evidence import (
 )
 from pubsim.calibration.evidence_fit import EvidenceCalibrator, demand_rows
 from pubsim.cli import main
+from pubsim.models import presets
+from pubsim.models.params.broker import BrokerParams
+from pubsim.models.params.mapping import from_mapping
 from pubsim.models.mechanisms.qos.rules import handshake_packets
 from pubsim.sim.errors import ConfigError
 
@@ -91,7 +94,7 @@ def test_written_tables_read_back_the_same(tmp_path):
 
 
 @pytest.mark.parametrize("suffix", [".csv", ".yaml"])
-def test_calibrate_cli_recovers_known_parameters_inside_the_intervals(tmp_path, capsys, suffix):
+def test_calibrate_cli_recovers_known_parameters_inside_the_intervals(tmp_path, capsys, monkeypatch, suffix):
     path = write_evidence(parse_evidence(model_table()), tmp_path / f"model{suffix}")
     out_dir = tmp_path / "presets"
     assert main(["calibrate", str(path), "--write", str(out_dir), "--bootstrap", "200"]) == 0
@@ -106,13 +109,17 @@ def test_calibrate_cli_recovers_known_parameters_inside_the_intervals(tmp_path, 
     assert profile["evidence"]["fitted_ranges"]["cpu_cap_cores"] == [0.5, 1.0]
     assert profile["evidence"]["rms_relative_error"] < 0.05
     assert profile["broker"]["mosquitto"]["provenance"]["source"] == "assumption"  # user-stated rows
+    monkeypatch.setenv("PUBSIM_PRESETS", str(out_dir))
+    assert presets.origin("broker", "mosquitto") == str(out_dir / "mosquitto.yaml")
+    broker = from_mapping(BrokerParams, presets.load("broker", "mosquitto"), "broker")
+    assert broker.ack_cost_s == pytest.approx(terms["ack_cost_s"]["value"], rel=1e-5)
 
 
 def test_intervals_cover_the_known_parameters_in_most_tables():
     """95 % bootstrap intervals over 8 noisy tables: coverage of the five configuration terms.
 
-    Measured: 36 to 38 of 40 (the percentile bootstrap of a constrained
-    fit undercovers slightly); a broken interval or a biased fit falls far below.
+    Measured: 36 of 40 (the percentile bootstrap of a constrained fit
+    undercovers slightly); a broken interval or a biased fit falls far below.
     """
     names = ("ingress_cost_s", "delivery_cost_s", "per_byte_cost_s", "filter_scan_cost_s", "ack_cost_s")
     inside = 0
@@ -300,3 +307,8 @@ def test_a_broker_without_demand_rows_is_skipped_and_said_so(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "nats: no limit, cpu or saturated throughput rows (1 latency): nothing to fit" in out
     assert "mosquitto: CPU demand per ingress message" in out
+
+
+def test_a_missing_table_file_is_named(tmp_path, capsys):
+    assert main(["calibrate", str(tmp_path / "nowhere.csv")]) == 2
+    assert "nowhere.csv: 'unreadable'" in capsys.readouterr().err
