@@ -23,9 +23,9 @@ from pubsim.calibration.evidence import (
 from pubsim.calibration.evidence_fit import EvidenceCalibrator, demand_rows
 from pubsim.cli import main
 from pubsim.models import presets
+from pubsim.models.mechanisms.qos.rules import handshake_packets
 from pubsim.models.params.broker import BrokerParams
 from pubsim.models.params.mapping import from_mapping
-from pubsim.models.mechanisms.qos.rules import handshake_packets
 from pubsim.sim.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parents[2]
