@@ -3,7 +3,13 @@
 - ``pubsim measure CAMPAIGN.yaml --out DIR``: run a measurement campaign on
   real brokers (installed by ``scripts/install_brokers.sh``), resuming at
   the first unfinished (broker, configuration) pair found in DIR.
-- ``pubsim calibrate DIR [--write [PRESET_DIR]] [--no-variability]``: fit one
+- ``pubsim calibrate TABLE.csv|TABLE.yaml [--write [PRESET_DIR]]``: fit every
+  CPU term an evidence table identifies (:mod:`pubsim.calibration.evidence`,
+  :mod:`pubsim.calibration.evidence_fit`), print them with bootstrap
+  intervals and identifiability, and with ``--write`` save one broker
+  profile per kind recording its evidence.
+- ``pubsim calibrate DIR [--write [PRESET_DIR]] [--no-variability]
+  [--export-evidence FILE]``: fit one
   profile per broker on the campaign's ``train`` runs (with the variability
   of the per-message costs chosen by simulation unless ``--no-variability``)
   and print it; ``--write`` saves it as ``<broker>.yaml`` in the user preset
@@ -18,6 +24,7 @@
 
 from __future__ import annotations
 
+import datetime
 from pathlib import Path
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -25,6 +32,8 @@ from rich.table import Table
 
 from ..models import presets
 from .campaign import load_campaign, read_results, run_campaign
+from .evidence import evidence_from_results, is_evidence_file, read_evidence, write_evidence
+from .evidence_fit import TERMS, EvidenceCalibrator, demand_rows, evidence_profile
 from .profile import profile_yaml
 from .report import accuracy_table, cdf_figure, saturation_figure
 from .runner import RealHarness
@@ -64,17 +73,87 @@ def _fitted(args):
     return runs, sat, lat, meta, fit_profiles(runs, meta, variability=args.variability)
 
 
-def _calibrate(args, console):
+def _target(args):
+    return None if args.write is None else (presets.user_dir() if args.write == "" else Path(args.write))
 
-    *_, profiles = _fitted(args)
-    target = None if args.write is None else (presets.user_dir() if args.write == "" else Path(args.write))
+
+def _save(profiles, target, console, *, show=True):
     for kind, profile in profiles.items():
         text = profile_yaml(profile)
-        console.print(text, markup=False, highlight=False)
+        if show:
+            console.print(text, markup=False, highlight=False)
         if target is not None:
             target.mkdir(parents=True, exist_ok=True)
             (target / f"{kind}.yaml").write_text(text)
             console.print(f"wrote {target / f'{kind}.yaml'}")
+
+
+def _value(x, unit):
+    if unit == "s":
+        return f"{x * 1e6:.4g} us"
+    if unit == "s/B":
+        return f"{x * 1e9:.4g} ns/B"
+    return f"{x:.4g} {unit}"
+
+
+def _terms_table(kind, cal, level):
+    p = cal.params_
+    table = Table(title=f"{kind}: CPU demand per ingress message, from {p['n_rows']} evidence rows")
+    for col in ("term", "value", f"{level:.0%} interval", "meaning"):
+        table.add_column(col, no_wrap=col != "meaning")
+    for name, unit, meaning in TERMS:
+        t = p[name]
+        if t["identifiable"]:
+            ci = f"{_value(t['low'], unit)} .. {_value(t['high'], unit)}" if t["low"] == t["low"] else "-"
+            table.add_row(name, _value(t["value"], unit), ci, t["reason"] or meaning)
+        else:
+            table.add_row(name, "-", "-", t["reason"])
+    return table
+
+
+def _fit_lines(cal):
+    p = cal.params_
+    ranges = ", ".join(f"{k} {lo:g}..{hi:g}" for k, (lo, hi) in p["ranges"].items())
+    lines = [
+        f"subscription term: {p['subscription_form']} form kept ({p['subscription_choice']})",
+        f"residuals: rms {p['rms_relative_error']:.2%}, max {p['max_relative_error']:.2%} (relative, fitted rows)",
+        f"fitted ranges: {ranges}",
+    ]
+    if p["unused"]:
+        lines.append("rows without a demand (not fitted): " + ", ".join(f"{n} {k}" for k, n in p["unused"].items()))
+    return lines
+
+
+def _calibrate_table(args, console):
+    table = read_evidence(args.results)
+    level = 0.95
+    profiles = {}
+    for kind, rows in table.groupby("broker", sort=True):
+        if demand_rows(rows).empty:
+            kinds = ", ".join(f"{n} {k}" for k, n in rows.observation.value_counts().items())
+            console.print(f"{kind}: no limit, cpu or saturated throughput rows ({kinds}): nothing to fit")
+            continue
+        cal = EvidenceCalibrator(n_boot=args.bootstrap, level=level, seed=args.seed).fit(rows.reset_index(drop=True))
+        console.print(_terms_table(kind, cal, level))
+        for line in _fit_lines(cal):
+            console.print(line, markup=False, highlight=False)
+        date = datetime.date.today().isoformat()
+        profiles[kind] = evidence_profile(kind, rows, cal, source=Path(args.results).name, date=date, level=level)
+    _save(profiles, _target(args), console, show=False)
+    return 0
+
+
+def _calibrate(args, console):
+
+    if is_evidence_file(args.results):
+        return _calibrate_table(args, console)
+    if args.export_evidence:
+        runs, sat, _, meta = read_results(args.results)
+        table = evidence_from_results(runs, sat, meta, reference=str(args.results))
+        write_evidence(table, args.export_evidence)
+        console.print(f"wrote {args.export_evidence} ({len(table)} observations)")
+    *_, profiles = _fitted(args)
+    _save(profiles, _target(args), console)
     return 0
 
 
@@ -146,8 +225,15 @@ def add_commands(sub):
     m.add_argument("campaign", help="campaign YAML file, e.g. experiments/calibration/campaign.yaml")
     m.add_argument("--out", required=True, help="result directory (resumes if it exists)")
     m.set_defaults(func=_measure)
-    c = sub.add_parser("calibrate", help="fit broker profiles from a campaign's results")
-    c.add_argument("results", help="campaign result directory")
+    c = sub.add_parser("calibrate", help="fit broker profiles from a campaign's results or an evidence table")
+    c.add_argument(
+        "results", help="campaign result directory, or an evidence table (.csv, .yaml: see docs/evidence.md)"
+    )
+    c.add_argument(
+        "--export-evidence", metavar="FILE", help="also write a result directory as an evidence table (.csv or .yaml)"
+    )
+    c.add_argument("--bootstrap", type=int, default=300, help="bootstrap resamples for an evidence table (default 300)")
+    c.add_argument("--seed", type=int, default=0, help="seed of the bootstrap (default 0)")
     c.add_argument(
         "--write",
         nargs="?",

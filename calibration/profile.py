@@ -82,7 +82,7 @@ def _cost(mean_s, cv):
     return _us(mean_s)
 
 
-def build_profile(*, name, broker_kind, demand_params, link_params, metadata, service_cv=0.0):
+def build_profile(*, name, broker_kind, demand_params, link_params, metadata, service_cv=0.0, evidence=None):
     """The preset mapping of one calibrated broker and its loopback link.
 
     Parameters
@@ -102,40 +102,54 @@ def build_profile(*, name, broker_kind, demand_params, link_params, metadata, se
     service_cv : float
         Coefficient of variation of the ingress and delivery costs (gamma
         distributed; 0 = constant), see :mod:`pubsim.calibration.variability`.
+    evidence : dict or None
+        A calibration from an evidence table
+        (:mod:`pubsim.calibration.evidence_fit`): written as the profile's
+        top-level ``evidence`` mapping (sources, fitted ranges, terms with
+        their intervals, residual errors; preset loading ignores it).
+        ``metadata`` may then carry ``source`` (a provenance source) and
+        ``note`` (replacing the measured-run note), ``demand_params`` also
+        ``filter_scan_cost_s`` and ``ack_cost_s``, and ``link_params`` may be
+        None (no link preset).
     """
     model = BROKER_MODELS[broker_kind]
     where = (
-        f"{metadata['host']} ({metadata['cpu']}, kernel {metadata['kernel']}), "
-        f"{broker_kind} {metadata['broker_version']}, broker capped at "
-        f"{metadata['cpu_cap_fraction']} core"
+        f"{metadata.get('host', '?')} ({metadata.get('cpu', '?')}, kernel {metadata.get('kernel', '?')}), "
+        f"{broker_kind} {metadata.get('broker_version', '?')}, broker capped at "
+        f"{metadata.get('cpu_cap_fraction', '?')} core"
     )
+    note = metadata.get("note") or (
+        f"CPU s per message by the utilization law from /proc, fitted by NNLS over "
+        f"{metadata['n_runs']} training runs (rms residual "
+        f"{metadata['rms_residual_s'] * 1e6:.3g} us; wake-up regressor: "
+        f"{metadata.get('wake_regressor', 'measured')}; background CPU "
+        f"{demand_params.get('background_cpu_fraction', 0.0):.3g} core, simulated as a constant "
+        f"load that takes its share of the CPU first); "
+        f"{metadata.get('variability', 'constant per-message costs (variability not fitted)')}; "
+        f"costs are CPU seconds of a whole "
+        f"core: set cpu_fraction for a capped broker. {where}. Workers, topic syntax "
+        f"and overflow from the broker's design: {model['why']}."
+    )
+    extra = {k: float(f"{demand_params[k]:.6g}") for k in ("filter_scan_cost_s", "ack_cost_s") if k in demand_params}
     broker = {
         "workers": model["workers"],
         "ingress_cost_s": _cost(demand_params["ingress_cost_s"], service_cv),
         "delivery_cost_s": _cost(demand_params["delivery_cost_s"], service_cv),
         "per_byte_cost_s": float(demand_params["per_byte_cost_s"]),
         "idle_wakeup_cost_s": _us(demand_params["idle_wakeup_cost_s"]),
+        **extra,
         "background_cpu_fraction": float(f"{demand_params.get('background_cpu_fraction', 0.0):.4g}"),
         "topic_syntax": model["topic_syntax"],
         "overflow": model["overflow"],
         "provenance": {
-            "source": "measured",
+            "source": metadata.get("source", "measured"),
             "reference": metadata["data"],
             "date": metadata["date"],
-            "note": (
-                f"CPU s per message by the utilization law from /proc, fitted by NNLS over "
-                f"{metadata['n_runs']} training runs (rms residual "
-                f"{metadata['rms_residual_s'] * 1e6:.3g} us; wake-up regressor: "
-                f"{metadata.get('wake_regressor', 'measured')}; background CPU "
-                f"{demand_params.get('background_cpu_fraction', 0.0):.3g} core, simulated as a constant "
-                f"load that takes its share of the CPU first); "
-                f"{metadata.get('variability', 'constant per-message costs (variability not fitted)')}; "
-                f"costs are CPU seconds of a whole "
-                f"core: set cpu_fraction for a capped broker. {where}. Workers, topic syntax "
-                f"and overflow from the broker's design: {model['why']}."
-            ),
+            "note": note,
         },
     }
+    if link_params is None:
+        return {"broker": {name: broker}, **({"evidence": evidence} if evidence else {})}
     jitter = (
         f"gamma({link_params['jitter_mean_s']:.6g}, cv={max(link_params['jitter_cv'], 1e-3):.4g})"
         if link_params["jitter_mean_s"] > 0
@@ -159,7 +173,11 @@ def build_profile(*, name, broker_kind, demand_params, link_params, metadata, se
             ),
         },
     }
-    return {"broker": {name: broker}, "link": {f"loopback-{name}": link}}
+    return {
+        "broker": {name: broker},
+        "link": {f"loopback-{name}": link},
+        **({"evidence": evidence} if evidence else {}),
+    }
 
 
 def check_profile(profile):
@@ -177,4 +195,9 @@ def profile_yaml(profile):
         "# Calibrated by `pubsim calibrate` from pubsim's own measurements (see provenance).\n"
         "# Re-run the campaign and the fit: see calibration/README.md.\n"
     )
+    if "evidence" in profile:
+        head = (
+            "# Calibrated by `pubsim calibrate TABLE` from an evidence table (see provenance and evidence:\n"
+            "# sources, fitted ranges, terms with confidence intervals). See docs/evidence.md.\n"
+        )
     return head + yaml.safe_dump(check_profile(profile), sort_keys=False, width=100)

@@ -8,6 +8,8 @@ cd "$(dirname "$0")/.."
 bash scripts/bootstrap.sh >/dev/null
 rm -rf build/layout && .venv/bin/python scripts/layout_view.py build/layout
 .venv/bin/python -m pubsim.reference docs/reference
+.venv/bin/python -m pubsim.calibration.evidence docs/reference
 .venv/bin/mkdocs build --strict --quiet
 cp docs/reference/scenario.schema.json build/site/scenario.schema.json
+cp docs/reference/evidence.schema.json build/site/evidence.schema.json
 echo "documentation: build/site/index.html"
