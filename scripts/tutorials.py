@@ -27,22 +27,26 @@ NOTE = """\
 > .venv/bin/jupyter lab notebooks/{name}
 > ```
 >
-> then *Run > Run All Cells*. {timing} Cells that take more than a few seconds
-> pass `progress=True` and show a progress bar. `PUBSIM_NOTEBOOK_QUICK=1 .venv/bin/jupyter lab notebooks/`
-> runs a small, fast version of every notebook (what the tests run).
+> then *Run > Run All Cells*. {timing} The long cells show a progress bar
+> (`progress=True`, or `pubsim.progress.track` over a loop). Started with
+> `PUBSIM_NOTEBOOK_QUICK=1 .venv/bin/jupyter lab notebooks/`, every notebook
+> runs a small, fast version of itself (the one the tests run).
 """
 
+# whole-notebook run times, full mode, measured on a shared 2-core machine
+LONG = "Running it whole takes a few minutes, most of them in the cells with a progress bar."
 TIMING = {
-    "calibration_validation.ipynb": "The whole notebook takes a few minutes.",
-    "city_trace.ipynb": "The whole notebook takes a few minutes; it reads the CampusIoT traces from "
-    "`../shared/traces` (or `$PUBSIM_TRACES`) and uses a generated load when they are absent.",
-    "quickstart_what_if.ipynb": "The whole notebook takes a few minutes.",
+    "calibration_validation.ipynb": LONG,
+    "edge_trees.ipynb": LONG,
+    "quickstart_what_if.ipynb": LONG,
+    "city_trace.ipynb": "Running it whole takes a minute or two. It reads the CampusIoT traces from "
+    "`shared/traces` beside the clone (or `$PUBSIM_TRACES`), and uses a generated load when they are absent.",
 }
 
 
 def note_cell(name: str) -> dict:
     """The Markdown cell telling how to run notebook ``name``."""
-    text = NOTE.format(name=name, timing=TIMING.get(name, "The whole notebook takes about a minute."))
+    text = NOTE.format(name=name, timing=TIMING.get(name, "Running it whole takes about a minute."))
     return {"cell_type": "markdown", "id": NOTE_ID, "metadata": {}, "source": text.splitlines(keepends=True)}
 
 
