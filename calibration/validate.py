@@ -27,6 +27,7 @@ import numpy as np
 import pandas as pd
 from scipy.stats import ks_2samp
 
+from .. import progress as P
 from ..analysis.interval_search import interval_search, is_sustainable
 from .fit import BrokerDemandCalibrator, KneeDemandCalibrator, LatencyFloorCalibrator
 from .profile import build_profile
@@ -193,8 +194,16 @@ class Validation:
 def validate(runs, saturation, latency, profiles, *, seed=0, steps=10, progress=None):
     """Compare simulation with measurement (see the module docstring).
 
-    ``progress(done, total, label)`` is called after each pair.
+    ``progress``: True (or a label) shows a bar of the (broker, config)
+    pairs done (tqdm: a widget in Jupyter, text on stderr elsewhere;
+    :mod:`pubsim.progress`); a callable gets ``progress(done, total, label)``
+    after each pair; None shows nothing.
     """
+    with P.steps(progress, desc="validating", unit="config") as notify:
+        return _compare(runs, saturation, latency, profiles, seed, steps, notify)
+
+
+def _compare(runs, saturation, latency, profiles, seed, steps, progress):
     pairs, per_run, samples = [], [], {}
     groups = [(k, g) for k, g in runs.groupby(["broker", "config"], sort=False) if k[0] in profiles]
     sat = saturation.set_index(["broker", "config"])

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from . import progress as P
 from .models.assembly.build import build_network
 from .models.mechanisms.ildm.traffic import traffic_table
 from .sim.drivers import BatchDriver, ReferenceDriver
@@ -163,8 +164,10 @@ def simulate(
         Let messages in flight at ``duration_s`` finish.
     series_bin_s : float, optional
         Bin of the throughput time series; default duration / 100.
-    progress : callable, optional
-        ``progress(simulated_s, total_s)``, batch driver only.
+    progress : bool, str or callable, optional
+        True (or a label) shows a bar of simulated seconds (tqdm: a widget
+        in Jupyter, text on stderr elsewhere; :mod:`pubsim.progress`); a
+        callable gets ``progress(simulated_s, total_s)``. Batch driver only.
     """
 
     window = _check_window(duration_s, warmup_s, cooldown_s)
@@ -175,5 +178,6 @@ def simulate(
     net = build_network(topology, seed=seed, replication=replication, window=window)
     sink = RECORDS[record](net, series_bin_s or duration_s / 100)
     drv = DRIVERS[driver](net, sink) if driver == "reference" else BatchDriver(net, sink, chunk_messages=chunk_messages)
-    drv.run(duration_s, drain=drain, progress=progress)
+    with P.seconds(progress, desc="simulating", total_s=duration_s) as callback:
+        drv.run(duration_s, drain=drain, progress=callback)
     return RunResult(net, sink, drv, duration_s, window)

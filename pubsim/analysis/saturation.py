@@ -39,6 +39,7 @@ from dataclasses import dataclass
 import networkx as nx
 import pandas as pd
 
+from .. import progress as P
 from ..models import topology as T
 from ..run import simulate
 from ..sim.errors import ConfigError
@@ -262,9 +263,12 @@ def saturation_search(
         As :func:`pubsim.analysis.interval_search.interval_search`.
     driver : str
         ``batch`` or ``reference``.
-    progress : callable, optional
-        ``progress(record)`` after each probe (refine probes arrive together
-        when run by an executor).
+    progress : bool, str or callable, optional
+        True (or a label) shows a bar counting the probes, each probe's
+        interval and verdict beside it (tqdm: a widget in Jupyter, text on
+        stderr elsewhere; :mod:`pubsim.progress`); a callable gets
+        ``progress(record)`` after each probe. Refine probes arrive together
+        when run by an executor.
     rerate : str, sequence of str or None
         Glob patterns (:func:`fnmatch.fnmatchcase`) of the publisher names to
         re-rate; the others keep their rates. None: every publisher. A
@@ -278,6 +282,42 @@ def saturation_search(
     -------
     Saturation
     """
+    with P.counter(progress, desc="saturation search", unit="probe", label=_probe_label) as notify:
+        return _search(
+            source,
+            start_interval_s,
+            duration_s,
+            warmup_s,
+            seed,
+            steps,
+            max_doublings,
+            stop_at_first_failure,
+            driver,
+            notify,
+            rerate,
+            executor,
+        )
+
+
+def _probe_label(rec):
+    verdict = "sustainable" if _weighted_sustainable(rec) else "unsustainable"
+    return f"{rec['interval_s'] * 1e3:.4g} ms {verdict}"
+
+
+def _search(
+    source,
+    start_interval_s,
+    duration_s,
+    warmup_s,
+    seed,
+    steps,
+    max_doublings,
+    stop_at_first_failure,
+    driver,
+    progress,
+    rerate,
+    executor,
+):
     make, publishers, kept = _factory(source, rerate)
     counter = {"k": 0}
 

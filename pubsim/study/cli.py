@@ -50,7 +50,7 @@ def run_command(args, console):
         executor=args.executor,
         dask_address=args.dask,
         workers=args.workers,
-        progress=True,
+        progress="rich",
         force_new=args.force_new,
         run_overrides=overrides,
         console=console,

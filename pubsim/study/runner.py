@@ -12,6 +12,7 @@ from contextlib import nullcontext
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from .. import progress as P
 from . import store
 from .executors import make_executor
 from .tasks import run_task
@@ -58,7 +59,7 @@ def run_study(
     executor="local",
     dask_address=None,
     workers=None,
-    progress=True,
+    progress=False,
     force_new=False,
     run_overrides=None,
     console=None,
@@ -79,8 +80,11 @@ def run_study(
     dask_address : str, optional
         ``tcp://host:port`` of a running Dask scheduler, or ``local`` for a
         local cluster of ``workers`` processes; implies ``executor="dask"``.
-    progress : bool
-        Show a progress bar of tasks done / total (rich).
+    progress : bool, str or "rich"
+        True (or a label): a bar of tasks done / total (tqdm: a widget in
+        Jupyter, text on stderr elsewhere; :mod:`pubsim.progress`);
+        ``"rich"``: a line about the study and a rich bar on ``console``
+        (the command line's); False: nothing.
     run_overrides : dict, optional
         Keyword arguments overriding every point's ``run`` settings
         (``driver``, ``record``).
@@ -95,19 +99,27 @@ def run_study(
     store.prepare(out_dir, study, force_new=force_new)
     pending = pending_tasks(study, out_dir)
     total = len(study.points) * study.replications
-    if progress:
+    rich = progress == "rich"
+    if rich:
         console = console or Console(stderr=True)
         console.print(
             f"study {study.name}: {len(study.points)} points x {study.replications} replications; "
             f"{total - len(pending)} tasks already finished, {len(pending)} to run on "
             f"{runner.description}"
         )
-    with _progress(console) if progress else nullcontext() as bar:
-        task = bar.add_task("tasks", total=total, completed=total - len(pending)) if progress else None
+    with (
+        _progress(console) if rich else nullcontext() as bar,
+        P.bar(False if rich else progress, desc=f"study {study.name}", total=total, unit="task") as tq,
+    ):
+        task = bar.add_task("tasks", total=total, completed=total - len(pending)) if rich else None
+        if tq is not None:
+            tq.update(total - len(pending))
         for (point_id, r), tables in runner.run(run_task, _jobs(study, pending, run_overrides)):
             store.write_tables(out_dir, point_id, r, tables)
-            if progress:
+            if rich:
                 bar.advance(task)
+            if tq is not None:
+                tq.update(1)
     store.touch_manifest(out_dir)
     df = store.load_summary(out_dir)
     ids = {p.point_id for p in study.points}

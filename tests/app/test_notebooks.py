@@ -11,9 +11,12 @@ backend, or closed its figures, would leave the notebook without figures.
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import nbformat
 import pytest
+import yaml
 from nbclient import NotebookClient
 
 from tests import ROOT
@@ -52,3 +55,19 @@ def test_notebook_runs_in_a_kernel_and_shows_its_figures(path, monkeypatch):
     NotebookClient(nb, timeout=900, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}).execute()
     images = sum(_images(c) for c in nb.cells[:n_cells])
     assert images > 0, f"{path.name} drew no figure in the kernel"
+
+
+def test_every_notebook_is_a_tutorial_page_with_a_note_on_how_to_run_it(tmp_path):
+    """scripts/tutorials.py (run by scripts/docs.sh) copies each notebook with one note cell; mkdocs.yml lists them."""
+    subprocess.run([sys.executable, str(ROOT / "scripts" / "tutorials.py"), str(tmp_path)], check=True)
+    nav = yaml.safe_load((ROOT / "mkdocs.yml").read_text())["nav"]
+    (tutorials,) = [entry["Tutorials"] for entry in nav if "Tutorials" in entry]
+    pages = {page for entry in tutorials for page in entry.values()}
+    assert {p.name for p in tmp_path.glob("*.ipynb")} == {p.name for p in NOTEBOOKS}
+    for path in NOTEBOOKS:
+        assert f"tutorials/{path.name}" in pages, path.name
+        original, page = (nbformat.read(p, as_version=4) for p in (path, tmp_path / path.name))
+        note = page.cells.pop(1)
+        assert note.cell_type == "markdown" and f"notebooks/{path.name}" in note.source and "progress" in note.source
+        assert page == original
+        nbformat.validate(page)
