@@ -15,7 +15,9 @@ queue:
   :class:`pubsim.sim.disciplines.QueueDiscipline`.
 
 Each run is a fresh process (so its peak RSS is its own) that compiles or
-loads the numba kernels on a short run before the timed one. Prints published
+loads the numba kernels on a short run before the timed one; the RSS peak
+before the timed run is printed too (imports and kernels: it depends on the
+environment, so compare the growth across environments). Prints published
 messages per second of wall time, peak RSS and the ratio of the FIFO fast path
 to priority channels (one run each; no assertion: the machine may be shared).
 
@@ -59,11 +61,12 @@ def measure(scheduling, overflow, load, messages):
     simulate(star(scheduling, overflow, load), duration_s=0.2, seed=0)  # compile/load the kernels first
     duration = messages * TX_S / load
     g = star(scheduling, overflow, load)
+    warm_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     t0 = time.perf_counter()
     r = simulate(g, duration_s=duration, warmup_s=duration * 0.05, seed=1, record="stream")
     wall = time.perf_counter() - t0
     s = r.summary()
-    published = int(r.throughput_series()["published"].sum())
+    published = int(round((r.throughput_series()["published_per_s"] * r.sink.series_bin_s).sum()))
     return {
         "scheduling": scheduling,
         "overflow": overflow,
@@ -73,6 +76,7 @@ def measure(scheduling, overflow, load, messages):
         "latency_mean_ms": s["latency_mean_s"] * 1e3,
         "loss_rate": s["loss_rate"],
         "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "warm_rss_mib": warm_rss,
     }
 
 
@@ -99,7 +103,7 @@ def main():
             f"{r['scheduling']:>8} links ({r['overflow']}): {r['published']:,} published in "
             f"{r['wall_s']:.2f} s wall = {r['msgs_per_wall_s']:,.0f} msg/s; "
             f"mean latency {r['latency_mean_ms']:.3f} ms, loss {r['loss_rate']:.4%}, "
-            f"peak RSS {r['peak_rss_mib']:,.0f} MiB"
+            f"peak RSS {r['peak_rss_mib']:,.0f} MiB ({r['warm_rss_mib']:,.0f} MiB before the timed run)"
         )
     ratio = rows[0]["msgs_per_wall_s"] / rows[-1]["msgs_per_wall_s"]
     print(f"FIFO fast path (drop_newest) / priority channels ({args.overflow}): {ratio:.2f}x")

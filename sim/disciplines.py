@@ -6,6 +6,14 @@ service (:class:`Served`) and what was dropped. The fast path hands them
 large batches; the reference driver hands them one message at a time (and
 calls event-driven ones with an empty batch at their wake-up times). Their
 logic is the same either way.
+
+Every discipline runs a batch in compiled code: :class:`FifoDiscipline` and
+:class:`BatchDiscipline` in :mod:`pubsim.sim.kernels`, :class:`QueueDiscipline`
+(priorities, drop-oldest, update, flow-to-disk) in
+:mod:`pubsim.sim.queue_kernel`. :class:`EventQueueDiscipline` is the
+event-driven queue written in Python, one event at a time: the readable
+reference the compiled queue is tested against, and the base of the
+restarting broker queue (:mod:`pubsim.sim.restart`).
 """
 
 from __future__ import annotations
