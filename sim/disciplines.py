@@ -6,6 +6,14 @@ service (:class:`Served`) and what was dropped. The fast path hands them
 large batches; the reference driver hands them one message at a time (and
 calls event-driven ones with an empty batch at their wake-up times). Their
 logic is the same either way.
+
+Every discipline runs a batch in compiled code: :class:`FifoDiscipline` and
+:class:`BatchDiscipline` in :mod:`pubsim.sim.kernels`, :class:`QueueDiscipline`
+(priorities, drop-oldest, update, flow-to-disk) in
+:mod:`pubsim.sim.queue_kernel`. :class:`EventQueueDiscipline` is the
+event-driven queue written in Python, one event at a time: the readable
+reference the compiled queue is tested against, and the base of the
+restarting broker queue (:mod:`pubsim.sim.restart`).
 """
 
 from __future__ import annotations
@@ -19,9 +27,18 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from . import kernels as K
+from . import queue_kernel as QK
 from .packets import Packets
 
-__all__ = ["Discipline", "Served", "FifoDiscipline", "QueueDiscipline", "BatchDiscipline", "Overflow"]
+__all__ = [
+    "Discipline",
+    "Served",
+    "FifoDiscipline",
+    "QueueDiscipline",
+    "EventQueueDiscipline",
+    "BatchDiscipline",
+    "Overflow",
+]
 
 
 Row = tuple[float, int, int, int, float]
@@ -257,12 +274,25 @@ class FifoDiscipline:
         return int(self.fs[K.SERVED])
 
 
+_POLICY = {
+    Overflow.DROP_NEWEST: QK.Q_DROP_NEWEST,
+    Overflow.REJECT: QK.Q_REJECT,
+    Overflow.DROP_OLDEST: QK.Q_DROP_OLDEST,
+    Overflow.RING: QK.Q_DROP_OLDEST,
+    Overflow.UPDATE: QK.Q_UPDATE,
+    Overflow.FLOW_TO_DISK: QK.Q_FLOW_TO_DISK,
+}
+
+
 class QueueDiscipline:
     """Event-driven station: non-preemptive priorities, every overflow policy but back-pressure.
 
     Used where the service order or the fate of a waiting message is not known
     on arrival. Messages are served by priority (higher first), FIFO within a
     priority. Completions at time t are handled before arrivals at time t.
+    Runs a whole batch in one compiled call (:mod:`pubsim.sim.queue_kernel`,
+    whose docstring explains the design); :class:`EventQueueDiscipline` is the
+    same algorithm in Python, one event at a time.
 
     Parameters
     ----------
@@ -273,12 +303,167 @@ class QueueDiscipline:
         Any of :class:`Overflow` but ``backpressure``: ``drop_newest``,
         ``reject``, ``drop_oldest``/``ring`` (evicts the message that has
         waited longest), ``update`` (replace the waiting message of the same
-        key) or ``flow_to_disk``.
+        key; keys are non-negative integers, None: one key for all) or
+        ``flow_to_disk``.
     idle_extra_s : float
         As for :class:`FifoDiscipline`.
     disk_cost_s : float
         ``flow_to_disk``: extra service time of a message admitted beyond the
         limit (written to disk and read back), s.
+    """
+
+    event_driven = True
+    uses_priority = True
+
+    def __init__(
+        self,
+        *,
+        servers: int = 1,
+        capacity_messages: int | None = None,
+        capacity_bytes: float | None = None,
+        overflow: str = Overflow.DROP_OLDEST,
+        idle_extra_s: float = 0.0,
+        disk_cost_s: float = 0.0,
+    ) -> None:
+        if overflow == Overflow.BACKPRESSURE:
+            raise ValueError("back-pressure is handled by FifoDiscipline")
+        self.overflow = overflow
+        self.uses_key = overflow == Overflow.UPDATE
+        self.qi = np.zeros(QK.QI_LEN, dtype=np.int64)
+        self.qi[[QK.QI_SERVERS, QK.QI_CAP, QK.QI_POLICY]] = (
+            int(servers),
+            _capacity(capacity_messages),
+            _POLICY[overflow],
+        )
+        self.qf = np.zeros(QK.QF_LEN)
+        self.qf[[QK.QF_CAP_BYTES, QK.QF_IDLE, QK.QF_DISK]] = (
+            math.inf if capacity_bytes is None else float(capacity_bytes),
+            float(idle_extra_s),
+            float(disk_cost_s),
+        )
+        self.hf = np.empty((int(servers), 2))
+        self.hseq = np.empty(int(servers), dtype=np.int64)
+        self.sf = np.empty((0, 3))
+        self.si = np.empty((0, 4), dtype=np.int64)
+        self.free = np.empty(0, dtype=np.int64)
+        self._grow_slots(16)
+        self.lv = np.empty((4, 4), dtype=np.int64)
+        self.kslot = np.full(1, -1, dtype=np.int64)
+        self.held = Packets.empty()  # the waiting messages, in queue_held order
+
+    def _grow_slots(self, n: int) -> None:
+        """Room for ``n`` waiting messages (n >= current): new slots go on the free stack."""
+        old = self.sf.shape[0]
+        sf, si, free = np.empty((n, 3)), np.empty((n, 4), dtype=np.int64), np.empty(n, dtype=np.int64)
+        sf[:old], si[:old] = self.sf, self.si
+        nfree = int(self.qi[QK.QI_NFREE])
+        free[:nfree] = self.free[:nfree]
+        free[nfree : nfree + n - old] = np.arange(old, n)
+        self.sf, self.si, self.free = sf, si, free
+        self.qi[QK.QI_NFREE] = nfree + n - old
+
+    def _grow(self) -> None:
+        """More slots or priority levels, whichever ran out."""
+        if self.qi[QK.QI_NFREE] == 0:
+            self._grow_slots(2 * self.sf.shape[0])
+        if self.qi[QK.QI_NLEV] == self.lv.shape[0]:
+            self.lv = np.concatenate([self.lv, np.empty_like(self.lv)])
+
+    def _keys(self, key: np.ndarray | None, n: int) -> np.ndarray:
+        """Keys as indices of the key table (grown to fit); zeros when unused."""
+        if not self.uses_key or key is None or n == 0:
+            return np.zeros(n, dtype=np.int64)
+        keys = np.asarray(key)
+        if keys.dtype.kind not in "iu" or keys.min() < 0:
+            raise ValueError(f"update keys must be non-negative integers, got {keys.dtype} from {keys.min()}")
+        keys = keys.astype(np.int64, copy=False)
+        top = int(keys.max())
+        if top >= self.kslot.shape[0]:
+            grown = np.full(max(top + 1, 2 * self.kslot.shape[0]), -1, dtype=np.int64)
+            grown[: self.kslot.shape[0]] = self.kslot
+            self.kslot = grown
+        return keys
+
+    def run(
+        self,
+        packets: Packets,
+        service_s: np.ndarray,
+        size_bytes: np.ndarray,
+        horizon_s: float,
+        priority: np.ndarray | None = None,
+        key: np.ndarray | None = None,
+    ) -> Served:
+        """Serve a batch; ``priority`` (higher first) and ``key`` (update policy) per packet."""
+        n = len(packets)
+        prio = np.zeros(n, dtype=np.int64) if priority is None else np.asarray(priority).astype(np.int64, copy=False)
+        keys = self._keys(key, n)
+        service = np.asarray(service_s, dtype=np.float64)
+        size = np.asarray(size_bytes, dtype=np.float64)
+        m = len(self.held)
+        out_ref, out_time = np.empty(m + n, dtype=np.int64), np.empty((3, m + n))
+        drop_ref, drop_t, drop_code = np.empty(m + n, dtype=np.int64), np.empty(m + n), np.empty(m + n, dtype=np.int64)
+        self.qi[[QK.QI_NOUT, QK.QI_NDROP]] = 0
+        i = 0
+        while True:
+            i = QK.queue_run(
+                self.qi,
+                self.qf,
+                self.hf,
+                self.hseq,
+                self.sf,
+                self.si,
+                self.free,
+                self.lv,
+                self.kslot,
+                i,
+                m,
+                packets.t,
+                service,
+                size,
+                prio,
+                keys,
+                float(horizon_s),
+                out_ref,
+                out_time,
+                drop_ref,
+                drop_t,
+                drop_code,
+            )
+            if i == n:
+                break
+            self._grow()
+        refs = np.empty(int(self.qi[QK.QI_NWAIT]), dtype=np.int64)
+        QK.queue_held(self.qi, self.si, self.lv, refs)
+        both = Packets.concat([self.held, packets])
+        self.held = both.take(refs)
+        k, d = int(self.qi[QK.QI_NOUT]), int(self.qi[QK.QI_NDROP])
+        return Served(
+            both.take(out_ref[:k]),
+            out_time[0, :k],
+            out_time[1, :k],
+            out_time[2, :k],
+            both.take(drop_ref[:d]),
+            drop_t[:d],
+            drop_code[:d],
+        )
+
+    def next_wake(self) -> float | None:
+        """Next completion time after which a waiting message starts, if any."""
+        if self.qi[QK.QI_NWAIT] and self.qi[QK.QI_NBUSY]:
+            return float(self.hf[0, 0])
+        return None
+
+    def held_visits(self) -> np.ndarray:
+        """Visits of the waiting messages (those in service were returned when they started)."""
+        return self.held.visit.copy()
+
+
+class EventQueueDiscipline:
+    """Event-driven station in Python, one event at a time: the readable reference of
+    :class:`QueueDiscipline` (same results, record for record) and the base of
+    :class:`pubsim.sim.restart.RestartQueueDiscipline`.
+
+    Parameters as :class:`QueueDiscipline` (any hashable ``update`` key).
 
     Entries are tuples ``(seq, row, service, size, priority, arrival, key)``.
     """

@@ -28,13 +28,13 @@ from typing import Any
 import numpy as np
 
 from . import kernels as K
-from .disciplines import Entry, QueueDiscipline, Row
+from .disciplines import Entry, EventQueueDiscipline, Row
 
 __all__ = ["RestartQueueDiscipline"]
 
 
-class RestartQueueDiscipline(QueueDiscipline):
-    """:class:`~pubsim.sim.disciplines.QueueDiscipline` with broker restarts.
+class RestartQueueDiscipline(EventQueueDiscipline):
+    """:class:`~pubsim.sim.disciplines.EventQueueDiscipline` (the Python event-by-event queue) with broker restarts.
 
     Parameters
     ----------

@@ -243,9 +243,9 @@ class Station:
         self.stats.add(packets.t, ingress, served, served.drop_t, served.drop_code)
         arrive, code = self.after_service(served)
         ok = code == K.OK
+        if ok.all():  # no copy of the packets (most stations lose nothing after service)
+            return StationOutput(served.packets.with_time(arrive), served.dropped, served.drop_t, served.drop_code)
         departed = served.packets.take(ok).with_time(arrive[ok])
-        if ok.all():
-            return StationOutput(departed, served.dropped, served.drop_t, served.drop_code)
         lost = ~ok
         dropped = Packets.concat([served.dropped, served.packets.take(lost)])
         drop_t = np.concatenate([served.drop_t, served.depart[lost]])

@@ -85,8 +85,9 @@ def priority_star():
     return T.star(broker=broker, publishers=pubs, subscribers=subs, link=LAN)
 
 
-def priority_link_star(overflow):
-    """YAMI4 priority channels: per-topic priorities, slow lossy downlinks with a small queue."""
+def priority_link_star(overflow, queue_bytes=None):
+    """YAMI4 priority channels: per-topic priorities, slow lossy downlinks with a small queue
+    (4 messages, or ``queue_bytes`` bytes)."""
     pubs = {
         "mixed": PublisherParams(
             topics=("c/0", "c/1", "c/2"),
@@ -105,7 +106,8 @@ def priority_link_star(overflow):
         bandwidth_Bps=1e6,
         jitter_s=Exponential(mean_value=5e-5),
         loss_probability=0.02,
-        queue_messages=4,
+        queue_messages=4 if queue_bytes is None else None,
+        queue_bytes=queue_bytes,
         scheduling="priority",
         overflow=overflow,
     )
@@ -319,6 +321,9 @@ CASES = {
     "priority-link-reject": (lambda: priority_link_star("reject"), 0.3),
     "priority-link-ring": (lambda: priority_link_star("ring"), 0.3),
     "priority-link-update": (lambda: priority_link_star("update"), 0.3),
+    "priority-link-drop-oldest-bytes": (lambda: priority_link_star("drop_oldest", queue_bytes=900), 0.3),
+    "priority-link-update-bytes": (lambda: priority_link_star("update", queue_bytes=900), 0.3),
+    "priority-link-reject-bytes": (lambda: priority_link_star("reject", queue_bytes=900), 0.3),
     "client-queue-flow-to-disk": (lambda: client_queue_star("flow_to_disk"), 0.3),
     "client-queue-update-broker-reject": (lambda: client_queue_star("update", "reject"), 0.3),
     "client-queue-ring-broker-update": (lambda: client_queue_star("ring", "update"), 0.3),
@@ -434,6 +439,9 @@ def test_cases_exercise_what_they_claim():
         ("priority-link-reject", {"rejected", "link_loss"}),
         ("priority-link-ring", {"dropped_oldest", "link_loss"}),
         ("priority-link-update", {"replaced", "link_loss"}),
+        ("priority-link-drop-oldest-bytes", {"dropped_oldest", "link_loss"}),
+        ("priority-link-update-bytes", {"replaced", "buffer_bytes"}),
+        ("priority-link-reject-bytes", {"rejected", "link_loss"}),
         ("client-queue-update-broker-reject", {"replaced", "rejected"}),
         ("client-queue-ring-broker-update", {"dropped_oldest", "replaced"}),
         ("restart-priority-update", {"replaced", "broker_restart", "broker_down"}),
