@@ -19,9 +19,9 @@ from __future__ import annotations
 
 from typing import Any
 
-import yaml
-from yaml.composer import ComposerError
-from yaml.constructor import ConstructorError
+import yaml  # type: ignore[import-untyped]
+from yaml.composer import ComposerError  # type: ignore[import-untyped]
+from yaml.constructor import ConstructorError  # type: ignore[import-untyped]
 
 __all__ = ["safe_load", "SafeLoader", "MAX_DEPTH", "MAX_NODES", "MAX_INT_DIGITS"]
 
