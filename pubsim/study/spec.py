@@ -39,7 +39,7 @@ from pathlib import Path
 
 from ..budget import check as check_budget
 from ..scenario import MAX_REPLICATIONS, MAX_SEED, parse_scenario, parse_yaml, read_yaml
-from ..sim.errors import ConfigError
+from ..sim.errors import ConfigError, short_repr
 from .fieldpath import apply_overrides, parse_path
 from .sampling import combine, grid_points, sample_points, zip_points
 
@@ -71,7 +71,15 @@ class Point:
     config_hash: str = ""
 
     def label(self) -> str:
-        return ", ".join(f"{p}={v}" for p, v in self.overrides.items()) or "base"
+        """``path=value, ...`` (values over 60 characters quoted short)."""
+        return ", ".join(f"{p}={_short(v)}" for p, v in self.overrides.items()) or "base"
+
+
+def _short(value, limit=60):
+    """Text as it is, other values as their repr; either cut to about ``limit`` characters."""
+    if isinstance(value, str) and len(value) <= limit:
+        return value
+    return short_repr(value, limit)
 
 
 @dataclass(frozen=True, kw_only=True)

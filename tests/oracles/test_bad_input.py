@@ -658,3 +658,12 @@ def test_cli_saturate_checks_its_costliest_probe(tmp_path):
     write(tmp_path, base(), "ok.yaml")
     line = _assert_one_line_error(run_cli("saturate", "ok.yaml", "--start", "1ns", "--duration", "10s", cwd=tmp_path))
     assert line.startswith("pubsim: error: estimated messages: '2e+10' is invalid: at most the budget of 2e+09")
+
+
+def test_study_point_label_quotes_values_short(tmp_path):
+    write(tmp_path, base(), "base.yaml")
+    write(tmp_path, {"base": "base.yaml", "vary": {"grid": {"topology.broker.preset": ["x" * 5000]}}}, "study.yaml")
+    with pytest.raises(ConfigError) as e:
+        load_study(tmp_path / "study.yaml")
+    assert e.value.field.startswith("point 0 (topology.broker.preset='xxx")
+    assert "(cut: str of 5,000 characters)" in e.value.field and len(str(e.value)) < 1200
