@@ -145,10 +145,12 @@ def home_broker(g, n):
 
 def _check_graph_attrs(g):
     proto = g.graph.setdefault(PROTOCOL, "mqtt")
-    if proto not in PROTOCOLS:
+    if not isinstance(proto, str) or proto not in PROTOCOLS:
         raise ConfigError(f"graph.{PROTOCOL}", proto, f"one of {sorted(PROTOCOLS)}")
     fwd = g.graph.setdefault(FORWARDING, Forwarding.SUBSCRIPTION.value)
     try:
+        if not isinstance(fwd, str):
+            raise ValueError(fwd)
         Forwarding(fwd)
     except ValueError:
         raise ConfigError(f"graph.{FORWARDING}", fwd, f"one of {[f.value for f in Forwarding]}") from None

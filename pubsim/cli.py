@@ -21,7 +21,10 @@ parameters as built, the command-line overrides). A finished replication
 (its ``summary.json`` present and readable) is not run again, so an
 interrupted study resumes where it stopped; results of another version of
 the scenario are refused (``--force-new`` deletes them and starts over), so
-a rerun never shows stale numbers. Bad input (scenario or command line) prints
+a rerun never shows stale numbers. A run expected to cost more than the budget
+(:mod:`pubsim.budget`: messages, memory up front, clients; ``--max-messages``,
+``--max-memory``, ``--max-clients`` or ``PUBSIM_MAX_*``) is refused before it
+starts. Bad input (scenario or command line) prints
 one line, ``pubsim: error: ...``, and exits with status 2; a file that cannot
 be written prints one line and exits with status 1.
 """
@@ -47,6 +50,9 @@ from ._version import __version__
 from .analysis import run_figures as figures
 from .analysis.draw import topology_figure
 from .analysis.saturate_cli import add_commands as saturate_commands
+from .budget import add_arguments as add_budget_arguments
+from .budget import check as check_budget
+from .budget import from_args as budget_from_args
 from .calibration.cli import add_commands as calibration_commands
 from .models.assembly.features import add_commands as feature_commands
 from .models.assembly.table import parameter_table
@@ -281,7 +287,9 @@ def _draw(args, console):
 
 def _run(args, console):
     _, data = read_yaml(args.scenario)
-    scenario = parse_scenario(data, base_dir=Path(args.scenario).parent)
+    budget = budget_from_args(args)
+    scenario = parse_scenario(data, base_dir=Path(args.scenario).parent, budget=budget)
+    check_budget(scenario, budget)  # refuse up front what would eat the memory or run for days
     if args.out and Path(args.out).exists() and not Path(args.out).is_dir():
         raise ConfigError("--out", args.out, "a directory (or a path where one can be made)")
     overrides = {k: v for k, v in (("driver", args.driver), ("record", args.record)) if v}
@@ -355,6 +363,7 @@ def build_parser():
         action="store_true",
         help="delete results of another version of the scenario in --out and start over",
     )
+    add_budget_arguments(run)
     run.set_defaults(func=_run)
     draw = sub.add_parser("draw", help="draw a scenario's topology (brokers, grouped clients, link rates)")
     draw.add_argument("scenario", help="scenario YAML file")

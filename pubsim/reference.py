@@ -38,6 +38,7 @@ from . import (
     SubscriberParams,
     ZmqSocketParams,
 )
+from .models.params.mapping import MAX_COUNT
 from .models.params.provenance import Source
 
 __all__ = ["PARAMETER_CLASSES", "field_rows", "scenario_schema", "reference_markdown", "UNITS"]
@@ -160,6 +161,7 @@ def field_rows(cls: type) -> list[dict[str, Any]]:
                 "default": _default(fld),
                 "choices": tuple(fld.metadata.get("choices", ())),
                 "description": text.get(fld.name, ""),
+                "max": fld.metadata.get("max", MAX_COUNT if unit.endswith("count") else None),
             }
         )
     return rows
@@ -170,8 +172,19 @@ def _field_schema(row: dict[str, Any]) -> dict[str, Any]:
         schema: dict[str, Any] = {"enum": list(row["choices"])}
     else:
         schema = dict(UNITS.get(row["unit"], UNITS["raw"])[0])
+    if row.get("max") is not None:  # integer bound (models.params.mapping.MAX_COUNT or the field's own)
+        schema = _with_maximum(schema, row["max"])
     if row["description"]:
         schema["description"] = row["description"]
+    return schema
+
+
+def _with_maximum(schema: dict[str, Any], maximum: int) -> dict[str, Any]:
+    """``schema`` with ``maximum`` on its integer branch."""
+    if schema.get("type") == "integer":
+        return {**schema, "maximum": maximum}
+    if "anyOf" in schema:
+        return {**schema, "anyOf": [_with_maximum(s, maximum) for s in schema["anyOf"]]}
     return schema
 
 

@@ -1,6 +1,6 @@
 """Scenario files: a YAML description of a topology, a load and a run.
 
-A scenario is read with ``yaml.safe_load`` and checked field by field; every
+A scenario is read with :func:`pubsim.sim.safeyaml.safe_load` and checked field by field; every
 error is one line naming the field and the value. Layout::
 
     name: quickstart
@@ -46,21 +46,23 @@ from pathlib import Path
 
 import yaml
 
+from .budget import client_limit
 from .models import presets
 from .models.mechanisms.patterns.reports import parse_patterns
 from .models.params.bridge import BridgeParams
 from .models.params.broker import BrokerParams
 from .models.params.client import PublisherParams, SubscriberParams
 from .models.params.link import LinkParams
-from .models.params.mapping import from_mapping
+from .models.params.mapping import from_mapping, read_name
 from .models.params.relay import RelayParams
 from .models.params.zmq import ZmqSocketParams
 from .models.topology import brokerless, chain, read_graphml, star
 from .run import DRIVERS, RECORDS, simulate
 from .sim.errors import ConfigError
+from .sim.safeyaml import safe_load
 from .sim.units import parse_duration_s
 
-__all__ = ["Scenario", "load_scenario", "parse_scenario"]
+__all__ = ["Scenario", "load_scenario", "parse_scenario", "parse_yaml", "read_yaml"]
 
 _TOP_KEYS = {"name", "description", "seed", "replications", "run", "topology", "patterns"}
 _RUN_KEYS = {"duration", "warmup", "cooldown", "record", "driver", "drain", "series_bin"}
@@ -106,7 +108,27 @@ def _expand_value(value, i):
     return value
 
 
-def _expand_groups(groups, path):
+class _Allowance:
+    """How many more clients (or brokers) the scenario may declare: client groups are
+    checked against it before they are expanded (a ``count`` of 10^6 or 2^63 is
+    refused, not built copy by copy)."""
+
+    def __init__(self, limit):
+        self.left = limit
+        self.limit = limit
+
+    def take(self, count, where):
+        if count > self.left:
+            raise ConfigError(
+                where,
+                count,
+                f"at most {self.limit:,} clients in all ({self.limit - self.left:,} declared before this group): "
+                "lower the count, or raise the budget with --max-clients / PUBSIM_MAX_CLIENTS",
+            )
+        self.left -= count
+
+
+def _expand_groups(groups, path, allowance=None):
     """Expand client groups with ``count`` into one mapping per client."""
     if not isinstance(groups, list):
         raise ConfigError(path, groups, "a list of client groups")
@@ -115,10 +137,12 @@ def _expand_groups(groups, path):
         where = f"{path}[{k}]"
         if not isinstance(group, dict) or "name" not in group:
             raise ConfigError(where, group, "a mapping with at least a name")
+        read_name(group["name"], f"{where}.name")
         group = dict(group)
         count = group.pop("count", 1)
         if isinstance(count, bool) or not isinstance(count, int) or count < 1:
             raise ConfigError(f"{where}.count", count, "an integer >= 1")
+        (allowance or _Allowance(client_limit())).take(count, f"{where}.count")
         for key, v in group.items():
             for text in v if isinstance(v, list) else [v]:
                 for m in _EXPR.finditer(text) if isinstance(text, str) else ():
@@ -144,15 +168,17 @@ def _params(cls, kind, spec, path):
     return from_mapping(cls, spec, path)
 
 
-def _clients(groups, cls, path, brokers=None):
+def _clients(groups, cls, path, allowance, brokers=None):
     """Clients of one kind; with ``brokers`` (names), each names the broker it attaches to."""
     clients = {}
-    for where, spec in _expand_groups(groups, path):
-        name = str(spec.pop("name"))
+    for where, spec in _expand_groups(groups, path, allowance):
+        name = read_name(spec.pop("name"), f"{where}.name")
         broker = spec.pop("broker", None)
         if brokers is not None and broker is None:
             raise ConfigError(f"{where}.broker", None, "the name of the broker this client attaches to")
-        if brokers is not None and str(broker) not in brokers:
+        if brokers is not None and (
+            isinstance(broker, (bool, list, dict)) or broker is None or str(broker) not in brokers
+        ):
             raise ConfigError(f"{where}({name}).broker", broker, f"one of the brokers {list(brokers)}")
         if name in clients:
             raise ConfigError(f"{where}.name", name, "a unique client name")
@@ -161,19 +187,19 @@ def _clients(groups, cls, path, brokers=None):
     return clients
 
 
-def _star(spec, path):
+def _star(spec, path, allowance):
 
     _only(spec, {"builder", "protocol", "broker", "link", "publishers", "subscribers"}, path)
     return star(
         broker=_params(BrokerParams, "broker", spec.get("broker", {}), f"{path}.broker"),
         link=_params(LinkParams, "link", spec.get("link", {}), f"{path}.link"),
-        publishers=_clients(spec.get("publishers", []), PublisherParams, f"{path}.publishers"),
-        subscribers=_clients(spec.get("subscribers", []), SubscriberParams, f"{path}.subscribers"),
+        publishers=_clients(spec.get("publishers", []), PublisherParams, f"{path}.publishers", allowance),
+        subscribers=_clients(spec.get("subscribers", []), SubscriberParams, f"{path}.subscribers", allowance),
         protocol=spec.get("protocol", "mqtt"),
     )
 
 
-def _chain(spec, path):
+def _chain(spec, path, allowance):
 
     _only(
         spec,
@@ -181,8 +207,8 @@ def _chain(spec, path):
         path,
     )
     brokers, relays = {}, {}
-    for where, group in _expand_groups(spec.get("brokers", []), f"{path}.brokers"):
-        name = str(group.pop("name"))
+    for where, group in _expand_groups(spec.get("brokers", []), f"{path}.brokers", allowance):
+        name = read_name(group.pop("name"), f"{where}.name")
         if name in brokers:
             raise ConfigError(f"{where}.name", name, "a unique broker name")
         if "relay" in group:
@@ -192,8 +218,8 @@ def _chain(spec, path):
         brokers=brokers,
         bridge=_params(LinkParams, "link", spec.get("bridge", {}), f"{path}.bridge"),
         link=_params(LinkParams, "link", spec.get("link", {}), f"{path}.link"),
-        publishers=_clients(spec.get("publishers", []), PublisherParams, f"{path}.publishers", brokers),
-        subscribers=_clients(spec.get("subscribers", []), SubscriberParams, f"{path}.subscribers", brokers),
+        publishers=_clients(spec.get("publishers", []), PublisherParams, f"{path}.publishers", allowance, brokers),
+        subscribers=_clients(spec.get("subscribers", []), SubscriberParams, f"{path}.subscribers", allowance, brokers),
         forwarding=spec.get("forwarding", "subscription"),
         protocol=spec.get("protocol", "mqtt"),
         relays=relays,
@@ -212,13 +238,13 @@ def _bridges(items, path):
         if not isinstance(item, dict) or "remote" not in item:
             raise ConfigError(where, item, "a mapping with local, remote, topics_out, topics_in")
         item = dict(item)
-        remote = str(item.pop("remote"))
+        remote = read_name(item.pop("remote"), f"{where}.remote")
         params = _params(BridgeParams, None, item, where)
         out[(params.local, remote)] = params
     return out
 
 
-def _brokerless(spec, path):
+def _brokerless(spec, path, allowance):
     """ZeroMQ direct PUB/SUB: ``socket`` (ZmqSocketParams, may name a preset), ``link``
     (each peer connection), optional ``handoff`` link; subscribers connect to
     every publisher unless a group lists ``connect`` (publisher names)."""
@@ -227,17 +253,17 @@ def _brokerless(spec, path):
     groups = spec.get("subscribers", [])
     connect = {}
     if isinstance(groups, list):
-        for where, group in _expand_groups(groups, f"{path}.subscribers"):
+        for where, group in _expand_groups(groups, f"{path}.subscribers", _Allowance(allowance.left)):
             if "connect" in group:
-                connect[str(group["name"])] = _connect_list(group["connect"], f"{where}.connect")
+                connect[read_name(group["name"], f"{where}.name")] = _connect_list(group["connect"], f"{where}.connect")
         groups = [{k: v for k, v in g.items() if k != "connect"} if isinstance(g, dict) else g for g in groups]
     handoff = spec.get("handoff")
     return brokerless(
         socket=_params(ZmqSocketParams, "socket", spec.get("socket", {}), f"{path}.socket"),
         link=_params(LinkParams, "link", spec.get("link", {}), f"{path}.link"),
         handoff=None if handoff is None else _params(LinkParams, "link", handoff, f"{path}.handoff"),
-        publishers=_clients(spec.get("publishers", []), PublisherParams, f"{path}.publishers"),
-        subscribers=_clients(groups, SubscriberParams, f"{path}.subscribers"),
+        publishers=_clients(spec.get("publishers", []), PublisherParams, f"{path}.publishers", allowance),
+        subscribers=_clients(groups, SubscriberParams, f"{path}.subscribers", allowance),
         connect=connect or None,
         protocol=spec.get("protocol", "zmq"),
     )
@@ -254,8 +280,8 @@ def _connect_list(value, path):
 def _graphml(spec, path, base_dir):
 
     _only(spec, {"builder", "path"}, path)
-    if "path" not in spec:
-        raise ConfigError(f"{path}.path", None, "the GraphML file to load")
+    if not isinstance(spec.get("path"), str) or not spec["path"]:
+        raise ConfigError(f"{path}.path", spec.get("path"), "the GraphML file to load")
     return read_graphml(Path(base_dir) / spec["path"])
 
 
@@ -267,7 +293,7 @@ def _only(spec, allowed, path):
 
 def _choice(spec, key, choices):
     value = spec.get(key, choices[0])
-    if value not in choices:
+    if not isinstance(value, str) or value not in choices:
         raise ConfigError(f"run.{key}", value, f"one of {list(choices)}")
     return value
 
@@ -303,8 +329,28 @@ def _run_settings(spec):
     return out
 
 
-def parse_scenario(data, base_dir="."):
-    """Build a :class:`Scenario` from an already loaded mapping."""
+#: Largest seed accepted (numpy's SeedSequence takes more, but a seed of thousands of digits means nothing).
+MAX_SEED = 2**128 - 1
+#: Most replications of one scenario.
+MAX_REPLICATIONS = 1_000_000
+
+
+def _bounded_int(data, key, default, low, high, high_text):
+    value = data.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int) or value < low:
+        raise ConfigError(key, value, f"an integer >= {low}")
+    if value > high:
+        raise ConfigError(key, value, f"an integer in [{low}, {high_text}]")
+    return value
+
+
+def parse_scenario(data, base_dir=".", budget=None):
+    """Build a :class:`Scenario` from an already loaded mapping.
+
+    ``budget`` (:class:`pubsim.budget.Budget`, default from the environment)
+    bounds the number of clients, checked before client groups expand; the
+    rest of the budget is checked by :func:`pubsim.budget.check`.
+    """
     if not isinstance(data, dict):
         raise ConfigError("scenario", type(data).__name__, "a YAML mapping at the top level")
     _only(data, _TOP_KEYS, "scenario")
@@ -313,32 +359,38 @@ def parse_scenario(data, base_dir="."):
         raise ConfigError("topology", topo, "a mapping with a builder")
     builders = {"star": _star, "chain": _chain, "brokerless": _brokerless}
     builder = topo.get("builder", "star")
+    allowance = _Allowance(client_limit(budget))
     if builder == "graphml":
         graph = _graphml(topo, "topology", base_dir)
-    elif builder in builders:
-        graph = builders[builder](topo, "topology")
+        allowance.take(len(graph), "topology.path (nodes)")
+    elif isinstance(builder, str) and builder in builders:
+        graph = builders[builder](topo, "topology", allowance)
     else:
         raise ConfigError("topology.builder", builder, f"one of {sorted([*builders, 'graphml'])}")
-    seed = data.get("seed", 0)
-    reps = data.get("replications", 1)
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise ConfigError("seed", seed, "an integer >= 0")
-    if isinstance(reps, bool) or not isinstance(reps, int) or reps < 1:
-        raise ConfigError("replications", reps, "an integer >= 1")
+    seed = _bounded_int(data, "seed", 0, 0, MAX_SEED, "2**128 - 1")
+    reps = _bounded_int(data, "replications", 1, 1, MAX_REPLICATIONS, f"{MAX_REPLICATIONS:,}")
 
     run = _run_settings(data.get("run"))
     patterns = parse_patterns(data.get("patterns"), graph)
     if patterns and run["record"] != "full":
         raise ConfigError("run.record", run["record"], "full when the scenario lists patterns")
     return Scenario(
-        name=str(data.get("name", "scenario")),
-        description=str(data.get("description", "")),
+        name=read_name(data.get("name", "scenario"), "name"),
+        description=_description(data.get("description", "")),
         seed=seed,
         replications=reps,
         topology=graph,
         run=run,
         patterns=patterns,
     )
+
+
+def _description(value):
+    if value is None:
+        return ""
+    if not isinstance(value, (str, int, float)) or isinstance(value, bool):
+        raise ConfigError("description", value, "text")
+    return str(value)
 
 
 def _yaml_error(path, text, err):
@@ -370,10 +422,18 @@ def read_yaml(path):
         raise ConfigError(str(path), "unreadable", err.strerror or str(err)) from None
     except UnicodeDecodeError as err:
         raise ConfigError(str(path), "not UTF-8 text", f"a YAML file ({err.reason} at byte {err.start})") from None
+    return text, parse_yaml(path, text)
+
+
+def parse_yaml(path, text):
+    """The data of YAML ``text`` read from ``path`` (:func:`pubsim.sim.safeyaml.safe_load`:
+    no Python tags, no alias bombs, bounded nesting and integers); one-line errors."""
     try:
-        return text, yaml.safe_load(text)
+        return safe_load(text)
     except yaml.YAMLError as err:
         raise _yaml_error(path, text, err) from None
+    except (ValueError, RecursionError) as err:  # a value the YAML library could not convert
+        raise ConfigError(str(path), "malformed YAML", f"valid YAML ({type(err).__name__}: {err})") from None
 
 
 def load_scenario(path):

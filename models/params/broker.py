@@ -26,7 +26,7 @@ from ...sim.distributions import Constant, Distribution
 from ...sim.errors import ConfigError
 from .disk import DiskParams
 from .features import refuse
-from .mapping import check_fields
+from .mapping import MAX_WORKERS, check_fields
 from .provenance import ASSUMED, Provenance
 from .topics import TopicSyntax
 
@@ -149,7 +149,7 @@ class BrokerParams:
     provenance : Provenance
     """
 
-    workers: int = field(default=1, metadata={"unit": "positive_count"})
+    workers: int = field(default=1, metadata={"unit": "positive_count", "max": MAX_WORKERS})
     ingress_cost_s: Distribution = field(default=_ZERO, metadata={"unit": "duration_dist"})
     match_cost_s: Distribution = field(default=_ZERO, metadata={"unit": "duration_dist"})
     delivery_cost_s: Distribution = field(default=_ZERO, metadata={"unit": "duration_dist"})

@@ -140,9 +140,11 @@ class PublisherParams:
             raise ConfigError("rate_per_s", self.rate_per_s, "a rate > 0")
         if self.topic_weights is not None:
             w = np.asarray(self.topic_weights, dtype=float)
-            if w.shape != (len(self.topics),) or np.any(w < 0) or w.sum() <= 0:
+            if w.shape != (len(self.topics),) or not np.all(np.isfinite(w)) or np.any(w < 0) or w.sum() <= 0:
                 raise ConfigError(
-                    "topic_weights", self.topic_weights, f"{len(self.topics)} non-negative weights, not all zero"
+                    "topic_weights",
+                    self.topic_weights,
+                    f"{len(self.topics)} finite non-negative weights, not all zero",
                 )
         if self.arrival == "schedule":
             self._check_schedule()

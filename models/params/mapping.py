@@ -26,22 +26,39 @@ from .provenance import Provenance, parse_provenance
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
 
-__all__ = ["from_mapping", "to_mapping", "check_fields"]
+__all__ = ["from_mapping", "to_mapping", "check_fields", "read_name", "MAX_COUNT", "MAX_WORKERS"]
 
 #: Reads one human value of a field: (value, field path) -> value in SI form.
 Reader = Callable[[Any, str], Any]
 _T = TypeVar("_T", bound="DataclassInstance")
 
 
-def _count(value: Any, field: str, minimum: int = 0) -> int:
+#: Largest integer a count field accepts (the largest a float holds exactly);
+#: a field may set a smaller one with ``metadata["max"]``. Whether the memory a
+#: count implies fits is the resource estimate's question (:mod:`pubsim.budget`).
+MAX_COUNT = 2**53
+#: Most workers (threads, cores) of one broker or relay: each is a slot in the kernel.
+MAX_WORKERS = 100_000
+
+
+def _count(value: Any, field: str, minimum: int = 0, maximum: int = MAX_COUNT) -> int:
+    bounded = f"an integer in [{minimum}, {maximum:,}]"
+    expected = f"an integer >= {minimum}" if maximum == MAX_COUNT else bounded
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
-        raise ConfigError(field, value, f"an integer >= {minimum}")
-    try:
-        number = float(value)
-    except ValueError:
-        raise ConfigError(field, value, f"an integer >= {minimum}") from None
-    if not number.is_integer() or number < minimum:
-        raise ConfigError(field, value, f"an integer >= {minimum}")
+        raise ConfigError(field, value, expected)
+    if isinstance(value, int):  # exact, and no float() of a 5000-digit integer (OverflowError)
+        number: float = value
+    else:
+        try:
+            number = float(value)
+        except (ValueError, OverflowError):
+            raise ConfigError(field, value, expected) from None
+        if not math.isfinite(number) or not number.is_integer():
+            raise ConfigError(field, value, expected)
+    if number < minimum:
+        raise ConfigError(field, value, expected)
+    if number > maximum:
+        raise ConfigError(field, value, bounded)
     return int(number)
 
 
@@ -112,10 +129,26 @@ READERS: dict[str, Reader] = {
 }
 
 
+_COUNTS: dict[str, Callable[[Any, str, int], Any]] = {
+    "count": lambda v, f, m: _count(v, f, 0, m),
+    "positive_count": lambda v, f, m: _count(v, f, 1, m),
+    "optional_count": lambda v, f, m: _optional(lambda x, g: _count(x, g, 0, m))(v, f),
+}
+
+
 def _text(value: Any, field: str) -> str:
     if not isinstance(value, (str, int)) or isinstance(value, bool):
         raise ConfigError(field, value, "a name (text)")
     return str(value)
+
+
+def read_name(value: Any, field: str) -> str:
+    """A name (of a client, broker, topic or preset) as text: a string, or an
+    integer written without quotes; a list, mapping, boolean or empty string is refused."""
+    name = _text(value, field)
+    if not name:
+        raise ConfigError(field, value, "a non-empty name (text)")
+    return name
 
 
 def _flag(value: Any, field: str) -> bool:
@@ -155,6 +188,8 @@ def _read(fld: dataclasses.Field, value: Any, path: str) -> Any:
         return _nested(fld, value, path)
     if unit == "raw":  # list-valued fields checked by the class itself; lists become tuples
         return tuple(value) if isinstance(value, list) else value
+    if "max" in fld.metadata and unit in _COUNTS:  # a field's own upper bound
+        return _COUNTS[unit](value, path, fld.metadata["max"])
     return READERS[unit](value, path)
 
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 from ...sim.distributions import Constant, Distribution
 from ...sim.errors import ConfigError
-from .mapping import check_fields
+from .mapping import MAX_WORKERS, check_fields
 from .provenance import ASSUMED, Provenance
 
 __all__ = ["RelayParams", "SENDER_ACKS"]
@@ -46,7 +46,7 @@ class RelayParams:
     forward_cost_s: Distribution = field(default=_ZERO, metadata={"unit": "duration_dist"})
     control_cost_s: Distribution = field(default=_ZERO, metadata={"unit": "duration_dist"})
     hop_qos: int = field(default=0, metadata={"unit": "count"})
-    workers: int = field(default=1, metadata={"unit": "positive_count"})
+    workers: int = field(default=1, metadata={"unit": "positive_count", "max": MAX_WORKERS})
     queue_messages: int | None = field(default=None, metadata={"unit": "optional_count"})
     provenance: Provenance = field(default=ASSUMED, metadata={"unit": "provenance"})
 

@@ -23,6 +23,7 @@ from pathlib import Path
 import yaml
 
 from ...sim.errors import ConfigError
+from ...sim.safeyaml import safe_load
 
 __all__ = ["load", "names", "apply", "kinds", "user_dir", "origin"]
 
@@ -46,18 +47,21 @@ def _read_folder(folder, kind):
         return out
     for entry in sorted(folder.glob("*.yaml")):
         try:
-            data = yaml.safe_load(entry.read_text()) or {}
-        except (OSError, UnicodeDecodeError, yaml.YAMLError) as err:
+            data = safe_load(entry.read_text()) or {}
+        except (OSError, UnicodeDecodeError, ValueError, yaml.YAMLError) as err:
             raise ConfigError(str(entry), "unreadable", f"a preset YAML file ({err})") from None
         if not isinstance(data, dict) or not isinstance(data.get(kind, {}), dict):
             raise ConfigError(str(entry), type(data).__name__, "a mapping {kind: {name: fields}}")
-        out.update((name, (fields, str(entry))) for name, fields in data.get(kind, {}).items())
+        for name, fields in data.get(kind, {}).items():
+            if not isinstance(fields, dict):
+                raise ConfigError(f"{entry}: {kind}.{name}", fields, "a mapping of preset fields")
+            out[str(name)] = (fields, str(entry))
     return out
 
 
 def _all_with_origin(kind):
     """``{name: (mapping, origin)}``: built-in, then calibrated, then the user's (which shadow)."""
-    if kind not in _FILES:
+    if not isinstance(kind, str) or kind not in _FILES:
         raise ConfigError("preset kind", kind, f"one of {sorted(_FILES)}")
     root = resources.files(__package__)
     builtin = yaml.safe_load(root.joinpath(_FILES[kind]).read_text())
@@ -79,11 +83,16 @@ def _all(kind):
     return {name: fields for name, (fields, _) in _all_with_origin(kind).items()}
 
 
+def _check_name(kind, name, presets):
+    """Refuse a preset name that is not text (a list or mapping given as a name) or names no preset."""
+    if not isinstance(name, str) or name not in presets:
+        raise ConfigError(f"{kind}.preset", name, f"one of {sorted(presets)}")
+
+
 def origin(kind, name):
     """Where preset ``name`` comes from: ``built-in``, ``built-in (calibrated)`` or a user file path."""
     presets = _all_with_origin(kind)
-    if name not in presets:
-        raise ConfigError(f"{kind}.preset", name, f"one of {sorted(presets)}")
+    _check_name(kind, name, presets)
     return presets[name][1]
 
 
@@ -100,21 +109,23 @@ def names(kind):
 def load(kind, name):
     """The mapping of preset ``name`` (a copy)."""
     presets = _all(kind)
-    if name not in presets:
-        raise ConfigError(f"{kind}.preset", name, f"one of {sorted(presets)}")
+    _check_name(kind, name, presets)
     return dict(presets[name])
 
 
 def apply(kind, spec):
-    """Merge ``spec["preset"]`` (if any) with the other fields of ``spec``."""
+    """Merge ``spec["preset"]`` (if any) with the other fields of ``spec``.
+
+    A ``preset`` key must name a preset: an empty ``preset:`` is refused, not ignored.
+    """
     spec = dict(spec)
-    name = spec.pop("preset", None)
-    if name is None:
+    if "preset" not in spec:
         return spec
+    name = spec.pop("preset")
     merged = load(kind, name)
     overridden = sorted(k for k in spec if k != "provenance")
     merged.update(spec)
-    if overridden and "provenance" not in spec:
+    if overridden and "provenance" not in spec and isinstance(merged.get("provenance"), dict):
         prov = dict(merged["provenance"])
         prov["note"] = (prov.get("note", "") + f" [preset {name}; overridden here: {', '.join(overridden)}]").strip()
         merged["provenance"] = prov

@@ -5,7 +5,8 @@ default all), judges each probe with the rate-weighted sp-ratio, and prints
 the limit with its search error and the bottleneck station
 (:func:`pubsim.analysis.saturation_search`). The refine probes run side by
 side with ``--workers N`` (local process pool) or ``--dask ADDR``, with the
-same results as serial.
+same results as serial. The costliest probe (re-rated publishers at the
+first interval) is checked against the budget (:mod:`pubsim.budget`) first.
 """
 
 from __future__ import annotations
@@ -15,11 +16,14 @@ from pathlib import Path
 
 from rich.table import Table
 
+from ..budget import add_arguments as add_budget_arguments
+from ..budget import check as check_budget
+from ..budget import from_args as budget_from_args
 from ..scenario import parse_scenario, read_yaml
 from ..sim.errors import ConfigError
 from ..sim.units import parse_duration_s
 from ..study.executors import make_executor
-from .saturation import Saturation, saturation_search
+from .saturation import Saturation, rerated_publishers, saturation_search
 
 __all__ = ["add_commands", "saturation_table"]
 
@@ -45,6 +49,7 @@ def add_commands(sub) -> None:
         "--executor", choices=["serial", "local"], help="where refine probes run (default serial, local with --workers)"
     )
     p.add_argument("--dask", metavar="ADDR", help="run the refine probes on Dask: a scheduler address or 'local'")
+    add_budget_arguments(p)
     p.set_defaults(func=_saturate)
 
 
@@ -84,7 +89,11 @@ def _saturate(args, console) -> int:
         raise ConfigError("--steps", args.steps, "an integer >= 1")
     executor = make_executor(args.executor or ("local" if args.workers else "serial"), args.dask, args.workers)
     _, data = read_yaml(args.scenario)
-    scenario = parse_scenario(data, base_dir=Path(args.scenario).parent)
+    budget = budget_from_args(args)
+    scenario = parse_scenario(data, base_dir=Path(args.scenario).parent, budget=budget)
+    # the costliest probe: the re-rated publishers at the first (smallest) interval
+    fastest = dict.fromkeys(rerated_publishers(scenario.topology, args.rerate), 1.0 / start_s)
+    check_budget(scenario, budget, duration_s=duration_s, replications=1, rates=fastest)
     seed = scenario.seed if args.seed is None else args.seed
     console.print(
         f"interval search on {scenario.name}: probes of {duration_s:g} s, refine grid on {executor.description}"

@@ -1,7 +1,8 @@
 """``pubsim study run`` and ``pubsim study summary``.
 
 ``pubsim study run STUDY.yaml --out DIR [--executor local|serial]
-[--dask ADDR|local] [--workers N] [--force-new]`` runs every unfinished
+[--dask ADDR|local] [--workers N] [--force-new] [--max-messages N] [--max-memory SIZE]
+[--max-clients N]`` checks every point against the budget (:mod:`pubsim.budget`), then runs every unfinished
 (point, replication) of a study and writes the layout of
 :mod:`pubsim.study.store`; run again with the same DIR, it resumes.
 ``pubsim study summary DIR [--csv FILE]`` prints the mean and 95 %
@@ -17,6 +18,8 @@ from pathlib import Path
 
 from rich.table import Table
 
+from ..budget import add_arguments as add_budget_arguments
+from ..budget import from_args as budget_from_args
 from ..sim.errors import ConfigError
 from . import load_study, run_study
 from .stats import summary_with_ci
@@ -42,7 +45,7 @@ def _fmt(value, spec):
 
 def run_command(args, console):
 
-    study = load_study(args.study)
+    study = load_study(args.study, budget=budget_from_args(args))  # every point checked against the budget
     overrides = {k: v for k, v in (("driver", args.driver), ("record", args.record)) if v}
     df = run_study(
         study,
@@ -123,6 +126,7 @@ def add_commands(subparsers):
     run.add_argument("--force-new", action="store_true", help="delete results of a different study in --out")
     run.add_argument("--driver", choices=["batch", "reference"], help="override every point's driver")
     run.add_argument("--record", choices=["full", "stream"], help="override every point's record mode")
+    add_budget_arguments(run)
     run.set_defaults(func=run_command)
     summ = ssub.add_parser("summary", help="print a study's summary table")
     summ.add_argument("dir", help="study output directory")

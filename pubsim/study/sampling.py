@@ -24,7 +24,10 @@ from ..sim import units
 from ..sim.errors import ConfigError
 from .fieldpath import parse_path
 
-__all__ = ["grid_points", "zip_points", "sample_points", "unit_samples", "combine"]
+__all__ = ["grid_points", "zip_points", "sample_points", "unit_samples", "combine", "MAX_POINTS"]
+
+#: Most points of a study (each is parsed and run): counted before any list of them is built.
+MAX_POINTS = 100_000
 
 _PARSERS = (units.parse_duration_s, units.parse_size_bytes, units.parse_rate_Bps, units.parse_rate_per_s)
 
@@ -47,7 +50,17 @@ def grid_points(spec, field="vary.grid"):
     """Every combination of the listed values: a list of ``{path: value}``."""
     spec = _mapping(spec, field, "field paths to lists of values")
     lists = [_values(v, f"{field}.{p}") for p, v in spec.items()]
+    _check_points(field, [len(v) for v in lists])
     return [dict(zip(spec, combo)) for combo in itertools.product(*lists)]
+
+
+def _check_points(field, sizes):
+    """Refuse a product of ``sizes`` points beyond :data:`MAX_POINTS` before building it."""
+    total = 1
+    for size in sizes:
+        total *= size
+    if total > MAX_POINTS:
+        raise ConfigError(field, total, f"at most {MAX_POINTS:,} points in a study (split it into several studies)")
 
 
 def zip_points(spec, field="vary.zip"):
@@ -112,13 +125,14 @@ def sample_points(spec, default_seed, field="vary.sample"):
     if unknown:
         raise ConfigError(f"{field}.{unknown[0]}", spec[unknown[0]], "one of ['method', 'n', 'ranges', 'seed']")
     method = spec.get("method", "lhs")
-    if method not in ("lhs", "random"):
+    if not isinstance(method, str) or method not in ("lhs", "random"):
         raise ConfigError(f"{field}.method", method, "one of ['lhs', 'random']")
     n, seed = spec.get("n"), spec.get("seed", default_seed)
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         raise ConfigError(f"{field}.n", n, "an integer >= 1")
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise ConfigError(f"{field}.seed", seed, "an integer >= 0")
+    _check_points(f"{field}.n", [n])
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0 or seed >= 2**128:
+        raise ConfigError(f"{field}.seed", seed, "an integer in [0, 2**128 - 1]")
     ranges = _mapping(spec.get("ranges"), f"{field}.ranges", "field paths to [lo, hi]")
     ends = [_range_ends(p, v, f"{field}.ranges.{p}") for p, v in ranges.items()]
     u = unit_samples(method, n, len(ends), seed, f"{field}.method")
@@ -133,6 +147,7 @@ def sample_points(spec, default_seed, field="vary.sample"):
 
 def combine(*blocks):
     """Product of blocks (lists of ``{path: value}``), merged in order."""
+    _check_points("vary", [len(b) for b in blocks])
     out = [{}]
     for block in blocks:
         out = [{**a, **b} for a in out for b in block]

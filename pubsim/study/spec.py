@@ -37,10 +37,9 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 
-import yaml
-
-from ..scenario import _yaml_error, parse_scenario, read_yaml
-from ..sim.errors import ConfigError
+from ..budget import check as check_budget
+from ..scenario import MAX_REPLICATIONS, MAX_SEED, parse_scenario, parse_yaml, read_yaml
+from ..sim.errors import ConfigError, short_repr
 from .fieldpath import apply_overrides, parse_path
 from .sampling import combine, grid_points, sample_points, zip_points
 
@@ -72,7 +71,15 @@ class Point:
     config_hash: str = ""
 
     def label(self) -> str:
-        return ", ".join(f"{p}={v}" for p, v in self.overrides.items()) or "base"
+        """``path=value, ...`` (values over 60 characters quoted short)."""
+        return ", ".join(f"{p}={_short(v)}" for p, v in self.overrides.items()) or "base"
+
+
+def _short(value, limit=60):
+    """Text as it is, other values as their repr; either cut to about ``limit`` characters."""
+    if isinstance(value, str) and len(value) <= limit:
+        return value
+    return short_repr(value, limit)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -114,6 +121,9 @@ def _int(data, key, default, low):
     value = data.get(key, default)
     if isinstance(value, bool) or not isinstance(value, int) or value < low:
         raise ConfigError(key, value, f"an integer >= {low}")
+    high, text = (MAX_SEED, "2**128 - 1") if key == "seed" else (MAX_REPLICATIONS, f"{MAX_REPLICATIONS:,}")
+    if value > high:
+        raise ConfigError(key, value, f"an integer in [{low}, {text}]")
     return value
 
 
@@ -132,10 +142,7 @@ def _base(data, study_dir):
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as err:
         raise ConfigError("base", data["base"], f"a readable scenario file ({err})") from None
-    try:
-        raw = yaml.safe_load(text)
-    except yaml.YAMLError as err:
-        raise _yaml_error(path, text, err) from None
+    raw = parse_yaml(path, text)
     if not isinstance(raw, dict):
         raise ConfigError("base", data["base"], "a scenario file with a mapping at the top level")
     return raw, path.parent
@@ -179,12 +186,15 @@ def _fixed(spec):
     return dict(spec)
 
 
-def _check_point(study, point, fields):
-    """Parse the point's scenario; errors prefixed with the point."""
+def _check_point(study, point, fields, budget=None):
+    """Parse the point's scenario (and with ``budget``, estimate its cost,
+    :func:`pubsim.budget.check`, with the study's replications); errors prefixed with the point."""
     try:
         apply_overrides(study.base, {**study.fixed, **point.overrides}, lambda p: fields.get(p, f"set.{p}"))
         raw = study.raw(point)
-        parse_scenario(raw, study.base_dir)
+        scenario = parse_scenario(raw, study.base_dir, budget)
+        if budget is not None:
+            check_budget(scenario, budget, replications=study.replications)
     except ConfigError as err:
         if err.field.startswith(("vary.", "set.")):
             raise
@@ -193,8 +203,13 @@ def _check_point(study, point, fields):
     return canonical_hash({"scenario": raw})
 
 
-def parse_study(data, study_dir=".", *, text="", path="", default_name="study"):
-    """Build a checked :class:`Study` from a loaded study mapping."""
+def parse_study(data, study_dir=".", *, text="", path="", default_name="study", budget=None):
+    """Build a checked :class:`Study` from a loaded study mapping.
+
+    With ``budget`` (:class:`pubsim.budget.Budget`) every point must fit it
+    (``pubsim study run`` passes one); without, only the client limit of the
+    environment applies (checked before client groups expand).
+    """
     if not isinstance(data, dict):
         raise ConfigError("study", type(data).__name__, "a YAML mapping at the top level")
     unknown = sorted(set(data) - _KEYS)
@@ -237,13 +252,13 @@ def parse_study(data, study_dir=".", *, text="", path="", default_name="study"):
     points = []
     for k, ov in enumerate(overrides):
         point = Point(f"p{k:04d}-{canonical_hash(ov)[:8]}", ov, k)
-        points.append(Point(point.point_id, ov, k, _check_point(study, point, fields)))
+        points.append(Point(point.point_id, ov, k, _check_point(study, point, fields, budget)))
     config = canonical_hash({"points": [(p.point_id, p.config_hash) for p in points], "seed": seed})
     return replace(study, points=tuple(points), config_hash=config)
 
 
-def load_study(path):
-    """Read and check a study file (safe YAML loader)."""
+def load_study(path, budget=None):
+    """Read and check a study file (safe YAML loader); with ``budget``, every point must fit it."""
     path = Path(path)
     text, data = read_yaml(path)
-    return parse_study(data, path.parent, text=text, path=path, default_name=path.stem)
+    return parse_study(data, path.parent, text=text, path=path, default_name=path.stem, budget=budget)

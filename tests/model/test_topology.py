@@ -411,6 +411,73 @@ def test_graphml_dangling_link(tmp_path):
     assert "dangling" in text
 
 
+_SUBSCRIBER = '<node id="s"><data key="k">subscriber</data><data key="s">t</data></node>'
+_EDGES = '<edge source="p" target="b"/><edge source="s" target="b"/>'
+
+
+@pytest.mark.parametrize(
+    "attr, attr_type, text, node, field, words",
+    [
+        ("workers", "double", "NaN", "b", "node 'b'.workers", "an integer in [1, 100,000]"),
+        ("workers", "int", "-3", "b", "node 'b'.workers", "an integer in [1, 100,000]"),
+        ("queue_messages", "long", "9" * 23, "b", "node 'b'.queue_messages", "an integer in [0, "),
+        ("queue_messages", "double", "1e300", "b", "node 'b'.queue_messages", "an integer in [0, "),
+        ("cpu_fraction", "double", "NaN", "b", "node 'b'.cpu_fraction", "(0, 1]"),
+        ("per_byte_cost_s", "double", "-1", "b", "node 'b'.per_byte_cost_s", ">= 0"),
+        ("topic_weights", "string", "[NaN]", "p", "node 'p'.topic_weights", "finite non-negative"),
+        ("topic_weights", "string", "[-1]", "p", "node 'p'.topic_weights", "finite non-negative"),
+        ("restart_at_s", "string", "[NaN]", "b", "node 'b'.restart_at_s", "finite times"),
+        (
+            "ingress_cost_s",
+            "string",
+            '{"dist": "empirical", "values": [NaN]}',
+            "b",
+            "node 'b'.ingress_cost_s.values",
+            ">= 0",
+        ),
+    ],
+)
+def test_graphml_nan_negative_or_huge_attribute(tmp_path, attr, attr_type, text, node, field, words):
+    path = _write_gml(
+        tmp_path,
+        _SUBSCRIBER + _EDGES,
+        keys=f'<key id="x" for="node" attr.name="{attr}" attr.type="{attr_type}"/>',
+    )
+    path.write_text(path.read_text().replace(f'<node id="{node}">', f'<node id="{node}"><data key="x">{text}</data>'))
+    err, msg = _one_line_error(lambda: T.read_graphml(path))
+    assert err.field == field and words in msg
+
+
+def test_graphml_graph_attribute_of_the_wrong_type(tmp_path):
+    path = _write_gml(
+        tmp_path, _SUBSCRIBER + _EDGES, keys='<key id="g" for="graph" attr.name="protocol" attr.type="int"/>'
+    )
+    path.write_text(
+        path.read_text().replace(
+            '<graph edgedefault="undirected">', '<graph edgedefault="undirected"><data key="g">5</data>'
+        )
+    )
+    err, _ = _one_line_error(lambda: T.read_graphml(path))
+    assert err.field == "graph.protocol" and err.value == 5
+
+
+def test_graph_attribute_that_is_a_list_or_mapping():
+    for key, value in ((T.PROTOCOL, ["mqtt"]), (T.FORWARDING, {"flood": 1})):
+        g = nx.Graph(**{key: value})
+        g.add_node("b", **{T.KIND: "broker", T.PARAMS: BrokerParams()})
+        err, _ = _one_line_error(lambda g=g: T.validate(g))  # was TypeError: unhashable type
+        assert err.field == f"graph.{key}" and err.value == value
+
+
+def test_graphml_entity_expansion_bomb(tmp_path):
+    path = _write_gml(tmp_path, _SUBSCRIBER + _EDGES)
+    entities = '<!ENTITY e0 "lol">' + "".join(f'<!ENTITY e{k} "{f"&e{k - 1};" * 10}">' for k in range(1, 10))
+    text = path.read_text().replace("?>", f"?><!DOCTYPE graphml [{entities}]>", 1)
+    path.write_text(text.replace('<data key="t">t</data>', '<data key="t">&e9;</data>'))
+    err, msg = _one_line_error(lambda: T.read_graphml(path))
+    assert err.field == str(path) and "a GraphML file" in msg and len(msg) < 400
+
+
 def test_graphml_not_xml(tmp_path):
     path = tmp_path / "broken.graphml"
     path.write_text("<graphml><graph>")

@@ -33,6 +33,7 @@ from ....sim.distributions import Constant, Exponential
 from ....sim.errors import ConfigError
 from ....sim.units import parse_duration_s, parse_size_bytes
 from ... import topology as T
+from ...params.mapping import read_name
 from ...params.patterns import AckParams
 from ...protocol import framing_bytes
 from .polling import (
@@ -56,7 +57,7 @@ KINDS = {
 
 
 def _check(entry, where):
-    if not isinstance(entry, dict) or entry.get("kind") not in KINDS:
+    if not isinstance(entry, dict) or not isinstance(entry.get("kind"), str) or entry["kind"] not in KINDS:
         raise ConfigError(
             f"{where}.kind", entry.get("kind") if isinstance(entry, dict) else entry, f"one of {sorted(KINDS)}"
         )
@@ -78,8 +79,8 @@ def _check(entry, where):
             if key not in entry:
                 raise ConfigError(f"{where}.{key}", None, "required for a polling report")
         out.update(
-            poller=str(entry["poller"]),
-            sensor=str(entry["sensor"]),
+            poller=read_name(entry["poller"], f"{where}.poller"),
+            sensor=read_name(entry["sensor"], f"{where}.sensor"),
             sample_interval_s=parse_duration_s(entry["sample_interval"], f"{where}.sample_interval"),
             reply_delay_s=parse_duration_s(entry.get("reply_delay", 0), f"{where}.reply_delay"),
         )
