@@ -111,6 +111,8 @@ def _event_rate_units_per_s() -> dict[str, Fraction]:
 
 
 _SIZE_UNITS_BYTES = _size_units_bytes()
+#: The largest size accepted (bytes): sizes are summed in int64 arrays (payload + framing + overhead).
+MAX_SIZE_BYTES = 2**53
 _RATE_UNITS_BPS = _rate_units_Bps()
 _EVENT_RATE_UNITS_PER_S = _event_rate_units_per_s()
 _UNLIMITED_WORDS = {"inf", "infinity", "unlimited"}
@@ -226,6 +228,8 @@ def parse_size_bytes(value: Any, field: str = "size") -> int:
     exact = _non_negative(_exact(value, field, _SIZE_UNITS_BYTES, expected), value, field)
     if exact.denominator != 1:
         raise ConfigError(field, value, f"a whole number of bytes, not {float(exact)!r} bytes")
+    if exact > MAX_SIZE_BYTES:
+        raise ConfigError(field, value, f"a size up to 2**53 bytes ({MAX_SIZE_BYTES:,} B, 8 PiB)")
     return int(exact)
 
 

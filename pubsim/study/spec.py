@@ -140,8 +140,10 @@ def _base(data, study_dir):
     path = Path(study_dir) / data["base"]
     try:
         text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as err:
-        raise ConfigError("base", data["base"], f"a readable scenario file ({err})") from None
+    except OSError as err:  # strerror only: the error's own text repeats the (possibly huge) path
+        raise ConfigError("base", data["base"], f"a readable scenario file ({err.strerror})") from None
+    except UnicodeDecodeError as err:
+        raise ConfigError("base", data["base"], f"a UTF-8 scenario file ({err.reason} at byte {err.start})") from None
     raw = parse_yaml(path, text)
     if not isinstance(raw, dict):
         raise ConfigError("base", data["base"], "a scenario file with a mapping at the top level")

@@ -190,6 +190,17 @@ def test_parse_size_rejects_garbage(bad):
         parse_size_bytes(bad)
 
 
+@pytest.mark.parametrize("bad", [2**53 + 1, 10**30, "1e30B", "9EB"])
+def test_parse_size_refuses_sizes_int64_arrays_cannot_sum(bad):
+    """Found by the fuzzer: overhead_bytes = 10**30 overflowed a C long inside a link's service time."""
+    with _raises_naming("size", bad):
+        parse_size_bytes(bad)
+
+
+def test_parse_size_accepts_the_bound():
+    assert parse_size_bytes(2**53) == 2**53 and parse_size_bytes("8PiB") == 2**53
+
+
 @pytest.mark.parametrize(
     "bad", ["fast", "100Mbit", "10mbps", "", None, True, -1, "-1Mbit/s", "1Mbit/ms", math.nan, "-inf"]
 )
@@ -284,7 +295,7 @@ def test_rate_format_parse_property(x):
     assert math.isclose(parse_rate_Bps(format_rate_Bps(x)), x, rel_tol=5e-4, abs_tol=1e-300)
 
 
-@given(st.integers(min_value=0, max_value=2**62), st.sampled_from(["", "B", " B", " bytes"]))
+@given(st.integers(min_value=0, max_value=2**53), st.sampled_from(["", "B", " B", " bytes"]))
 def test_integer_sizes_are_exact(n, unit):
     assert parse_size_bytes(f"{n}{unit}") == n
 

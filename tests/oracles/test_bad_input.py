@@ -512,6 +512,15 @@ def test_study_base_uses_the_safe_reader(tmp_path):
     assert e.value.field.startswith(str(tmp_path / "base.yaml") + ":") and "digits" in str(e.value)
 
 
+def test_study_base_unreadable_names_the_path_once_and_short(tmp_path):
+    """Found by the fuzzer: the OS error's own text repeated a 1 MB base path whole."""
+    (tmp_path / "study.yaml").write_text("base: " + "x" * 1_000_000 + "\n")
+    with pytest.raises(ConfigError) as e:
+        load_study(tmp_path / "study.yaml")
+    text = str(e.value)
+    assert e.value.field == "base" and "File name too long" in text and len(text) < 500
+
+
 @pytest.mark.parametrize(
     "vary, field",
     [
