@@ -4,7 +4,8 @@ kernel/ (engine), model/ (parameters, topology, presets), mechanisms/<name>/,
 loads/, calibration/, harness/ (real brokers), study/ (sweeps, analysis,
 report), app/ (CLI, packaging, notebooks), and oracles/: the checks against
 an independent truth (queueing theory, hand-computed timelines, agreement of
-the two drivers, properties, bad input). Shared builders and hypothesis
+the two drivers, properties, bad input), and fuzz/ (generated bad input run
+through the pubsim command in a sandbox; see its package docstring). Shared builders and hypothesis
 strategies live in :mod:`pubsim.testing`.
 """
 
