@@ -34,6 +34,7 @@ import yaml
 
 from ..analysis.interval_search import interval_search, is_sustainable
 from ..sim.errors import ConfigError
+from ..sim.safeyaml import safe_load
 from ..sim.units import parse_duration_s, parse_rate_per_s, parse_size_bytes
 from .harness.brokers import REGISTRY
 
@@ -233,7 +234,7 @@ def load_campaign(path):
     except OSError as err:
         raise ConfigError(str(path), "unreadable", err.strerror or str(err)) from None
     try:
-        data = yaml.safe_load(text)
+        data = safe_load(text)  # depth, alias-expansion and integer limits
     except yaml.YAMLError as err:
         raise ConfigError(str(path), "malformed YAML", str(err).splitlines()[0]) from None
     return parse_campaign(data)

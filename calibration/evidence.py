@@ -47,6 +47,7 @@ import pandas as pd
 import yaml
 
 from ..sim.errors import ConfigError
+from ..sim.safeyaml import safe_load
 from ..sim.units import parse_duration_s, parse_rate_per_s, parse_size_bytes
 from .profile import BROKER_MODELS
 from .workload import topic_assignment
@@ -332,7 +333,7 @@ def _csv_records(text, source):
 
 def _yaml_records(text, source):
     try:
-        data = yaml.safe_load(text)
+        data = safe_load(text)  # depth, alias-expansion and integer limits
     except yaml.YAMLError as err:
         raise ConfigError(source, "malformed YAML", str(err).splitlines()[0]) from None
     if isinstance(data, list):

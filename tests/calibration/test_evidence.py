@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from pubsim.calibration.campaign import read_results
+from pubsim.calibration.campaign import load_campaign, read_results
 from pubsim.calibration.evidence import (
     COLUMNS,
     columns_markdown,
@@ -312,3 +312,19 @@ def test_a_broker_without_demand_rows_is_skipped_and_said_so(tmp_path, capsys):
 def test_a_missing_table_file_is_named(tmp_path, capsys):
     assert main(["calibrate", str(tmp_path / "nowhere.csv")]) == 2
     assert "nowhere.csv: 'unreadable'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["- broker: " + "[" * 5000 + "\n", "- payload_bytes: " + "9" * 5000 + "\n", "a: &a [*a]\n"],
+    ids=["deep nesting", "5000-digit integer", "recursive alias"],
+)
+def test_evidence_and_campaign_files_use_the_safe_yaml_reader(tmp_path, capsys, text):
+    """Found by the fuzzer: a deeply nested evidence table ended in RecursionError."""
+    path = tmp_path / "deep.yaml"
+    path.write_text(text)
+    assert main(["calibrate", str(path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "malformed YAML" in err, err
+    with pytest.raises(ConfigError, match="malformed YAML"):
+        load_campaign(path)

@@ -2,7 +2,7 @@
 
 A case is a pure function of ``(kind, number)``: the files to write into an
 empty folder, the command line (``pubsim run s.yaml``, ``pubsim study run``,
-``pubsim trace inspect``), and the mutation it carries.
+``pubsim calibrate`` of an evidence table, ``pubsim trace inspect``), and the mutation it carries.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from tests.fuzz.mutate import (
     mutate_yaml_text,
 )
 
-KINDS = ("scenario", "study", "graphml", "ndjson", "pcap")
+KINDS = ("scenario", "study", "graphml", "evidence", "ndjson", "pcap")
 #: Share of YAML cases mutated as text rather than as a tree.
 TEXT_SHARE = 0.25
 
@@ -90,6 +90,11 @@ def _graphml(rnd: random.Random) -> tuple[dict[str, bytes], list[str], Mutation]
     return files, ["run", "s.yaml"], mutation
 
 
+def _evidence(rnd: random.Random) -> tuple[dict[str, bytes], list[str], Mutation]:
+    data, mutation = _yaml_mutation(rnd, seeds.evidence())
+    return {"t.yaml": data}, ["calibrate", "t.yaml", "--bootstrap", "30"], mutation
+
+
 def _ndjson(rnd: random.Random) -> tuple[dict[str, bytes], list[str], Mutation]:
     data, mutation = mutate_ndjson_gz(rnd, seeds.campusiot_bytes())
     return {"t.ndjson.gz": data}, ["trace", "inspect", "t.ndjson.gz", "--json"], mutation
@@ -100,7 +105,14 @@ def _pcap(rnd: random.Random) -> tuple[dict[str, bytes], list[str], Mutation]:
     return {"t.pcap": data}, ["trace", "inspect", "t.pcap", "--json"], mutation
 
 
-_MAKERS = {"scenario": _scenario, "study": _study, "graphml": _graphml, "ndjson": _ndjson, "pcap": _pcap}
+_MAKERS = {
+    "scenario": _scenario,
+    "study": _study,
+    "graphml": _graphml,
+    "evidence": _evidence,
+    "ndjson": _ndjson,
+    "pcap": _pcap,
+}
 
 
 def make_case(kind: str, number: int, env: dict[str, str] | None = None) -> Case:

@@ -1,7 +1,7 @@
 """The valid inputs the fuzzer mutates: the project's own files, made small.
 
 Every seed is a file the project ships (a scenario or study under
-``experiments/``), or one the project writes itself (a GraphML topology from
+``experiments/``, the evidence table under ``calibration/data/evidence/``), or one the project writes itself (a GraphML topology from
 a shipped scenario; a CampusIoT NDJSON.gz and an MQTT pcap sample from the
 trace-reader tests), shrunk so that a valid copy runs in about a second:
 runs of 0.5 s and at most 3 clients per group. Nothing is read from
@@ -69,6 +69,13 @@ def study() -> dict[str, Any]:
     for key in grid:
         grid[key] = grid[key][:1] if len(grid) > 1 and key != next(iter(grid)) else grid[key][:2]
     return data
+
+
+@functools.cache
+def evidence() -> list[dict[str, Any]]:
+    """The first 12 rows of the shipped evidence table (``calibration/data/evidence/example.yaml``)."""
+    rows = yaml.safe_load((ROOT / "calibration" / "data" / "evidence" / "example.yaml").read_text())
+    return rows[:12]
 
 
 def study_base() -> dict[str, Any]:
