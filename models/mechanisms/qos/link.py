@@ -129,7 +129,6 @@ class WindowDiscipline(FifoDiscipline):
             packets.take(used), admit[used], start[used], dep[used], packets.take(bad), packets.t[bad], code[bad]
         )
 
-
     def take_outcome(self):
         """``(done, codes)`` of the last :meth:`run`'s transmitted messages, handed
         over once: the discipline keeps no per-batch arrays afterwards."""
