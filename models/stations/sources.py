@@ -141,20 +141,32 @@ class ClosedLoopSource(_Source):
         self._due = [(float(params.start_s), -1, i) for i in range(self.window)]  # (time, reply msg, tie)
         heapq.heapify(self._due)
         self._sent = 0
-        self._replied = set()
+        # requests sent and not replied to yet: at most W in flight plus at most W
+        # lost for good (each loss closes a slot), so bounded by 2 W
+        self._unanswered = set()
+        self._other = set()  # negative seq: retained copies of a request (msg < 0), seen once each
 
     def on_reply(self, seq, t, msg):
-        """Replies to this client's requests ``seq`` at times ``t`` (message ids ``msg``)."""
+        """Replies to this client's requests ``seq`` at times ``t`` (message ids ``msg``).
+
+        Only the first delivery of a request counts; later copies (fan-out,
+        duplicates) are ignored."""
         for q, tq, m in zip(seq.tolist(), t.tolist(), msg.tolist()):
-            if q in self._replied:
+            if q >= 0:
+                if q not in self._unanswered:
+                    continue
+                self._unanswered.discard(q)
+            elif q in self._other:
                 continue
-            self._replied.add(q)
+            else:
+                self._other.add(q)
             heapq.heappush(self._due, (tq + self.think_s, m, q))
 
     def emit_until(self, until_s):
         times = []
         while self._due and self._due[0][0] < until_s:
             times.append(heapq.heappop(self._due)[0])
+        self._unanswered.update(range(self._sent, self._sent + len(times)))
         self._sent += len(times)
         times = np.asarray(times, dtype=float)
         sizes, topics = self._marks(len(times))

@@ -129,6 +129,17 @@ class WindowDiscipline(FifoDiscipline):
             packets.take(used), admit[used], start[used], dep[used], packets.take(bad), packets.t[bad], code[bad]
         )
 
+    def take_outcome(self):
+        """``(done, codes)`` of the last :meth:`run`'s transmitted messages, handed
+        over once: the discipline keeps no per-batch arrays afterwards."""
+        out = (self.done, self.codes)
+        self.rows, self.done, self.codes = _EMPTY_ROWS, _EMPTY_DONE, _EMPTY_ROWS
+        return out
+
+
+_EMPTY_ROWS = np.empty(0, dtype=np.int64)
+_EMPTY_DONE = np.empty(0)
+
 
 class QosStats(StationStats):
     """Station statistics plus handshake packets, resends and duplicates."""
@@ -273,7 +284,9 @@ class QosLinkStation(LinkStation):
         d = self.discipline
         control, resent, dups = (c[d.rows] for c in self._counts)
         self.stats.add_qos(served.packets.t, control, resent, dups)
-        return d.done.copy(), d.codes.copy()
+        done, codes = d.take_outcome()
+        self._counts = None  # per-batch arrays: not kept until the next batch
+        return done, codes
 
     @property
     def duplicates(self):

@@ -50,6 +50,21 @@ def test_deterministic_window_over_rtt_until_the_server_saturates(window):
         np.testing.assert_allclose(lat, rtt0, rtol=0, atol=1e-9)  # no request waits
 
 
+@pytest.mark.parametrize("loss", [0.0, 0.02])
+def test_closed_loop_source_remembers_only_unanswered_requests(loss):
+    """A client's state is bounded by its window: at most W requests in flight and at most
+    W lost for good (each closes a slot), however many requests were answered (issue 17)."""
+    g = request_reply(
+        server=BrokerParams(ingress_cost_s=Constant(value=1e-4)),
+        link=LinkParams(latency_s=1e-3, loss_probability=loss),
+        clients={"c0": _client(3)},
+    )
+    r = simulate(g, duration_s=2, seed=5, record="stream", drain=False)
+    (src,) = [s for s in r.network.sources if getattr(s, "closed_loop", False)]
+    assert src._sent > 30
+    assert len(src._unanswered) <= 2 * src.window
+
+
 @pytest.mark.parametrize("windows", [[4], [1, 1], [2, 3]])
 def test_exponential_server_against_mva(windows):
     """N = sum W customers, one FCFS exponential server (D = 1 ms), 4 ms of delay (links)."""

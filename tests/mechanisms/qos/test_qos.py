@@ -218,6 +218,17 @@ def test_qos1_latency_grows_by_expected_timeouts():
     _ci_contains(np.asarray(means) - base, extra)
 
 
+def test_qos_links_keep_no_per_batch_arrays_between_batches():
+    """State held between batches is bounded by what is in flight, not by the batch size:
+    a QoS link hands its per-message arrays over and keeps none (issue 17)."""
+    r = _lossy(1, 0.2, 3)
+    links = [st for st in r.network.stations if hasattr(st.discipline, "take_outcome")]
+    assert len(links) == 2 and all(st.stats.arrivals > 5000 for st in links)
+    for st in links:
+        assert st._counts is None and st._window_inputs is None
+        assert len(st.discipline.done) == len(st.discipline.rows) == len(st.discipline.codes) == 0
+
+
 def test_qos2_has_no_duplicates_and_counts_handshakes():
     p = 0.2
     per_msg = []
