@@ -30,7 +30,9 @@ capacity is ``quota / period`` cores, and near the limit messages wait out
 whole periods (Turner et al., "CPU bandwidth control for CFS", Linux
 Symposium 2010). Budget is charged in service-start order; with several
 servers whose services overlap a period boundary this is an approximation.
-* ``ist`` int64[3]: messages in the heap, message capacity (-1 = none), policy.
+* ``ist`` int64[3] or int64[4]: messages in the heap, message capacity (-1 = none), policy
+  and (if present) the head slot of the departure ring (:func:`_ring_offer`: one
+  server, drop-newest, message capacity only; ``hdep`` then holds at least the capacity).
 * ``free`` float64[c]: time each server becomes free.
 * ``hdep``/``hsize`` float64[h]: heap of departure times and sizes.
 """
@@ -44,7 +46,7 @@ from numba import njit
 ADMIT_FLOOR, BYTES_IN, CAP_BYTES, IDLE_EXTRA = 0, 1, 2, 3
 QUOTA, PERIOD, PERIOD_IDX, USED, WORK, SERVED = 4, 5, 6, 7, 8, 9
 FS_LEN = 10
-N_HEAP, CAP_MSGS, POLICY = 0, 1, 2
+N_HEAP, CAP_MSGS, POLICY, RING_HEAD = 0, 1, 2, 3
 
 # overflow policies understood by the arithmetic kernel
 POLICY_DROP_NEWEST = 0
@@ -76,7 +78,7 @@ CAUSE_NAMES = {
 }
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _heap_push(hdep: np.ndarray, hsize: np.ndarray, n: int, dep: float, size: float) -> None:
     i = n
     hdep[i] = dep
@@ -90,7 +92,7 @@ def _heap_push(hdep: np.ndarray, hsize: np.ndarray, n: int, dep: float, size: fl
         i = parent
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _heap_pop(hdep: np.ndarray, hsize: np.ndarray, n: int) -> tuple[float, float]:
     dep = hdep[0]
     size = hsize[0]
@@ -113,7 +115,7 @@ def _heap_pop(hdep: np.ndarray, hsize: np.ndarray, n: int) -> tuple[float, float
     return dep, size
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _is_full(fs: np.ndarray, ist: np.ndarray, size: float) -> bool:
     cap = ist[CAP_MSGS]
     if cap >= 0 and ist[N_HEAP] >= cap:
@@ -121,7 +123,7 @@ def _is_full(fs: np.ndarray, ist: np.ndarray, size: float) -> bool:
     return fs[BYTES_IN] + size > fs[CAP_BYTES]
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _release_until(fs: np.ndarray, ist: np.ndarray, hdep: np.ndarray, hsize: np.ndarray, t: float) -> None:
     while ist[N_HEAP] > 0 and hdep[0] <= t:
         _, sz = _heap_pop(hdep, hsize, ist[N_HEAP])
@@ -129,7 +131,7 @@ def _release_until(fs: np.ndarray, ist: np.ndarray, hdep: np.ndarray, hsize: np.
         fs[BYTES_IN] -= sz
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _admit(
     fs: np.ndarray, ist: np.ndarray, hdep: np.ndarray, hsize: np.ndarray, arrival: float, size: float
 ) -> tuple[float, int]:
@@ -155,7 +157,7 @@ def _admit(
     return t, OK
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def quota_finish(fs: np.ndarray, start: float, work: float) -> float:
     """Finish time of ``work`` CPU seconds started at ``start`` under the quota."""
     period = fs[PERIOD]
@@ -190,7 +192,52 @@ def quota_finish(fs: np.ndarray, start: float, work: float) -> float:
     return t
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
+def _ring_offer(
+    fs: np.ndarray, ist: np.ndarray, free: np.ndarray, hdep: np.ndarray, arrival: float, service: float
+) -> tuple[float, float, float, int]:
+    """:func:`fifo_offer` for one server, drop-newest and a message capacity only.
+
+    One FIFO server departs messages in admission order, so the departure
+    times in the station form a queue: ``hdep`` is a ring of them from slot
+    ``ist[RING_HEAD]`` (``ist[N_HEAP]`` entries; ``hdep`` holds at least the
+    capacity). Releasing the departures up to ``arrival`` pops the same set
+    the heap would, so the outcome is the heap's, without its log-time work.
+    """
+    cap = hdep.shape[0]
+    head = ist[RING_HEAD]
+    n = ist[N_HEAP]
+    while n > 0 and hdep[head] <= arrival:
+        head += 1
+        if head == cap:
+            head = 0
+        n -= 1
+    ist[RING_HEAD] = head
+    ist[N_HEAP] = n
+    if n >= ist[CAP_MSGS]:
+        return -1.0, -1.0, -1.0, DROP_FULL
+    fs[ADMIT_FLOOR] = arrival
+    start = arrival
+    if free[0] > arrival:
+        start = free[0]
+    else:
+        service = service + fs[IDLE_EXTRA]
+    fs[WORK] += service
+    fs[SERVED] += 1.0
+    if fs[QUOTA] < np.inf and service > 0.0:
+        depart = quota_finish(fs, start, service)
+    else:
+        depart = start + service
+    free[0] = depart
+    tail = head + n
+    if tail >= cap:
+        tail -= cap
+    hdep[tail] = depart
+    ist[N_HEAP] = n + 1
+    return arrival, start, depart, OK
+
+
+@njit(cache=True, inline="always")
 def fifo_offer(
     fs: np.ndarray,
     ist: np.ndarray,
@@ -222,6 +269,9 @@ def fifo_offer(
     code : int
         ``OK``, a drop code, or ``NEED_GROW`` (state untouched).
     """
+    if ist.shape[0] > RING_HEAD and free.shape[0] == 1 and ist[POLICY] == POLICY_DROP_NEWEST and fs[CAP_BYTES] == np.inf:
+        if ist[CAP_MSGS] >= 0:
+            return _ring_offer(fs, ist, free, hdep, arrival, service)
     limited = ist[CAP_MSGS] >= 0 or fs[CAP_BYTES] < np.inf
     if limited:
         if ist[N_HEAP] >= hdep.shape[0]:
@@ -255,6 +305,108 @@ def fifo_offer(
     return admit, start, depart, OK
 
 
+@njit(cache=True, inline="always")
+def _open_run(
+    fs: np.ndarray,
+    free: np.ndarray,
+    arrival: np.ndarray,
+    service: np.ndarray,
+    first: int,
+    out_admit: np.ndarray,
+    out_start: np.ndarray,
+    out_dep: np.ndarray,
+    out_code: np.ndarray,
+) -> None:
+    """:func:`fifo_offer` over a batch for one server, no buffer limit and no
+    CPU quota, with the state in locals (the same operations in the same order)."""
+    f = free[0]
+    extra = fs[IDLE_EXTRA]
+    work = fs[WORK]
+    served = fs[SERVED]
+    for i in range(first, arrival.shape[0]):
+        a = arrival[i]
+        svc = service[i]
+        st = a
+        if f > a:
+            st = f
+        else:
+            svc = svc + extra
+        work += svc
+        served += 1.0
+        f = st + svc
+        out_admit[i] = a
+        out_start[i] = st
+        out_dep[i] = f
+        out_code[i] = OK
+    free[0] = f
+    fs[WORK] = work
+    fs[SERVED] = served
+
+
+@njit(cache=True, inline="always")
+def _ring_run(
+    fs: np.ndarray,
+    ist: np.ndarray,
+    free: np.ndarray,
+    hdep: np.ndarray,
+    arrival: np.ndarray,
+    service: np.ndarray,
+    first: int,
+    out_admit: np.ndarray,
+    out_start: np.ndarray,
+    out_dep: np.ndarray,
+    out_code: np.ndarray,
+) -> None:
+    """:func:`_ring_offer` over a batch with no CPU quota, the state in locals."""
+    cap = hdep.shape[0]
+    limit = ist[CAP_MSGS]
+    head = ist[RING_HEAD]
+    cnt = ist[N_HEAP]
+    f = free[0]
+    extra = fs[IDLE_EXTRA]
+    work = fs[WORK]
+    served = fs[SERVED]
+    floor = fs[ADMIT_FLOOR]
+    for i in range(first, arrival.shape[0]):
+        a = arrival[i]
+        while cnt > 0 and hdep[head] <= a:
+            head += 1
+            if head == cap:
+                head = 0
+            cnt -= 1
+        if cnt >= limit:
+            out_admit[i] = -1.0
+            out_start[i] = -1.0
+            out_dep[i] = -1.0
+            out_code[i] = DROP_FULL
+            continue
+        floor = a
+        svc = service[i]
+        st = a
+        if f > a:
+            st = f
+        else:
+            svc = svc + extra
+        work += svc
+        served += 1.0
+        f = st + svc
+        tail = head + cnt
+        if tail >= cap:
+            tail -= cap
+        hdep[tail] = f
+        cnt += 1
+        out_admit[i] = a
+        out_start[i] = st
+        out_dep[i] = f
+        out_code[i] = OK
+    ist[RING_HEAD] = head
+    ist[N_HEAP] = cnt
+    free[0] = f
+    fs[WORK] = work
+    fs[SERVED] = served
+    fs[ADMIT_FLOOR] = floor
+
+
 @njit(cache=True)
 def fifo_run(
     fs: np.ndarray,
@@ -277,6 +429,13 @@ def fifo_run(
     index of a message that needs larger heap arrays (``out_code == NEED_GROW``).
     """
     n = arrival.shape[0]
+    if free.shape[0] == 1 and fs[CAP_BYTES] == np.inf and fs[QUOTA] == np.inf:
+        if ist[CAP_MSGS] < 0:
+            _open_run(fs, free, arrival, service, first, out_admit, out_start, out_dep, out_code)
+            return n
+        if ist.shape[0] > RING_HEAD and ist[POLICY] == POLICY_DROP_NEWEST:
+            _ring_run(fs, ist, free, hdep, arrival, service, first, out_admit, out_start, out_dep, out_code)
+            return n
     for i in range(first, n):
         a, s, d, c = fifo_offer(fs, ist, free, hdep, hsize, arrival[i], service[i], size[i])
         out_code[i] = c
