@@ -168,12 +168,12 @@ class BatchDriver:
         if not parts and not station.discipline.event_driven:
             return False
         split = [p.split_before(horizon) for p in parts]  # slices, no copy, for time-ordered parts
-        batch = Packets.merge([e for e, _ in split], self.net.plan.n_visits)
+        batch = Packets.concat([e for e, _ in split])
         self.inbox[s] = [late for _, late in split if len(late)]
         n_early = len(batch)
         if n_early == 0 and not (station.discipline.event_driven and station.next_wake() is not None):
             return False
-        out = station.process(batch, horizon)
+        out = station.process(batch.sorted(self.net.plan.n_visits), horizon)
         self._dispatch(_route(self.net, self.sink, station, out))
         return True
 

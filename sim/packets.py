@@ -61,18 +61,6 @@ class Packets:
         """Tie-break key among packets at the same time: message, then visit."""
         return self.msg * n_visits + self.visit
 
-    @classmethod
-    def merge(cls, parts: list[Packets], n_visits: int) -> Packets:
-        """Concatenation of ``parts`` sorted as :meth:`sorted`; a k-way merge
-        (no full sort) when every part is already in that order."""
-        parts = [p for p in parts if len(p)]
-        cat = cls.concat(parts)
-        if len(parts) < 2 or not all(_is_ordered(p.t, p.msg, p.visit, n_visits) for p in parts):
-            return cat.sorted(n_visits)
-        bounds = np.cumsum([0] + [len(p) for p in parts]).astype(np.int64)
-        order = _merge_order(cat.t, cat.msg, cat.visit, n_visits, bounds)
-        return cat.sorted(n_visits) if len(order) == 0 else cat.take(order)
-
     def split_before(self, horizon: float) -> tuple[Packets, Packets]:
         """``(packets with t < horizon, the others)``, each in input order.
 
@@ -117,68 +105,3 @@ def _prefix_before(t: np.ndarray, horizon: float) -> int:
         if t[i] < horizon:
             return -1
     return k
-
-
-@njit(cache=True)
-def _merge_before(
-    t: np.ndarray, msg: np.ndarray, visit: np.ndarray, n_visits: int, pos: np.ndarray, p: int, q: int
-) -> bool:
-    """Does the head of part ``p`` come before the head of part ``q``
-    (time, then key, then part: a stable merge)?"""
-    i = pos[p]
-    j = pos[q]
-    if t[i] != t[j]:
-        return t[i] < t[j]
-    ki = msg[i] * n_visits + visit[i]
-    kj = msg[j] * n_visits + visit[j]
-    if ki != kj:
-        return ki < kj
-    return p < q
-
-
-@njit(cache=True)
-def _merge_order(t: np.ndarray, msg: np.ndarray, visit: np.ndarray, n_visits: int, bounds: np.ndarray) -> np.ndarray:
-    """Order of a stable k-way merge of the ordered parts ``[bounds[p], bounds[p+1])``
-    of the concatenated arrays, by a binary heap of the parts' heads;
-    empty if a time is not a number (the caller then sorts)."""
-    n = t.shape[0]
-    for i in range(n):
-        if t[i] != t[i]:
-            return np.empty(0, dtype=np.int64)
-    k = bounds.shape[0] - 1
-    pos = bounds[:-1].copy()
-    heap = np.empty(k, dtype=np.int64)
-    size = 0
-    for p in range(k):  # push every non-empty part
-        if pos[p] == bounds[p + 1]:
-            continue
-        c = size
-        heap[c] = p
-        size += 1
-        while c > 0:
-            up = (c - 1) // 2
-            if not _merge_before(t, msg, visit, n_visits, pos, heap[c], heap[up]):
-                break
-            heap[c], heap[up] = heap[up], heap[c]
-            c = up
-    out = np.empty(n, dtype=np.int64)
-    for o in range(n):
-        p = heap[0]
-        out[o] = pos[p]
-        pos[p] += 1
-        if pos[p] == bounds[p + 1]:
-            size -= 1
-            heap[0] = heap[size]
-        c = 0
-        while True:  # sift the root down
-            left = 2 * c + 1
-            if left >= size:
-                break
-            best = left
-            if left + 1 < size and _merge_before(t, msg, visit, n_visits, pos, heap[left + 1], heap[left]):
-                best = left + 1
-            if not _merge_before(t, msg, visit, n_visits, pos, heap[best], heap[c]):
-                break
-            heap[c], heap[best] = heap[best], heap[c]
-            c = best
-    return out
