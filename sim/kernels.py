@@ -8,10 +8,19 @@ finite buffer keeps a min-heap of the departure times (and sizes) of the
 messages in the station to decide admission.
 
 :func:`fifo_offer` is the one-message step. :func:`fifo_run` applies it to an
-arrival-ordered batch. The fast path calls :func:`fifo_run`; the reference
-driver calls the same :func:`fifo_offer` one event at a time, so both share a
-single copy of the station logic. No fast-math: IEEE arithmetic keeps the two
-bit-identical.
+arrival-ordered batch; both drivers call :func:`fifo_run` (the reference one
+message at a time). No fast-math: IEEE arithmetic keeps the two bit-identical.
+
+Speed. The helpers are inlined into their callers (``inline="always"``): a
+numba call that passes arrays pays reference counting per array per call.
+The two commonest stations run as one loop with the state in local
+variables, the same operations in the same order as :func:`fifo_offer`
+(``tests/kernel/test_fast_path_kernels.py`` checks it): one server with no
+buffer limit (:func:`_open_run`: links), and one server, drop-newest and a
+message limit only (:func:`_ring_run`: the usual broker). One server departs
+messages in admission order, so there the departures in the station are a
+ring, not a heap (:func:`_ring_offer`). About 3 and 15 ns per message
+against 36 and 200 ns for a :func:`fifo_offer` call per message.
 
 State layout (arrays so that numba can mutate them in place)
 
@@ -269,9 +278,9 @@ def fifo_offer(
     code : int
         ``OK``, a drop code, or ``NEED_GROW`` (state untouched).
     """
-    if ist.shape[0] > RING_HEAD and free.shape[0] == 1 and ist[POLICY] == POLICY_DROP_NEWEST and fs[CAP_BYTES] == np.inf:
-        if ist[CAP_MSGS] >= 0:
-            return _ring_offer(fs, ist, free, hdep, arrival, service)
+    ring = ist.shape[0] > RING_HEAD and free.shape[0] == 1 and ist[CAP_MSGS] >= 0
+    if ring and ist[POLICY] == POLICY_DROP_NEWEST and fs[CAP_BYTES] == np.inf:
+        return _ring_offer(fs, ist, free, hdep, arrival, service)
     limited = ist[CAP_MSGS] >= 0 or fs[CAP_BYTES] < np.inf
     if limited:
         if ist[N_HEAP] >= hdep.shape[0]:
