@@ -146,10 +146,11 @@ class BatchDriver:
         return self.sink
 
     def _publish(self, until_s: float) -> None:
-        pubs = self.net.publications(until_s)
-        if len(pubs):
-            self.sink.add_published(pubs)
-            self._dispatch(self.net.plan.group_by_station(pubs))
+        parts = self.net.publication_parts(until_s)
+        if parts:
+            self.sink.add_published(Packets.concat(parts))
+            for part in parts:  # per publisher: no regrouping of the whole (a station's inbox is sorted anyway)
+                self._dispatch(self.net.plan.group_by_station(part))
 
     def _dispatch(self, groups: list[tuple[int, Packets]]) -> None:
         for station, packets in groups:
