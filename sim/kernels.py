@@ -467,7 +467,7 @@ def _ticks(a: float, b: float, w0: float, w1: float) -> int:
     x = hi - lo
     if x < 0.0:
         x = 0.0
-    return np.int64(np.rint(x * TICKS_PER_S))
+    return int(np.rint(x * TICKS_PER_S))
 
 
 @njit(cache=True)
