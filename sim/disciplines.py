@@ -207,7 +207,7 @@ class FifoDiscipline:
             float(cpu_quota_s),
             float(cpu_period_s),
         )
-        self.ist = np.array([0, _capacity(capacity_messages), policy], dtype=np.int64)
+        self.ist = np.array([0, _capacity(capacity_messages), policy, 0], dtype=np.int64)
         self.free = np.zeros(int(servers))
         heap_len = max(16, self.ist[K.CAP_MSGS] + 1)
         self.hdep = np.empty(heap_len)

@@ -146,10 +146,11 @@ class BatchDriver:
         return self.sink
 
     def _publish(self, until_s: float) -> None:
-        pubs = self.net.publications(until_s)
-        if len(pubs):
-            self.sink.add_published(pubs)
-            self._dispatch(self.net.plan.group_by_station(pubs))
+        parts = self.net.publication_parts(until_s)
+        if parts:
+            self.sink.add_published(Packets.concat(parts))
+            for part in parts:  # per publisher: no regrouping of the whole (a station's inbox is sorted anyway)
+                self._dispatch(self.net.plan.group_by_station(part))
 
     def _dispatch(self, groups: list[tuple[int, Packets]]) -> None:
         for station, packets in groups:
@@ -167,15 +168,10 @@ class BatchDriver:
         parts = self.inbox[s]
         if not parts and not station.discipline.event_driven:
             return False
-        cat = parts[0] if len(parts) == 1 else Packets.concat(parts)
-        early = cat.t < horizon
-        n_early = int(np.count_nonzero(early))
-        if n_early == len(cat):
-            self.inbox[s], batch = [], cat
-        elif n_early == 0:
-            self.inbox[s], batch = [cat], Packets.empty()
-        else:
-            self.inbox[s], batch = [cat.take(~early)], cat.take(early)
+        split = [p.split_before(horizon) for p in parts]  # slices, no copy, for time-ordered parts
+        batch = Packets.concat([e for e, _ in split])
+        self.inbox[s] = [late for _, late in split if len(late)]
+        n_early = len(batch)
         if n_early == 0 and not (station.discipline.event_driven and station.next_wake() is not None):
             return False
         out = station.process(batch.sorted(self.net.plan.n_visits), horizon)

@@ -93,6 +93,10 @@ class Network:
         """All publications before ``until_s`` not yet returned, as packets at
         their route roots. Message ids are ``seq * n_publishers + publisher``,
         so they do not depend on how time is cut into chunks."""
+        return Packets.concat(self.publication_parts(until_s))
+
+    def publication_parts(self, until_s: float) -> list[Packets]:
+        """:meth:`publications` as one non-empty part per publisher (in publisher order)."""
         n_pub = len(self.sources)
         parts = []
         for p, src in enumerate(self.sources):
@@ -112,7 +116,7 @@ class Network:
             if at_broker is not None and at_broker.any():
                 visit = np.where(at_broker, self.plan.child_idx[self.plan.child_ptr[visit]], visit)
             parts.append(Packets(times, seq * n_pub + p, visit, sizes, times))
-        return Packets.concat(parts)
+        return parts
 
     def delivery_frame_columns(self, packets: Packets) -> dict[str, np.ndarray]:
         """Columns describing delivered or dropped packets, names resolved."""

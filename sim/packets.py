@@ -11,6 +11,7 @@ from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
+from numba import njit
 
 __all__ = ["Packets"]
 
@@ -60,17 +61,50 @@ class Packets:
         """Tie-break key among packets at the same time: message, then visit."""
         return self.msg * n_visits + self.visit
 
+    def split_before(self, horizon: float) -> tuple[Packets, Packets]:
+        """``(packets with t < horizon, the others)``, each in input order.
+
+        Slices (no copy) when the early packets come first, as they do in a
+        station's output; a copy by mask otherwise."""
+        k = _prefix_before(self.t, horizon)
+        if k < 0:
+            early = self.t < horizon
+            return self.take(early), self.take(~early)
+        if k == len(self):
+            return self, Packets.empty()
+        return self.take(slice(0, k)), self.take(slice(k, None))
+
     def sorted(self, n_visits: int) -> Packets:
         """Sorted by (time, message, visit); cheap when already sorted."""
-        n = len(self)
-        if n < 2:
+        if len(self) < 2 or _is_ordered(self.t, self.msg, self.visit, n_visits):
             return self
-        step = np.diff(self.t)
-        if np.all(step > 0):
-            return self
-        if np.all(step >= 0):
-            key = self.order_key(n_visits)
-            ties = step == 0
-            if np.all(np.diff(key)[ties] > 0):
-                return self
+        by_time = self.take(np.argsort(self.t))  # unstable but fast; right unless equal times
+        if _is_ordered(by_time.t, by_time.msg, by_time.visit, n_visits):  # (keys are unique) come out of order
+            return by_time
         return self.take(np.lexsort((self.order_key(n_visits), self.t)))
+
+
+@njit(cache=True)
+def _is_ordered(t: np.ndarray, msg: np.ndarray, visit: np.ndarray, n_visits: int) -> bool:
+    """Are the packets in (time, message * n_visits + visit) order, ties strictly increasing?"""
+    for i in range(1, t.shape[0]):
+        if t[i] > t[i - 1]:
+            continue
+        if t[i] != t[i - 1]:  # earlier, or not a number
+            return False
+        if msg[i] * n_visits + visit[i] <= msg[i - 1] * n_visits + visit[i - 1]:
+            return False
+    return True
+
+
+@njit(cache=True)
+def _prefix_before(t: np.ndarray, horizon: float) -> int:
+    """Number of entries before ``horizon`` if they are all at the front, else -1."""
+    n = t.shape[0]
+    k = 0
+    while k < n and t[k] < horizon:
+        k += 1
+    for i in range(k, n):
+        if t[i] < horizon:
+            return -1
+    return k

@@ -258,7 +258,8 @@ class LatencyHistogram:
             return
         with np.errstate(divide="ignore"):
             pos = np.floor(np.log10(values / self.low) * self.per_decade) + 1
-        idx = np.clip(np.nan_to_num(pos, neginf=0.0), 0, len(self.edges)).astype(np.int64)
+        np.fmax(pos, 0.0, out=pos)  # not a number, -inf and below: bin 0 (fmax drops NaN)
+        idx = np.minimum(pos, len(self.edges), out=pos).astype(np.int64)
         self.counts += np.bincount(idx, minlength=len(self.counts))
         self.n += len(values)
         self.total += float(values.sum())

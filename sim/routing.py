@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from numba import njit
 
 from .packets import Packets
 
@@ -148,21 +149,12 @@ class RoutePlan:
         """
         if len(packets) == 0:
             return []
-        n = self.n_children[packets.visit]
-        k = int(n[0])
-        if k > 0 and np.all(n == k):
-            first = self.child_ptr[packets.visit]
-            groups: list[tuple[int, Packets]] = []
-            shared = True
-            for j in range(k):
-                child = self.child_idx[first + j]
-                station = self.station[child]
-                if not np.all(station == station[0]):
-                    shared = False
-                    break
-                groups.append((int(station[0]), Packets(packets.t, packets.msg, child, packets.size, packets.pub_t)))
-            if shared:
-                return groups
+        child, station = _shared_children(packets.visit, self.child_ptr, self.child_idx, self.station)
+        if len(station):
+            return [
+                (int(station[j]), Packets(packets.t, packets.msg, child[j], packets.size, packets.pub_t))
+                for j in range(len(station))
+            ]
         children, _ = self.expand(packets)
         return self.group_by_station(children)
 
@@ -196,3 +188,32 @@ class RoutePlan:
         taken = packets.take(parent_index)
         taken.visit = child_visit
         return taken, parent_index
+
+
+@njit(cache=True)
+def _shared_children(
+    visit: np.ndarray, child_ptr: np.ndarray, child_idx: np.ndarray, station: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Child visits ``child[j, i]`` of packets at ``visit[i]`` and the station
+    ``j`` of every packet's ``j``-th child goes to, when every packet has the
+    same number ``k > 0`` of children and the ``j``-th children all go to the
+    same station; else empty arrays (one pass, stops at the first mismatch)."""
+    n = visit.shape[0]
+    k = child_ptr[visit[0] + 1] - child_ptr[visit[0]]
+    none = (np.empty((0, 0), dtype=np.int64), np.empty(0, dtype=np.int64))
+    if k == 0:
+        return none
+    dest = np.empty(k, dtype=np.int64)
+    for j in range(k):
+        dest[j] = station[child_idx[child_ptr[visit[0]] + j]]
+    child = np.empty((k, n), dtype=np.int64)
+    for i in range(n):
+        first = child_ptr[visit[i]]
+        if child_ptr[visit[i] + 1] - first != k:
+            return none
+        for j in range(k):
+            c = child_idx[first + j]
+            if station[c] != dest[j]:
+                return none
+            child[j, i] = c
+    return child, dest

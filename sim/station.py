@@ -35,20 +35,7 @@ class StationOutput:
     drop_code: np.ndarray
 
 
-_TICKS_PER_S = 2.0**32  # integrals are summed in integer ticks of 2^-32 s (0.23 ns)
-
-
-def _overlap_ticks(a: np.ndarray, b: np.ndarray, w0: float, w1: float) -> int:
-    """Total length of the intervals [a, b) inside the window [w0, w1], in ticks.
-
-    Each interval is rounded to whole ticks and the ticks are summed as
-    integers, so the total does not depend on how messages were batched:
-    both drivers get bit-identical statistics.
-    """
-    if len(a) == 0:
-        return 0
-    length = np.clip(np.minimum(b, w1) - np.maximum(a, w0), 0.0, None)
-    return int(np.rint(length * _TICKS_PER_S).astype(np.int64).sum())
+_TICKS_PER_S = K.TICKS_PER_S  # integrals are summed in integer ticks of 2^-32 s (0.23 ns)
 
 
 class StationStats:
@@ -84,16 +71,18 @@ class StationStats:
         dropped_code: np.ndarray,
     ) -> None:
         """Count a call's arrivals, services and drops (the parts in the window)."""
-        inw = self._in_window(arrivals)
-        self.arrivals += int(inw.sum())
-        self.ingress_arrivals += int((inw & ingress_mask).sum())
-        started = self._in_window(served.start)
-        self.served += int(started.sum())
-        self.wakeups += int((started & (served.start == served.admit)).sum())
+        n, n_ingress = K.window_counts(arrivals, ingress_mask, self.w0, self.w1)
+        self.arrivals += n
+        self.ingress_arrivals += n_ingress
         end = served.depart if served.service_end is None else served.service_end  # batch: own share
-        self.busy_ticks += _overlap_ticks(served.start, end, self.w0, self.w1)
-        self.waiting_ticks += _overlap_ticks(served.admit, served.start, self.w0, self.w1)
-        self.blocked_ticks += _overlap_ticks(served.packets.t, served.admit, self.w0, self.w1)
+        started, wakeups, busy, waiting, blocked = K.service_window_stats(
+            served.packets.t, served.admit, served.start, end, self.w0, self.w1
+        )
+        self.served += started
+        self.wakeups += wakeups
+        self.busy_ticks += busy  # each interval rounded to ticks (K.service_window_stats):
+        self.waiting_ticks += waiting  # totals do not depend on batching, so both
+        self.blocked_ticks += blocked  # drivers get bit-identical statistics
         if len(dropped_code):
             codes, counts = np.unique(dropped_code[self._in_window(dropped_t)], return_counts=True)
             for c, n in zip(codes.tolist(), counts.tolist()):

@@ -172,6 +172,7 @@ class LinkStation(ModelStation):
         self.jitter = streams.draws(params.jitter_s, name, "jitter")
         self.loss = streams.draws(_UNIFORM, name, "loss")
         self._last = np.zeros(1)
+        self._wire = None
 
     def wire(self, index, wiring):
         """Topic bytes per flow (framing); the session's and restart queue's per-visit arrays."""
@@ -194,10 +195,14 @@ class LinkStation(ModelStation):
         return packets.size + framing_bytes(self.protocol, packets.size, topic) + self.params.overhead_bytes
 
     def service_s(self, packets):
-        return self.wire_bytes(packets) / self.params.bandwidth_Bps
+        wire = self.wire_bytes(packets)
+        self._wire = (packets, wire)  # buffer_bytes of the same packets comes next (Station._serve)
+        return wire / self.params.bandwidth_Bps
 
     def buffer_bytes(self, packets):
-        return self.wire_bytes(packets).astype(np.float64)
+        cached, self._wire = self._wire, None
+        wire = cached[1] if cached is not None and cached[0] is packets else self.wire_bytes(packets)
+        return wire.astype(np.float64)
 
     def priority(self, packets):
         if self.scheduling != "priority":
@@ -207,7 +212,8 @@ class LinkStation(ModelStation):
     def after_service(self, served):
         n = len(served.depart)
         delay = self.params.latency_s + self.jitter.take(n)
-        lost = self.loss.take(n) < self.params.loss_probability
+        p = self.params.loss_probability
+        lost = self.loss.take(n) < p if p > 0.0 else np.zeros(n, dtype=bool)  # no draw can fall below 0
         code = np.zeros(n, dtype=np.int64)
         arrive = np.empty(n)
         K.propagate(self._last, served.depart, code, delay, lost, arrive)

@@ -1,0 +1,109 @@
+"""The compiled shortcuts of the fast path against the plain code they replace.
+
+* :func:`pubsim.sim.kernels.fifo_run`'s single-loop forms (one server with no
+  buffer limit; one server, drop-newest, a message limit, departures in a
+  ring; with a CPU quota the ring one message at a time) against :func:`pubsim.sim.kernels.fifo_offer` with the general heap
+  state, one message at a time.
+* :func:`pubsim.sim.kernels.service_window_stats` against NumPy.
+* :meth:`pubsim.sim.packets.Packets.sorted` and ``split_before`` against a
+  full sort and a mask.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from pubsim.sim import kernels as K
+from pubsim.sim.disciplines import FifoDiscipline
+from pubsim.sim.packets import Packets
+
+
+def _heap_reference(d: FifoDiscipline, t, svc, size):
+    """The same station stepped by fifo_offer with the 3-entry (heap) state."""
+    fs, ist = d.fs.copy(), d.ist[:3].copy()
+    free, hdep, hsize = d.free.copy(), np.empty(len(t) + 16), np.empty(len(t) + 16)
+    rows = [K.fifo_offer(fs, ist, free, hdep, hsize, a, s, z) for a, s, z in zip(t, svc, size)]
+    return np.array(rows), fs
+
+
+@pytest.mark.parametrize("cap", [None, 1, 5, 40])
+@pytest.mark.parametrize("idle_extra", [0.0, 0.3])
+@pytest.mark.parametrize("quota", [np.inf, 0.6])  # a CPU quota: the per-message ring step
+def test_fifo_single_loop_matches_heap_steps(cap, idle_extra, quota):
+    rng = np.random.default_rng(cap or 0)
+    n = 3000
+    t = np.cumsum(rng.exponential(0.8, n))
+    t[100:110] = t[100]  # simultaneous arrivals
+    svc = rng.exponential(1.0, n)
+    svc[::7] = 0.0
+    size = np.full(n, 10.0)
+    d = FifoDiscipline(capacity_messages=cap, idle_extra_s=idle_extra, cpu_quota_s=quota, cpu_period_s=1.0)
+    ref, fs_ref = _heap_reference(d, t, svc, size)
+    out = np.empty((n, 3))
+    code = np.empty(n, dtype=np.int64)
+    for lo, hi in ((0, 1000), (1000, 1001), (1001, n)):  # state carried across calls
+        i = K.fifo_run(
+            d.fs, d.ist, d.free, d.hdep, d.hsize, t[lo:hi], svc[lo:hi], size[lo:hi], 0,
+            out[lo:hi, 0], out[lo:hi, 1], out[lo:hi, 2], code[lo:hi],
+        )  # fmt: skip
+        assert i == hi - lo
+    np.testing.assert_array_equal(code, ref[:, 3].astype(np.int64))
+    np.testing.assert_array_equal(out, ref[:, :3])
+    for j in (K.WORK, K.SERVED, K.ADMIT_FLOOR):
+        assert d.fs[j] == fs_ref[j]
+    if cap is not None:
+        assert (code == K.DROP_FULL).any()
+
+
+def test_service_window_stats_matches_numpy():
+    rng = np.random.default_rng(5)
+    n = 5000
+    arrival = np.sort(rng.uniform(0, 10, n))
+    admit = arrival + rng.exponential(0.1, n) * (rng.random(n) < 0.3)
+    start = admit + rng.exponential(0.5, n) * (rng.random(n) < 0.5)
+    end = start + rng.exponential(0.2, n)
+    w0, w1 = 2.0, 8.0
+
+    def ticks(a, b):
+        x = np.clip(np.minimum(b, w1) - np.maximum(a, w0), 0.0, None)
+        return int(np.rint(x * K.TICKS_PER_S).astype(np.int64).sum())
+
+    inw = (start >= w0) & (start < w1)
+    want = (int(inw.sum()), int((inw & (start == admit)).sum()), ticks(start, end), ticks(admit, start))
+    got = K.service_window_stats(arrival, admit, start, end, w0, w1)
+    assert got[:4] == want and got[4] == ticks(arrival, admit)
+    mask = rng.random(n) < 0.5
+    ina = (arrival >= w0) & (arrival < w1)
+    assert K.window_counts(arrival, mask, w0, w1) == (int(ina.sum()), int((ina & mask).sum()))
+
+
+def _packets(rng, n):
+    t = np.sort(rng.integers(0, 12, n).astype(float))
+    return Packets(t, rng.integers(0, 6, n), rng.integers(0, 4, n), np.zeros(n), t)
+
+
+def test_sorted_equals_full_sort():
+    rng = np.random.default_rng(3)
+    for _ in range(300):
+        n = int(rng.integers(0, 60))
+        t = rng.integers(0, 12, n).astype(float)  # many equal times
+        key = rng.permutation(6 * n)[:n]  # unique (message, visit)
+        p = Packets(t, key // 4, key % 4, np.zeros(n), t)
+        got = p.sorted(4)
+        want = p.take(np.lexsort((p.order_key(4), p.t)))
+        for name in ("t", "msg", "visit"):
+            np.testing.assert_array_equal(getattr(got, name), getattr(want, name))
+
+
+@pytest.mark.parametrize("ordered", [True, False])
+def test_split_before_equals_mask(ordered):
+    rng = np.random.default_rng(9)
+    p = _packets(rng, 200)
+    if not ordered:
+        p = p.take(rng.permutation(200))
+    early, late = p.split_before(6.0)
+    m = p.t < 6.0
+    np.testing.assert_array_equal(early.msg, p.msg[m])
+    np.testing.assert_array_equal(late.msg, p.msg[~m])
+    np.testing.assert_array_equal(late.t, p.t[~m])
