@@ -471,10 +471,23 @@ def test_integer_of_thousands_of_digits_in_yaml(tmp_path):
     assert "an integer of at most 100 digits (this one has 5,000)" in msg
 
 
-def test_deeply_nested_yaml(tmp_path):
-    assert "nesting deeper than 100 levels" in _yaml_error_of(tmp_path, "run: " + "[" * 5000 + "]" * 5000 + "\n")
-    block = "run:\n" + "".join(" " * (i + 1) + "a:\n" for i in range(3000))
+@pytest.mark.parametrize("depth", [101, 999, 5000, 100_000])
+def test_deeply_nested_yaml(tmp_path, depth):
+    # over 1,000 flow levels libyaml's own scanner refuses first, with its own words
+    msg = _yaml_error_of(tmp_path, "run: " + "[" * depth + "]" * depth + "\n")
+    assert "nesting deeper than 100 levels" in msg or "exceeded maximum nesting depth" in msg
+    block = "run:\n" + "".join(" " * (i + 1) + "a:\n" for i in range(min(depth, 3000)))
     assert "nesting deeper than 100 levels" in _yaml_error_of(tmp_path, block)
+
+
+def test_a_long_list_for_a_count_is_refused_and_libyaml_reads_it(tmp_path):
+    """Found by the fuzzer: a count given as a list of 100,000 numbers took 10-20 s to refuse
+    (the pure-Python composer); read by libyaml, the refusal costs about a second (not asserted)."""
+    data = base()
+    data["topology"]["subscribers"][0]["count"] = list(range(100_000))
+    err, _ = error_of(tmp_path, data)
+    assert err.field == "topology.subscribers[0].count" and "cut: list of 100,000 items" in str(err)
+    assert yaml.__with_libyaml__, "PyYAML without libyaml reads YAML about 20x slower"
 
 
 def test_yaml_alias_bomb_is_not_expanded(tmp_path):
