@@ -111,6 +111,8 @@ def _event_rate_units_per_s() -> dict[str, Fraction]:
 
 
 _SIZE_UNITS_BYTES = _size_units_bytes()
+#: The longest number accepted in a quantity such as ``36B`` (digits, sign, point and exponent).
+MAX_NUMBER_CHARS = 100
 #: The largest size accepted (bytes): sizes are summed in int64 arrays (payload + framing + overhead).
 MAX_SIZE_BYTES = 2**53
 _RATE_UNITS_BPS = _rate_units_Bps()
@@ -144,6 +146,8 @@ def _split_quantity(value: str, field: str, units: dict[str, Fraction], expected
     unit = "".join(match.group("unit").split()) if match else None
     if match is None or unit is None or unit not in units:
         raise ConfigError(field, value, expected)
+    if len(match.group("number")) > MAX_NUMBER_CHARS:  # Fraction() of 5,000 digits raises ValueError (a fuzz finding)
+        raise ConfigError(field, value, f"a number of at most {MAX_NUMBER_CHARS} characters before its unit")
     return Fraction(match.group("number")), units[unit]
 
 

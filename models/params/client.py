@@ -281,7 +281,8 @@ def check_intervals(online_s: Any) -> tuple[np.ndarray, np.ndarray]:
     except (TypeError, ValueError):
         raise ConfigError("online_s", online_s, "a list of [connect_s, disconnect_s] pairs") from None
     c, d = pairs[:, 0], pairs[:, 1]
-    if np.any(~np.isfinite(c)) or np.any(c < 0) or np.any(d <= c) or np.any(c[1:] < d[:-1]):
+    # NaN compares false: without the isnan test a NaN disconnect time passed every check (a fuzz finding)
+    if np.any(~np.isfinite(c)) or np.any(np.isnan(d)) or np.any(c < 0) or np.any(d <= c) or np.any(c[1:] < d[:-1]):
         raise ConfigError(
             "online_s", online_s, "ordered, non-overlapping [connect_s, disconnect_s) with connect < disconnect"
         )

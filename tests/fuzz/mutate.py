@@ -73,6 +73,8 @@ POOL: tuple[Any, ...] = (
 )
 #: A physical quantity written with its unit: ``0.5s``, ``36B``, ``4000/s``, ``100Mbit/s``, ``1KiB``.
 QUANTITY = re.compile(r"^\s*\d+(\.\d+)?([eE][+-]?\d+)?\s*[A-Za-z/%][A-Za-z/%0-9]*\s*$")
+#: The number in front of a quantity's unit.
+NUMBER = re.compile(r"\s*\d+(\.\d+)?([eE][+-]?\d+)?")
 #: Keys whose numbers are non-negative by meaning.
 NON_NEGATIVE = re.compile(r"(_s|_bytes|_Bps|_per_s|_messages|^count|^replications|^seed|^workers|^size|^rate)$")
 #: Keys whose values are names or references: a list or mapping there is nonsense.
@@ -195,6 +197,8 @@ _SKIP = object()
 def _negate(rnd: random.Random, value: Any, path: Path) -> Any:
     if _is_number(value) and not (value > 0 and NON_NEGATIVE.search(_key_of(path))):
         return _SKIP
+    if isinstance(value, str) and float(NUMBER.match(value).group(0)) == 0:
+        return _SKIP  # -0s is zero: accepting it is not nonsense
     return _negated(value)
 
 

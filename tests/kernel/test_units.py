@@ -197,6 +197,17 @@ def test_parse_size_refuses_sizes_int64_arrays_cannot_sum(bad):
         parse_size_bytes(bad)
 
 
+@pytest.mark.parametrize(
+    "parse, text",
+    [(parse_size_bytes, "B"), (parse_duration_s, "s"), (parse_rate_Bps, "B/s"), (parse_rate_per_s, "/s")],
+)
+def test_a_number_of_thousands_of_digits_is_refused_not_converted(parse, text):
+    """Found by the fuzzer: 'const(1000...0)' with 5,001 digits raised Fraction's ValueError."""
+    with pytest.raises(ConfigError) as e:
+        parse("1" + "0" * 5000 + text, "f")
+    assert e.value.field == "f" and "at most 100 characters" in str(e.value) and len(str(e.value)) < 600
+
+
 def test_parse_size_accepts_the_bound():
     assert parse_size_bytes(2**53) == 2**53 and parse_size_bytes("8PiB") == 2**53
 

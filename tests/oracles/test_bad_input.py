@@ -689,3 +689,12 @@ def test_study_point_label_quotes_values_short(tmp_path):
         load_study(tmp_path / "study.yaml")
     assert e.value.field.startswith("point 0 (topology.broker.preset='xxx")
     assert "(cut: str of 5,000 characters)" in e.value.field and len(str(e.value)) < 1200
+
+
+@pytest.mark.parametrize("field", ["offline_s", "online_s"])
+def test_nan_in_a_session_interval_is_refused(tmp_path, field):
+    """Found by the fuzzer: NaN compares false, so [[100, .nan]] passed every interval check."""
+    data = base()
+    data["topology"]["publishers"][0][field] = [[0.1, float("nan")]]
+    err, _ = error_of(tmp_path, data)
+    assert err.field.endswith(field) or field in str(err)
