@@ -355,9 +355,13 @@ def read_evidence(path):
     if path.suffix.lower() not in SUFFIXES:
         raise ConfigError(str(path), path.suffix, "an evidence table ending in .csv, .yaml or .yml")
     try:
-        text = path.read_text()
+        text = path.read_text(encoding="utf-8")
     except OSError as err:
         raise ConfigError(str(path), "unreadable", err.strerror or str(err)) from None
+    except UnicodeDecodeError as err:  # a fuzz finding: it escaped as a traceback
+        raise ConfigError(
+            str(path), "not UTF-8 text", f"a CSV or YAML file ({err.reason} at byte {err.start})"
+        ) from None
     read = _csv_records if path.suffix.lower() == ".csv" else _yaml_records
     return parse_evidence(read(text, path.name), path.name)
 

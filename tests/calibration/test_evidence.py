@@ -328,3 +328,13 @@ def test_evidence_and_campaign_files_use_the_safe_yaml_reader(tmp_path, capsys, 
     assert len(err.splitlines()) == 1 and "malformed YAML" in err, err
     with pytest.raises(ConfigError, match="malformed YAML"):
         load_campaign(path)
+
+
+@pytest.mark.parametrize("suffix", [".yaml", ".csv"])
+def test_a_table_that_is_not_utf8_is_named_in_one_line(tmp_path, capsys, suffix):
+    """Found by the fuzzer: a flipped byte made UnicodeDecodeError escape as a traceback."""
+    path = tmp_path / f"t{suffix}"
+    path.write_bytes(b"- broker: mosquitto\n  note: caf\xe9\n")
+    assert main(["calibrate", str(path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "not UTF-8 text" in err and str(path) in err, err
