@@ -44,7 +44,7 @@ MAX_INT_DIGITS = 100
 _BASE: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
-class SafeLoader(_BASE):  # type: ignore[misc, valid-type]
+class SafeLoader(_BASE):
     """``yaml.SafeLoader`` (libyaml's when present) with this module's integer limit.
 
     The depth and expansion limits are checked before composing, by
