@@ -33,7 +33,7 @@ CORPUS = Path(__file__).with_name("corpus")
 PROFILES = {
     # no shrinking: a case number has no smaller form worth searching for
     "ci": settings(
-        max_examples=16,
+        max_examples=50,
         derandomize=True,
         database=None,
         deadline=None,
