@@ -24,8 +24,6 @@ from tests import ROOT
 from tests.loads.test_loads_readers import write_campusiot_sample, write_pcap_sample
 
 EXPERIMENTS = ROOT / "experiments"
-#: Scenario files left out as seeds, and why.
-SKIPPED = {"graphml": "no shipped scenario uses the graphml builder: the GraphML seed covers it"}
 RUN = {"duration": "0.5s", "warmup": "0.1s", "cooldown": "0s"}
 MAX_COUNT = 3
 
