@@ -344,6 +344,16 @@ def _bounded_int(data, key, default, low, high, high_text):
     return value
 
 
+def read_seed(data, default=0):
+    """``data["seed"]`` (else ``default``): an integer in [0, :data:`MAX_SEED`]."""
+    return _bounded_int(data, "seed", default, 0, MAX_SEED, "2**128 - 1")
+
+
+def read_replications(data, default=1):
+    """``data["replications"]`` (else ``default``): an integer in [1, :data:`MAX_REPLICATIONS`]."""
+    return _bounded_int(data, "replications", default, 1, MAX_REPLICATIONS, f"{MAX_REPLICATIONS:,}")
+
+
 def parse_scenario(data, base_dir=".", budget=None):
     """Build a :class:`Scenario` from an already loaded mapping.
 
@@ -367,8 +377,8 @@ def parse_scenario(data, base_dir=".", budget=None):
         graph = builders[builder](topo, "topology", allowance)
     else:
         raise ConfigError("topology.builder", builder, f"one of {sorted([*builders, 'graphml'])}")
-    seed = _bounded_int(data, "seed", 0, 0, MAX_SEED, "2**128 - 1")
-    reps = _bounded_int(data, "replications", 1, 1, MAX_REPLICATIONS, f"{MAX_REPLICATIONS:,}")
+    seed = read_seed(data)
+    reps = read_replications(data)
 
     run = _run_settings(data.get("run"))
     patterns = parse_patterns(data.get("patterns"), graph)

@@ -15,11 +15,13 @@ Latin hypercube sampling (McKay, Beckman & Conover 1979) uses
 from __future__ import annotations
 
 import itertools
+import math
 import numbers
 
 import numpy as np
 from scipy.stats import qmc
 
+from ..scenario import MAX_SEED
 from ..sim import units
 from ..sim.errors import ConfigError
 from .fieldpath import parse_path
@@ -56,9 +58,7 @@ def grid_points(spec, field="vary.grid"):
 
 def _check_points(field, sizes):
     """Refuse a product of ``sizes`` points beyond :data:`MAX_POINTS` before building it."""
-    total = 1
-    for size in sizes:
-        total *= size
+    total = math.prod(sizes)
     if total > MAX_POINTS:
         raise ConfigError(field, total, f"at most {MAX_POINTS:,} points in a study (split it into several studies)")
 
@@ -131,7 +131,7 @@ def sample_points(spec, default_seed, field="vary.sample"):
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         raise ConfigError(f"{field}.n", n, "an integer >= 1")
     _check_points(f"{field}.n", [n])
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0 or seed >= 2**128:
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0 or seed > MAX_SEED:
         raise ConfigError(f"{field}.seed", seed, "an integer in [0, 2**128 - 1]")
     ranges = _mapping(spec.get("ranges"), f"{field}.ranges", "field paths to [lo, hi]")
     ends = [_range_ends(p, v, f"{field}.ranges.{p}") for p, v in ranges.items()]

@@ -38,7 +38,7 @@ from functools import cached_property
 from pathlib import Path
 
 from ..budget import check as check_budget
-from ..scenario import MAX_REPLICATIONS, MAX_SEED, parse_scenario, parse_yaml, read_yaml
+from ..scenario import parse_scenario, parse_yaml, read_replications, read_seed, read_yaml
 from ..sim.errors import ConfigError, short_repr
 from .fieldpath import apply_overrides, parse_path
 from .sampling import combine, grid_points, sample_points, zip_points
@@ -115,16 +115,6 @@ class Study:
         raw = apply_overrides(self.base, {**self.fixed, **point.overrides})
         raw["seed"] = self.seed
         return raw
-
-
-def _int(data, key, default, low):
-    value = data.get(key, default)
-    if isinstance(value, bool) or not isinstance(value, int) or value < low:
-        raise ConfigError(key, value, f"an integer >= {low}")
-    high, text = (MAX_SEED, "2**128 - 1") if key == "seed" else (MAX_REPLICATIONS, f"{MAX_REPLICATIONS:,}")
-    if value > high:
-        raise ConfigError(key, value, f"an integer in [{low}, {text}]")
-    return value
 
 
 def _base(data, study_dir):
@@ -218,10 +208,8 @@ def parse_study(data, study_dir=".", *, text="", path="", default_name="study", 
     if unknown:
         raise ConfigError(unknown[0], data[unknown[0]], f"one of {sorted(_KEYS)}")
     base, base_dir = _base(data, study_dir)
-    seed = _int(data, "seed", base.get("seed", 0) if isinstance(base.get("seed", 0), int) else 0, 0)
-    reps = _int(
-        data, "replications", base.get("replications", 1) if isinstance(base.get("replications", 1), int) else 1, 1
-    )
+    seed = read_seed(data, base.get("seed", 0) if isinstance(base.get("seed", 0), int) else 0)
+    reps = read_replications(data, base.get("replications", 1) if isinstance(base.get("replications", 1), int) else 1)
     fixed = _fixed(data.get("set"))
     fields, overrides = _vary(data.get("vary"), seed)
     for key, where in list(fields.items()) + [(p, f"set.{p}") for p in fixed]:
