@@ -35,9 +35,6 @@ class StationOutput:
     drop_code: np.ndarray
 
 
-_TICKS_PER_S = K.TICKS_PER_S  # integrals are summed in integer ticks of 2^-32 s (0.23 ns)
-
-
 class StationStats:
     """Streaming counters and time integrals of a station over a window.
 
@@ -90,7 +87,8 @@ class StationStats:
 
     def record(self) -> dict[str, Any]:
         """Figures over the window: utilization, mean queue, drops by cause."""
-        span = max(self.w1 - self.w0, 1e-300) * _TICKS_PER_S
+        # integrals are summed in integer ticks of 2^-32 s (0.23 ns)
+        span = max(self.w1 - self.w0, 1e-300) * K.TICKS_PER_S
         row = {
             "arrivals": self.arrivals,
             "served": self.served,

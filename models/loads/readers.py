@@ -329,8 +329,9 @@ def read_campusiot(
         except (OSError, EOFError, zlib.error) as exc:  # truncated or corrupt gzip: keep what was read
             stopped = _file_error(exc)
             summary.bad_reasons[stopped] += 1
-            _add_example(summary.bad_examples, (lineno, stopped, clip(str(exc))))
-            stopped = f"{stopped}: {clip(str(exc))}"
+            detail = clip(str(exc))
+            _add_example(summary.bad_examples, (lineno, stopped, detail))
+            stopped = f"{stopped}: {detail}"
     summary.records = len(ts)
     if not ts:
         if stopped is not None and not summary.lines:

@@ -39,6 +39,7 @@ import numpy as np
 import pandas as pd
 
 from ...sim.errors import ConfigError
+from ...sim.units import MAX_SIZE_BYTES
 from ..params.client import PublisherParams
 
 __all__ = ["Trace", "REQUIRED", "OPTIONAL", "MAX_INFLATION"]
@@ -48,7 +49,6 @@ OPTIONAL = {"qos": "int8", "priority": "int8", "retain": "bool", "connection": "
 _META_KEY = b"pubsim.trace"
 _CSV_MAGIC = "# pubsim-trace "
 DAY_S = 86400.0
-_MAX_SIZE_BYTES = 2**53  # sizes above are not whole numbers in a float (and no message is that big)
 
 
 class Trace:
@@ -543,10 +543,10 @@ def _coerce(frame, where, offset):
         if not pd.api.types.is_integer_dtype(size)
         else size.to_numpy()
     )
-    if sz.dtype.kind == "u" and len(sz) and sz.max() > _MAX_SIZE_BYTES:
+    if sz.dtype.kind == "u" and len(sz) and sz.max() > MAX_SIZE_BYTES:
         sz = sz.astype(float)  # beyond int64: reported below as out of range
     if sz.dtype.kind == "f":
-        bad = ~np.isfinite(sz) | (sz != np.round(sz)) | (np.abs(sz) > _MAX_SIZE_BYTES)
+        bad = ~np.isfinite(sz) | (sz != np.round(sz)) | (np.abs(sz) > MAX_SIZE_BYTES)
         if bad.any():
             i = int(np.flatnonzero(bad)[0])
             raise ConfigError(_err_row(where, i, offset, "size_bytes"), size.iloc[i], "a whole number of bytes >= 0")
