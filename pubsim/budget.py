@@ -214,7 +214,7 @@ def _queue_slots(g):
     return slots
 
 
-def estimate(scenario, *, duration_s=None, replications=None, rates=None) -> Estimate:
+def estimate(scenario, *, duration_s=None, replications=None, rates=None, fanout=True) -> Estimate:
     """The cost of running ``scenario`` (a :class:`pubsim.scenario.Scenario`).
 
     Parameters
@@ -225,6 +225,9 @@ def estimate(scenario, *, duration_s=None, replications=None, rates=None) -> Est
         Default: the scenario's.
     rates : dict of publisher name -> rate per s, optional
         Rates that replace the scenario's (a saturation probe).
+    fanout : bool
+        Estimate ``deliveries`` (every publisher's topics matched against
+        every filter, up to 20,000 pairs); else ``deliveries`` is None.
     """
     g = scenario.topology
     duration_s = scenario.run["duration_s"] if duration_s is None else duration_s
@@ -233,7 +236,7 @@ def estimate(scenario, *, duration_s=None, replications=None, rates=None) -> Est
     pubs = T.clients(g, T.NodeKind.PUBLISHER)
     subs = T.clients(g, T.NodeKind.SUBSCRIBER)
     per_pub = {p: _publications(g.nodes[p][T.PARAMS], duration_s, rates.get(p)) for p in pubs}
-    fan = _fanout(g, pubs, subs)
+    fan = _fanout(g, pubs, subs) if fanout else None
     deliveries = None if fan is None else reps * sum(per_pub[p] * fan[p] for p in pubs)
     workers = sum(getattr(g.nodes[n][T.PARAMS], "workers", 0) for n in g)
     series_bin_s = scenario.run.get("series_bin_s") or duration_s / 100
@@ -264,7 +267,8 @@ def _refuse(field, value, limit, advice, knob):
 def check(scenario, budget=None, **kwargs) -> Estimate:
     """:func:`estimate` ``scenario`` and refuse it beyond ``budget`` (default :meth:`Budget.from_env`).
 
-    Keyword arguments go to :func:`estimate`.
+    Keyword arguments go to :func:`estimate`; ``deliveries`` is not estimated
+    unless ``fanout=True`` is given (no limit reads it, and every study point is checked).
 
     Raises
     ------
@@ -272,7 +276,7 @@ def check(scenario, budget=None, **kwargs) -> Estimate:
         One line: the estimate, the limit and what to change.
     """
     budget = Budget.from_env() if budget is None else budget
-    est = estimate(scenario, **kwargs)
+    est = estimate(scenario, **{"fanout": False, **kwargs})
     if est.clients > budget.max_clients:
         _refuse("clients", est.clients, f"{budget.max_clients:,}", "lower the groups' count", "max_clients")
     if not est.messages <= budget.max_messages:  # also refuses NaN
