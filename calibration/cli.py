@@ -96,10 +96,10 @@ def _value(x, unit):
     return f"{x:.4g} {unit}"
 
 
-def _terms_table(kind, cal, level):
+def _terms_table(kind, cal):
     p = cal.params_
     table = Table(title=f"{kind}: CPU demand per ingress message, from {p['n_rows']} evidence rows")
-    for col in ("term", "value", f"{level:.0%} interval", "meaning"):
+    for col in ("term", "value", f"{cal.level:.0%} interval", "meaning"):
         table.add_column(col, no_wrap=col != "meaning")
     for name, unit, meaning in TERMS:
         t = p[name]
@@ -126,19 +126,18 @@ def _fit_lines(cal):
 
 def _calibrate_table(args, console):
     table = read_evidence(args.results)
-    level = 0.95
     profiles = {}
     for kind, rows in table.groupby("broker", sort=True):
         if demand_rows(rows).empty:
             kinds = ", ".join(f"{n} {k}" for k, n in rows.observation.value_counts().items())
             console.print(f"{kind}: no limit, cpu or saturated throughput rows ({kinds}): nothing to fit")
             continue
-        cal = EvidenceCalibrator(n_boot=args.bootstrap, level=level, seed=args.seed).fit(rows.reset_index(drop=True))
-        console.print(_terms_table(kind, cal, level))
+        cal = EvidenceCalibrator(n_boot=args.bootstrap, seed=args.seed).fit(rows.reset_index(drop=True))
+        console.print(_terms_table(kind, cal))
         for line in _fit_lines(cal):
             console.print(line, markup=False, highlight=False)
         date = datetime.date.today().isoformat()
-        profiles[kind] = evidence_profile(kind, rows, cal, source=Path(args.results).name, date=date, level=level)
+        profiles[kind] = evidence_profile(kind, rows, cal, source=Path(args.results).name, date=date)
     _save(profiles, _target(args), console, show=False)
     return 0
 

@@ -325,7 +325,7 @@ def _terms_record(params):
     return out
 
 
-def evidence_profile(kind, table, cal, *, source, date, level=0.95):
+def evidence_profile(kind, table, cal, *, source, date):
     """Profile mapping (:func:`pubsim.calibration.profile.build_profile`) of a fitted evidence table.
 
     The broker preset carries the identifiable terms (the others keep their
@@ -348,8 +348,6 @@ def evidence_profile(kind, table, cal, *, source, date, level=0.95):
         The table's file name (the provenance reference).
     date : str
         ISO date of the calibration.
-    level : float
-        Confidence level of ``cal`` (for the record).
     """
     p = cal.params_
     linear = cal
@@ -361,7 +359,7 @@ def evidence_profile(kind, table, cal, *, source, date, level=0.95):
     missing = [n for n in NAMES if not p[n]["identifiable"]]
     note = (
         f"CPU s per ingress message from {p['n_rows']} evidence rows ({', '.join(kinds)}) by the utilization law "
-        f"(limits: cap / limit; CPU %: CPU / rate), NNLS on relative errors, {level:.0%} bootstrap intervals in "
+        f"(limits: cap / limit; CPU %: CPU / rate), NNLS on relative errors, {cal.level:.0%} bootstrap intervals in "
         f"the profile's evidence mapping; rms relative residual {p['rms_relative_error']:.2%}. "
         f"Subscription term: {p['subscription_form']} form ({p['subscription_choice']}). "
         + (f"Not identifiable from this table, left at 0: {', '.join(missing)}. " if missing else "")
@@ -385,7 +383,7 @@ def evidence_profile(kind, table, cal, *, source, date, level=0.95):
         "unused_rows": p["unused"],
         "fitted_ranges": p["ranges"],
         "terms": _terms_record(p),
-        "confidence_level": level,
+        "confidence_level": cal.level,
         "subscription_form": p["subscription_form"],
         "subscription_choice": p["subscription_choice"],
         "preset_subscription_form": "linear",

@@ -20,7 +20,7 @@ from pubsim.calibration.evidence import (
     read_evidence,
     write_evidence,
 )
-from pubsim.calibration.evidence_fit import EvidenceCalibrator, demand_rows
+from pubsim.calibration.evidence_fit import EvidenceCalibrator, demand_rows, evidence_profile
 from pubsim.cli import main
 from pubsim.models import presets
 from pubsim.models.mechanisms.qos.rules import handshake_packets
@@ -338,3 +338,13 @@ def test_a_table_that_is_not_utf8_is_named_in_one_line(tmp_path, capsys, suffix)
     assert main(["calibrate", str(path)]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "not UTF-8 text" in err and str(path) in err, err
+
+
+@pytest.mark.parametrize("level", [0.9, 0.99])
+def test_the_profile_records_the_level_its_intervals_were_fitted_at(level):
+    """The profile used to record 95 % whatever level the calibrator was fitted at."""
+    table = parse_evidence(model_table())
+    cal = EvidenceCalibrator(n_boot=30, level=level).fit(table)
+    profile = evidence_profile("mosquitto", table, cal, source="test", date="2026-11-25")
+    assert profile["evidence"]["confidence_level"] == level
+    assert f"{level:.0%} bootstrap intervals" in str(profile)
