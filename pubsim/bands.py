@@ -135,9 +135,7 @@ def band_text(accuracy, source):
     held = accuracy.get("holdout")
     if not held:
         return "validated on its training configurations only (no held-out split)"
-    parts = [
-        f"{_SHORT[m]} {_pct(held[m]['low'], held[m]['high'])}" for m in METRICS if held.get(m) is not None
-    ]
+    parts = [f"{_SHORT[m]} {_pct(held[m]['low'], held[m]['high'])}" for m in METRICS if held.get(m) is not None]
     return f"held out ({held['configurations']} configurations): " + ", ".join(parts)
 
 

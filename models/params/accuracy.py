@@ -111,7 +111,9 @@ def _split(spec: Any, field: str) -> dict:
 def _fit(spec: Any, field: str) -> dict:
     spec = _mapping(spec, field, _FIT_KEYS)
     out: dict[str, Any] = {
-        k: _number(spec[k], f"{field}.{k}") for k in ("confidence_level", "rms_residual_pct", "max_residual_pct") if k in spec
+        k: _number(spec[k], f"{field}.{k}")
+        for k in ("confidence_level", "rms_residual_pct", "max_residual_pct")
+        if k in spec
     }
     intervals = _mapping(spec.get("intervals") or {}, f"{field}.intervals")
     out["intervals"] = {str(k): _pair(v, f"{field}.intervals.{k}") for k, v in intervals.items()}
