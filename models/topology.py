@@ -32,8 +32,9 @@ subscriptions) are ``;``-separated; list-valued fields without a unit
 text form (``exp(0.001)``) or, for empirical ones, a JSON mapping
 ``{"dist": "empirical", "values": [...]}``; the provenance is held in
 ``provenance_source``, ``provenance_reference``, ``provenance_date`` and
-``provenance_note`` (and a calibrated model's ``provenance_accuracy``, JSON). Relay and bridge fields are prefixed ``relay_`` (node)
-and ``bridge_`` (edge). :func:`write_graphml` then :func:`read_graphml` gives
+``provenance_note`` (and a calibrated model's ``provenance_accuracy``, as
+JSON). Relay and bridge fields are prefixed ``relay_`` (node) and
+``bridge_`` (edge). :func:`write_graphml` then :func:`read_graphml` gives
 back an equal topology.
 """
 
