@@ -13,6 +13,7 @@ from pubsim.calibration.evidence import read_evidence
 from pubsim.calibration.evidence_fit import EvidenceCalibrator, evidence_profile
 from pubsim.calibration.profile import build_profile, profile_yaml
 from pubsim.cli import main
+from pubsim.models import presets
 from pubsim.models.params.accuracy import parse_accuracy
 from pubsim.models.params.broker import BrokerParams
 from pubsim.models.params.mapping import from_mapping
@@ -186,3 +187,21 @@ def test_bad_accuracy_is_one_config_error(bad, field):
     with pytest.raises(ConfigError) as err:
         parse_accuracy(bad)
     assert err.value.field == field
+
+
+def test_calibrate_records_the_campaign_accuracy(tmp_path):
+    data = ROOT / "calibration" / "data" / "tier2"
+    assert main(["calibrate", str(data), "--no-variability", "--write", str(tmp_path)]) == 0
+    blocks = campaign_accuracy(data)
+    for kind in ("activemq-mqtt", "ejabberd-mqtt"):
+        written = safe_load((tmp_path / f"{kind}.yaml").read_text())
+        assert written["broker"][kind]["provenance"]["accuracy"] == blocks[kind]
+
+
+def test_presets_long_shows_the_accuracy_or_says_none(capsys):
+    assert main(["presets", "--long", "mosquitto"]) == 0
+    out = capsys.readouterr().out
+    n = presets.load("broker", "mosquitto")["provenance"]["accuracy"]["holdout"]["configurations"]
+    assert f"holdout ({n} configurations)" in out and "fitted range" in out
+    assert main(["presets", "--long", "mosquitto-placeholder"]) == 0
+    assert "no validation" in capsys.readouterr().out
