@@ -70,7 +70,15 @@ def _fanout(g, broker, params, pubs, subs):
         return None
 
 
-def operating_point(g, broker):
+def _attached(g, kind):
+    """``{broker: [its clients of kind]}`` (sorted names)."""
+    out: dict = {}
+    for n in T.clients(g, kind):
+        out.setdefault(T.home_broker(g, n), []).append(n)
+    return out
+
+
+def operating_point(g, broker, *, attached=None):
     """``{parameter: (low, high)}`` of ``broker`` in topology ``g`` (:data:`RANGE_PARAMETERS`).
 
     Payload: the mean payload of each publisher attached to the broker
@@ -78,11 +86,13 @@ def operating_point(g, broker):
     fan-out: its local sp-ratio (see :func:`_fanout`); publishers and
     installed subscriptions: counts of its own clients; CPU: its
     ``cpu_fraction`` (cores). A parameter without clients to measure it is
-    left out.
+    left out. ``attached``: ``(publishers, subscribers)`` per broker, when
+    already grouped (:func:`accuracy_table` groups them once).
     """
     params = g.nodes[broker][T.PARAMS]
-    pubs = [p for p in T.clients(g, T.NodeKind.PUBLISHER) if T.home_broker(g, p) == broker]
-    subs = [s for s in T.clients(g, T.NodeKind.SUBSCRIBER) if T.home_broker(g, s) == broker]
+    if attached is None:
+        attached = (_attached(g, T.NodeKind.PUBLISHER), _attached(g, T.NodeKind.SUBSCRIBER))
+    pubs, subs = attached[0].get(broker, []), attached[1].get(broker, [])
     out = {
         "publishers": (len(pubs), len(pubs)),
         "cpu_cap_cores": (float(params.cpu_fraction), float(params.cpu_fraction)),
@@ -162,10 +172,13 @@ def accuracy_table(g):
         and ``extrapolation`` (naming each with its value and fitted range).
     """
     rows = []
+    attached = None
     for b in T.brokers(g):
         prov = g.nodes[b][T.PARAMS].provenance
         acc = prov.accuracy
-        items = out_of_range(acc, operating_point(g, b)) if acc is not None else []
+        if acc is not None and attached is None:
+            attached = (_attached(g, T.NodeKind.PUBLISHER), _attached(g, T.NodeKind.SUBSCRIBER))
+        items = out_of_range(acc, operating_point(g, b, attached=attached)) if acc is not None else []
         row = {
             "broker": str(b),
             "validation": _status(acc),
