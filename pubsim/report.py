@@ -269,7 +269,7 @@ def _config_rows(res, config_row, config):
 
 
 def _pct_band(low, high):
-    return f"{low:+.0f} .. {high:+.0f} %"
+    return f"{low:+.0f} %" if round(low) == round(high) else f"{low:+.0f} .. {high:+.0f} %"
 
 
 def _real_knee(lo, hi, low, high):
@@ -278,7 +278,8 @@ def _real_knee(lo, hi, low, high):
         return ""
     if math.isfinite(lo) and math.isfinite(hi):
         knee = (lo + hi) / 2
-        return f": real knee ≈ {_fmt(knee / (1 + high / 100), 'rate')} .. {_fmt(knee / (1 + low / 100), 'rate')}"
+        a, b = _fmt(knee / (1 + high / 100), "rate"), _fmt(knee / (1 + low / 100), "rate")
+        return f": real knee ≈ {a}" if a == b else f": real knee ≈ {a} .. {b}"
     if math.isfinite(lo):
         return f": real knee > {_fmt(lo / (1 + high / 100), 'rate')}"
     if math.isfinite(hi):
@@ -382,9 +383,10 @@ def _answer(res, config, k):
             (
                 "p",
                 "**Extrapolation warnings** (the run leaves the range of configurations the profile was "
-                "fitted on; parameter, its value here, the fitted range): " + " ".join(warnings),
+                "fitted on; parameter, its value here, the fitted range):",
             )
         )
+        blocks += [("p", w) for w in warnings]
     return blocks
 
 

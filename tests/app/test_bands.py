@@ -117,3 +117,13 @@ def test_pubsim_run_prints_the_band_and_the_warning(tmp_path, capsys):
     f.write_text(yaml.safe_dump(_scenario()))
     assert main(["run", str(f)]) == 0
     assert "fitted range" not in capsys.readouterr().out
+
+
+def test_overriding_a_fitted_cost_drops_the_band_but_a_cap_keeps_it():
+    raw = _scenario()
+    raw["topology"]["broker"]["ingress_cost_s"] = "50us"
+    (row,) = parse_scenario(raw, ".").simulate(0).accuracy().to_dict("records")
+    assert row["validation"] == "none" and math.isnan(row["saturation_error_low_pct"])
+    prov = parse_scenario(raw, ".").topology.nodes["broker"][T.PARAMS].provenance
+    assert prov.accuracy is None and "ingress_cost_s overridden" in prov.note
+    assert _run(cpu_fraction=0.5).accuracy()["validation"].iloc[0] == "held-out"
