@@ -213,6 +213,25 @@ def _reference(path):
         return str(path)
 
 
+_NEEDS = {
+    "validation": ("broker", "config", "split"),
+    "runs.csv": ("broker", "config", "split", "payload_bytes", "fanout", "publishers", "cpu_cap_fraction"),
+    "saturation.csv": ("broker", "config"),
+}
+
+
+def _read(path, what):
+    """A CSV table with the columns ``what`` needs (one-line ConfigError otherwise)."""
+    try:
+        df = pd.read_csv(path)
+    except (OSError, ValueError, pd.errors.ParserError) as err:  # EmptyDataError is a ValueError
+        raise ConfigError(str(path), "unreadable", f"a CSV table ({type(err).__name__})") from None
+    missing = [c for c in _NEEDS[what] if c not in df]
+    if missing:
+        raise ConfigError(str(path), f"no column {missing[0]}", f"a {what} table with columns {list(_NEEDS[what])}")
+    return df
+
+
 def campaign_accuracy(results_dir, validation=None):
     """``{broker kind: accuracy mapping}`` of a campaign folder and its validation table
     (default ``results_dir/validation-accuracy.csv``)."""
@@ -221,9 +240,9 @@ def campaign_accuracy(results_dir, validation=None):
     for p in (path, out / "runs.csv"):
         if not p.is_file():
             raise ConfigError("results", str(p), "a campaign's runs.csv and its validation table")
-    table = pd.read_csv(path)
-    runs = pd.read_csv(out / "runs.csv")
-    sat = pd.read_csv(out / "saturation.csv") if (out / "saturation.csv").is_file() else None
+    table = _read(path, "validation")
+    runs = _read(out / "runs.csv", "runs.csv")
+    sat = _read(out / "saturation.csv", "saturation.csv") if (out / "saturation.csv").is_file() else None
     return {
         kind: validation_accuracy(table, runs, kind, saturation=sat, reference=_reference(path))
         for kind in dict.fromkeys(table["broker"])

@@ -73,7 +73,7 @@ def _number(value: Any, field: str) -> float:
 def _mapping(spec: Any, field: str, allowed: set | None = None) -> dict:
     if not isinstance(spec, dict):
         raise ConfigError(field, spec, "a mapping")
-    unknown = sorted(set(map(str, spec)) - allowed) if allowed is not None else []
+    unknown = [k for k in spec if str(k) not in allowed] if allowed is not None else []
     if unknown:
         raise ConfigError(f"{field}.{unknown[0]}", spec[unknown[0]], f"one of {sorted(allowed or ())}")
     return spec

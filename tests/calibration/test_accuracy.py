@@ -205,3 +205,13 @@ def test_presets_long_shows_the_accuracy_or_says_none(capsys):
     assert f"holdout ({n} configurations)" in out and "fitted range" in out
     assert main(["presets", "--long", "mosquitto-placeholder"]) == 0
     assert "no validation" in capsys.readouterr().out
+
+
+def test_a_broken_validation_table_is_one_line(tmp_path, capsys):
+    _campaign(tmp_path)
+    (tmp_path / "validation-accuracy.csv").write_text("broker,split\nmosquitto,train\n")
+    assert main(["accuracy", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "config" in err
+    with pytest.raises(ConfigError):
+        parse_accuracy({1: "x", "basis": "evidence fit"})
