@@ -25,7 +25,15 @@ from .models.params.accuracy import METRICS, RANGE_PARAMETERS, error_band, out_o
 from .models.params.topics import SubscriptionTable
 from .sim.errors import ConfigError
 
-__all__ = ["operating_point", "accuracy_table", "summary_fields", "band_text", "extrapolation_text", "COLUMNS"]
+__all__ = [
+    "operating_point",
+    "accuracy_table",
+    "summary_fields",
+    "band_text",
+    "extrapolation_text",
+    "real_range",
+    "COLUMNS",
+]
 
 _SHORT = {"saturation_error_pct": "saturation", "p50_error_pct": "p50", "p99_error_pct": "p99"}
 #: Columns of :func:`accuracy_table`.
@@ -232,3 +240,11 @@ def _grouped(table, col, many):
 def _names(brokers, most=4):
     shown = ", ".join(brokers[:most])
     return shown + (f" ... ({len(brokers)} brokers)" if len(brokers) > most else "")
+
+
+def real_range(predicted, low_pct, high_pct):
+    """Where the real value lies if the model errs by ``low_pct`` .. ``high_pct`` (simulated =
+    real x (1 + error)): ``(predicted / (1 + high), predicted / (1 + low))``, or None (no band)."""
+    if not (math.isfinite(low_pct) and math.isfinite(high_pct)) or low_pct <= -100:
+        return None
+    return predicted / (1 + high_pct / 100), predicted / (1 + low_pct / 100)

@@ -34,6 +34,7 @@ from .analysis.ci import with_ci
 from .analysis.draw import topology_figure
 from .analysis.run_figures import plt
 from .analysis.trace_study import load_trace_results
+from .bands import real_range
 from .scenario import parse_scenario
 from .sim.errors import ConfigError
 from .study import load_study
@@ -277,13 +278,12 @@ def _real_knee(lo, hi, low, high):
     if low <= -100:
         return ""
     if math.isfinite(lo) and math.isfinite(hi):
-        knee = (lo + hi) / 2
-        a, b = _fmt(knee / (1 + high / 100), "rate"), _fmt(knee / (1 + low / 100), "rate")
+        a, b = (_fmt(x, "rate") for x in real_range((lo + hi) / 2, low, high))
         return f": real knee ≈ {a}" if a == b else f": real knee ≈ {a} .. {b}"
     if math.isfinite(lo):
-        return f": real knee > {_fmt(lo / (1 + high / 100), 'rate')}"
+        return f": real knee > {_fmt(real_range(lo, low, high)[0], 'rate')}"
     if math.isfinite(hi):
-        return f": real knee < {_fmt(hi / (1 + low / 100), 'rate')}"
+        return f": real knee < {_fmt(real_range(hi, low, high)[1], 'rate')}"
     return ""
 
 

@@ -127,3 +127,19 @@ def test_overriding_a_fitted_cost_drops_the_band_but_a_cap_keeps_it():
     prov = parse_scenario(raw, ".").topology.nodes["broker"][T.PARAMS].provenance
     assert prov.accuracy is None and "ingress_cost_s overridden" in prov.note
     assert _run(cpu_fraction=0.5).accuracy()["validation"].iloc[0] == "held-out"
+
+
+def test_saturate_lines_give_the_real_limit_the_band_implies():
+    from pubsim.analysis.saturate_cli import model_lines
+    from pubsim.bands import accuracy_table
+
+    sat = _recorded("mosquitto")["holdout"]["saturation_error_pct"]
+    table = accuracy_table(parse_scenario(_scenario(cpu_fraction=1.0), ".").topology)
+    lines = [text for text, _ in model_lines(table, 10_000.0)]
+    low, high = 10_000.0 / (1 + sat["high"] / 100), 10_000.0 / (1 + sat["low"] / 100)
+    assert any(f"{low:,.0f} .. {high:,.0f} msg/s" in t for t in lines)
+    assert any(t.startswith("warning:") and "cpu_cap_cores 1" in t for t in lines)
+    assert any(f"> {low:,.0f} msg/s" in t for t, _ in model_lines(table, 10_000.0, lower_bound=True))
+    placeholder = accuracy_table(parse_scenario(_scenario("mosquitto-placeholder"), ".").topology)
+    (only,) = model_lines(placeholder, 10_000.0)
+    assert "no validation" in only[0]
