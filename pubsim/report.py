@@ -556,6 +556,10 @@ def trace_section(out_dir):
         }
         for _, r in t.iterrows()
     ]
+    if "model_band" in s:  # each profile's held-out band (pubsim.bands), once per broker
+        band = s.drop_duplicates("broker").set_index("broker")["model_band"]
+        for row in rows:
+            row["model band (held-out errors)"] = band.get(row["broker"], "-")
     k = knees(s, ["broker"], confidence=_CONFIDENCE)
     blocks = head + [
         ("p", text),
