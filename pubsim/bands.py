@@ -94,16 +94,20 @@ def operating_point(g, broker, *, attached=None):
     fan-out: its local sp-ratio (see :func:`_fanout`); publishers and
     installed subscriptions: counts of its own clients; CPU: its
     ``cpu_fraction`` (cores). A parameter without clients to measure it is
-    left out. ``attached``: ``(publishers, subscribers)`` per broker, when
+    left out; a broker without clients of its own (a transit broker of a
+    tree, whose load is forwarded traffic) is checked on its CPU only. ``attached``: ``(publishers, subscribers)`` per broker, when
     already grouped (:func:`accuracy_table` groups them once).
     """
     params = g.nodes[broker][T.PARAMS]
     if attached is None:
         attached = (_attached(g, T.NodeKind.PUBLISHER), _attached(g, T.NodeKind.SUBSCRIBER))
     pubs, subs = attached[0].get(broker, []), attached[1].get(broker, [])
+    cpu = (float(params.cpu_fraction), float(params.cpu_fraction))
+    if not pubs and not subs:
+        return {"cpu_cap_cores": cpu}
     out = {
         "publishers": (len(pubs), len(pubs)),
-        "cpu_cap_cores": (float(params.cpu_fraction), float(params.cpu_fraction)),
+        "cpu_cap_cores": cpu,
         "installed_subscriptions": (sum(len(g.nodes[s][T.PARAMS].subscriptions) for s in subs),) * 2,
     }
     if pubs:
@@ -228,13 +232,13 @@ def summary_fields(table):
 
 
 def _grouped(table, col, many):
-    """``b1, b2: text; b3: other`` (brokers sharing a text named together; just the text with one broker)."""
+    """``b1, b2: text | b3: other`` (brokers sharing a text named together; just the text with one broker)."""
     if not many:
         return "; ".join(table[col])
     groups: dict = {}
     for broker, text in zip(table["broker"], table[col]):
         groups.setdefault(text, []).append(broker)
-    return "; ".join(f"{_names(b)}: {text}" for text, b in groups.items())
+    return " | ".join(f"{_names(b)}: {text}" for text, b in groups.items())
 
 
 def _names(brokers, most=4):

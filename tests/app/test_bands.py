@@ -143,3 +143,33 @@ def test_saturate_lines_give_the_real_limit_the_band_implies():
     placeholder = accuracy_table(parse_scenario(_scenario("mosquitto-placeholder"), ".").topology)
     (only,) = model_lines(placeholder, 10_000.0)
     assert "no validation" in only[0]
+
+
+def test_each_broker_of_a_chain_has_its_row_and_a_transit_broker_is_checked_on_its_cpu():
+    from pubsim.bands import accuracy_table, summary_fields
+    from pubsim.models.params.broker import BrokerParams
+    from pubsim.models.params.client import PublisherParams, SubscriberParams
+    from pubsim.models.params.link import LinkParams
+    from pubsim.models.params.mapping import from_mapping
+    from pubsim.sim.distributions import Constant
+
+    calibrated = from_mapping(BrokerParams, {**presets.load("broker", "mosquitto"), "cpu_fraction": 0.2}, "b")
+    placeholder = from_mapping(BrokerParams, presets.load("broker", "mosquitto-placeholder"), "b")
+    g = T.chain(
+        brokers={"b0": calibrated, "b1": calibrated, "b2": placeholder},
+        bridge=LinkParams(latency_s=1e-4),
+        publishers={"p": ("b0", PublisherParams(topics=("t",), rate_per_s=10.0, size_bytes=Constant(value=128.0)))},
+        subscribers={f"s{i}": ("b2", SubscriberParams(subscriptions=("t",))) for i in range(2)},
+        link=LinkParams(latency_s=1e-4),
+    )
+    t = accuracy_table(g).set_index("broker")
+    assert list(t["validation"]) == ["held-out", "held-out", "none"]
+    # b0: one publisher, no local subscriber (fan-out 0 below the fitted range); b1 has no clients:
+    # only its CPU is checked, and 0.2 core is the fitted cap
+    assert t.loc["b0", "extrapolated"] == "fanout, installed_subscriptions"
+    assert t.loc["b1", "extrapolation"] == ""
+    f = summary_fields(t.reset_index())
+    assert f["model_validation"] == "held-out, none"
+    assert math.isnan(f["model_saturation_error_low_pct"])  # no band for the whole run: b2 has none
+    assert f["model_extrapolation"].startswith("b0: fanout 0 outside the fitted")
+    assert "b0, b1: held out (" in f["model_band"] and " | b2: no validation" in f["model_band"]
