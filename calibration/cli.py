@@ -16,6 +16,14 @@
   folder (``$PUBSIM_PRESETS``, else ``~/.config/pubsim/presets``), never in
   the installed package, or in PRESET_DIR (the repository's own profiles:
   ``models/presets/calibrated``); loadable by name either way.
+- ``pubsim accuracy DIR [--validation FILE] [--write PRESET_DIR]``: print
+  each broker's validation errors per split (saturation, p50, p99) and the
+  range of its training configurations, from the campaign's runs and its
+  validation table (``DIR/validation-accuracy.csv``, the ``accuracy.csv``
+  of ``pubsim validate --report``); ``--write`` records them as the
+  ``provenance.accuracy`` of the profiles in PRESET_DIR
+  (:mod:`pubsim.calibration.accuracy`). ``pubsim calibrate DIR`` records
+  them too when that table is present.
 - ``pubsim validate DIR [--report OUT]``: simulate every measured
   configuration with the profiles fitted on the ``train`` runs and print the
   accuracy per broker and configuration, held-out ones marked; ``--report``
@@ -31,6 +39,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from ..models import presets
+from .accuracy import VALIDATION_FILE, campaign_accuracy, record_accuracy, with_accuracy
 from .campaign import load_campaign, read_results, run_campaign
 from .evidence import evidence_from_results, is_evidence_file, read_evidence, write_evidence
 from .evidence_fit import TERMS, EvidenceCalibrator, demand_rows, evidence_profile
@@ -152,7 +161,46 @@ def _calibrate(args, console):
         write_evidence(table, args.export_evidence)
         console.print(f"wrote {args.export_evidence} ({len(table)} observations)")
     *_, profiles = _fitted(args)
+    if (Path(args.results) / VALIDATION_FILE).is_file():  # the campaign's validation: each profile's accuracy
+        blocks = campaign_accuracy(args.results)
+        profiles = {k: with_accuracy(p, blocks[k]) if k in blocks else p for k, p in profiles.items()}
     _save(profiles, _target(args), console)
+    return 0
+
+
+def _band(stats):
+    if stats is None:
+        return "-"
+    return f"{stats['low']:+.0f} .. {stats['high']:+.0f} % (median |e| {stats['median_abs']:.0f} %, n={stats['n']})"
+
+
+def _accuracy(args, console):
+    """``pubsim accuracy DIR [--validation FILE] [--write PRESET_DIR]``."""
+    blocks = campaign_accuracy(args.results, args.validation)
+    table = Table(title=f"accuracy per broker from {args.validation or Path(args.results) / VALIDATION_FILE}")
+    for col in ("broker", "split", "configs", "saturation error", "p50 error", "p99 error"):
+        table.add_column(col, no_wrap=col in ("broker", "split", "configs"))
+    for kind, acc in blocks.items():
+        for split in ("train", "holdout"):
+            if split in acc:
+                e = acc[split]
+                table.add_row(
+                    kind,
+                    split,
+                    str(e["configurations"]),
+                    *(_band(e.get(m)) for m in ("saturation_error_pct", "p50_error_pct", "p99_error_pct")),
+                )
+    console.print(table)
+    for kind, acc in blocks.items():
+        ranges = ", ".join(f"{k} {lo:g}..{hi:g}" for k, (lo, hi) in acc["fitted_range"].items())
+        console.print(f"{kind} fitted on: {ranges}", markup=False, highlight=False)
+    if args.write:
+        written = record_accuracy(args.results, Path(args.write), args.validation)
+        for kind, path in written.items():
+            console.print(f"wrote the accuracy of {kind} into {path}")
+        missing = sorted(set(blocks) - set(written))
+        if missing:
+            console.print(f"no profile file in {args.write} for: {', '.join(missing)} (not written)")
     return 0
 
 
@@ -243,6 +291,15 @@ def add_commands(sub):
     )
     _variability_flag(c)
     c.set_defaults(func=_calibrate)
+    a = sub.add_parser("accuracy", help="record a campaign's validation errors and fitted ranges in its profiles")
+    a.add_argument("results", help="campaign result directory (runs.csv, saturation.csv, validation-accuracy.csv)")
+    a.add_argument("--validation", metavar="FILE", help=f"validation table (default RESULTS/{VALIDATION_FILE})")
+    a.add_argument(
+        "--write",
+        metavar="DIR",
+        help="rewrite DIR/<broker>.yaml with each broker's accuracy (e.g. models/presets/calibrated)",
+    )
+    a.set_defaults(func=_accuracy)
     v = sub.add_parser("validate", help="compare simulation with a campaign's measurements")
     v.add_argument("results", help="campaign result directory")
     v.add_argument("--report", help="directory for accuracy tables and figures")

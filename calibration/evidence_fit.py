@@ -39,6 +39,7 @@ from scipy.optimize import nnls
 
 from ..models.mechanisms.qos.rules import handshake_packets
 from ..sim.errors import ConfigError
+from .accuracy import evidence_accuracy
 from .evidence import CONFIG_COLUMNS
 from .profile import build_profile
 
@@ -391,5 +392,11 @@ def evidence_profile(kind, table, cal, *, source, date):
         "max_relative_error": float(f"{p['max_relative_error']:.4g}"),
     }
     return build_profile(
-        name=kind, broker_kind=kind, demand_params=demand, link_params=None, metadata=metadata, evidence=evidence
+        name=kind,
+        broker_kind=kind,
+        demand_params=demand,
+        link_params=None,
+        metadata=metadata,
+        evidence=evidence,
+        accuracy=evidence_accuracy(evidence),
     )

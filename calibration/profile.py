@@ -1,5 +1,9 @@
 """Calibrated profiles: fitted broker and loopback-link presets with provenance.
 
+The broker's provenance may carry ``accuracy`` (validation errors per split
+and the fitted range: :mod:`pubsim.calibration.accuracy`), written with its
+error summaries one per line.
+
 A profile is a mapping ``{"broker": {name: fields}, "link": {name: fields}}``
 in the preset format of :mod:`pubsim.models.presets`; saved as
 ``models/presets/calibrated/<name>.yaml`` it is loaded by name like any
@@ -82,7 +86,9 @@ def _cost(mean_s, cv):
     return _us(mean_s)
 
 
-def build_profile(*, name, broker_kind, demand_params, link_params, metadata, service_cv=0.0, evidence=None):
+def build_profile(
+    *, name, broker_kind, demand_params, link_params, metadata, service_cv=0.0, evidence=None, accuracy=None
+):
     """The preset mapping of one calibrated broker and its loopback link.
 
     Parameters
@@ -111,6 +117,10 @@ def build_profile(*, name, broker_kind, demand_params, link_params, metadata, se
         ``note`` (replacing the measured-run note), ``demand_params`` also
         ``filter_scan_cost_s`` and ``ack_cost_s``, and ``link_params`` may be
         None (no link preset).
+    accuracy : dict or None
+        The broker's ``provenance.accuracy`` (:mod:`pubsim.calibration.accuracy`:
+        validation errors per split and the fitted range, or an evidence
+        fit's intervals); None: not recorded.
     """
     model = BROKER_MODELS[broker_kind]
     where = (
@@ -146,6 +156,7 @@ def build_profile(*, name, broker_kind, demand_params, link_params, metadata, se
             "reference": metadata["data"],
             "date": metadata["date"],
             "note": note,
+            **({"accuracy": accuracy} if accuracy is not None else {}),
         },
     }
     if link_params is None:
@@ -189,15 +200,58 @@ def check_profile(profile):
     return profile
 
 
+class _Flow(dict):
+    """A small mapping written on one line (an error summary)."""
+
+
+class _FlowList(list):
+    """A ``[low, high]`` pair written on one line."""
+
+
+class _Dumper(yaml.SafeDumper):
+    pass
+
+
+_Dumper.add_representer(_Flow, lambda d, v: d.represent_mapping("tag:yaml.org,2002:map", v, flow_style=True))
+_Dumper.add_representer(_FlowList, lambda d, v: d.represent_sequence("tag:yaml.org,2002:seq", v, flow_style=True))
+
+
+def _compact(accuracy):
+    """An accuracy mapping whose error summaries, intervals and ranges are written one per line."""
+    out = {}
+    for key, value in accuracy.items():
+        if key in ("fitted_range", "intervals"):
+            value = {k: _FlowList(v) for k, v in value.items()}
+        elif isinstance(value, dict):
+            value = {k: _Flow(v) if isinstance(v, dict) else v for k, v in value.items()}
+            if "intervals" in value:
+                value["intervals"] = {k: _FlowList(v) for k, v in accuracy[key]["intervals"].items()}
+        out[key] = value
+    return out
+
+
+def _readable(profile):
+    brokers = {}
+    for name, fields in profile.get("broker", {}).items():
+        prov = fields.get("provenance")
+        if isinstance(prov, dict) and isinstance(prov.get("accuracy"), dict):
+            fields = {**fields, "provenance": {**prov, "accuracy": _compact(prov["accuracy"])}}
+        brokers[name] = fields
+    return {**profile, "broker": brokers} if "broker" in profile else profile
+
+
 def profile_yaml(profile):
     """YAML text of a profile, with a header saying how it was made."""
     head = (
         "# Calibrated by `pubsim calibrate` from pubsim's own measurements (see provenance).\n"
         "# Re-run the campaign and the fit: see calibration/README.md.\n"
     )
+    if any(isinstance((f.get("provenance") or {}).get("accuracy"), dict) for f in profile.get("broker", {}).values()):
+        head += "# provenance.accuracy: validation errors per split and the fitted range (`pubsim accuracy`).\n"
     if "evidence" in profile:
         head = (
             "# Calibrated by `pubsim calibrate TABLE` from an evidence table (see provenance and evidence:\n"
             "# sources, fitted ranges, terms with confidence intervals). See docs/evidence.md.\n"
         )
-    return head + yaml.safe_dump(check_profile(profile), sort_keys=False, width=100)
+    check_profile(profile)
+    return head + yaml.dump(_readable(profile), Dumper=_Dumper, sort_keys=False, width=100)

@@ -32,8 +32,9 @@ subscriptions) are ``;``-separated; list-valued fields without a unit
 text form (``exp(0.001)``) or, for empirical ones, a JSON mapping
 ``{"dist": "empirical", "values": [...]}``; the provenance is held in
 ``provenance_source``, ``provenance_reference``, ``provenance_date`` and
-``provenance_note``. Relay and bridge fields are prefixed ``relay_`` (node)
-and ``bridge_`` (edge). :func:`write_graphml` then :func:`read_graphml` gives
+``provenance_note`` (and a calibrated model's ``provenance_accuracy``, as
+JSON). Relay and bridge fields are prefixed ``relay_`` (node) and
+``bridge_`` (edge). :func:`write_graphml` then :func:`read_graphml` gives
 back an equal topology.
 """
 
@@ -393,6 +394,8 @@ def _flat(params):
                 for key in _PROVENANCE_KEYS:
                     text = getattr(value, key)
                     out[f"provenance_{key}"] = text.value if key == "source" else text
+                if value.accuracy is not None:  # a calibrated model's validation errors (JSON)
+                    out["provenance_accuracy"] = json.dumps(value.accuracy, sort_keys=True)
         elif unit in ("params", "serialization"):  # nested parameter object (a broker's disk): JSON mapping
             out[fld.name] = json.dumps(_nested_mapping(value))
         elif unit == "raw":
@@ -411,7 +414,17 @@ def _nested_mapping(params):
     if params.provenance != ASSUMED:
         out["provenance"] = {key: getattr(params.provenance, key) for key in _PROVENANCE_KEYS}
         out["provenance"]["source"] = params.provenance.source.value
+        if params.provenance.accuracy is not None:
+            out["provenance"]["accuracy"] = params.provenance.accuracy
     return out
+
+
+def _json(text, field):
+    """A JSON value read from a GraphML attribute (one-line ConfigError when it is not JSON)."""
+    try:
+        return json.loads(text)
+    except (TypeError, json.JSONDecodeError):
+        raise ConfigError(field, text, "a JSON mapping") from None
 
 
 def _unflat(cls, data, where):
@@ -419,6 +432,8 @@ def _unflat(cls, data, where):
     data = dict(data)
     fields = {f.name: f for f in dataclasses.fields(cls)}
     prov = {key: data.pop(f"provenance_{key}") for key in _PROVENANCE_KEYS if f"provenance_{key}" in data}
+    if "provenance_accuracy" in data:
+        prov["accuracy"] = _json(data.pop("provenance_accuracy"), f"{where}.provenance_accuracy")
     if prov:
         data["provenance"] = prov
     for name, value in data.items():

@@ -6,8 +6,10 @@ Commands: ``run`` (below); ``measure``, ``calibrate`` and ``validate``
 (:mod:`pubsim.study.cli`); ``presets`` (:mod:`pubsim.models.presets.cli`).
 
 ``pubsim run SCENARIO.yaml [--out DIR]`` runs every replication of a
-scenario with a progress bar, prints the summary, the parameters with their
-provenance and the busiest stations, and writes to DIR: per replication
+scenario with a progress bar, prints the summary, the model error band of
+each broker (its calibrated profile's held-out validation errors, with a
+warning when the run leaves the profile's fitted range: :mod:`pubsim.bands`),
+the parameters with their provenance and the busiest stations, and writes to DIR: per replication
 ``rep-NNN/`` with ``deliveries.parquet``, ``drops.parquet`` (with
 ``record: full``), ``stations.csv``, ``traffic.csv`` (client vs inter-broker
 traffic, :mod:`pubsim.models.mechanisms.ildm.traffic`; also printed with two or more brokers),
@@ -109,6 +111,40 @@ def _summary_table(name, summaries):
             row.append(f"{_fmt(vals.mean(), spec)} ± {_fmt(half, spec)}")
         table.add_row(*row)
     return table
+
+
+def _band(low, high):
+    return "-" if not (math.isfinite(low) and math.isfinite(high)) else f"{low:+.0f} .. {high:+.0f} %"
+
+
+def _model_table(result):
+    """Per broker (brokers sharing a profile and its warnings grouped): the held-out error band
+    of its model, and the warnings of a run outside the profile's fitted range."""
+    acc = result.accuracy()
+    table = Table(title="model accuracy: error of each broker's profile on held-out measurements (sim - meas) / meas")
+    for col in ("brokers", "validation", "saturation", "p50", "p99"):
+        table.add_column(col, overflow="fold")
+    warnings = []
+    keys = ["validation", "band", "extrapolation"]
+    for _, grp in acc.groupby(keys, sort=False):
+        r = grp.iloc[0]
+        names = list(grp["broker"])
+        shown = ", ".join(names[:3]) + (f", ... ({len(names)} in all)" if len(names) > 3 else "")
+        table.add_row(
+            shown,
+            f"held-out, {r['holdout_configurations']} configurations"
+            if r["validation"] == "held-out"
+            else r["validation"]
+            if r["validation"] != "none"
+            else r["band"],
+            *(_band(r[f"{m}_error_low_pct"], r[f"{m}_error_high_pct"]) for m in ("saturation", "p50", "p99")),
+            style="bold red" if r["validation"] == "none" else None,
+        )
+        if r["extrapolation"]:
+            warnings.append(
+                f"warning: {shown}: outside the profile's fitted range (extrapolation): {r['extrapolation']}"
+            )
+    return table, warnings
 
 
 def _parameter_table(result):
@@ -325,6 +361,11 @@ def _run(args, console):
                     frames = [f.assign(report=i) for i, (k, f) in enumerate(reports) if k == kind]
                     pd.concat(frames, ignore_index=True).to_csv(rep_dir / f"pattern-{kind}.csv", index=False)
     console.print(_summary_table(scenario.name, summaries))
+    if last is not None and len(last.accuracy()):
+        table, warnings = _model_table(last)
+        console.print(table)
+        for line in warnings:
+            console.print(line, style="yellow", markup=False, highlight=False)
     if last is not None:
         console.print(_parameter_table(last))
         console.print(_station_table(last))

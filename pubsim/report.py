@@ -6,7 +6,9 @@ study run stored (:mod:`pubsim.study`): the manifest (what was run, code
 revision, package versions), the summary rows per (point, replication), the
 latency quantiles, the station records and the parameters with their
 provenance. Sections: what was run; every point with confidence intervals
-over replications; the saturation knee of each configuration; throughput
+over replications; the saturation knee of each configuration with its model band (the
+calibrated profile's held-out validation errors, :mod:`pubsim.bands`) and
+extrapolation warnings; throughput
 and loss against offered load; latency CDFs; broker utilization; the
 provenance of every model used, placeholders flagged. The library returns
 strings; ``pubsim report`` writes the files.
@@ -32,6 +34,7 @@ from .analysis.ci import with_ci
 from .analysis.draw import topology_figure
 from .analysis.run_figures import plt
 from .analysis.trace_study import load_trace_results
+from .bands import real_range
 from .scenario import parse_scenario
 from .sim.errors import ConfigError
 from .study import load_study
@@ -259,13 +262,84 @@ def _nearest_point(res, config_row, config, load):
     return (pts - load).abs().idxmin() if len(pts) else None
 
 
+def _config_rows(res, config_row, config):
+    mine = res.summary
+    for c in config:
+        mine = mine[mine[c] == config_row[c]]
+    return mine
+
+
+def _pct_band(low, high):
+    return f"{low:+.0f} %" if round(low) == round(high) else f"{low:+.0f} .. {high:+.0f} %"
+
+
+def _real_knee(lo, hi, low, high):
+    """Where the real broker's knee lies if the model errs by ``low`` .. ``high`` % (sim = real x (1 + e))."""
+    if low <= -100:
+        return ""
+    if math.isfinite(lo) and math.isfinite(hi):
+        a, b = (_fmt(x, "rate") for x in real_range((lo + hi) / 2, low, high))
+        return f": real knee ≈ {a}" if a == b else f": real knee ≈ {a} .. {b}"
+    if math.isfinite(lo):
+        return f": real knee > {_fmt(real_range(lo, low, high)[0], 'rate')}"
+    if math.isfinite(hi):
+        return f": real knee < {_fmt(real_range(hi, low, high)[1], 'rate')}"
+    return ""
+
+
+def _model_cells(res, config_row, config):
+    """The model columns of one knee row (from the runs' ``model_*`` summary fields), and its
+    extrapolation warning (or "")."""
+    if "model_validation" not in res.summary:
+        gone = "not recorded (results of an older pubsim)"
+        return {"model band (held-out saturation error)": gone}, ""
+    first = _config_rows(res, config_row, config).iloc[0]
+    low, high = first["model_saturation_error_low_pct"], first["model_saturation_error_high_pct"]
+    if math.isfinite(low) and math.isfinite(high):
+        lo, hi = config_row["last_sustainable_per_s"], config_row["first_unsustainable_per_s"]
+        band = _pct_band(low, high) + _real_knee(lo, hi, low, high)
+    else:
+        band = str(first["model_band"]) or "no validation"
+    lat = "-"
+    if all(math.isfinite(first[f"model_{q}_error_{e}_pct"]) for q in ("p50", "p99") for e in ("low", "high")):
+        lat = (
+            f"{_pct_band(first['model_p50_error_low_pct'], first['model_p50_error_high_pct'])} / "
+            f"{_pct_band(first['model_p99_error_low_pct'], first['model_p99_error_high_pct'])}"
+        )
+    extra = str(first["model_extrapolation"] or "")
+    where = (
+        "inside"
+        if not extra
+        else "**outside**: " + ", ".join(dict.fromkeys(re.findall(r"(\w+) \S+ outside the fitted", extra)))
+    )
+    cells = {
+        "model band (held-out saturation error)": band,
+        "model latency band (p50 / p99)": lat,
+        "fitted range": where if str(first["model_validation"]) not in ("none", "no brokers") else "-",
+    }
+    return cells, extra
+
+
+_BAND_TEXT = (
+    "**Model band.** Each calibrated broker profile was simulated against measurements of the real broker, "
+    "some on configurations held out of its fit; the band is the range of its errors there, "
+    "(simulated - measured) / measured, for the saturation limit (and for p50 / p99 latency). If the model "
+    "errs here as it did there, the real broker's knee lies in the 'real knee' range (knee / (1 + error)). "
+    "This is model error, separate from the ± above (the sweep's resolution and the replications' "
+    "confidence interval), and more replications do not shrink it. Held-out sets are small (their size is "
+    "in each profile's provenance.accuracy: `pubsim presets --long NAME`), so the band is indicative; a configuration outside the profile's fitted "
+    "range (listed below) extrapolates and may err more. Profiles without validation (placeholders, "
+    "estimates) have no band."
+)
+
+
 def _answer(res, config, k):
     """The first section: per configuration, the knee (with its band), the loss past it,
     the latency at 80 % of it."""
     per_point = with_ci(
         res.summary, ["point_id"], ["offered_per_s", "loss_rate", "latency_p50_s", "latency_p99_s"], _CONFIDENCE
     ).set_index("point_id")
-    rows = []
+    rows, warnings = [], []
     for _, r in k.iterrows():
         lo, hi = r["last_sustainable_per_s"], r["first_unsustainable_per_s"]
         row = {_short(c): r[c] for c in config}
@@ -293,15 +367,27 @@ def _answer(res, config, k):
             )
         else:
             row["latency near 80 % of the knee (p50 / p99)"] = "-"
+        cells, extra = _model_cells(res, r, config)
+        row.update(cells)
+        if extra:
+            warnings.append(f"{', '.join(f'{_short(c)}={r[c]}' for c in config) or 'the study'}: {extra}.")
         rows.append(row)
     text = (
         "The knee is where a configuration stops being sustainable (the 0.99 rule: egress / (ingress x "
-        "sp-ratio) and egress / (offered x sp-ratio) at least 0.99 in the measurement window). Its band is "
-        "the resolution of this sweep: the knee lies between the last sustainable load and the next one. "
-        "The band does not include the model's own error: the accuracy of each calibrated profile on "
-        "held-out measurements is in calibration/README.md; placeholder models (see provenance) have none."
+        "sp-ratio) and egress / (offered x sp-ratio) at least 0.99 in the measurement window). Its ± is "
+        "the resolution of this sweep: the knee lies between the last sustainable load and the next one."
     )
-    return [("h2", "The answer"), ("p", text), ("table", pd.DataFrame(rows))]
+    blocks = [("h2", "The answer"), ("p", text), ("table", pd.DataFrame(rows)), ("p", _BAND_TEXT)]
+    if warnings:
+        blocks.append(
+            (
+                "p",
+                "**Extrapolation warnings** (the run leaves the range of configurations the profile was "
+                "fitted on; parameter, its value here, the fitted range):",
+            )
+        )
+        blocks += [("p", w) for w in warnings]
+    return blocks
 
 
 def _topology(res):
@@ -470,6 +556,10 @@ def trace_section(out_dir):
         }
         for _, r in t.iterrows()
     ]
+    if "model_band" in s:  # each profile's held-out band (pubsim.bands), once per broker
+        band = s.drop_duplicates("broker").set_index("broker")["model_band"]
+        for row in rows:
+            row["model band (held-out errors)"] = band.get(row["broker"], "-")
     k = knees(s, ["broker"], confidence=_CONFIDENCE)
     blocks = head + [
         ("p", text),

@@ -4,16 +4,20 @@
 >>> result.summary()            # one dict of headline figures
 >>> result.deliveries()         # one row per delivered copy (record="full")
 >>> result.stations()           # utilization and queue length per station
+>>> result.accuracy()           # per broker: its model's held-out error band, extrapolations
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import cached_property
 
 import pandas as pd
 
 from . import progress as P
+from .bands import COLUMNS as ACCURACY_COLUMNS
+from .bands import accuracy_table, summary_fields
 from .models.assembly.build import build_network
 from .models.mechanisms.ildm.traffic import traffic_table
 from .sim.drivers import BatchDriver, ReferenceDriver
@@ -28,13 +32,35 @@ RECORDS = {"full": RecordSink, "stream": StreamSink}
 
 @dataclass
 class RunResult:
-    """What a run produced: the network, the sink and the run settings."""
+    """What a run produced: the network, the sink and the run settings (and the topology run)."""
 
     network: object
     sink: object
     driver: object
     duration_s: float
     window: tuple
+    topology: object = None
+
+    @cached_property
+    def _accuracy(self) -> pd.DataFrame:
+        if self.topology is None:
+            return pd.DataFrame(columns=list(ACCURACY_COLUMNS))
+        return accuracy_table(self.topology)
+
+    def accuracy(self) -> pd.DataFrame:
+        """Per broker: the held-out error band of its model and the parameters it extrapolates.
+
+        One row per broker (:func:`pubsim.bands.accuracy_table`):
+        ``validation`` (``held-out``, ``evidence fit``, ``none``...), the
+        signed held-out errors ``(simulated - measured) / measured`` of the
+        saturation limit, p50 and p99 latency of its calibrated profile
+        (``saturation_error_low_pct`` .. ``p99_error_high_pct``, %; NaN: no
+        validation), ``band`` (one line) and, when this run leaves the
+        range of configurations the profile was fitted on, ``extrapolated``
+        and ``extrapolation`` (parameter, value, fitted range). Model error,
+        not the run's sampling error: replications do not shrink it.
+        """
+        return self._accuracy.copy()
 
     def deliveries(self) -> pd.DataFrame:
         self._need_full("deliveries")
@@ -86,6 +112,8 @@ class RunResult:
         session (excluded from what is owed); ``retained_deliveries``: retained
         copies sent on connect (not egress); ``duplicates``: extra copies of QoS 1 messages received
         after a lost acknowledgement (not egress; see :mod:`pubsim.models.mechanisms.qos.rules`).
+        ``model_*``: the brokers' model error band from held-out validation and
+        the fitted ranges this run leaves (:meth:`accuracy`, :func:`pubsim.bands.summary_fields`).
         """
         span = self.window[1] - self.window[0]
         counts = self.sink.counts()
@@ -118,6 +146,7 @@ class RunResult:
         }
         for key, n in lost.items():
             out[f"loss_rate_{key[5:]}"] = n / owed if owed else math.nan
+        out.update(summary_fields(self._accuracy))
         return out
 
 
@@ -180,4 +209,4 @@ def simulate(
     drv = DRIVERS[driver](net, sink) if driver == "reference" else BatchDriver(net, sink, chunk_messages=chunk_messages)
     with P.seconds(progress, desc="simulating", total_s=duration_s) as callback:
         drv.run(duration_s, drain=drain, progress=callback)
-    return RunResult(net, sink, drv, duration_s, window)
+    return RunResult(net, sink, drv, duration_s, window, topology)

@@ -8,10 +8,11 @@ measurement.
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ...sim.errors import ConfigError
+from .accuracy import parse_accuracy
 
 __all__ = ["Source", "Provenance", "ASSUMED", "parse_provenance"]
 
@@ -39,12 +40,17 @@ class Provenance:
         ISO date the value was measured, published or stated ("" if unknown).
     note : str
         Anything a user should know before trusting the value.
+    accuracy : dict or None
+        How accurate the calibrated model was on held-out data and the range
+        of configurations it was fitted on (:mod:`pubsim.models.params.accuracy`);
+        None: no validation.
     """
 
     source: Source
     reference: str
     date: str = ""
     note: str = ""
+    accuracy: dict | None = field(default=None, hash=False)
 
     def __post_init__(self) -> None:
         if not isinstance(self.source, Source):
@@ -69,14 +75,14 @@ ASSUMED = Provenance(source=Source.ASSUMPTION, reference="pubsim default", note=
 
 
 def parse_provenance(spec: Any, field: str = "provenance") -> Provenance:
-    """Read a provenance mapping ``{source, reference, date, note}``."""
+    """Read a provenance mapping ``{source, reference, date, note[, accuracy]}``."""
     if spec is None:
         return ASSUMED
     if isinstance(spec, Provenance):
         return spec
     if not isinstance(spec, dict):
         raise ConfigError(field, spec, "a mapping with source, reference, date, note")
-    unknown = set(spec) - {"source", "reference", "date", "note"}
+    unknown = set(spec) - {"source", "reference", "date", "note", "accuracy"}
     if unknown:
         raise ConfigError(f"{field}.{sorted(unknown)[0]}", spec[sorted(unknown)[0]], "no such field")
     try:
@@ -88,4 +94,5 @@ def parse_provenance(spec: Any, field: str = "provenance") -> Provenance:
         reference=str(spec.get("reference", "")),
         date=str(spec.get("date", "")),
         note=str(spec.get("note", "")),
+        accuracy=parse_accuracy(spec.get("accuracy"), f"{field}.accuracy"),
     )

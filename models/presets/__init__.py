@@ -30,6 +30,8 @@ __all__ = ["load", "names", "apply", "kinds", "user_dir", "origin"]
 _FILES = {"broker": "brokers.yaml", "link": "links.yaml"}
 _FILES.update({"socket": "sockets.yaml", "disk": "disks.yaml"})  # ZeroMQ sockets, disks (persistence)
 _FILES["serialization"] = "serialization.yaml"  # message formats (models.params.serialization)
+#: Fitted fields besides the ``*_cost_s`` costs: overriding one voids a profile's accuracy record.
+_FITTED = ("workers", "background_cpu_fraction")
 
 
 def user_dir() -> Path:
@@ -117,6 +119,10 @@ def apply(kind, spec):
     """Merge ``spec["preset"]`` (if any) with the other fields of ``spec``.
 
     A ``preset`` key must name a preset: an empty ``preset:`` is refused, not ignored.
+    Overridden fields are named in the provenance note; overriding a fitted
+    cost (``*_cost_s``, ``workers``, ``background_cpu_fraction``) drops the
+    profile's ``accuracy`` record (its validation was of the fitted values),
+    while operating settings (``cpu_fraction``, queue sizes) keep it.
     """
     spec = dict(spec)
     if "preset" not in spec:
@@ -128,5 +134,9 @@ def apply(kind, spec):
     if overridden and "provenance" not in spec and isinstance(merged.get("provenance"), dict):
         prov = dict(merged["provenance"])
         prov["note"] = (prov.get("note", "") + f" [preset {name}; overridden here: {', '.join(overridden)}]").strip()
+        refitted = [k for k in overridden if k.endswith("_cost_s") or k in _FITTED]
+        if "accuracy" in prov and refitted:  # its validation was of the fitted values, not of these
+            del prov["accuracy"]
+            prov["note"] += f" [no validation: fitted {', '.join(refitted)} overridden, its accuracy record dropped]"
         merged["provenance"] = prov
     return merged

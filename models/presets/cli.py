@@ -118,6 +118,28 @@ def _compact(rows):
     return table
 
 
+def _accuracy_rows(acc):
+    """``(field, text)`` rows of a profile's ``provenance.accuracy`` (see pubsim.models.params.accuracy)."""
+    if not isinstance(acc, dict):
+        return [("provenance.accuracy", str(acc))]
+    rows = [("provenance.accuracy", f"{acc.get('basis', '?')} ({acc.get('reference', '')})")]
+    for split in ("train", "holdout"):
+        errors = acc.get(split)
+        if isinstance(errors, dict):
+            parts = [
+                f"{metric.replace('_error_pct', '')} {e['low']:+g}..{e['high']:+g} % (median |e| {e['median_abs']:g} %)"
+                for metric, e in errors.items()
+                if isinstance(e, dict)
+            ]
+            rows.append((f"  {split} ({errors.get('configurations', '?')} configurations)", ", ".join(parts)))
+    fit = acc.get("fit")
+    if isinstance(fit, dict):
+        rows.append(("  fit", ", ".join(f"{k} {v}" for k, v in fit.items())))
+    ranges = acc.get("fitted_range") or {}
+    rows.append(("  fitted range", ", ".join(f"{k} {lo:g}..{hi:g}" for k, (lo, hi) in ranges.items())))
+    return rows
+
+
 def _one(kind, name):
     found = [k for k in ([kind] if kind else kinds()) if name in names(k)]
     if not found:
@@ -135,11 +157,17 @@ def _one(kind, name):
         for key, value in spec.items():
             if key == "provenance":
                 for pk, pv in (value or {}).items():
+                    if pk == "accuracy":
+                        for field, text in _accuracy_rows(pv):
+                            out.add_row(field, escape(text))
+                        continue
                     out.add_row(
                         f"provenance.{pk}",
                         escape(" ".join(str(pv).split())),
                         style="bold red" if pk == "source" and pv == "placeholder" else None,
                     )
+                if k == "broker" and "accuracy" not in (value or {}):
+                    out.add_row("provenance.accuracy", "none: no validation, so its predictions have no error band")
             else:
                 out.add_row(key, escape(str(value)))
     return out

@@ -3,7 +3,9 @@
 Re-rates the publishers matched by ``--rerate`` (glob patterns of names;
 default all), judges each probe with the rate-weighted sp-ratio, and prints
 the limit with its search error and the bottleneck station
-(:func:`pubsim.analysis.saturation_search`). The refine probes run side by
+(:func:`pubsim.analysis.saturation_search`), then the model error band of
+the brokers' calibrated profiles and the real limit it implies, with
+extrapolation warnings (:mod:`pubsim.bands`). The refine probes run side by
 side with ``--workers N`` (local process pool) or ``--dask ADDR``, with the
 same results as serial. The costliest probe (re-rated publishers at the
 first interval) is checked against the budget (:mod:`pubsim.budget`) first.
@@ -16,6 +18,7 @@ from pathlib import Path
 
 from rich.table import Table
 
+from ..bands import accuracy_table, real_range, summary_fields
 from ..budget import add_arguments as add_budget_arguments
 from ..budget import check as check_budget
 from ..budget import from_args as budget_from_args
@@ -77,6 +80,30 @@ def saturation_table(name: str, s: Saturation) -> Table:
     return t
 
 
+def model_lines(table, limit_per_s, *, lower_bound=False):
+    """``(text, style)`` lines on the model error of a limit: the brokers' held-out band, the real
+    limit it implies (:func:`pubsim.bands.real_range`) and the extrapolation warnings."""
+    if table.empty:
+        return []
+    f = summary_fields(table)
+    lines = [(f"model band: {f['model_band']}", None)]
+    real = real_range(limit_per_s, f["model_saturation_error_low_pct"], f["model_saturation_error_high_pct"])
+    if real is not None:
+        span = f"> {real[0]:,.0f}" if lower_bound else f"{real[0]:,.0f} .. {real[1]:,.0f}"
+        lines.append(
+            (
+                f"real limit if the model errs as on held-out data: {span} msg/s "
+                "(model error, apart from the search error above)",
+                None,
+            )
+        )
+    if f["model_extrapolation"]:
+        lines.append(
+            (f"warning: outside the profile's fitted range (extrapolation): {f['model_extrapolation']}", "yellow")
+        )
+    return lines
+
+
 def _saturate(args, console) -> int:
     start_s = parse_duration_s(args.start, "--start")
     duration_s = parse_duration_s(args.duration, "--duration")
@@ -115,5 +142,7 @@ def _saturate(args, console) -> int:
         ),
     )
     console.print(saturation_table(scenario.name, s))
+    for line, style in model_lines(accuracy_table(scenario.topology), s.limit_per_s, lower_bound=not s.limit_reached):
+        console.print(line, style=style, markup=False, highlight=False)
     console.print(f"{time.perf_counter() - t0:.1f} s wall time")
     return 0

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import pytest
 
+from pubsim.models import presets
+
 
 def _quickstart_what_if(ns):
     # every search brackets its limit: a sustainable probe at the limit, an
@@ -23,6 +25,12 @@ def _quickstart_what_if(ns):
         err = abs(lim.loc[broker, "search_vs_formula_pct"])
         assert err <= lim.loc[broker, "error_bound_pct"] + 1.5, (broker, err)
     assert lim.loc["mosquitto", "limit_per_s"] > lim.loc["rabbitmq-mqtt", "limit_per_s"]
+    # each limit with its model band: the profile's held-out saturation errors, real limit = limit / (1 + e)
+    for broker, row in lim.iterrows():
+        held = presets.load("broker", broker)["provenance"]["accuracy"]["holdout"]["saturation_error_pct"]
+        assert row["real_limit_low_per_s"] == pytest.approx(row["limit_per_s"] / (1 + held["high"] / 100)), broker
+        assert row["real_limit_high_per_s"] == pytest.approx(row["limit_per_s"] / (1 + held["low"] / 100)), broker
+        assert "cpu_cap_cores 1 outside the fitted" in row["extrapolation"], broker  # a whole core, fitted capped
 
 
 def _edge_trees(ns):

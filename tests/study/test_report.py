@@ -185,3 +185,33 @@ def test_report_draws_the_topology_of_a_stored_study(study_dir):
 def test_report_says_why_without_a_study_file(rendered):
     _, blocks, md, _ = rendered
     assert "## Topology" in md and "Not drawn" in md
+
+
+def test_report_shows_each_knee_with_its_model_band(study_dir, tmp_path):
+    from pubsim.models import presets
+
+    assert main(["report", str(study_dir), "--md", str(tmp_path / "r.md"), "--html", str(tmp_path / "r.html")]) == 0
+    md = (tmp_path / "r.md").read_text()
+    answer = md.split("## The answer", 1)[1].split("\n## ", 1)[0]
+    assert "model band (held-out saturation error)" in answer and "**Model band.**" in answer
+    for name in ("mosquitto", "rabbitmq-mqtt"):
+        acc = presets.load("broker", name)["provenance"]["accuracy"]
+        sat = acc["holdout"]["saturation_error_pct"]
+        row = next(line for line in answer.splitlines() if line.startswith(f"| {name} |"))
+        band = (
+            f"{sat['low']:+.0f} %"
+            if round(sat["low"]) == round(sat["high"])
+            else f"{sat['low']:+.0f} .. {sat['high']:+.0f} %"
+        )
+        assert f"{band}: real knee" in row, row
+        assert "**outside**" in row  # the quickstart's 4 gateways and whole core are not the fitted campaign
+    # the broker has a whole core here; the profiles were fitted at a cap: a named warning
+    assert "**Extrapolation warnings**" in answer and "cpu_cap_cores 1 outside the fitted 0.2" in answer
+    assert "real knee" in (tmp_path / "r.html").read_text()
+
+
+def test_report_says_no_validation_for_an_uncalibrated_broker(rendered):
+    _, blocks, md, _ = rendered
+    answer = next(b[1] for b in blocks if b[0] == "table" and "knee (offered msg/s)" in b[1].columns)
+    assert all("no validation" in v for v in answer["model band (held-out saturation error)"])
+    assert "Extrapolation warnings" not in md

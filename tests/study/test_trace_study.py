@@ -61,6 +61,7 @@ def test_main_writes_results_and_the_report_shows_them(frames, tmp_path, monkeyp
     md = to_markdown(trace_section(tmp_path / "study"))
     assert "fake.ndjson.gz" in md and "| rabbitmq-mqtt | 30,000 | 2 |" in md
     assert md.count("data:image/png;base64,") == 2
+    assert "model band (held-out errors)" in md and "held out (" in md  # calibrated profiles carry their band
 
 
 def test_absent_traces_leave_a_note(tmp_path):
