@@ -7,7 +7,33 @@ topics, fan-out, CPU cap, and ``split``: ``train`` or ``holdout``). For every
 
 1. light runs at fixed low rates (latency floor, wake-up cost),
 2. the interval search of SYSTEMS.md §4 (saturation limit),
-3. runs at fractions of the limit found (latency below, loss above it).
+3. runs at fractions of the limit found (latency below, loss above it;
+   fractions up to 3 record how throughput collapses past the limit).
+
+The ``rule`` block says how a run is judged sustainable (the 0.99 rule of
+SYSTEMS.md §4 on ``egress / (ingress x fan-out)``) and which egress it uses
+(:data:`EGRESS_RULES`):
+
+* ``received`` (the default): first copies received within the measurement
+  window, whenever they were sent, per second: the egress of §4 and the
+  count the simulator's summary makes, so measured and simulated limits are
+  judged alike. In steady state it equals the copies of the window's
+  messages; past the limit the broker's output falls behind the input.
+* ``sent``: copies of the messages sent in the window, whenever they arrive
+  (up to the end of the drain), per second. Latency does not enter it; a
+  growing backlog shows as ``latency_trend_s_per_s`` (set
+  ``max_latency_trend``) or as copies still owed when the drain ends.
+* ``sent_and_received``: copies of messages sent in the window that also
+  arrived within it. Campaigns before issue 18 used it (the shipped
+  ``calibration/data`` tables): it misses the copies of the last ``latency``
+  seconds of the window, so a run with a mean latency of 1 % of the window
+  fails the 0.99 rule although throughput keeps up.
+
+``max_latency_trend`` (s of latency per s of send time; none by default)
+marks a run whose latency grows faster than that as saturated: past the
+limit by a fraction ``e`` of the offered load, every message waits behind a
+backlog growing at ``e`` x rate, so latency grows at about ``e`` s/s; 0.01
+matches the 0.99 rule's 1 % tolerance.
 
 Results are tidy files in one directory: ``runs.csv`` (one row per run),
 ``latency.parquet`` (a random subsample of each run's latencies, for CDFs
@@ -38,7 +64,19 @@ from ..sim.safeyaml import safe_load
 from ..sim.units import parse_duration_s, parse_rate_per_s, parse_size_bytes
 from .harness.brokers import REGISTRY
 
-__all__ = ["RunSpec", "Campaign", "load_campaign", "parse_campaign", "run_campaign", "read_results", "host_metadata"]
+__all__ = [
+    "RunSpec",
+    "Campaign",
+    "EGRESS_RULES",
+    "load_campaign",
+    "parse_campaign",
+    "run_campaign",
+    "read_results",
+    "host_metadata",
+]
+
+#: Egress counts a campaign's sustainability rule may use (module docstring).
+EGRESS_RULES = ("received", "sent", "sent_and_received")
 
 KINDS = tuple(REGISTRY)  # the harness's broker kinds (one registry entry each)
 
@@ -125,7 +163,13 @@ class Campaign:
     fractions: tuple
     broker_cpus: tuple
     client_cpus: tuple
+    egress_rule: str = "received"
+    max_latency_trend: float | None = None
     spec: dict = field(default_factory=dict)
+
+    def sustainable(self, row) -> bool:
+        """The campaign's rule on one measured row (module docstring)."""
+        return is_sustainable(row, max_trend=self.max_latency_trend)
 
     def pairs(self):
         """(broker, configuration) pairs in the order they are measured."""
@@ -208,6 +252,7 @@ def parse_campaign(data):
         raise ConfigError("configurations.name", names, "unique names")
     run = data.get("run", {})
     search = data.get("search", {})
+    rule, trend = _rule(data.get("rule", {}))
     return Campaign(
         name=str(data.get("name", "campaign")),
         brokers=tuple(brokers),
@@ -222,8 +267,28 @@ def parse_campaign(data):
         fractions=tuple(float(f) for f in data.get("fractions", [0.5, 0.8, 1.2])),
         broker_cpus=tuple(data.get("broker_cpus", [1])),
         client_cpus=tuple(data.get("client_cpus", [0])),
+        egress_rule=rule,
+        max_latency_trend=trend,
         spec=data,
     )
+
+
+def _rule(spec):
+    """``(egress rule, max latency trend)`` of a campaign's ``rule`` block."""
+    if not isinstance(spec, dict):
+        raise ConfigError("rule", spec, "a mapping with egress and max_latency_trend")
+    unknown = sorted(set(spec) - {"egress", "max_latency_trend"})
+    if unknown:
+        raise ConfigError(f"rule.{unknown[0]}", spec[unknown[0]], "egress or max_latency_trend")
+    egress = spec.get("egress", "received")
+    if egress not in EGRESS_RULES:
+        raise ConfigError("rule.egress", egress, f"one of {list(EGRESS_RULES)}")
+    trend = spec.get("max_latency_trend")
+    if trend is not None and not (
+        isinstance(trend, (int, float)) and not isinstance(trend, bool) and 0 < trend < math.inf
+    ):
+        raise ConfigError("rule.max_latency_trend", trend, "a positive number of s per s, or none")
+    return egress, None if trend is None else float(trend)
 
 
 def load_campaign(path):
@@ -273,7 +338,7 @@ def _measure_pair(campaign, broker, config, measure):
         spec = campaign.run_spec(broker, config, rate_per_s, phase)
         row, sample = measure(spec)
         row = {**spec.as_row(), **row, "run": len(rows)}
-        row["sustainable"] = is_sustainable(row)
+        row["sustainable"] = campaign.sustainable(row)
         rows.append(row)
         samples.append(pd.DataFrame({"run": row["run"], "latency_s": np.asarray(sample, dtype=np.float32)}))
         return row
@@ -288,6 +353,7 @@ def _measure_pair(campaign, broker, config, measure):
         max_doublings=campaign.max_doublings,
         steps=campaign.steps,
         stop_at_first_failure=True,
+        sustainable=campaign.sustainable,
     )
     searched = [r for r in rows if r["phase"] == "search"]
     for r, rec in zip(searched, result.records, strict=True):

@@ -15,11 +15,17 @@ in that time (utilization law, U = X D). CPU time is the scheduler's run
 time from ``/proc/PID/task/*/schedstat`` (nanoseconds); ``utime + stime``
 counts 10 ms ticks, too coarse for short runs at low load.
 
-Egress counts copies received *within* the measurement window (SYSTEMS.md
-§4): on loopback, TCP socket buffers hold megabytes, so an overloaded broker
-can owe a growing backlog that a drain after the run would still deliver;
-counting by receive time exposes it. ``delivery_ratio`` compares that egress
-with what the publishers were asked to offer (``rate_per_s x fanout``).
+Egress is counted as the campaign's ``rule`` says
+(:mod:`pubsim.calibration.campaign`): by default the first copies received
+*within* the measurement window, whenever sent (SYSTEMS.md §4; on loopback
+TCP socket buffers hold megabytes, so an overloaded broker can owe a growing
+backlog that a drain after the run would still deliver; counting by receive
+time exposes it). Every row carries all three counts
+(``egress_received_per_s``, ``egress_any_time_per_s``: copies of the window's
+messages whenever received, ``egress_sent_and_received_per_s``: the rule
+before issue 18) and the latency apart. ``delivery_ratio`` compares the
+rule's egress with what the publishers were asked to offer (``rate_per_s x
+fanout``).
 """
 
 from __future__ import annotations
@@ -154,7 +160,7 @@ class RealHarness:
         result = run_load(self._load_spec(spec, broker))
         after = procfs.sample(broker.pid)
         cpu = procfs.diff(before, after)
-        row = self._row(spec, result, cpu)
+        row = self._row(spec, result, cpu, rule=self.campaign.egress_rule)
         row["broker_dropped"] = self._broker_dropped(broker)
         row["host_load_1min"] = os.getloadavg()[0]  # shared machine: how busy the other cores were
         lat = np.asarray(result.latencies_s())
@@ -185,7 +191,7 @@ class RealHarness:
         return dropped
 
     @staticmethod
-    def _row(spec, result, cpu):
+    def _row(spec, result, cpu, *, rule="received"):
         s = result.summary()
         w0, w1 = result.window_s
         window = w1 - w0
@@ -194,14 +200,23 @@ class RealHarness:
         if "duplicate" in d:
             d = d[~d["duplicate"].astype(bool)]
         in_window = int(((d["t_recv_s"] >= w0) & (d["t_recv_s"] < w1)).sum())
-        egress = in_window / window
+        counts = {
+            "received": s["egress_received_in_window_per_s"],
+            "sent": s["egress_rate_per_s"],
+            "sent_and_received": in_window / window,
+        }
+        egress = counts[rule]
         ingress = s["ingress_rate_per_s"]
         cpu_s = cpu["run_s"] if cpu.get("run_s", 0) > 0 else cpu["cpu_time_s"]
         row = {
             "offered_per_s": spec.rate_per_s,
             "ingress_rate_per_s": ingress,
             "egress_rate_per_s": egress,
-            "egress_any_time_per_s": s["egress_rate_per_s"],
+            "egress_rule": rule,
+            "egress_received_per_s": counts["received"],
+            "egress_any_time_per_s": counts["sent"],
+            "egress_sent_and_received_per_s": counts["sent_and_received"],
+            "drain_complete": bool(s["drain_complete"]),
             "sustainability": egress / (ingress * spec.fanout) if ingress > 0 else math.nan,
             "delivery_ratio": egress / (spec.rate_per_s * spec.fanout),
             "loss_rate": s["loss_rate"],

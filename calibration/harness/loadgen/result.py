@@ -120,11 +120,15 @@ class LoadResult:
                     }
                 )
             )
+            t_recv_all = rec["t_recv_ns"].astype(np.int64)
+            first = ~np.asarray(r["duplicate"], dtype=bool)
             subscribers.append(
                 {
                     "index": r["index"],
                     "topics": sub_topics[r["index"]],
                     "received": len(rec),
+                    # first copies received in the window, whenever sent (SYSTEMS.md §4 egress)
+                    "received_in_window": int((first & (t_recv_all >= w0) & (t_recv_all < w1)).sum()),
                     "duplicates": int(r["duplicate"].sum()),
                     "out_of_order": int(r["out_of_order"].sum()),
                     "disconnected": r["disconnected"],
@@ -163,6 +167,9 @@ class LoadResult:
         delivered; ``duplicates`` extra copies; ``ingress_rate_per_s`` =
         published in window / window; ``egress_rate_per_s`` = delivered /
         window (copies of messages SENT in the window, whenever received);
+        ``egress_received_in_window_per_s`` = first copies RECEIVED in the
+        window, whenever sent, / window (the egress of SYSTEMS.md §4 and of
+        the simulator's summary);
         ``sustainability`` = egress / (ingress x fanout); ``delivery_ratio``
         = egress / (offered x fanout). Latency figures use first copies.
         ``generator_behind``: fewer than 98 % of the messages due in the
@@ -204,6 +211,7 @@ class LoadResult:
             "loss_rate": (expected - delivered) / expected if expected else math.nan,
             "ingress_rate_per_s": ingress,
             "egress_rate_per_s": egress,
+            "egress_received_in_window_per_s": sum(x.get("received_in_window", 0) for x in self.subscribers) / span,
             "sustainability": egress / (ingress * self.spec.fanout) if ingress else math.nan,
             "delivery_ratio": egress / (offered * self.spec.fanout),
         }

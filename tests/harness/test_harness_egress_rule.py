@@ -1,0 +1,116 @@
+"""The sustainability rule's egress counts (issue 18), on a synthetic run.
+
+One publisher sends 1,000 msg/s for 4 s; every copy arrives ``latency`` s
+later; the window is [1, 3) s. Hand count: 2,000 messages are sent in the
+window. Copies received in the window, whenever sent: also 2,000 (those
+sent in [1 - latency, 3 - latency)). Copies of the window's messages that
+also arrive in it: 2,000 - 1,000 x latency (the last ``latency`` s of the
+window are still in flight), i.e. 1,970 at 30 ms: the rule before issue 18
+failed this run (0.985 < 0.99) although the broker kept up.
+"""
+
+import numpy as np
+import pytest
+
+from pubsim.calibration.campaign import parse_campaign
+from pubsim.calibration.harness.loadgen import RECORD_DTYPE, LoadSpec
+from pubsim.calibration.harness.loadgen.result import LoadResult
+from pubsim.calibration.runner import RealHarness
+from pubsim.sim.errors import ConfigError
+
+NS = 1_000_000_000
+RATE = 1000
+
+
+def _run(latency_s, *, backlog_growth=0.0):
+    """A LoadResult of the synthetic run; latency grows by ``backlog_growth`` s per s of send time."""
+    spec = LoadSpec(
+        protocol="mqtt", pub_port=1883, sub_port=1883, rate_per_s=RATE, duration_s=4.0, warmup_s=1.0, cooldown_s=1.0
+    )
+    t_send = np.arange(4 * RATE, dtype=np.int64) * (NS // RATE)
+    lat_ns = (latency_s * NS + backlog_growth * t_send).astype(np.int64)
+    rec = np.zeros(len(t_send), RECORD_DTYPE)
+    rec["seq"], rec["t_send_ns"], rec["t_recv_ns"] = np.arange(len(t_send)), t_send, t_send + lat_ns
+    pub = {
+        "index": 0,
+        "batch_t_send_ns": t_send,
+        "batch": 1,
+        "sent": len(t_send),
+        "interval_ns": NS // RATE,
+        "lag_max_ns": 0,
+        "cpu_fraction": 0.1,
+        "runnable_fraction": 0.1,
+        "flushed": 0,
+        "flush_s": 0.0,
+        "acks": 0,
+    }
+    flags = np.zeros(len(rec), bool)
+    sub = {
+        "index": 0,
+        "records": rec,
+        "duplicate": flags,
+        "out_of_order": flags,
+        "disconnected": None,
+        "cpu_fraction": 0.1,
+        "runnable_fraction": 0.1,
+    }
+    wall = {"setup_s": 0.0, "run_s": 4.0, "drain_s": 0.1, "total_s": 4.1}
+    return spec, LoadResult._build(spec, 0, [pub], [sub], wall, True, [[0]])
+
+
+CPU = {"run_s": 0.4, "cpu_time_s": 0.4, "voluntary_switches": 100, "wall_s": 4.0}
+
+
+def _row(latency_s, rule, **kw):
+    spec, result = _run(latency_s, **kw)
+    return RealHarness._row(spec, result, CPU, rule=rule)
+
+
+def test_three_egress_counts_by_hand():
+    row = _row(0.030, "received")
+    assert row["egress_received_per_s"] == pytest.approx(1000.0)
+    assert row["egress_any_time_per_s"] == pytest.approx(1000.0)
+    assert row["egress_sent_and_received_per_s"] == pytest.approx(985.0)  # (2000 - 30) / 2 s
+    assert row["ingress_rate_per_s"] == pytest.approx(1000.0)
+    assert row["latency_p50_s"] == pytest.approx(0.030)
+
+
+@pytest.mark.parametrize("rule, ok", [("received", True), ("sent", True), ("sent_and_received", False)])
+def test_latency_alone_fails_only_the_old_rule(rule, ok):
+    row = _row(0.030, rule)
+    assert row["egress_rule"] == rule
+    assert (row["sustainability"] >= 0.99) is ok
+
+
+def test_growing_backlog_fails_by_the_latency_trend():
+    """Past the limit by 5 %: latency grows by 0.05 s per s; the received count falls by the same share."""
+    row = _row(0.001, "sent", backlog_growth=0.05)
+    assert row["sustainability"] >= 0.99  # every copy of the window's messages arrives in the drain
+    assert row["latency_trend_s_per_s"] == pytest.approx(0.05, rel=1e-3)
+    base = {"brokers": ["mosquitto"], "configurations": [{"name": "x"}]}
+    lenient = parse_campaign({**base, "rule": {"egress": "sent"}})
+    strict = parse_campaign({**base, "rule": {"egress": "sent", "max_latency_trend": 0.01}})
+    assert lenient.sustainable(row) and not strict.sustainable(row)
+    received = _row(0.001, "received", backlog_growth=0.05)
+    assert received["sustainability"] < 0.99  # 1 / 1.05 of the input comes out within the window
+
+
+def test_default_rule_is_the_received_count():
+    c = parse_campaign({"brokers": ["mosquitto"], "configurations": [{"name": "x"}]})
+    assert c.egress_rule == "received" and c.max_latency_trend is None
+
+
+@pytest.mark.parametrize(
+    "rule, field",
+    [
+        ({"egress": "both"}, "rule.egress"),
+        ({"max_latency_trend": -0.1}, "rule.max_latency_trend"),
+        ({"max_latency_trend": True}, "rule.max_latency_trend"),
+        ({"egres": "sent"}, "rule.egres"),
+        ("sent", "rule"),
+    ],
+)
+def test_bad_rule_names_the_field(rule, field):
+    with pytest.raises(ConfigError) as err:
+        parse_campaign({"brokers": ["mosquitto"], "configurations": [{"name": "x"}], "rule": rule})
+    assert err.value.field == field and "\n" not in str(err.value)
