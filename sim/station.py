@@ -11,6 +11,8 @@ Models in :mod:`pubsim.models.stations.core` subclass it; the drivers only call
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -245,3 +247,29 @@ class Station:
     def next_wake(self) -> float | None:
         """Time the station needs attention with no arrival (event-driven only)."""
         return self.discipline.next_wake()
+
+    # --- rollback (optimistic cycles, :mod:`pubsim.sim.optimistic`) -------
+    rollback_safe = True
+    """Can :meth:`snapshot` / :meth:`restore` roll the station back? True when
+    every mutable object it holds (discipline, draw streams, statistics) is its
+    own; a subclass holding state shared with other stations sets it False,
+    and a cycle containing it is advanced by conservative rounds."""
+
+    def snapshot(self) -> dict[str, Any]:
+        """Copy of the station's whole state (discipline, draw positions,
+        statistics); the route plan is shared, not copied."""
+        return copy.deepcopy(self.__dict__, _shared(self.__dict__))
+
+    def restore(self, state: dict[str, Any]) -> None:
+        """Return to a :meth:`snapshot` (which stays usable for another restore)."""
+        self.__dict__.update(copy.deepcopy(state, _shared(state)))
+
+
+def _shared(state: dict[str, Any]) -> dict[int, Any]:
+    """A deepcopy memo that keeps the route plan and frozen dataclasses
+    (parameters, distributions) shared: they never change during a run."""
+    memo: dict[int, Any] = {}
+    for v in state.values():
+        if isinstance(v, RoutePlan) or (dataclasses.is_dataclass(v) and v.__dataclass_params__.frozen):  # type: ignore[attr-defined]
+            memo[id(v)] = v
+    return memo
