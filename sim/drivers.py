@@ -81,7 +81,7 @@ class BatchDriver:
         *,
         chunk_messages: int = 250_000,
         cycles: str = "optimistic",
-        cycle_window_messages: int = 4096,
+        cycle_window_messages: int = 65536,
         cycle_max_sweeps: int = 12,
     ) -> None:
         if cycles not in ("optimistic", "conservative"):

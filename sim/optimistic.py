@@ -65,20 +65,25 @@ from .network import Network
 from .packets import Packets
 from .station import Station, StationOutput
 
-__all__ = ["CycleSolver", "CycleStats", "Outcome", "split_output", "sweep_order"]
+__all__ = ["CycleSolver", "CycleStats", "Outcome", "route_rest", "split_output", "sweep_order"]
 
 
 @dataclass
 class Outcome:
-    """A station's output split for routing: drops, deliveries and child copies by station."""
+    """A station's output split for routing: drops, deliveries and child
+    copies by station; with ``rest``, the copies not yet routed (their
+    children go to the stations outside the mask they were split with)."""
 
     output: StationOutput
     delivered: Packets | None
     children: list[tuple[int, Packets]]
+    rest: Packets | None = None
 
 
-def split_output(network: Network, out: StationOutput) -> Outcome:
-    """Deliveries (copies leaving at a delivery visit) and child copies grouped by station."""
+def split_output(network: Network, out: StationOutput, to: np.ndarray | None = None) -> Outcome:
+    """Deliveries (copies leaving at a delivery visit) and child copies
+    grouped by station; only those to the stations of the mask ``to`` if
+    given (the others later, by :func:`route_rest`)."""
     plan = network.plan
     dep = out.departed
     if len(dep) == 0:
@@ -90,7 +95,15 @@ def split_output(network: Network, out: StationOutput) -> Outcome:
     if leaf.any():
         delivered = dep.take(leaf)
         dep = dep.take(~leaf)
-    return Outcome(out, delivered, plan.children_by_station(dep))
+    return Outcome(out, delivered, plan.children_by_station(dep, to), None if to is None else dep)
+
+
+def route_rest(network: Network, outcome: Outcome, to: np.ndarray) -> Outcome:
+    """``outcome`` with the children of its unrouted copies to the stations of ``to`` added."""
+    if outcome.rest is None:
+        return outcome
+    more = network.plan.children_by_station(outcome.rest, to)
+    return Outcome(outcome.output, outcome.delivered, outcome.children + more)
 
 
 @dataclass
@@ -156,12 +169,14 @@ class CycleSolver:
         sub: nx.DiGraph,
         *,
         max_sweeps: int = 12,
-        window_messages: int = 4096,
+        window_messages: int = 65536,
         min_window: int = 64,
     ) -> None:
         self.net = network
         self.members = list(members)
         self.is_member = set(members)
+        self.mask = np.zeros(len(network.stations), dtype=bool)
+        self.mask[self.members] = True
         self.order = sweep_order(self.members, sub)
         self.max_sweeps = int(max_sweeps)
         self.window = int(window_messages)
@@ -192,7 +207,7 @@ class CycleSolver:
                 for s in outcomes:
                     stations[s].restore(snaps[s])
                 return None
-            order = self.order if sweep % 2 == 0 else self.order[::-1]
+            order = self.order if sweep % 2 == 1 else self.order[::-1]
             for s in order:
                 if s not in dirty:
                     continue
@@ -202,11 +217,12 @@ class CycleSolver:
                     station.restore(snaps[s])
                     self.stats.reruns += 1
                 batch = Packets.concat([external[s], *inputs[s].values()]).sorted(n_visits)
-                outcomes[s] = out = split_output(self.net, station.process(batch, horizon))
+                outcomes[s] = out = split_output(self.net, station.process(batch, horizon), self.mask)
                 self._pass_on(s, out, horizon, inputs, dirty)
             sweep += 1
         self.stats.sweeps.append(sweep)
-        return outcomes
+        outside = ~self.mask
+        return {s: route_rest(self.net, out, outside) for s, out in outcomes.items()}
 
     def _pass_on(
         self, s: int, out: Outcome, horizon: float, inputs: dict[int, dict[int, Packets]], dirty: set[int]

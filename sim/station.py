@@ -12,7 +12,6 @@ Models in :mod:`pubsim.models.stations.core` subclass it; the drivers only call
 from __future__ import annotations
 
 import copy
-import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -270,6 +269,7 @@ def _shared(state: dict[str, Any]) -> dict[int, Any]:
     (parameters, distributions) shared: they never change during a run."""
     memo: dict[int, Any] = {}
     for v in state.values():
-        if isinstance(v, RoutePlan) or (dataclasses.is_dataclass(v) and v.__dataclass_params__.frozen):  # type: ignore[attr-defined]
+        params = getattr(v, "__dataclass_params__", None)  # a dataclass instance or class
+        if isinstance(v, RoutePlan) or (params is not None and params.frozen and not isinstance(v, type)):
             memo[id(v)] = v
     return memo
