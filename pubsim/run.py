@@ -172,7 +172,7 @@ def simulate(
     batch_options : dict, optional
         More keyword arguments of :class:`pubsim.sim.drivers.BatchDriver`
         (how cyclic components are advanced: ``cycles``,
-        ``cycle_window_messages``, ``cycle_max_sweeps``).
+        ``cycle_window_messages``, ``cycle_max_sweeps``, ``cycle_dense_arrivals``).
     """
 
     window = _check_window(duration_s, warmup_s, cooldown_s)

@@ -72,6 +72,16 @@ class BatchDriver:
     sink : sim.records.RecordSink or sim.records.StreamSink
     chunk_messages : int
         Target publications per chunk; bounds memory for long runs.
+    cycles : {"optimistic", "conservative"}
+        How strongly connected components are advanced: optimistic windows
+        (:mod:`pubsim.sim.optimistic`) or conservative rounds only.
+    cycle_window_messages : int
+        Arrivals per optimistic window (the window adapts below it).
+    cycle_max_sweeps : int
+        Sweeps over a component before a window is declared not converging.
+    cycle_dense_arrivals : float
+        Above this many arrivals per cycle lookahead, conservative rounds
+        are cheaper and used (:meth:`pubsim.sim.optimistic.CycleSolver.dense`).
     """
 
     def __init__(
@@ -83,6 +93,7 @@ class BatchDriver:
         cycles: str = "optimistic",
         cycle_window_messages: int = 65536,
         cycle_max_sweeps: int = 12,
+        cycle_dense_arrivals: float = 150.0,
     ) -> None:
         if cycles not in ("optimistic", "conservative"):
             raise ValueError(f"cycles must be 'optimistic' or 'conservative', got {cycles!r}")
@@ -96,8 +107,15 @@ class BatchDriver:
         for members, cyclic, sub in self._components:
             stations = [network.stations[s] for s in members]
             if cyclic and sub is not None and cycles == "optimistic" and CycleSolver.supported(stations):
+                dist, _ = self._cycle_tables(members, sub)
                 self._solvers[tuple(members)] = CycleSolver(
-                    network, members, sub, max_sweeps=cycle_max_sweeps, window_messages=cycle_window_messages
+                    network,
+                    members,
+                    sub,
+                    max_sweeps=cycle_max_sweeps,
+                    window_messages=cycle_window_messages,
+                    cycle_lookahead_s=float(np.diag(dist).min()),
+                    dense_arrivals=cycle_dense_arrivals,
                 )
 
     @property
@@ -221,8 +239,15 @@ class BatchDriver:
             pending = np.concatenate(parts + [np.array(wakes)])
             if not float(pending.min()) < horizon:
                 return
-            bound = solver.next_bound(np.concatenate(parts) if parts else pending, horizon)
-            if self._cycle_window(solver, members, sub, bound) and bound >= horizon:
+            arrivals = np.concatenate(parts) if parts else pending
+            bound = solver.next_bound(arrivals, horizon)
+            if solver.dense(arrivals, bound):
+                solver.stats.dense_windows += 1
+                self._conservative_cycle(members, sub, bound)
+                done = True
+            else:
+                done = self._cycle_window(solver, members, sub, bound)
+            if done and bound >= horizon:
                 return
 
     def _cycle_window(self, solver: CycleSolver, members: list[int], sub: nx.DiGraph, bound: float) -> bool:
@@ -241,14 +266,15 @@ class BatchDriver:
                 if len(external[s]):
                     self.inbox[s].append(external[s])
             n = sum(len(p) for p in external.values())
-            if n > solver.min_window:
-                solver.window = max(solver.min_window, n // 2)
+            if solver.window > solver.min_window:  # the window shrinks strictly down to min_window
+                solver.window = max(solver.min_window, min(solver.window, n) // 2)
                 solver.stats.split_windows += 1
                 return False
             solver.stats.fallback_windows += 1
             self._conservative_cycle(members, sub, bound)
             return True
-        solver.window = min(solver.base_window, 2 * solver.window)
+        if solver.stats.sweeps[-1] <= solver.max_sweeps // 2:  # grow back only with room to spare
+            solver.window = min(solver.base_window, 2 * solver.window)
         for s in members:
             for dest, packets in _record(self.net, self.sink, s, outcomes[s]):
                 if dest in solver.is_member:

@@ -4,8 +4,10 @@ The batch driver (:mod:`pubsim.sim.drivers`) advances a cyclic component
 (ILDM relays and bridges both ways, brokers bridged to each other) by
 conservative rounds of one lookahead each (a bridge latency): exact, but its
 Python work per station per round scales with simulated time / lookahead
-(about 5k published msg/s of wall time on the ILDM 5-broker chain, 2 ms of
-Python per round across 13 stations). This module replaces those rounds by an
+(about 5k published msg/s of wall time on the ILDM 5-broker chain; a
+cProfile of 2 simulated s: 4,900 station calls, 85 % of the time in the
+cycle's Python bookkeeping (packet splits, inbox scans, routing), little in
+the compiled queue kernels). This module replaces those rounds by an
 optimistic iteration over a whole *window* of the chunk.
 
 Why it is exact
@@ -28,25 +30,34 @@ sink or to other components.
 Why this design (measured on the ILDM 5-broker chain, placement B, PF/SF;
 ``benchmarks/tree_benchmark.py``)
 ---------------------------------------------------------------------------
-* Conservative rounds: about 2 ms of Python per 5 ms of simulated time.
-* Fixed point over a whole chunk (250k messages): the number of sweeps grows
-  with the longest chain of queue interactions that alternates direction in
-  the window, and every sweep re-runs every member over the whole chunk.
-* Fixed point over windows of ``window_messages`` external arrivals: a few
-  sweeps each, vectorised work per sweep, Python work per window rather than
-  per lookahead. This is what is used; the window adapts (halves on a
-  window that does not converge within ``max_sweeps``, grows back after
-  converging ones), and a window that cannot be split further is advanced by
-  the conservative rounds, so results stay exact whatever the load.
+* Conservative rounds: a dozen station calls per 5 ms of simulated time,
+  each with a few small arrays.
+* Fixed point over windows of ``window_messages`` external arrivals: what
+  is used. Placement B needs 5.7 sweeps per window on average (at most 8)
+  whether windows hold 1k or 65k arrivals (queue interactions are dense, so
+  nearly every member changes in every sweep until the end), and each
+  member runs about 3 times per window; so large windows (65536) win, the
+  Python work being per window and the vectorised work per arrival. The
+  window adapts: it halves after a window that does not converge within
+  ``max_sweeps`` (results discarded, states restored), grows back after
+  windows converging in at most half the bound; a window already at
+  ``min_window`` is advanced by the conservative rounds, so results stay
+  exact whatever the load. Near saturation (the §4 search) busy periods
+  chain across directions and windows shrink.
+* Re-running only the part of a member's window after its first changed
+  arrival (checkpoints) was measured to save little: the first change lies
+  on average 7-30 % into the window, and a new arrival shifts the draws of
+  every later one (draws go in arrival order).
 * A numba event-list kernel for the component would avoid re-running, but
   would re-implement every station type's service rule (relays, links with
   windows and loss, event-driven queues, restarts) in compiled code; the
   optimistic solver runs the stations' own :meth:`Station.process`.
 
 Sweeps alternate direction over an order of the members by undirected
-distance from a centre of the component (outward, then inward), so copies
-travelling outward or inward along a chain or tree of brokers reach the end
-of it in one sweep.
+distance from a centre of the component (inward first, then outward), so
+copies travelling outward or inward along a chain or tree of brokers reach
+the end of it in one sweep (inward first: 5.7 sweeps per window on
+placement B instead of 6.7 outward first).
 
 Stations with ``rollback_safe = False`` (state shared with other stations)
 cannot be snapshotted; a component containing one is advanced by the
@@ -112,8 +123,10 @@ class CycleStats:
 
     ``sweeps`` holds the sweeps of each converged window; ``reruns`` counts
     member runs beyond the first of each window; ``fallback_windows`` the
-    windows advanced by conservative rounds; ``split_windows`` the windows
-    halved because they did not converge within the bound.
+    windows advanced by conservative rounds after not converging;
+    ``split_windows`` the windows halved because they did not converge within
+    the bound; ``dense_windows`` the windows left to the conservative rounds
+    because their arrivals were dense (:meth:`CycleSolver.dense`).
     """
 
     windows: int = 0
@@ -121,6 +134,7 @@ class CycleStats:
     reruns: int = 0
     split_windows: int = 0
     fallback_windows: int = 0
+    dense_windows: int = 0
 
 
 def sweep_order(members: list[int], sub: nx.DiGraph) -> list[int]:
@@ -160,6 +174,11 @@ class CycleSolver:
         External arrivals per window to start with.
     min_window : int
         Smallest window worth splitting further.
+    cycle_lookahead_s : float
+        Least lookahead sum around a cycle of the component, s.
+    dense_arrivals : float
+        Above this many external arrivals per ``cycle_lookahead_s`` a window
+        is left to the conservative rounds (:meth:`dense`).
     """
 
     def __init__(
@@ -171,6 +190,8 @@ class CycleSolver:
         max_sweeps: int = 12,
         window_messages: int = 65536,
         min_window: int = 64,
+        cycle_lookahead_s: float = 0.0,
+        dense_arrivals: float = math.inf,
     ) -> None:
         self.net = network
         self.members = list(members)
@@ -182,6 +203,8 @@ class CycleSolver:
         self.window = int(window_messages)
         self.base_window = int(window_messages)
         self.min_window = int(min_window)
+        self.cycle_lookahead_s = float(cycle_lookahead_s)
+        self.dense_arrivals = float(dense_arrivals)
         self.stats = CycleStats()
 
     @staticmethod
@@ -245,11 +268,31 @@ class CycleSolver:
                 dirty.add(dest)
 
     # --- window bounds ----------------------------------------------------
+    def dense(self, pending_t: np.ndarray, bound: float) -> bool:
+        """Do the arrivals before ``bound`` come at more than ``dense_arrivals``
+        per cycle lookahead? Then conservative rounds are cheaper: each round
+        carries many arrivals, while the fixed point needs more sweeps (busy
+        periods chain across directions) and fails more often. Measured on
+        placement B SF (cycle lookahead 10 ms: relay, bridge, relay, bridge
+        back), one §4 probe of 1.5 s: near the limit (590 arrivals per
+        lookahead) conservative 4.2 s, optimistic 6.1 s (9.5 sweeps a window,
+        windows halved); at 250 per lookahead 2.8 s against 4.8 s; at 50 per
+        lookahead 4.4 s against 0.3-0.8 s; at the scenario's own load (25)
+        optimistic is about 40 times faster. Hence the default 150."""
+        if not self.cycle_lookahead_s > 0 or not math.isfinite(self.dense_arrivals):
+            return False
+        early = pending_t[pending_t < bound]
+        if len(early) == 0:
+            return False
+        end = bound if math.isfinite(bound) else float(early.max())
+        span = max(end - float(early.min()), self.cycle_lookahead_s)
+        return len(early) > self.dense_arrivals * span / self.cycle_lookahead_s
+
     def next_bound(self, pending_t: np.ndarray, horizon: float) -> float:
         """End of the next window: after about ``window`` pending arrivals, at most ``horizon``."""
         if len(pending_t) <= self.window:
             return horizon
         t = float(np.partition(pending_t, self.window)[self.window])
-        if not t > float(pending_t.min()):
-            return horizon if not math.isfinite(t) else float(np.nextafter(t, math.inf))
+        if not t > float(pending_t.min()):  # ties at the earliest time: take them all
+            t = float(np.nextafter(t, math.inf))
         return min(t, horizon)

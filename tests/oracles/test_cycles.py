@@ -5,6 +5,7 @@ conservative rounds all give the reference driver's records, record for record."
 from __future__ import annotations
 
 import dataclasses
+import math
 from pathlib import Path
 
 import numpy as np
@@ -73,6 +74,8 @@ def busy_chain():
     return g
 
 
+OPTIMISTIC = {"cycle_dense_arrivals": math.inf}  # never leave a window to the conservative rounds for density
+
 CYCLIC = {
     "chain-flood": (lambda: two_way_chain("flood"), 0.4),
     "relay-chain-drops": (relay_chain, 0.4),
@@ -86,7 +89,9 @@ CYCLIC = {
 def test_optimistic_and_conservative_equal_reference(case):
     build, duration = CYCLIC[case]
     ref = simulate(build(), duration_s=duration, warmup_s=0.05, seed=3, driver="reference")
-    fast = simulate(build(), duration_s=duration, warmup_s=0.05, seed=3, batch_options={"cycle_window_messages": 300})
+    fast = simulate(
+        build(), duration_s=duration, warmup_s=0.05, seed=3, batch_options={"cycle_window_messages": 300, **OPTIMISTIC}
+    )
     slow = simulate(build(), duration_s=duration, warmup_s=0.05, seed=3, batch_options={"cycles": "conservative"})
     _same(fast, ref)
     _same(slow, ref)
@@ -110,8 +115,8 @@ def test_fallback_gives_the_same_records():
     """One sweep per window never converges: every window is halved down to
     the smallest, then advanced by the conservative rounds."""
     build, duration = CYCLIC["busy-chain"]
-    opt = simulate(build(), duration_s=duration, seed=8)
-    forced = simulate(build(), duration_s=duration, seed=8, batch_options={"cycle_max_sweeps": 1})
+    opt = simulate(build(), duration_s=duration, seed=8, batch_options=OPTIMISTIC)
+    forced = simulate(build(), duration_s=duration, seed=8, batch_options={"cycle_max_sweeps": 1, **OPTIMISTIC})
     _same(forced, opt)
     stats = _cycle_stats(forced)
     assert stats.fallback_windows > 0 and stats.split_windows > 0 and stats.sweeps == [1] * len(stats.sweeps)
@@ -120,12 +125,23 @@ def test_fallback_gives_the_same_records():
 @pytest.mark.parametrize("bound", [2, 4])
 def test_sweeps_never_exceed_the_bound(bound):
     build, duration = CYCLIC["busy-chain"]
-    r = simulate(build(), duration_s=duration, seed=8, batch_options={"cycle_max_sweeps": bound})
+    r = simulate(build(), duration_s=duration, seed=8, batch_options={"cycle_max_sweeps": bound, **OPTIMISTIC})
     stats = _cycle_stats(r)
     assert stats.sweeps and max(stats.sweeps) <= bound
-    free = simulate(build(), duration_s=duration, seed=8, batch_options={"cycle_max_sweeps": 1000})
+    free = simulate(build(), duration_s=duration, seed=8, batch_options={"cycle_max_sweeps": 1000, **OPTIMISTIC})
     assert max(_cycle_stats(free).sweeps) > bound  # the busy chain does need more sweeps than the bound
     _same(r, free)
+
+
+def test_dense_windows_go_to_the_conservative_rounds():
+    """With a density threshold of 0 every window is left to the conservative rounds; same records."""
+    build, duration = CYCLIC["relay-chain-drops"]
+    dense = simulate(build(), duration_s=duration, seed=4, batch_options={"cycle_dense_arrivals": 0.0})
+    opt = simulate(build(), duration_s=duration, seed=4, batch_options=OPTIMISTIC)
+    _same(dense, opt)
+    stats = _cycle_stats(dense)
+    assert stats.dense_windows > 0 and stats.windows == 0
+    assert _cycle_stats(opt).windows > 0 and _cycle_stats(opt).dense_windows == 0
 
 
 def _placement(name):
@@ -135,7 +151,9 @@ def _placement(name):
 @pytest.mark.parametrize("name", ["placement_b_pf", "placement_b_sf", "placement_c_pf", "placement_c_sf"])
 def test_ildm_placements_agree_with_reference(name):
     sc = _placement(name)
-    fast = sc.simulate(duration_s=0.3, warmup_s=0.05, record="full", batch_options={"cycle_window_messages": 200})
+    fast = sc.simulate(
+        duration_s=0.3, warmup_s=0.05, record="full", batch_options={"cycle_window_messages": 200, **OPTIMISTIC}
+    )
     ref = sc.simulate(duration_s=0.3, warmup_s=0.05, record="full", driver="reference")
     _same(fast, ref)
     assert len(fast.deliveries()) > 500
