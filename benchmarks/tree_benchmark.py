@@ -1,24 +1,33 @@
 """Speed of the fast path and the reference driver on the ILDM 5-node chain.
 
-Placement B of SYSTEMS.md §3 (experiments/ildm/placement_b_{pf,sf}.yaml:
-5 broker+relay pairs in a chain, every node with 2 publishers and 2
-subscribers of each of 5 topics, plus the latency topic), under Publication
-and Subscription Flooding. Copies flow both ways between nodes, so relays and
-bridge links form a cycle of stations that the fast path advances by
-conservative lookahead (one bridge latency + relay cost per round). Prints
-published messages per second of wall time for both drivers, measured in the
-same run, and their ratio; also the per-hop bridge latency, since the fast
-path's cost on such cycles grows with simulated time / lookahead.
+Placements B and C of SYSTEMS.md §3 (experiments/ildm/placement_{b,c}_{pf,sf}.yaml:
+5 broker+relay pairs in a chain, publishers and subscribers placed as the
+placement says), under Publication and Subscription Flooding. Copies flow
+both ways between nodes, so relays and bridge links form a cycle of stations.
+The fast path advances it by optimistic windows solved to a fixed point
+(:mod:`pubsim.sim.optimistic`); ``conservative`` is the same batch driver
+with the conservative rounds of one lookahead each (the path before the
+optimistic solver). Prints, per case and driver, published messages per
+second of wall time (simulate() with the network build, without scenario
+parsing), the peak RSS of the process that ran it (each run in its own
+process), and for the fast path the solver's sweeps per window; then the
+ratios.
 
-    python benchmarks/tree_benchmark.py [--duration 5] [--reference-duration 1] [--bridge-latency 5ms]
+    python benchmarks/tree_benchmark.py [--duration 100] [--conservative-duration 5]
+        [--reference-duration 1] [--placements b c] [--bridge-latency 5ms]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import resource
+import subprocess
+import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import yaml
 
 from pubsim.scenario import parse_scenario
@@ -26,53 +35,96 @@ from pubsim.scenario import parse_scenario
 HERE = Path(__file__).resolve().parent.parent / "experiments" / "ildm"
 
 
-def scenario(fwd, bridge_latency):
-    data = yaml.safe_load((HERE / f"placement_b_{fwd}.yaml").read_text())
+def scenario(placement, fwd, bridge_latency):
+    data = yaml.safe_load((HERE / f"placement_{placement}_{fwd}.yaml").read_text())
     if bridge_latency:
         data["topology"]["bridge"]["latency_s"] = bridge_latency
     return parse_scenario(data, HERE)
 
 
-def measure(sc, duration, driver):
+def one(placement, fwd, driver, duration, bridge_latency):
+    """One measured run (in this process); a dict of figures."""
+    options = {"cycles": "conservative" if driver == "conservative" else "optimistic"}
+    scenario(placement, fwd, bridge_latency).simulate(duration_s=0.2, warmup_s=0.0)  # compile outside the timing
+    sc = scenario(placement, fwd, bridge_latency)
     t0 = time.perf_counter()
-    r = sc.simulate(duration_s=duration, warmup_s=duration * 0.1, driver=driver, record="stream")
+    r = sc.simulate(
+        duration_s=duration,
+        warmup_s=duration * 0.1,
+        driver="reference" if driver == "reference" else "batch",
+        record="stream",
+        **({} if driver == "reference" else {"batch_options": options}),
+    )
     wall = time.perf_counter() - t0
     published = int(r.sink._series["published"].sum())
-    s = r.summary()
-    return {
-        "driver": driver,
+    row = {
         "published": published,
         "wall_s": wall,
         "msgs_per_wall_s": published / wall,
-        "latency_mean_ms": s["latency_mean_s"] * 1e3,
-        "delivery_ratio": s["delivery_ratio"],
+        "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "latency_mean_ms": r.summary()["latency_mean_s"] * 1e3,
     }
+    if driver == "batch":
+        stats = list(r.driver.cycle_stats.values())
+        sweeps = np.concatenate([s.sweeps for s in stats]) if stats else np.zeros(0)
+        row.update(
+            windows=sum(s.windows for s in stats),
+            sweeps_mean=float(sweeps.mean()) if len(sweeps) else 0.0,
+            sweeps_max=int(sweeps.max()) if len(sweeps) else 0,
+            split=sum(s.split_windows for s in stats),
+            fallback=sum(s.fallback_windows for s in stats),
+        )
+    return row
+
+
+def spawn(args, placement, fwd, driver, duration):
+    cmd = [sys.executable, __file__, "--one", placement, fwd, driver, str(duration)]
+    if args.bridge_latency:
+        cmd += ["--bridge-latency", args.bridge_latency]
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+    return json.loads(out.strip().splitlines()[-1])
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--duration", type=float, default=5.0, help="simulated s per fast-path run")
+    ap.add_argument("--duration", type=float, default=100.0, help="simulated s per fast-path run")
+    ap.add_argument("--conservative-duration", type=float, default=5.0, help="simulated s per conservative run")
     ap.add_argument("--reference-duration", type=float, default=1.0, help="simulated s per reference run")
+    ap.add_argument("--placements", nargs="+", default=["b", "c"])
     ap.add_argument("--bridge-latency", default=None, help="override the scenarios' bridge latency, e.g. 1ms")
+    ap.add_argument("--one", nargs=4, metavar=("PLACEMENT", "FWD", "DRIVER", "DURATION"), help=argparse.SUPPRESS)
     args = ap.parse_args()
-    scenario("sf", args.bridge_latency).simulate(
-        duration_s=0.2, warmup_s=0.0
-    )  # numba kernels compiled outside the timing
-    for fwd in ("pf", "sf"):
-        sc = scenario(fwd, args.bridge_latency)
-        lat = sc.topology.edges["n0", "n1"]["params"].latency_s
-        fast = measure(sc, args.duration, "batch")
-        ref = measure(sc, args.reference_duration, "reference")
-        for row in (fast, ref):
+    if args.one:
+        p, fwd, driver, duration = args.one
+        print(json.dumps(one(p, fwd, driver, float(duration), args.bridge_latency)))
+        return
+    durations = {
+        "batch": args.duration,
+        "conservative": args.conservative_duration,
+        "reference": args.reference_duration,
+    }
+    for placement in args.placements:
+        for fwd in ("pf", "sf"):
+            rows = {d: spawn(args, placement, fwd, d, s) for d, s in durations.items()}
+            for d, row in rows.items():
+                extra = ""
+                if "windows" in row:
+                    extra = (
+                        f", {row['windows']} windows, sweeps mean {row['sweeps_mean']:.1f} max {row['sweeps_max']}, "
+                        f"{row['split']} split, {row['fallback']} conservative"
+                    )
+                print(
+                    f"placement {placement.upper()} {fwd.upper()} {d:>12}: {row['published']:>9,} msgs in "
+                    f"{row['wall_s']:6.2f} s = {row['msgs_per_wall_s']:>9,.0f} msg/s, peak RSS "
+                    f"{row['peak_rss_mib']:.0f} MiB (latency mean {row['latency_mean_ms']:.3f} ms{extra})"
+                )
+            fast = rows["batch"]["msgs_per_wall_s"]
             print(
-                f"placement B {fwd.upper()} bridge {lat * 1e3:g} ms  {row['driver']:>9}: "
-                f"{row['published']:>7,} msgs in {row['wall_s']:6.2f} s = {row['msgs_per_wall_s']:>9,.0f} msg/s "
-                f"(latency mean {row['latency_mean_ms']:.3f} ms, delivery ratio {row['delivery_ratio']:.3f})"
+                f"placement {placement.upper()} {fwd.upper()}: fast / conservative = "
+                f"{fast / rows['conservative']['msgs_per_wall_s']:.1f}x, fast / reference = "
+                f"{fast / rows['reference']['msgs_per_wall_s']:.1f}x",
+                flush=True,
             )
-        print(
-            f"placement B {fwd.upper()}: fast path / reference = "
-            f"{fast['msgs_per_wall_s'] / ref['msgs_per_wall_s']:.1f}x"
-        )
 
 
 if __name__ == "__main__":

@@ -173,6 +173,7 @@ def simulate(
     series_bin_s=None,
     progress=None,
     chunk_messages=250_000,
+    batch_options=None,
 ):
     """Simulate ``duration_s`` seconds of publications on a topology.
 
@@ -197,6 +198,10 @@ def simulate(
         True (or a label) shows a bar of simulated seconds (tqdm: a widget
         in Jupyter, text on stderr elsewhere; :mod:`pubsim.progress`); a
         callable gets ``progress(simulated_s, total_s)``. Batch driver only.
+    batch_options : dict, optional
+        More keyword arguments of :class:`pubsim.sim.drivers.BatchDriver`
+        (how cyclic components are advanced: ``cycles``,
+        ``cycle_window_messages``, ``cycle_max_sweeps``, ``cycle_dense_arrivals``).
     """
 
     window = _check_window(duration_s, warmup_s, cooldown_s)
@@ -206,7 +211,11 @@ def simulate(
         raise ConfigError("record", record, f"one of {sorted(RECORDS)}")
     net = build_network(topology, seed=seed, replication=replication, window=window)
     sink = RECORDS[record](net, series_bin_s or duration_s / 100)
-    drv = DRIVERS[driver](net, sink) if driver == "reference" else BatchDriver(net, sink, chunk_messages=chunk_messages)
+    drv = (
+        DRIVERS[driver](net, sink)
+        if driver == "reference"
+        else BatchDriver(net, sink, chunk_messages=chunk_messages, **(batch_options or {}))
+    )
     with P.seconds(progress, desc="simulating", total_s=duration_s) as callback:
         drv.run(duration_s, drain=drain, progress=callback)
     return RunResult(net, sink, drv, duration_s, window, topology)

@@ -8,10 +8,12 @@ visit). They differ only in how they get there.
   into chunks of publications; a station processes every arrival earlier than
   the chunk's end (its *horizon*) and keeps later ones for the next chunk.
   Stations are visited in topological order of their strongly connected
-  components; inside a cycle (two brokers forwarding to each other) horizons
-  come from a conservative lookahead bound (Chandy & Misra 1979): a station
-  may process arrivals earlier than the least time any packet can still reach
-  it.
+  components. A cycle (two brokers forwarding to each other) is advanced by
+  optimistic windows solved to a fixed point with rollback
+  (:mod:`pubsim.sim.optimistic`, which explains the choice), falling back to
+  conservative rounds whose horizons come from a lookahead bound (Chandy &
+  Misra 1979): a station may process arrivals earlier than the least time any
+  packet can still reach it.
 * :class:`ReferenceDriver` is a SimPy simulation with one event per hop in
   global time order, ties broken by the same (message, visit) key. It exists
   to test the fast path.
@@ -31,6 +33,7 @@ import simpy
 
 from .closed_loop import Components, closed_loop_bounds
 from .network import Network
+from .optimistic import CycleSolver, CycleStats, Outcome, split_output
 from .packets import Packets
 from .records import RecordSink, StreamSink
 from .station import Station, StationOutput
@@ -45,24 +48,19 @@ def _route(network: Network, sink: Sink, station: Station, out: StationOutput) -
     """Record deliveries and drops of a station's output.
 
     Returns the child copies as ``[(station index, Packets)]``."""
-    plan = network.plan
-    dep = out.departed
+    return _record(network, sink, station.index, split_output(network, out))
+
+
+def _record(network: Network, sink: Sink, s: int, outcome: Outcome) -> list[tuple[int, Packets]]:
+    """Record the drops and deliveries of station ``s``'s split output; return its child copies."""
+    out = outcome.output
     if len(out.dropped):
-        sink.add_dropped(out.dropped, out.drop_t, station.index, out.drop_code)
-    if len(dep) == 0:
-        return []
-    leaf = plan.is_delivery[dep.visit]
-    if leaf.all():
-        sink.add_delivered(dep)
+        sink.add_dropped(out.dropped, out.drop_t, s, out.drop_code)
+    if outcome.delivered is not None:
+        sink.add_delivered(outcome.delivered)
         if network.has_closed_loop:
-            network.on_delivered(dep)
-        return []
-    if leaf.any():
-        sink.add_delivered(dep.take(leaf))
-        if network.has_closed_loop:
-            network.on_delivered(dep.take(leaf))
-        dep = dep.take(~leaf)
-    return plan.children_by_station(dep)
+            network.on_delivered(outcome.delivered)
+    return outcome.children
 
 
 class BatchDriver:
@@ -74,15 +72,57 @@ class BatchDriver:
     sink : sim.records.RecordSink or sim.records.StreamSink
     chunk_messages : int
         Target publications per chunk; bounds memory for long runs.
+    cycles : {"optimistic", "conservative"}
+        How strongly connected components are advanced: optimistic windows
+        (:mod:`pubsim.sim.optimistic`) or conservative rounds only.
+    cycle_window_messages : int
+        Arrivals per optimistic window (the window adapts below it).
+    cycle_max_sweeps : int
+        Sweeps over a component before a window is declared not converging.
+    cycle_dense_arrivals : float
+        Above this many arrivals per cycle lookahead, conservative rounds
+        are cheaper and used (:meth:`pubsim.sim.optimistic.CycleSolver.dense`).
     """
 
-    def __init__(self, network: Network, sink: Sink, *, chunk_messages: int = 250_000) -> None:
+    def __init__(
+        self,
+        network: Network,
+        sink: Sink,
+        *,
+        chunk_messages: int = 250_000,
+        cycles: str = "optimistic",
+        cycle_window_messages: int = 65536,
+        cycle_max_sweeps: int = 12,
+        cycle_dense_arrivals: float = 150.0,
+    ) -> None:
+        if cycles not in ("optimistic", "conservative"):
+            raise ValueError(f"cycles must be 'optimistic' or 'conservative', got {cycles!r}")
         self.net = network
         self.sink = sink
         self.chunk_messages = int(chunk_messages)
         self.inbox: list[list[Packets]] = [[] for _ in network.stations]
         self._components = self._station_components()
         self._cycle_cache: dict[tuple[int, ...], tuple[np.ndarray, list[list[int]]]] = {}
+        self._solvers: dict[tuple[int, ...], CycleSolver] = {}
+        for members, cyclic, sub in self._components:
+            stations = [network.stations[s] for s in members]
+            if cyclic and sub is not None and cycles == "optimistic" and CycleSolver.supported(stations):
+                dist, _ = self._cycle_tables(members, sub)
+                self._solvers[tuple(members)] = CycleSolver(
+                    network,
+                    members,
+                    sub,
+                    max_sweeps=cycle_max_sweeps,
+                    window_messages=cycle_window_messages,
+                    cycle_lookahead_s=float(np.diag(dist).min()),
+                    dense_arrivals=cycle_dense_arrivals,
+                )
+
+    @property
+    def cycle_stats(self) -> dict[tuple[str, ...], CycleStats]:
+        """What the optimistic solver did per cyclic component (by member names)."""
+        names = [st.name for st in self.net.stations]
+        return {tuple(names[s] for s in key): sol.stats for key, sol in self._solvers.items()}
 
     def _station_components(self) -> Components:
         g = nx.DiGraph()
@@ -184,7 +224,67 @@ class BatchDriver:
         return t if wake is None else min(t, wake)
 
     def _process_cycle(self, members: list[int], sub: nx.DiGraph, horizon: float) -> None:
-        """Advance a strongly connected component to ``horizon``.
+        """Advance a strongly connected component to ``horizon``: by optimistic
+        windows (:mod:`pubsim.sim.optimistic`) if its stations can be rolled
+        back, else by conservative rounds."""
+        solver = self._solvers.get(tuple(members))
+        if solver is None:
+            self._conservative_cycle(members, sub, horizon)
+            return
+        while True:
+            parts = [p.t for s in members for p in self.inbox[s] if len(p)]
+            wakes = [w for s in members if (w := self.net.stations[s].next_wake()) is not None]
+            if not parts and not wakes:
+                return
+            pending = np.concatenate(parts + [np.array(wakes)])
+            if not float(pending.min()) < horizon:
+                return
+            arrivals = np.concatenate(parts) if parts else pending
+            bound = solver.next_bound(arrivals, horizon)
+            if solver.dense(arrivals, bound):
+                solver.stats.dense_windows += 1
+                self._conservative_cycle(members, sub, bound)
+                done = True
+            else:
+                done = self._cycle_window(solver, members, sub, bound)
+            if done and bound >= horizon:
+                return
+
+    def _cycle_window(self, solver: CycleSolver, members: list[int], sub: nx.DiGraph, bound: float) -> bool:
+        """One optimistic window up to ``bound``; on no convergence, a smaller
+        window next time (returns False: nothing done), or conservative
+        rounds for a window already small."""
+        external: dict[int, Packets] = {}
+        for s in members:
+            split = [p.split_before(bound) for p in self.inbox[s]]
+            external[s] = Packets.concat([e for e, _ in split])
+            self.inbox[s] = [late for _, late in split if len(late)]
+        outcomes = solver.solve(external, bound)
+        solver.stats.windows += 1
+        if outcomes is None:
+            for s in members:
+                if len(external[s]):
+                    self.inbox[s].append(external[s])
+            n = sum(len(p) for p in external.values())
+            if solver.window > solver.min_window:  # the window shrinks strictly down to min_window
+                solver.window = max(solver.min_window, min(solver.window, n) // 2)
+                solver.stats.split_windows += 1
+                return False
+            solver.stats.fallback_windows += 1
+            self._conservative_cycle(members, sub, bound)
+            return True
+        if solver.stats.sweeps[-1] <= solver.max_sweeps // 2:  # grow back only with room to spare
+            solver.window = min(solver.base_window, 2 * solver.window)
+        for s in members:
+            for dest, packets in _record(self.net, self.sink, s, outcomes[s]):
+                if dest in solver.is_member:
+                    packets = packets.split_before(bound)[1]  # the early ones were arrivals of this window
+                if len(packets):
+                    self.inbox[dest].append(packets)
+        return True
+
+    def _conservative_cycle(self, members: list[int], sub: nx.DiGraph, horizon: float) -> None:
+        """Advance a strongly connected component to ``horizon`` by conservative rounds.
 
         Gauss-Seidel sweeps: each member is processed up to its current bound
         ``h[u] = min(horizon, min_s pend[s] + D[s, u])`` (``D`` the least

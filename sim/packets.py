@@ -78,7 +78,7 @@ class Packets:
         """Sorted by (time, message, visit); cheap when already sorted."""
         if len(self) < 2 or _is_ordered(self.t, self.msg, self.visit, n_visits):
             return self
-        by_time = self.take(np.argsort(self.t))  # unstable but fast; right unless equal times
+        by_time = self.take(np.argsort(self.t, kind="stable"))  # timsort: fast on sorted runs (merged parts)
         if _is_ordered(by_time.t, by_time.msg, by_time.visit, n_visits):  # (keys are unique) come out of order
             return by_time
         return self.take(np.lexsort((self.order_key(n_visits), self.t)))

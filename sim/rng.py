@@ -93,6 +93,18 @@ class DrawStream:
         self._buf = np.empty(0)
         self._pos = 0
 
+    def __deepcopy__(self, memo: dict[int, Any]) -> DrawStream:
+        """A stream at the same position with its own generator (same state);
+        the distribution and the current block (never written in place) are shared.
+        Cheap: the station snapshots of :mod:`pubsim.sim.optimistic` copy streams often."""
+        new = DrawStream.__new__(DrawStream)
+        bit = type(self.rng.bit_generator)(0)
+        bit.state = self.rng.bit_generator.state
+        new.dist, new.rng, new.block = self.dist, np.random.Generator(bit), self.block
+        new._buf, new._pos = self._buf, self._pos
+        memo[id(self)] = new
+        return new
+
     def take(self, n: int) -> np.ndarray:
         """Return the next ``n`` draws (a new array)."""
         if self.dist.is_constant:

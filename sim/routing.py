@@ -92,6 +92,7 @@ class RoutePlan:
         fr = np.asarray(flow_rows, dtype=np.int64).reshape(-1, 3)
         self.flow_publisher, self.flow_topic, self.flow_root = fr[:, 0], fr[:, 1], fr[:, 2]
         self.is_delivery = self.subscriber >= 0
+        self.n_stations = int(self.station.max()) + 1 if len(self.station) else 0
         self.flow_priority = (
             np.zeros(len(self.flow_root), dtype=np.int64)
             if flow_priority is None
@@ -138,8 +139,9 @@ class RoutePlan:
         child = np.nonzero(self.parent >= 0)[0]
         return set(zip(self.station[par].tolist(), self.station[child].tolist()))
 
-    def children_by_station(self, packets: Packets) -> list[tuple[int, Packets]]:
-        """Child copies of departing packets, grouped by the station they go to.
+    def children_by_station(self, packets: Packets, to: np.ndarray | None = None) -> list[tuple[int, Packets]]:
+        """Child copies of departing packets, grouped by the station they go to
+        (only the stations where the boolean mask ``to`` is True, if given).
 
         Returns a list of ``(station, Packets)``. When every packet has the
         same number ``k`` of children and the j-th child of every packet goes
@@ -154,9 +156,21 @@ class RoutePlan:
             return [
                 (int(station[j]), Packets(packets.t, packets.msg, child[j], packets.size, packets.pub_t))
                 for j in range(len(station))
+                if to is None or to[station[j]]
             ]
-        children, _ = self.expand(packets)
-        return self.group_by_station(children)
+        keep = np.ones(self.n_stations, dtype=np.bool_) if to is None else to
+        parent, child, dest, cuts = _children_grouped(packets.visit, self.child_ptr, self.child_idx, self.station, keep)
+        groups = []
+        for g in range(len(dest)):
+            a, b = cuts[g], cuts[g + 1]
+            idx = parent[a:b]
+            groups.append(
+                (
+                    int(dest[g]),
+                    Packets(packets.t[idx], packets.msg[idx], child[a:b], packets.size[idx], packets.pub_t[idx]),
+                )
+            )
+        return groups
 
     def group_by_station(self, packets: Packets) -> list[tuple[int, Packets]]:
         """``[(station, Packets)]`` of packets at their visits' stations, order kept."""
@@ -217,3 +231,51 @@ def _shared_children(
                 return none
             child[j, i] = c
     return child, dest
+
+
+@njit(cache=True)
+def _children_grouped(
+    visit: np.ndarray, child_ptr: np.ndarray, child_idx: np.ndarray, station: np.ndarray, keep: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Child copies of packets at ``visit`` going to stations where ``keep``
+    is True, grouped by station in one pass and a counting sort: ``(parent, child, dest, cuts)`` where
+    group ``g`` goes to station ``dest[g]`` and holds the copies
+    ``cuts[g]:cuts[g + 1]`` (parent packet index and child visit), in
+    (parent, child) order within a group, groups by station index: what
+    :meth:`RoutePlan.expand` then :meth:`RoutePlan.group_by_station` give."""
+    n = visit.shape[0]
+    n_stations = keep.shape[0]
+    count = np.zeros(n_stations + 1, dtype=np.int64)
+    total = 0
+    for i in range(n):
+        for k in range(child_ptr[visit[i]], child_ptr[visit[i] + 1]):
+            if keep[station[child_idx[k]]]:
+                count[station[child_idx[k]] + 1] += 1
+                total += 1
+    n_groups = 0
+    for s in range(n_stations):
+        if count[s + 1] > 0:
+            n_groups += 1
+        count[s + 1] += count[s]
+    fill = count[:n_stations].copy()
+    parent = np.empty(total, dtype=np.int64)
+    child = np.empty(total, dtype=np.int64)
+    for i in range(n):
+        for k in range(child_ptr[visit[i]], child_ptr[visit[i] + 1]):
+            c = child_idx[k]
+            if not keep[station[c]]:
+                continue
+            j = fill[station[c]]
+            parent[j] = i
+            child[j] = c
+            fill[station[c]] = j + 1
+    dest = np.empty(n_groups, dtype=np.int64)
+    cuts = np.empty(n_groups + 1, dtype=np.int64)
+    g = 0
+    for s in range(n_stations):
+        if count[s + 1] > count[s]:
+            dest[g] = s
+            cuts[g] = count[s]
+            g += 1
+    cuts[n_groups] = total
+    return parent, child, dest, cuts

@@ -11,6 +11,7 @@ Models in :mod:`pubsim.models.stations.core` subclass it; the drivers only call
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
 from typing import Any
 
@@ -245,3 +246,30 @@ class Station:
     def next_wake(self) -> float | None:
         """Time the station needs attention with no arrival (event-driven only)."""
         return self.discipline.next_wake()
+
+    # --- rollback (optimistic cycles, :mod:`pubsim.sim.optimistic`) -------
+    rollback_safe = True
+    """Can :meth:`snapshot` / :meth:`restore` roll the station back? True when
+    every mutable object it holds (discipline, draw streams, statistics) is its
+    own; a subclass holding state shared with other stations sets it False,
+    and a cycle containing it is advanced by conservative rounds."""
+
+    def snapshot(self) -> dict[str, Any]:
+        """Copy of the station's whole state (discipline, draw positions,
+        statistics); the route plan is shared, not copied."""
+        return copy.deepcopy(self.__dict__, _shared(self.__dict__))
+
+    def restore(self, state: dict[str, Any]) -> None:
+        """Return to a :meth:`snapshot` (which stays usable for another restore)."""
+        self.__dict__.update(copy.deepcopy(state, _shared(state)))
+
+
+def _shared(state: dict[str, Any]) -> dict[int, Any]:
+    """A deepcopy memo that keeps the route plan and frozen dataclasses
+    (parameters, distributions) shared: they never change during a run."""
+    memo: dict[int, Any] = {}
+    for v in state.values():
+        params = getattr(v, "__dataclass_params__", None)  # a dataclass instance or class
+        if isinstance(v, RoutePlan) or (params is not None and params.frozen and not isinstance(v, type)):
+            memo[id(v)] = v
+    return memo
