@@ -27,6 +27,7 @@ class StationKind(enum.Enum):
     SUBSCRIBER = "sub"
     DISK = "disk"  # a broker's disk for persistent messages
     ENCODE = "encode"  # a publisher's CPU encoding its messages
+    DISPATCH = "dispatch"  # a broker's dispatch of one share group (shared subscriptions)
 
 
 @dataclass(frozen=True)
@@ -38,7 +39,7 @@ class StationKey:
     kind : StationKind
     names : tuple of str
         Graph nodes: one for most kinds, ``(from, to)`` for a bridge,
-        ``(socket, subscriber)`` for a pipe.
+        ``(socket, subscriber)`` for a pipe, ``(broker, share group)`` for a dispatch.
     """
 
     kind: StationKind
@@ -88,3 +89,7 @@ class StationKey:
     @classmethod
     def encode(cls, publisher) -> StationKey:
         return cls(StationKind.ENCODE, (publisher,))
+
+    @classmethod
+    def dispatch(cls, broker, group) -> StationKey:
+        return cls(StationKind.DISPATCH, (broker, group))

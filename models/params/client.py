@@ -19,6 +19,7 @@ from .features import refuse
 from .mapping import check_fields
 from .provenance import ASSUMED, Provenance
 from .serialization import SerializationParams
+from .topics import split_shared
 
 __all__ = ["PublisherParams", "SubscriberParams", "ARRIVALS", "TOPIC_CHOICES", "check_intervals"]
 
@@ -207,7 +208,10 @@ class SubscriberParams:
     Parameters
     ----------
     subscriptions : tuple of str
-        Topic filters, in the broker's syntax.
+        Topic filters, in the broker's syntax. ``$share/{group}/{filter}``
+        makes it a member of a share group (MQTT 5 shared subscription; with
+        AMQP, a consumer of the queue ``group`` bound with ``filter``): each
+        matching message goes to one member (:mod:`pubsim.models.mechanisms.shared`).
     processing_s : Distribution
         Time to handle one message, s (a FIFO server).
     buffer_messages : int or None
@@ -250,6 +254,8 @@ class SubscriberParams:
     def __post_init__(self) -> None:
         check_fields(self)
         _check_qos(self)
+        for f in self.subscriptions:
+            split_shared(f)  # one-line error for a malformed $share/{group}/{filter}
         self._check_sessions()
 
     def _check_sessions(self) -> None:

@@ -409,12 +409,13 @@ class ControlPlane:
         return installed, matched
 
     def local_subscribers(self, node, topic):
-        """Sorted clients at ``node`` with a filter matching ``topic``."""
+        """Sorted clients at ``node`` with a filter matching ``topic`` (members of a
+        share group included: the protocol model does not pick one)."""
         table = SubscriptionTable(self.syntax[node])
         for f, holders in self.local[node].items():
             for c in holders:
                 table.add(c, f)
-        return table.subscribers(topic)
+        return sorted({c for c, _ in table.match(topic)})
 
     def _route(self, origin, topic, client, *, retain, flows):
         queue = deque([(origin, None)])
