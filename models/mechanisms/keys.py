@@ -28,6 +28,7 @@ class StationKind(enum.Enum):
     DISK = "disk"  # a broker's disk for persistent messages
     ENCODE = "encode"  # a publisher's CPU encoding its messages
     DISPATCH = "dispatch"  # a broker's dispatch of one share group (shared subscriptions)
+    SERVER = "server"  # a request/reply server's work between request and reply
 
 
 @dataclass(frozen=True)
@@ -89,6 +90,10 @@ class StationKey:
     @classmethod
     def encode(cls, publisher) -> StationKey:
         return cls(StationKind.ENCODE, (publisher,))
+
+    @classmethod
+    def server(cls, broker) -> StationKey:
+        return cls(StationKind.SERVER, (broker,))
 
     @classmethod
     def dispatch(cls, broker, group) -> StationKey:

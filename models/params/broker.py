@@ -27,6 +27,7 @@ from ...sim.errors import ConfigError
 from .disk import DiskParams
 from .features import refuse
 from .mapping import MAX_WORKERS, check_fields
+from .patterns import ReplyParams
 from .provenance import ASSUMED, Provenance
 from .topics import TopicSyntax
 
@@ -154,6 +155,11 @@ class BrokerParams:
         (:mod:`pubsim.models.mechanisms.shared`): ``round_robin`` (Mosquitto,
         RabbitMQ competing consumers, EMQX's default), ``random`` or
         ``sticky`` (EMQX ``shared_subscription_strategy``).
+    reply : ReplyParams or None
+        Makes the broker a request/reply server: reply size, server
+        processing, serialization of the reply
+        (:mod:`pubsim.models.mechanisms.patterns.reqrep`); None = replies are
+        the requests themselves, with no server work beyond the broker's demand.
     provenance : Provenance
     """
 
@@ -191,6 +197,7 @@ class BrokerParams:
     restart_downtime_s: float = field(default=0.0, metadata={"unit": "duration"})
     durable_queue: bool = field(default=False, metadata={"unit": "flag"})
     shared_dispatch: str = field(default="round_robin", metadata={"unit": "choice", "choices": SHARED_DISPATCH})
+    reply: ReplyParams | None = field(default=None, metadata={"unit": "params", "cls": ReplyParams, "preset": "reply"})
     provenance: Provenance = field(default=ASSUMED, metadata={"unit": "provenance"})
 
     def __post_init__(self) -> None:

@@ -92,6 +92,12 @@ class PublisherParams:
         sent at ``start_s``.
     think_time_s : float
         Time from a reply to the request it releases, s (``closed_loop``).
+    request_timeout_s : float
+        ``closed_loop``: a request not answered ``request_timeout_s`` after it
+        was sent is sent again (and again after each further timeout); the
+        first reply to any copy answers it, later ones are counted as late
+        replies (:mod:`pubsim.models.mechanisms.patterns.reqrep`). 0 (the
+        default) = no timeout: a lost request or reply closes its window slot.
     serialization : SerializationParams or None
         Message format (:mod:`pubsim.models.params.serialization`): payload sizes are
         multiplied by its ``size_ratio`` and encoding takes the publisher's
@@ -125,6 +131,7 @@ class PublisherParams:
     topic_choice: str = field(default="weighted", metadata={"unit": "choice", "choices": TOPIC_CHOICES})
     window_requests: int = field(default=1, metadata={"unit": "positive_count"})
     think_time_s: float = field(default=0.0, metadata={"unit": "duration"})
+    request_timeout_s: float = field(default=0.0, metadata={"unit": "duration"})
     serialization: SerializationParams | None = field(default=None, metadata={"unit": "serialization"})
     persistent: bool = field(default=False, metadata={"unit": "flag"})
     provenance: Provenance = field(default=ASSUMED, metadata={"unit": "provenance"})
