@@ -14,9 +14,10 @@ from pubsim.models.params.broker import BrokerParams
 from pubsim.models.params.client import PublisherParams, SubscriberParams
 from pubsim.models.params.link import LinkParams
 from pubsim.run import simulate
-from pubsim.scenario import parse_scenario
+from pubsim.scenario import load_scenario, parse_scenario
 from pubsim.sim.distributions import Constant, Exponential
 from pubsim.sim.errors import ConfigError
+from tests import ROOT
 
 LAT = 1e-3
 LINK = LinkParams(latency_s=LAT)
@@ -276,3 +277,18 @@ def test_members_with_different_qos_are_refused():
     with pytest.raises(ConfigError) as err:
         build_network(g, seed=0)
     assert err.value.field == "w9.qos" and "\n" not in str(err.value)
+
+
+def test_shipped_scenario_deals_jobs_to_one_worker_each():
+    """experiments/shared_subscriptions.yaml: 3 workers share the jobs of 2 publishers
+    round robin; the monitor gets every job; the S/P ratio counts the group once."""
+    sc = load_scenario(ROOT / "experiments" / "shared_subscriptions.yaml")
+    r = sc.simulate(duration_s=2.0, warmup_s=0.2)
+    c = counts(r)
+    assert r.network.sp_ratio == 2.0
+    assert c["monitor"] == sum(c[f"worker{i}"] for i in range(3)) > 2000
+    assert r.summary()["expected_deliveries"] == 2 * r.summary()["published"]
+    assert max(c[f"worker{i}"] for i in range(3)) - min(c[f"worker{i}"] for i in range(3)) <= 1
+    st = r.stations().set_index("station")
+    util = [st.loc[f"subscriber:worker{i}", "utilization"] for i in range(3)]
+    assert np.allclose(util, 400 * 2e-3, rtol=0.1)  # 1,200 jobs/s / 3 workers x 2 ms
