@@ -17,6 +17,9 @@ import pytest
 
 from pubsim.models import topology as T
 from pubsim.models.assembly.build import build_network
+from pubsim.models.params.broker import BrokerParams
+from pubsim.models.params.client import PublisherParams, SubscriberParams
+from pubsim.models.params.link import LinkParams
 from pubsim.models.params.relay import RelayParams
 from pubsim.run import simulate
 from pubsim.scenario import load_scenario
@@ -130,3 +133,28 @@ def test_placement_b_table_variant_separates_sf_from_pf():
     assert relay.table_entry_cost_s == pytest.approx(0.1e-6) and relay.table_match_cost_s == pytest.approx(0.5e-6)
     assert np.allclose(util["placement_b_sf"], util["placement_b_pf"], rtol=0.05)
     assert (util["placement_b_sf_table"] > util["placement_b_sf"] * 1.02).all()
+
+
+@pytest.mark.parametrize("qos, acks", [(0, 0), (1, 1)])
+def test_a_bridge_without_relays_is_a_client_of_both_brokers(qos, acks):
+    """Brokers a - b bridged directly (no ILDM node): a copy over the bridge costs a
+    one delivery (plus the hop's handshake packets) and b one ingress (plus the same
+    packets): a = ingress + 2 deliveries (local subscriber, bridge) + packets of
+    the publisher's hop, the bridge hop and its downlink; b = ingress + 1 delivery
+    + packets of the bridge hop and its downlink (QoS 1: one PUBACK per hop)."""
+    c = lambda s: Constant(value=s)  # noqa: E731
+    broker = BrokerParams(ingress_cost_s=c(10e-6), delivery_cost_s=c(5e-6), ack_cost_s=1e-6)
+    g = T.chain(
+        brokers={"a": broker, "b": broker},
+        bridge=LinkParams(latency_s=2e-3),
+        link=LinkParams(latency_s=1e-3),
+        publishers={"p": ("a", PublisherParams(topics=("t",), arrival="constant", rate_per_s=50.0, qos=qos))},
+        subscribers={
+            "sa": ("a", SubscriberParams(subscriptions=("t",), qos=qos)),
+            "sb": ("b", SubscriberParams(subscriptions=("t",), qos=qos)),
+        },
+        forwarding="subscription",
+    )
+    st = simulate(g, duration_s=2.0, seed=1).stations().set_index("station")
+    assert st.loc["broker:a", "utilization"] == pytest.approx(50 * (10e-6 + 2 * 5e-6 + 3 * acks * 1e-6), rel=1e-4)
+    assert st.loc["broker:b", "utilization"] == pytest.approx(50 * (10e-6 + 5e-6 + 2 * acks * 1e-6), rel=1e-4)
