@@ -292,3 +292,12 @@ def test_shipped_scenario_deals_jobs_to_one_worker_each():
     st = r.stations().set_index("station")
     util = [st.loc[f"subscriber:worker{i}", "utilization"] for i in range(3)]
     assert np.allclose(util, 400 * 2e-3, rtol=0.1)  # 1,200 jobs/s / 3 workers x 2 ms
+
+
+def test_qos_handshakes_of_a_group_copy_are_the_members():
+    """QoS 1 publisher and group: the broker handles the publisher's PUBACK and one
+    member's PUBACK per message (ack_cost 1 us each), whichever member gets it."""
+    b = BrokerParams(ingress_cost_s=Constant(value=10e-6), delivery_cost_s=Constant(value=5e-6), ack_cost_s=1e-6)
+    pub = PublisherParams(topics=("jobs/a",), arrival="constant", rate_per_s=100.0, qos=1)
+    st = simulate(group_star(broker=b, pub=pub, qos=1), duration_s=1.0, seed=1).stations().set_index("station")
+    assert st.loc["broker:broker", "utilization"] == pytest.approx(100 * (10e-6 + 5e-6 + 2 * 1e-6), rel=1e-4)
