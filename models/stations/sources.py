@@ -142,7 +142,11 @@ class ClosedLoopSource(_Source):
     source stops at the first timeout after that (nothing later is sent
     before it, so both drivers number the publications alike) and tells the
     driver when to ask again (:meth:`next_wake`). A request counts as answered
-    at a timeout if a reply to it came at or before the timeout.
+    at a timeout if a reply to it came at or before the timeout (a reply at
+    exactly the timeout's instant is a tie the two drivers may order
+    differently; continuous delays make it improbable). Sequence numbers of
+    copies lost for good stay remembered (for late replies), so a long lossy
+    run with timeouts keeps one entry per lost copy.
     """
 
     closed_loop = True
