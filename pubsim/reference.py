@@ -39,6 +39,7 @@ from . import (
     ZmqSocketParams,
 )
 from .models.params.mapping import MAX_COUNT
+from .models.params.patterns import ReplyParams
 from .models.params.provenance import Source
 
 __all__ = ["PARAMETER_CLASSES", "field_rows", "scenario_schema", "reference_markdown", "UNITS"]
@@ -54,6 +55,7 @@ PARAMETER_CLASSES: dict[str, type] = {
     "socket": ZmqSocketParams,
     "disk": DiskParams,
     "serialization": SerializationParams,
+    "reply": ReplyParams,
 }
 
 _NUMBER_OR_TEXT = {"anyOf": [{"type": "number"}, {"type": "string"}]}
@@ -69,6 +71,10 @@ UNITS: dict[str, tuple[dict[str, Any], str]] = {
     ),
     "size": (_NUMBER_OR_TEXT, "a size in bytes, or text with a unit (`36B`, `1KiB`, `2MB`)"),
     "size_dist": (_DIST, "a distribution of sizes in bytes (`36B`, `uniform(20B, 2KiB)`, ...)"),
+    "optional_size_dist": (
+        {"anyOf": [{"type": "null"}, *_DIST["anyOf"]]},
+        "a distribution of sizes in bytes, or null (see the field)",
+    ),
     "optional_size": (
         {"anyOf": [{"type": "null"}, {"type": "number"}, {"type": "string"}]},
         "a size in bytes, or null for no limit",

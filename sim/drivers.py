@@ -369,20 +369,28 @@ class ReferenceDriver:
         """Publish until ``until_s`` and simulate (to the end with ``drain``;
         else stop at ``until_s``). ``progress`` is not called."""
         self._until = until_s
-        pubs = self.net.publications(until_s)
+        self._source_wakes: set[float] = set()
+        pubs = self.net.publications(until_s, known_s=0.0)
         self.sink.add_published(pubs)
+        if self.net.has_closed_loop:
+            self._release()  # schedules the first timeout's wake-up, if any
         pub_of = self.net.plan.flow_publisher[self.net.plan.flow[pubs.visit]]
         for p in np.unique(pub_of):
             self.env.process(self._publisher(pubs.take(pub_of == p)))
         self.env.run(until=None if drain else until_s)
         return self.sink
 
-    def _release(self) -> None:
-        """Requests that replies just released (closed-loop sources), sent at their times."""
-        pubs = self.net.publications(self._until)
+    def _release(self, _event: object = None) -> None:
+        """Requests that replies just released (closed-loop sources), sent at their times;
+        a source's timeout after now waits for a wake-up at its time."""
+        pubs = self.net.publications(self._until, known_s=self.env.now)
         if len(pubs):
             self.sink.add_published(pubs)
             self._send(self.net.plan.group_by_station(pubs))
+        wake = self.net.next_source_wake()
+        if wake is not None and wake < self._until and wake not in self._source_wakes:
+            self._source_wakes.add(wake)
+            self.env.timeout(max(wake - self.env.now, 0.0)).callbacks.append(self._release)
 
     def _publisher(self, packets: Packets) -> Generator[Any, Any, None]:
         for i in range(len(packets)):

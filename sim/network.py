@@ -7,6 +7,7 @@ links, only about stations, visits and sources.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -89,18 +90,26 @@ class Network:
     def mean_publish_rate_per_s(self) -> float:
         return float(sum(s.mean_rate_per_s for s in self.sources))
 
-    def publications(self, until_s: float) -> Packets:
+    def publications(self, until_s: float, known_s: float = math.inf) -> Packets:
         """All publications before ``until_s`` not yet returned, as packets at
         their route roots. Message ids are ``seq * n_publishers + publisher``,
-        so they do not depend on how time is cut into chunks."""
-        return Packets.concat(self.publication_parts(until_s))
+        so they do not depend on how time is cut into chunks. ``known_s``:
+        every delivery up to this time is known (closed-loop sources decide
+        their timeouts only up to it; see :meth:`next_source_wake`)."""
+        return Packets.concat(self.publication_parts(until_s, known_s))
 
-    def publication_parts(self, until_s: float) -> list[Packets]:
+    def next_source_wake(self) -> float | None:
+        """Earliest time a closed-loop source waits for to decide a timeout, or None."""
+        wakes = [w for s in self.sources if getattr(s, "closed_loop", False) for w in [s.next_wake()] if w is not None]
+        return min(wakes) if wakes else None
+
+    def publication_parts(self, until_s: float, known_s: float = math.inf) -> list[Packets]:
         """:meth:`publications` as one non-empty part per publisher (in publisher order)."""
         n_pub = len(self.sources)
         parts = []
         for p, src in enumerate(self.sources):
-            times, sizes, topics = src.emit_until(until_s)
+            closed = getattr(src, "closed_loop", False)
+            times, sizes, topics = src.emit_until(until_s, known_s) if closed else src.emit_until(until_s)
             if len(times) == 0:
                 continue
             flows = self._flow_of[p, topics]

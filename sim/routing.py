@@ -7,6 +7,15 @@ copies are delivered. Each node of a tree is a *visit*. Visits are numbered in
 depth-first pre-order, so a child always has a larger number than its parent;
 packets at the same time are processed by (message id, visit), a total order
 that both drivers use, so simultaneous events resolve identically.
+
+A *choice* visit (``Hop(choice=True)``) is where one copy goes on to one of
+several alternatives (a shared subscription's group: one member per
+message). Its children are the alternatives, all at the choice visit's own
+station: the station picks one per packet before service (rewriting the
+packet's visit to the chosen child, in arrival order, so both drivers pick
+alike) and the copy continues from there. Deliveries below a choice visit
+count once (``leaves`` is the largest of its alternatives'), and the edge from
+a choice visit to its alternatives is not a move between stations.
 """
 
 from __future__ import annotations
@@ -41,6 +50,9 @@ class Hop:
     link : bool
         True if the station is a link (counted in a delivery's hops).
     children : list of Hop
+    choice : bool
+        True if the children are alternatives at this hop's station, one
+        taken per packet (see the module docstring).
     """
 
     station: int
@@ -49,6 +61,7 @@ class Hop:
     ingress: bool = False
     link: bool = False
     children: list[Hop] = field(default_factory=list)
+    choice: bool = False
 
 
 class RoutePlan:
@@ -65,6 +78,8 @@ class RoutePlan:
         ``child_idx[child_ptr[v]:child_ptr[v+1]]``.
     flow_publisher, flow_topic, flow_root : ndarray
         Per flow.
+    choice : ndarray of bool
+        Per visit: its children are alternatives (one taken per packet).
     """
 
     def __init__(
@@ -78,11 +93,20 @@ class RoutePlan:
         for f, (pub, topic, root) in enumerate(flows):
             flow_rows.append((pub, topic, len(rows)))
             self._flatten(root, -1, 0, f, rows, children)
-        cols = list(zip(*rows)) if rows else [()] * 8
-        (self.station, self.parent, self.depth, self.matched, self.subscriber, self.ingress, self.link, self.flow) = (
-            np.asarray(c, dtype=np.int64) for c in cols
-        )
+        cols = list(zip(*rows)) if rows else [()] * 9
+        (
+            self.station,
+            self.parent,
+            self.depth,
+            self.matched,
+            self.subscriber,
+            self.ingress,
+            self.link,
+            self.flow,
+            self.choice,
+        ) = (np.asarray(c, dtype=np.int64) for c in cols)
         self.ingress = self.ingress.astype(bool)
+        self.choice = self.choice.astype(bool)
         self.hops = self._count_hops()
         counts = np.array([len(c) for c in children], dtype=np.int64)
         self.child_ptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
@@ -104,8 +128,10 @@ class RoutePlan:
         hop: Hop, parent: int, depth: int, flow: int, rows: list[tuple[Any, ...]], children: list[list[int]]
     ) -> None:
         v = len(rows)
-        rows.append((hop.station, parent, depth, hop.matched, hop.subscriber, hop.ingress, hop.link, flow))
+        rows.append((hop.station, parent, depth, hop.matched, hop.subscriber, hop.ingress, hop.link, flow, hop.choice))
         children.append([])
+        if hop.choice and any(c.station != hop.station for c in hop.children):
+            raise ValueError(f"the alternatives of a choice visit must be at its station {hop.station}")
         for child in hop.children:
             children[v].append(len(rows))
             RoutePlan._flatten(child, v, depth + 1, flow, rows, children)
@@ -114,7 +140,11 @@ class RoutePlan:
         leaves = self.is_delivery_array().astype(np.int64)
         for v in range(len(self.station) - 1, -1, -1):  # children come after parents
             p = self.parent[v]
-            if p >= 0:
+            if p < 0:
+                continue
+            if self.choice[p]:  # one alternative is taken: the largest stands for it
+                leaves[p] = max(leaves[p], leaves[v])
+            else:
                 leaves[p] += leaves[v]
         return leaves
 
@@ -134,9 +164,12 @@ class RoutePlan:
         return len(self.station)
 
     def station_edges(self) -> set[tuple[int, int]]:
-        """Set of (from station, to station) pairs used by any route."""
-        par = self.parent[self.parent >= 0]
-        child = np.nonzero(self.parent >= 0)[0]
+        """Set of (from station, to station) pairs used by any route (a choice
+        visit's alternatives are at its own station: not an edge)."""
+        moves = self.parent >= 0
+        moves[moves] = ~self.choice[self.parent[moves]]
+        par = self.parent[moves]
+        child = np.nonzero(moves)[0]
         return set(zip(self.station[par].tolist(), self.station[child].tolist()))
 
     def children_by_station(self, packets: Packets, to: np.ndarray | None = None) -> list[tuple[int, Packets]]:

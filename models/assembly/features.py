@@ -53,6 +53,8 @@ class Connection:
         QoS it carries.
     scheduling, overflow : str
         Its queue's effective order and overflow policy.
+    subscriptions : tuple
+        The filters of the subscriber at its end (downlinks and pipes).
     """
 
     link: str
@@ -61,6 +63,7 @@ class Connection:
     qos: int
     scheduling: str
     overflow: str
+    subscriptions: tuple = ()
 
     @property
     def queue(self) -> str:
@@ -108,8 +111,20 @@ def connections(g: nx.Graph) -> list[Connection]:
         for s in subs:
             if g.has_edge(s, sock):
                 link = g.edges[s, sock][T.PARAMS]
+                subp = p(s)
                 feats = _queue_features(link.scheduling, sp.overflow) | {Feature.BROKERLESS}
-                out.append(Connection(f"pipe:{sock}->{s}", s, frozenset(feats), 0, link.scheduling, sp.overflow))
+                feats |= object_features(subp, "subscriber") & {Feature.SHARED}
+                out.append(
+                    Connection(
+                        f"pipe:{sock}->{s}",
+                        s,
+                        frozenset(feats),
+                        0,
+                        link.scheduling,
+                        sp.overflow,
+                        tuple(subp.subscriptions),
+                    )
+                )
     for s in subs:
         b = T.home_broker(g, s)
         if b not in brokers:
@@ -121,7 +136,10 @@ def connections(g: nx.Graph) -> list[Connection]:
         feats = _queue_features(scheduling, overflow)
         feats |= {Feature.QOS} if q else set()
         feats |= {Feature.RESTART} if bp.restart_at_s else set()
-        out.append(Connection(f"link:{b}->{s}", s, frozenset(feats), q, scheduling, overflow))
+        feats |= object_features(p(s), "subscriber") & {Feature.SHARED}
+        out.append(
+            Connection(f"link:{b}->{s}", s, frozenset(feats), q, scheduling, overflow, tuple(p(s).subscriptions))
+        )
     return out
 
 

@@ -2,8 +2,8 @@
 
 Registry order is station order (hence the order of the records): each
 publisher's uplink; each broker; relays; both directions of each bridge;
-sockets and their pipes; downlinks and subscribers; disks; encode stations
-last. Hooks other than ``entry_hop`` are called in this order;
+sockets and their pipes; downlinks and subscribers; disks; encode stations;
+request/reply server stations; share-group dispatch stations last. Hooks other than ``entry_hop`` are called in this order;
 ``entry_hop`` is asked last-to-first (:meth:`CompileContext.entry_hop`).
 See :mod:`pubsim.models.mechanisms.base` for the hooks.
 """
@@ -14,11 +14,13 @@ from ..mechanisms.base import HOOKS, Mechanism
 from ..mechanisms.brokerless import BROKERLESS
 from ..mechanisms.core import BROKERS, DELIVERY
 from ..mechanisms.ildm import ILDM
+from ..mechanisms.patterns.plugin import REQREP
 from ..mechanisms.persistence import PERSISTENCE
 from ..mechanisms.priority import PRIORITY
 from ..mechanisms.qos import QOS
 from ..mechanisms.serialization import SERIALIZATION
 from ..mechanisms.sessions import SESSIONS
+from ..mechanisms.shared import SHARED
 
 __all__ = ["MECHANISMS", "Mechanism", "HOOKS", "hooks"]
 
@@ -33,6 +35,8 @@ MECHANISMS: tuple[Mechanism, ...] = (
     QOS,  # QoS link stations, folded consumers, visit QoS, handshake packets
     SESSIONS,  # downlink sessions, retain flags, publisher outages and Will
     PRIORITY,  # per-client queue policy, flow priorities
+    REQREP,  # request/reply server stations; server hop below server-broker visits of requests
+    SHARED,  # share groups: dispatch stations (last), one choice hop per matching group
 )
 
 

@@ -24,6 +24,9 @@ registry order unless said otherwise. All hooks are optional.
     The hop where a copy enters ``node``: asked from the *last* entry to the
     first, so a later mechanism refines an earlier one (a relay in front of a
     broker, a socket instead of a broker).
+``local_hops(ctx, node, topic) -> list of Hop``
+    Copies a broker ``node`` delivers locally besides those to its table's
+    plain subscribers (a share group's dispatch hop).
 ``forward_hops(ctx, node, came_from, topic) -> list of Hop``
     Copies ``node`` forwards to neighbour nodes.
 ``wrap_route(ctx, publisher, root) -> Hop``
@@ -55,6 +58,7 @@ HOOKS = (
     "folds_subscriber",
     "route",
     "entry_hop",
+    "local_hops",
     "forward_hops",
     "wrap_route",
     "plan_options",

@@ -173,6 +173,11 @@ class CompileContext:
                 return hop
         raise KeyError(f"no mechanism builds the entry hop of node {node!r}")
 
+    def local_hops(self, node, topic: str) -> list[Hop]:
+        """Hops of the copies ``node`` delivers locally besides its subscribers' own
+        (a share group's dispatch; all mechanisms, registry order)."""
+        return [h for hook in self._hooks("local_hops") for h in hook(self, node, topic)]
+
     def forward_hops(self, node, came_from, topic: str) -> list[Hop]:
         """Hops of the copies ``node`` forwards to neighbour nodes (all mechanisms, registry order)."""
         return [h for hook in self._hooks("forward_hops") for h in hook(self, node, came_from, topic)]

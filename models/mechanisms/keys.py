@@ -27,6 +27,8 @@ class StationKind(enum.Enum):
     SUBSCRIBER = "sub"
     DISK = "disk"  # a broker's disk for persistent messages
     ENCODE = "encode"  # a publisher's CPU encoding its messages
+    DISPATCH = "dispatch"  # a broker's dispatch of one share group (shared subscriptions)
+    SERVER = "server"  # a request/reply server's work between request and reply
 
 
 @dataclass(frozen=True)
@@ -38,7 +40,7 @@ class StationKey:
     kind : StationKind
     names : tuple of str
         Graph nodes: one for most kinds, ``(from, to)`` for a bridge,
-        ``(socket, subscriber)`` for a pipe.
+        ``(socket, subscriber)`` for a pipe, ``(broker, share group)`` for a dispatch.
     """
 
     kind: StationKind
@@ -88,3 +90,11 @@ class StationKey:
     @classmethod
     def encode(cls, publisher) -> StationKey:
         return cls(StationKind.ENCODE, (publisher,))
+
+    @classmethod
+    def server(cls, broker) -> StationKey:
+        return cls(StationKind.SERVER, (broker,))
+
+    @classmethod
+    def dispatch(cls, broker, group) -> StationKey:
+        return cls(StationKind.DISPATCH, (broker, group))

@@ -27,10 +27,14 @@ from ...sim.errors import ConfigError
 from .disk import DiskParams
 from .features import refuse
 from .mapping import MAX_WORKERS, check_fields
+from .patterns import ReplyParams
 from .provenance import ASSUMED, Provenance
 from .topics import TopicSyntax
 
-__all__ = ["BrokerParams"]
+__all__ = ["BrokerParams", "SHARED_DISPATCH"]
+
+#: Dispatch policies of shared subscriptions (models.mechanisms.shared).
+SHARED_DISPATCH = ("round_robin", "random", "sticky")
 
 _ZERO = Constant(value=0.0)
 
@@ -146,6 +150,16 @@ class BrokerParams:
     durable_queue : bool
         The broker's queue is durable (AMQP ``durable=true``): persistent
         messages in it survive a restart.
+    shared_dispatch : str
+        How a share group's messages are dealt to its members
+        (:mod:`pubsim.models.mechanisms.shared`): ``round_robin`` (Mosquitto,
+        RabbitMQ competing consumers, EMQX's default), ``random`` or
+        ``sticky`` (EMQX ``shared_subscription_strategy``).
+    reply : ReplyParams or None
+        Makes the broker a request/reply server: reply size, server
+        processing, serialization of the reply
+        (:mod:`pubsim.models.mechanisms.patterns.reqrep`); None = replies are
+        the requests themselves, with no server work beyond the broker's demand.
     provenance : Provenance
     """
 
@@ -182,6 +196,8 @@ class BrokerParams:
     restart_at_s: tuple = field(default=(), metadata={"unit": "raw"})
     restart_downtime_s: float = field(default=0.0, metadata={"unit": "duration"})
     durable_queue: bool = field(default=False, metadata={"unit": "flag"})
+    shared_dispatch: str = field(default="round_robin", metadata={"unit": "choice", "choices": SHARED_DISPATCH})
+    reply: ReplyParams | None = field(default=None, metadata={"unit": "params", "cls": ReplyParams, "preset": "reply"})
     provenance: Provenance = field(default=ASSUMED, metadata={"unit": "provenance"})
 
     def __post_init__(self) -> None:

@@ -19,6 +19,7 @@ from .features import refuse
 from .mapping import check_fields
 from .provenance import ASSUMED, Provenance
 from .serialization import SerializationParams
+from .topics import split_shared
 
 __all__ = ["PublisherParams", "SubscriberParams", "ARRIVALS", "TOPIC_CHOICES", "check_intervals"]
 
@@ -91,6 +92,12 @@ class PublisherParams:
         sent at ``start_s``.
     think_time_s : float
         Time from a reply to the request it releases, s (``closed_loop``).
+    request_timeout_s : float
+        ``closed_loop``: a request not answered ``request_timeout_s`` after it
+        was sent is sent again (and again after each further timeout); the
+        first reply to any copy answers it, later ones are counted as late
+        replies (:mod:`pubsim.models.mechanisms.patterns.reqrep`). 0 (the
+        default) = no timeout: a lost request or reply closes its window slot.
     serialization : SerializationParams or None
         Message format (:mod:`pubsim.models.params.serialization`): payload sizes are
         multiplied by its ``size_ratio`` and encoding takes the publisher's
@@ -124,6 +131,7 @@ class PublisherParams:
     topic_choice: str = field(default="weighted", metadata={"unit": "choice", "choices": TOPIC_CHOICES})
     window_requests: int = field(default=1, metadata={"unit": "positive_count"})
     think_time_s: float = field(default=0.0, metadata={"unit": "duration"})
+    request_timeout_s: float = field(default=0.0, metadata={"unit": "duration"})
     serialization: SerializationParams | None = field(default=None, metadata={"unit": "serialization"})
     persistent: bool = field(default=False, metadata={"unit": "flag"})
     provenance: Provenance = field(default=ASSUMED, metadata={"unit": "provenance"})
@@ -207,7 +215,10 @@ class SubscriberParams:
     Parameters
     ----------
     subscriptions : tuple of str
-        Topic filters, in the broker's syntax.
+        Topic filters, in the broker's syntax. ``$share/{group}/{filter}``
+        makes it a member of a share group (MQTT 5 shared subscription; with
+        AMQP, a consumer of the queue ``group`` bound with ``filter``): each
+        matching message goes to one member (:mod:`pubsim.models.mechanisms.shared`).
     processing_s : Distribution
         Time to handle one message, s (a FIFO server).
     buffer_messages : int or None
@@ -250,6 +261,8 @@ class SubscriberParams:
     def __post_init__(self) -> None:
         check_fields(self)
         _check_qos(self)
+        for f in self.subscriptions:
+            split_shared(f)  # one-line error for a malformed $share/{group}/{filter}
         self._check_sessions()
 
     def _check_sessions(self) -> None:

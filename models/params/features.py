@@ -26,6 +26,7 @@ from typing import Any
 
 from ...sim.disciplines import Overflow
 from ...sim.errors import ConfigError
+from .topics import is_shared
 
 __all__ = ["Feature", "Refusal", "REFUSED", "DETECT", "object_features", "refuse"]
 
@@ -58,6 +59,7 @@ class Feature(str, enum.Enum):
     WILL = "will"  # publisher outages and Will messages
     CLOSED_LOOP = "closed_loop"  # request/reply clients (arrival closed_loop)
     SERIALIZATION = "serialization"
+    SHARED = "shared"  # shared subscriptions ($share/{group}/{filter}, AMQP competing consumers)
 
 
 F = Feature
@@ -175,6 +177,15 @@ REFUSED: tuple[Refusal, ...] = (
         "unset with qos > 0 (the in-flight window bounds what the client holds)",
     ),
     Refusal("subscriber", F.CHURN, F.SCHEDULE, "online_s", "online_s", "empty with a churn process"),
+    Refusal(
+        "subscriber",
+        F.SHARED,
+        F.SESSIONS,
+        "subscriptions",
+        "subscriptions",
+        "filters without $share/ with online_s or a churn process (dispatch that skips offline share-group "
+        "members is not modelled)",
+    ),
     # one connection of a compiled network (models.assembly.features)
     Refusal(
         "connection",
@@ -197,6 +208,15 @@ REFUSED: tuple[Refusal, ...] = (
     ),
     Refusal("connection", F.QOS, F.PRIORITY, "{link}.overflow", "queue", _QOS_FIFO),
     Refusal("connection", F.QOS, F.QUEUE_POLICY, "{link}.overflow", "queue", _QOS_FIFO),
+    Refusal(
+        "connection",
+        F.SHARED,
+        F.BROKERLESS,
+        "{subscriber}.subscriptions",
+        "subscriptions",
+        "filters without $share/ on a brokerless ZeroMQ peer (ZeroMQ SUB sockets have no shared "
+        "subscriptions; PUSH/PULL deals messages to workers)",
+    ),
 )
 
 
@@ -247,6 +267,7 @@ DETECT: dict[str, dict[Feature, Callable[[Any], bool]]] = {
         F.SCHEDULE: lambda p: bool(p.online_s),
         F.SESSIONS: lambda p: bool(p.online_s) or p.churn_online_mean_s > 0,
         F.SERIALIZATION: lambda p: p.serialization is not None,
+        F.SHARED: lambda p: any(is_shared(f) for f in p.subscriptions),
     },
 }
 

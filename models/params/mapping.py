@@ -116,6 +116,7 @@ READERS: dict[str, Reader] = {
     "rate": units.parse_rate_per_s,
     "duration_dist": lambda v, f: parse_distribution(v, units.parse_duration_s, f),
     "size_dist": lambda v, f: parse_distribution(v, units.parse_size_bytes, f),
+    "optional_size_dist": _optional(lambda v, f: parse_distribution(v, units.parse_size_bytes, f)),
     "count": _count,
     "positive_count": lambda v, f: _count(v, f, 1),
     "optional_count": _optional(_count),

@@ -7,8 +7,7 @@
     ``a/b`` and ``a/b/c``. ``+`` must fill a whole level; ``#`` must fill the
     last level. A filter starting with a wildcard does not match a topic name
     starting with ``$`` (4.7.2), so ``#`` does not match ``$SYS/uptime`` but
-    ``$SYS/#`` does. Shared subscriptions (``$share/...``) get no special
-    treatment.
+    ``$SYS/#`` does.
 ``TopicSyntax.AMQP``
     AMQP 0-9-1 topic exchange as implemented by RabbitMQ. Binding and routing
     keys are words separated by ``.``; ``*`` matches exactly one word and
@@ -23,6 +22,16 @@
 :class:`SubscriptionTable` compiles filters into a trie of levels (MQTT,
 AMQP) or a table of prefixes, so matching a topic costs about the number of
 levels it has rather than the number of subscriptions.
+
+Shared subscriptions (MQTT 5.0 §4.8.2): a filter ``$share/{group}/{filter}``
+subscribes to ``filter`` as a member of the share group ``group``; each
+matching message goes to the group once, to one member. The group is the
+pair (share name, filter) in MQTT (``$share/g/a`` and ``$share/g/b`` are
+two groups); with the AMQP syntax ``$share/{queue}/{binding key}`` names
+the consumers of one queue ``queue`` bound with that key (AMQP competing
+consumers: a message matching several bindings of a queue enters it once,
+RabbitMQ tutorial 2 "Work Queues"). ZeroMQ prefix filters have no shared
+subscriptions.
 """
 
 from __future__ import annotations
@@ -35,7 +44,18 @@ from typing import Any
 
 from ...sim.errors import ConfigError
 
-__all__ = ["TopicSyntax", "validate_filter", "validate_topic", "matches", "SubscriptionTable"]
+__all__ = [
+    "TopicSyntax",
+    "validate_filter",
+    "validate_topic",
+    "matches",
+    "SubscriptionTable",
+    "SHARE_PREFIX",
+    "split_shared",
+    "is_shared",
+]
+
+SHARE_PREFIX = "$share/"
 
 MQTT_MAX_BYTES = 65535  # MQTT 3.1.1 section 1.5.3: UTF-8 strings have a 16-bit length
 AMQP_MAX_BYTES = 255  # AMQP 0-9-1: routing keys are short strings
@@ -131,6 +151,36 @@ _TOPIC_CHECKS: dict[TopicSyntax, Callable[[Any, str], object]] = {
 }
 
 
+def is_shared(topic_filter: Any) -> bool:
+    """Whether ``topic_filter`` is written as a shared subscription ``$share/...``."""
+    return isinstance(topic_filter, str) and topic_filter.startswith(SHARE_PREFIX)
+
+
+def split_shared(topic_filter: Any, field: str = "subscriptions") -> tuple[str, str] | None:
+    """``(share name, filter)`` of a shared subscription ``$share/{name}/{filter}``, or None.
+
+    Raises :class:`ConfigError` if it starts with ``$share/`` but has no share
+    name, a name with ``+`` or ``#``, or no filter (MQTT 5.0 §4.8.2).
+    """
+    if not is_shared(topic_filter):
+        return None
+    name, sep, inner = topic_filter[len(SHARE_PREFIX) :].partition("/")
+    if not name or not sep or not inner or "+" in name or "#" in name:
+        raise ConfigError(
+            field,
+            topic_filter,
+            "a shared subscription $share/{group}/{filter}: a group name of at least one character "
+            "without '/', '+' or '#', then a filter (MQTT 5.0 §4.8.2)",
+        )
+    return name, inner
+
+
+def _group_key(syntax: TopicSyntax, topic_filter: str) -> str:
+    """The share group of a shared subscription: ``$share/g/f`` in MQTT, the queue ``$share/g`` in AMQP."""
+    name, inner = split_shared(topic_filter) or ("", "")
+    return f"{SHARE_PREFIX}{name}" if syntax is TopicSyntax.AMQP else topic_filter
+
+
 def validate_filter(syntax: TopicSyntax | str, topic_filter: Any, field: str = "filter") -> None:
     """Raise :class:`ConfigError` unless ``topic_filter`` is a valid filter.
 
@@ -142,8 +192,13 @@ def validate_filter(syntax: TopicSyntax | str, topic_filter: Any, field: str = "
         Subscription filter / binding key.
     field : str
         Name of the field, used in error messages.
+
+    A shared subscription ``$share/{group}/{filter}`` (MQTT and AMQP syntax)
+    is valid when its group name and its filter are.
     """
-    _FILTER_CHECKS[_syntax(syntax)](topic_filter, field)
+    syntax = _syntax(syntax)
+    shared = split_shared(topic_filter, field) if syntax is not TopicSyntax.PREFIX else None
+    _FILTER_CHECKS[syntax](topic_filter if shared is None else shared[1], field)
 
 
 def validate_topic(syntax: TopicSyntax | str, topic: Any, field: str = "topic") -> None:
@@ -366,6 +421,9 @@ class SubscriptionTable:
     Adding the same (subscriber id, filter) pair again has no effect, as a
     repeated MQTT SUBSCRIBE replaces the existing subscription. Subscriber ids
     must be hashable, and mutually orderable for :meth:`subscribers`.
+    Shared subscriptions (``$share/{group}/{filter}``, MQTT and AMQP syntax)
+    match by their filter; :meth:`subscribers` lists only the plain ones and
+    :meth:`groups` the share groups (see the module docstring).
     """
 
     def __init__(self, syntax: TopicSyntax | str) -> None:
@@ -373,17 +431,22 @@ class SubscriptionTable:
         self._index = _INDEX_CLASSES[self.syntax]()
         self._subscriptions: list[tuple[Hashable, Any]] = []
         self._positions: dict[tuple[Hashable, Any], int] = {}
+        self._group: dict[int, str] = {}  # position of a shared subscription -> its share group
 
     def add(self, subscriber_id: Hashable, topic_filter: Any) -> None:
         """Subscribe ``subscriber_id`` to ``topic_filter`` (validated)."""
-        validate_filter(self.syntax, topic_filter)
+        shared = split_shared(topic_filter, "filter") if self.syntax is not TopicSyntax.PREFIX else None
+        inner = topic_filter if shared is None else shared[1]
+        validate_filter(self.syntax, inner)
         if isinstance(topic_filter, (bytearray, memoryview)):
-            topic_filter = bytes(topic_filter)
+            topic_filter = inner = bytes(topic_filter)
         key = (subscriber_id, topic_filter)
         if key in self._positions:
             return
         self._positions[key] = len(self._subscriptions)
-        self._index.insert(topic_filter, len(self._subscriptions))
+        if shared is not None:
+            self._group[len(self._subscriptions)] = _group_key(self.syntax, topic_filter)
+        self._index.insert(inner, len(self._subscriptions))
         self._subscriptions.append(key)
 
     def match(self, topic: Any) -> list[tuple[Hashable, Any]]:
@@ -396,9 +459,38 @@ class SubscriptionTable:
         validate_topic(self.syntax, topic)
         return [self._subscriptions[i] for i in sorted(self._index.lookup(topic))]
 
+    def _matching(self, topic: Any) -> list[int]:
+        validate_topic(self.syntax, topic)
+        return sorted(self._index.lookup(topic))
+
     def subscribers(self, topic: Any) -> list[Any]:
-        """Sorted distinct ids of the subscribers with a filter matching ``topic``."""
-        return sorted({subscriber_id for subscriber_id, _ in self.match(topic)})
+        """Sorted distinct ids of the subscribers with a plain (not shared) filter matching ``topic``."""
+        return sorted({self._subscriptions[i][0] for i in self._matching(topic) if i not in self._group})
+
+    def groups(self, topic: Any) -> list[tuple[str, list[Any]]]:
+        """Share groups with a member's filter matching ``topic``: ``(group, members)`` sorted by
+        group, members in order of subscription."""
+        members: dict[str, list] = {}
+        for i in self._matching(topic):
+            if i in self._group:
+                m = members.setdefault(self._group[i], [])
+                if self._subscriptions[i][0] not in m:
+                    m.append(self._subscriptions[i][0])
+        return [(g, members[g]) for g in sorted(members)]
+
+    def members(self) -> dict[str, list[Any]]:
+        """Every share group with its members in order of subscription."""
+        out: dict[str, list[Any]] = {}
+        for i, g in self._group.items():
+            if self._subscriptions[i][0] not in out.setdefault(g, []):
+                out[g].append(self._subscriptions[i][0])
+        return out
+
+    def matched(self, topic: Any) -> int:
+        """Subscriptions a message on ``topic`` is matched against for delivery:
+        matching plain subscriptions, plus one per matching share group."""
+        found = self._matching(topic)
+        return sum(i not in self._group for i in found) + len({self._group[i] for i in found if i in self._group})
 
     def __len__(self) -> int:
         """Number of distinct (subscriber id, filter) subscriptions."""

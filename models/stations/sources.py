@@ -7,6 +7,7 @@ returns do not depend on how a run is cut into chunks.
 from __future__ import annotations
 
 import heapq
+import math
 
 import numpy as np
 
@@ -116,61 +117,135 @@ class ScheduleSource(_Source):
 class ClosedLoopSource(_Source):
     """Request/reply with a window of W outstanding requests (closed loop).
 
-    Requests are numbered in the order the client sends them (the network's
-    sequence numbers). The first W are released at ``start_s``; each reply
-    (the first delivery of a request) frees one of the W slots and releases
+    Requests are numbered in the order the client sends them; every
+    publication (a request or a resent copy) gets the network's next sequence
+    number. The first W are released at ``start_s``; each reply (the first
+    delivery of any copy of a request) frees one of the W slots and releases
     the next request ``think_time_s`` later. With replies in order (a FIFO
     path) this is exactly "request i is sent when the reply to request
     i - W came back". Releases due at the same time go out
     in the order of the replies' message ids, as the reference driver sees
-    the replies. A request or reply that is dropped closes its window slot
-    for good (no client timeout is modelled).
+    the replies.
+
+    Without a timeout (``request_timeout_s`` 0) a request or reply that is
+    dropped closes its window slot for good. With one, a request still
+    unanswered ``request_timeout_s`` after a copy was sent is sent again, with
+    its size (``resends`` counts them); a reply to a request already answered
+    counts in ``late_replies``.
 
     The drivers must tell it every reply (:meth:`on_reply`) before asking for
     releases past the reply's time: the batch driver's conservative horizons
     (:class:`pubsim.sim.drivers.BatchDriver`) and the reference driver's event order
-    guarantee it.
+    guarantee it. A timeout at time T is decided when every reply up to T is
+    known: the batch driver asks for releases only up to such a time; the
+    reference driver says up to when it knows them (``known_s``), and the
+    source stops at the first timeout after that (nothing later is sent
+    before it, so both drivers number the publications alike) and tells the
+    driver when to ask again (:meth:`next_wake`). A request counts as answered
+    at a timeout if a reply to it came at or before the timeout (a reply at
+    exactly the timeout's instant is a tie the two drivers may order
+    differently; continuous delays make it improbable). Sequence numbers of
+    copies lost for good stay remembered (for late replies), so a long lossy
+    run with timeouts keeps one entry per lost copy.
     """
 
     closed_loop = True
+    _TIMER = 2**62  # heap key of timeouts: after releases due at the same time
 
     def __init__(self, params, topic_index, streams, name):
         super().__init__(params, topic_index, streams, name)
         self.window = int(params.window_requests)
         self.think_s = float(params.think_time_s)
+        self.timeout_s = float(params.request_timeout_s)
         self._due = [(float(params.start_s), -1, i) for i in range(self.window)]  # (time, reply msg, tie)
         heapq.heapify(self._due)
-        self._sent = 0
-        # requests sent and not replied to yet: at most W in flight plus at most W
-        # lost for good (each loss closes a slot), so bounded by 2 W
-        self._unanswered = set()
+        self._sent = 0  # publications (sequence numbers) so far
+        self._requests = 0  # distinct requests so far
+        # sequence numbers sent and not replied to yet -> their request: at most W requests
+        # in flight plus W lost for good without a timeout (each loss closes a slot)
+        self._unanswered = {}
+        self._open = {}  # request -> (size, topic) while unanswered (timeouts only)
+        self._answered_at = {}  # request -> time of its first reply, until its last timer is decided
+        self._sizes = {}  # request -> (size, topic) until its last timer is decided
         self._other = set()  # negative seq: retained copies of a request (msg < 0), seen once each
+        self.resends = 0
+        self.late_replies = 0
 
     def on_reply(self, seq, t, msg):
         """Replies to this client's requests ``seq`` at times ``t`` (message ids ``msg``).
 
         Only the first delivery of a request counts; later copies (fan-out,
-        duplicates) are ignored."""
+        duplicates, replies to a resent copy of an answered request) are ignored
+        or counted as late."""
         for q, tq, m in zip(seq.tolist(), t.tolist(), msg.tolist()):
             if q >= 0:
                 if q not in self._unanswered:
                     continue
-                self._unanswered.discard(q)
+                r = self._unanswered.pop(q)
+                if self.timeout_s > 0:
+                    if r not in self._open:
+                        self.late_replies += 1
+                        continue
+                    self._answered_at[r] = tq
+                    del self._open[r]
             elif q in self._other:
                 continue
             else:
                 self._other.add(q)
             heapq.heappush(self._due, (tq + self.think_s, m, q))
 
-    def emit_until(self, until_s):
-        times = []
+    def next_wake(self):
+        """Time of the first timeout not decided yet (it waits for ``known_s``), or None."""
+        if self.timeout_s <= 0 or not self._due or self._due[0][1] != self._TIMER:
+            return None
+        return self._due[0][0]
+
+    def emit_until(self, until_s, known_s=math.inf):
+        """Requests and resends before ``until_s``; timeouts are decided only up
+        to ``known_s`` (every reply up to it is known)."""
+        if self.timeout_s <= 0:
+            times = []
+            while self._due and self._due[0][0] < until_s:
+                times.append(heapq.heappop(self._due)[0])
+            self._unanswered.update((q, q) for q in range(self._sent, self._sent + len(times)))
+            self._sent += len(times)
+            times = np.asarray(times, dtype=float)
+            sizes, topics = self._marks(len(times))
+            return times, sizes, topics
+        return self._emit_with_timeouts(until_s, known_s)
+
+    def _emit_with_timeouts(self, until_s, known_s):
+        times, sizes, topics = [], [], []
         while self._due and self._due[0][0] < until_s:
-            times.append(heapq.heappop(self._due)[0])
-        self._unanswered.update(range(self._sent, self._sent + len(times)))
-        self._sent += len(times)
-        times = np.asarray(times, dtype=float)
-        sizes, topics = self._marks(len(times))
-        return times, sizes, topics
+            t = self._due[0][0]
+            if self._due[0][1] == self._TIMER and t > known_s:
+                break  # undecided: nothing after it goes out before it
+            entry = heapq.heappop(self._due)
+            if entry[1] == self._TIMER:  # (time, TIMER, request)
+                r = entry[2]
+                if r not in self._open and self._answered_at[r] <= t:
+                    del self._answered_at[r], self._sizes[r]
+                    continue  # answered in time
+                size, topic = self._sizes[r]  # unanswered, or answered after this timeout
+                self.resends += 1
+            else:  # a window slot releases a new request
+                r = self._requests
+                self._requests += 1
+                size_arr, topic_arr = self._marks(1)
+                size, topic = int(size_arr[0]), int(topic_arr[0])
+                self._open[r] = (size, topic)
+                self._sizes[r] = (size, topic)
+            self._unanswered[self._sent] = r
+            self._sent += 1
+            heapq.heappush(self._due, (t + self.timeout_s, self._TIMER, r))
+            times.append(t)
+            sizes.append(size)
+            topics.append(topic)
+        return (
+            np.asarray(times, dtype=float),
+            np.asarray(sizes, dtype=np.int64),
+            np.asarray(topics, dtype=np.int64),
+        )
 
 
 def make_source(params, topic_index, streams, name):

@@ -38,6 +38,9 @@ class Wiring:
         hang below a disk (:mod:`pubsim.models.mechanisms.persistence`).
     durable_visit : dict of int -> numpy.ndarray
         Station index -> visits that survive a restart (restarting queues only).
+    relay_load : dict of int -> dict of str -> numpy.ndarray
+        ILDM relay station index -> per-visit counts (``inbound_acks``,
+        ``table_entries``, ``table_matches``; :mod:`pubsim.models.mechanisms.ildm`).
     """
 
     plan: RoutePlan
@@ -47,3 +50,4 @@ class Wiring:
     flow_retain: np.ndarray | None = None
     copies_by_visit: dict[int, np.ndarray] = field(default_factory=dict)
     durable_visit: dict[int, np.ndarray] = field(default_factory=dict)
+    relay_load: dict[int, dict[str, np.ndarray]] = field(default_factory=dict)

@@ -11,6 +11,7 @@ from pubsim.models.params.broker import BrokerParams
 from pubsim.models.params.client import PublisherParams, SubscriberParams
 from pubsim.models.params.features import REFUSED, Feature, object_features
 from pubsim.models.params.link import LinkParams
+from pubsim.models.params.zmq import ZmqSocketParams
 from pubsim.sim.errors import ConfigError
 
 F = Feature
@@ -94,6 +95,19 @@ CASES = {
             subscriptions=("a",), online_s=((0.0, 1.0),), churn_online_mean_s=1.0, churn_offline_mean_s=1.0
         ),
         "online_s",
+    ),
+    ("subscriber", F.SHARED, F.SESSIONS): (
+        lambda: SubscriberParams(subscriptions=("$share/g/a",), online_s=((0.0, 1.0),)),
+        "subscriptions",
+    ),
+    ("connection", F.SHARED, F.BROKERLESS): (
+        lambda: T.brokerless(
+            publishers={"p": PublisherParams(topics=("a",), rate_per_s=10.0)},
+            subscribers={"s": SubscriberParams(subscriptions=("$share/g/a",))},
+            socket=ZmqSocketParams(),
+            link=LinkParams(),
+        ),
+        "s.subscriptions",
     ),
     ("connection", F.QOS, F.RESTART): (lambda: _star(BrokerParams(restart_at_s=(0.5,)), _qos_sub()), "s.qos"),
     ("connection", F.RESTART, F.BACKPRESSURE): (

@@ -39,11 +39,13 @@ def delivery_hop(ctx: CompileContext, link: StationKey, subscriber) -> Hop:
 
 
 def broker_hop(ctx: CompileContext, broker, came_from, topic: str, ingress: bool, forward: bool = True) -> Hop:
-    """A broker visit: copies to matching local subscribers, then (``forward``) to neighbour nodes."""
+    """A broker visit: copies to matching local subscribers, the mechanisms' other local
+    copies (a share group's dispatch), then (``forward``) to neighbour nodes."""
     table = ctx.tables[broker]
-    hop = Hop(ctx.index_of(StationKey.broker(broker)), matched=len(table.match(topic)), ingress=ingress)
+    hop = Hop(ctx.index_of(StationKey.broker(broker)), matched=table.matched(topic), ingress=ingress)
     for s in table.subscribers(topic):
         hop.children.append(delivery_hop(ctx, StationKey.downlink(s), s))
+    hop.children.extend(ctx.local_hops(broker, topic))
     if forward:
         hop.children.extend(ctx.forward_hops(broker, came_from, topic))
     return hop

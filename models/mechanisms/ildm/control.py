@@ -385,13 +385,37 @@ class ControlPlane:
             table = self._tables[(x, y)] = self._table(x, self.held[x][y])
         return bool(table.match(topic))
 
+    def table_load(self, x, came_from, topic) -> tuple[int, int]:
+        """Inter-subscriptions node ``x`` consults for a PUBLISH on ``topic`` that came from ``came_from``.
+
+        Under Subscription Flooding a node decides where to forward by
+        matching the topic against the inter-subscriptions its neighbours
+        (all but the one the copy came from) hold at it; returns
+        ``(installed, matched)``: the entries of those tables and how many of
+        them match ``topic``. Publication Flooding and static bridges consult
+        no inter-subscription table: ``(0, 0)``.
+        """
+        if self.mode is not Mode.SUBSCRIPTION:
+            return 0, 0
+        installed = matched = 0
+        for y in self.nbrs[x]:
+            if y == came_from or not self.held[x][y]:
+                continue
+            installed += len(self.held[x][y])
+            table = self._tables.get((x, y))
+            if table is None:
+                table = self._tables[(x, y)] = self._table(x, self.held[x][y])
+            matched += len(table.match(topic))
+        return installed, matched
+
     def local_subscribers(self, node, topic):
-        """Sorted clients at ``node`` with a filter matching ``topic``."""
+        """Sorted clients at ``node`` with a filter matching ``topic`` (members of a
+        share group included: the protocol model does not pick one)."""
         table = SubscriptionTable(self.syntax[node])
         for f, holders in self.local[node].items():
             for c in holders:
                 table.add(c, f)
-        return table.subscribers(topic)
+        return sorted({c for c, _ in table.match(topic)})
 
     def _route(self, origin, topic, client, *, retain, flows):
         queue = deque([(origin, None)])

@@ -9,11 +9,15 @@ without a relay the broker forwards them itself (:meth:`ILDM.forward_hops`).
 
 from __future__ import annotations
 
+import numpy as np
+
 from ....sim.routing import Hop
 from ... import topology as T
+from ...params.relay import RECEIVER_ACKS
+from ...stations.wiring import Wiring
 from ..context import CompileContext
 from ..core import broker_hop
-from ..keys import StationKey
+from ..keys import StationKey, StationKind
 from .control import steady_state
 from .relay import RelayStation
 
@@ -59,12 +63,41 @@ class Ildm:
         hop.children.extend(self.forward_hops(ctx, node, came_from, topic))
         return hop
 
+    def wire(self, ctx: CompileContext, wiring: Wiring) -> None:
+        """Per relay visit: ack packets of the hop that brought the copy (if the
+        relay charges them) and the inter-subscription entries consulted and
+        matched (Subscription Flooding, if the relay charges them)."""
+        plan = wiring.plan
+        for b, relay in ctx.relays.items():
+            table = relay.table_entry_cost_s > 0 or relay.table_match_cost_s > 0
+            if not (relay.charge_inbound_acks or table):
+                continue  # nothing to charge: the station keeps the plain demand
+            idx = ctx.index_of(StationKey.relay(b))
+            load = {k: np.zeros(plan.n_visits) for k in ("inbound_acks", "table_entries", "table_matches")}
+            for v in np.flatnonzero(plan.station == idx).tolist():
+                came = _came_from(ctx, plan, v)
+                if relay.charge_inbound_acks and came in ctx.relays:
+                    load["inbound_acks"][v] = RECEIVER_ACKS[ctx.relays[came].hop_qos]
+                if table:
+                    topic = ctx.topics[int(plan.flow_topic[plan.flow[v]])]
+                    load["table_entries"][v], load["table_matches"][v] = ctx.control.table_load(b, came, topic)
+            wiring.relay_load[idx] = load
+
     def forward_hops(self, ctx: CompileContext, node, came_from, topic: str) -> list[Hop]:
         """A copy over the bridge to each neighbour broker the control plane forwards ``topic`` to."""
         return [
             Hop(ctx.index_of(StationKey.bridge(node, n)), link=True, children=[ctx.entry_hop(n, node, topic, False)])
             for n in _wanted(ctx, node, came_from, topic)
         ]
+
+
+def _came_from(ctx: CompileContext, plan, v: int):
+    """The neighbour node a copy at visit ``v`` came from over a bridge, or None."""
+    parent = int(plan.parent[v])
+    if parent < 0:
+        return None
+    key = ctx.keys[int(plan.station[parent])]
+    return key.names[0] if key.kind is StationKind.BRIDGE else None
 
 
 def _wanted(ctx: CompileContext, broker, came_from, topic: str) -> list:

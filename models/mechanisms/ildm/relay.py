@@ -10,11 +10,20 @@ tree links. With a relay the route of a publication is::
 Service demand of one PUBLISH at a relay (seconds of its worker's time)::
 
     relay + copies * (forward + acks(hop_qos) * control)
+          + inbound_acks * control                         (charge_inbound_acks)
+          + entries * table_entry + matches * table_match  (Subscription Flooding)
 
 where ``copies`` is the number of copies sent to neighbour nodes (the copy
 handed to the local broker is part of ``relay``) and ``acks`` the MQTT
 acknowledgements the sender handles per hop: 0 at QoS 0, 1 (PUBACK) at QoS 1,
-2 (PUBREC received, PUBREL sent; PUBCOMP closes it) at QoS 2. Ack handling is
+3 (PUBREC received, PUBREL sent, PUBCOMP received) at QoS 2. A copy that came
+from a neighbour node was an ingress here (``relay``) and, with
+``charge_inbound_acks``, its hop's acks are handled here too
+(``inbound_acks``: ``RECEIVER_ACKS`` of the sending node's ``hop_qos``).
+``entries`` and ``matches`` are the inter-subscriptions the node consults
+for the PUBLISH and those matching its topic
+(:meth:`pubsim.models.mechanisms.ildm.control.ControlPlane.table_load`; 0
+under Publication Flooding, which forwards without a table). Ack handling is
 charged to the message that caused it (a modelling assumption: acks arrive
 later, but a FIFO worker pays for them all the same).
 """
@@ -46,12 +55,28 @@ class RelayStation(ModelStation):
         self.relay = streams.draws(params.relay_cost_s, name, "relay")
         self.forward = streams.draws(params.forward_cost_s, name, "forward")
         self.control = streams.draws(params.control_cost_s, name, "control")
+        self.load = None  # per-visit inbound acks and table counts (the bind step), or None
+
+    def wire(self, index, wiring):
+        """Per-visit inbound acks and inter-subscription table counts of this relay."""
+        self.load = wiring.relay_load.get(index)
 
     def service_s(self, packets):
         n = len(packets)
         copies = (self.plan.n_children[packets.visit] - 1).astype(np.float64)
-        per_copy = self.forward.take(n) + self.acks * self.control.take(n)
-        return self.relay.take(n) + copies * per_copy
+        control = self.control.take(n)
+        per_copy = self.forward.take(n) + self.acks * control
+        demand = self.relay.take(n) + copies * per_copy
+        if self.load is None:
+            return demand
+        v = packets.visit
+        p = self.params
+        return (
+            demand
+            + self.load["inbound_acks"][v] * control
+            + self.load["table_entries"][v] * p.table_entry_cost_s
+            + self.load["table_matches"][v] * p.table_match_cost_s
+        )
 
     @property
     def lookahead_s(self):

@@ -144,6 +144,7 @@ def _mva_bound(graph, clients):
         and b.filter_scan_cost_s == 0
         and b.idle_wakeup_cost_s == 0
         and b.cpu_fraction >= 1.0
+        and b.reply is None  # a server stage (reply size, processing) is a second station
     ):
         return np.nan
     delays = set()

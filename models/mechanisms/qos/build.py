@@ -87,6 +87,19 @@ def visit_qos(g, plan, station_keys, pubs, subs):
     return qos
 
 
+def _children(plan, v):
+    return plan.child_idx[plan.child_ptr[v] : plan.child_ptr[v + 1]]
+
+
+def _copy_visits(plan, v):
+    """Visits of the copies a broker visit sends: a share group's choice visit stands
+    for its first member's copy (the members of a group share their QoS)."""
+    kids = _children(plan, v)
+    if not plan.choice[kids].any():
+        return kids
+    return np.array([_children(plan, _children(plan, k)[0])[0] if plan.choice[k] else k for k in kids], np.int64)
+
+
 def broker_handshakes(plan, qos, broker_stations):
     """Handshake packets per visit at broker stations (0 elsewhere)."""
     per_hop = handshake_packets(qos)
@@ -94,7 +107,7 @@ def broker_handshakes(plan, qos, broker_stations):
     for v in range(plan.n_visits):
         if int(plan.station[v]) not in broker_stations:
             continue
-        kids = plan.child_idx[plan.child_ptr[v] : plan.child_ptr[v + 1]]
+        kids = _copy_visits(plan, v)
         parent = plan.parent[v]
         out[v] = (per_hop[parent] if parent >= 0 else 0) + int(per_hop[kids].sum())
     return out
