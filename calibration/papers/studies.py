@@ -12,6 +12,8 @@ finished (point, replication) tasks.
 
 from __future__ import annotations
 
+import pandas as pd
+
 from ...scenario import read_yaml
 from ...sim.errors import ConfigError
 from ...study import run_study
@@ -47,7 +49,9 @@ def _table(df, columns, metrics):
     wide = ci.pivot_table(index=by, columns="metric", values=["mean", "half_width"], dropna=False)
     wide.columns = [m if s == "mean" else f"{m}_ci95" for s, m in wide.columns]
     order = [c for m in metrics for c in (m, f"{m}_ci95") if c in wide.columns]
-    return wide[order].reset_index().rename(columns=columns)
+    points = df.sort_values("point_id")[by].drop_duplicates()  # rows in the study's point order, not sorted as text
+    wide = wide[order].reindex(pd.MultiIndex.from_frame(points) if len(by) > 1 else pd.Index(points[by[0]]))
+    return wide.reset_index().rename(columns=columns)
 
 
 def _figure(table, fig, label, where):

@@ -174,7 +174,7 @@ def _unflagged_numbers(path):
             block = None
         if header and any(t in comment for t in TAGS):
             block = indent
-        text_key = key.strip() in ("name", "title", "source", "description")
+        text_key = key.strip().lstrip("- ") in ("name", "title", "source", "description", "reference", "note")
         if quick or text_key or not NUMBER.search(value) or any(t in comment for t in TAGS) or block is not None:
             continue
         bad.append(f"{path.name}:{n}: {line.strip()}")
