@@ -49,4 +49,4 @@ def run_paper(paper, store, *, date, study_dir=None, progress=None):
         return run_iot(paper, store, date=date, progress=progress)
     if paper.kind == "limits":
         return run_limits(paper, store, progress=progress)
-    return run_studies(paper, study_dir, progress=progress)
+    return run_studies(paper, study_dir, store, progress=progress)

@@ -7,7 +7,8 @@
 The quick setting may override a study's ``replications`` and ``set``
 (merged into the study file's ``set``). Each study runs into
 ``study_dir/<label>`` with :func:`pubsim.study.run_study`, which skips the
-finished (point, replication) tasks.
+finished (point, replication) tasks. ``full.orderings`` (optional) adds
+ordering tests (:mod:`.ordering`), each point kept in the store.
 """
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ from ...study.spec import parse_study
 from ...study.stats import summary_with_ci
 from . import setting as S
 from .figures import bars, lines
-from .result import PaperResult
+from .ordering import run_orderings
+from .result import Counter, PaperResult
 
 __all__ = ["run_studies"]
 
@@ -82,12 +84,18 @@ def _figure(table, fig, label, where):
     )
 
 
-def run_studies(paper, study_dir, *, progress=None):
-    """Run every study of the folder into ``study_dir/<label>`` and tabulate them."""
+def run_studies(paper, study_dir, store, *, progress=None):
+    """Run every study of the folder into ``study_dir/<label>``, and its ordering tests; tabulate them."""
     if study_dir is None:
         raise ConfigError("study_dir", None, "a folder for the studies' results (pubsim paper run --out)")
     where = f"{paper.folder}/paper.yaml:{'quick' if paper.quick else 'full'}"
     res = PaperResult()
+    counter = Counter()
+    for name, table in run_orderings(paper, store, counter, progress).items():
+        res.tables[name] = table
+        res.headline.append(f"{name} (arrival order of the published sequence):")
+        res.headline.extend("  " + line for line in table.to_string(index=False).splitlines())
+    res.ran, res.skipped = counter.ran, counter.skipped
     for label, item in S.mapping(paper.setting, "studies", where).items():
         w = f"{where}.studies.{label}"
         if not isinstance(item, dict):

@@ -230,3 +230,16 @@ def test_bad_setting_value_is_one_line(tmp_path):
     (folder / "paper.yaml").write_text(src)
     with pytest.raises(ConfigError, match="search.steps"):
         run_paper(load_paper(folder), MemoryStore(), date="2026-01-01")
+
+
+def test_arrival_order_sorts_by_delivery_time():
+    from pubsim.calibration.papers.ordering import arrival_order
+
+    d = pd.DataFrame(
+        {
+            "publish_time_s": [0.0, 1e-6, 2e-6],
+            "delivery_time_s": [0.3, 0.1, 0.2],
+            "topic": ["prio.0", "prio/2", "prio.1"],
+        }
+    )
+    assert arrival_order(d) == "2 1 0"
