@@ -29,7 +29,7 @@ def _run(capsys, *argv):
 
 def test_folders_exist():
     names = {f.name for f in FOLDERS}
-    assert {"iot-traffic-classes", "ildm-pf-sf"} <= names
+    assert {"iot-traffic-classes", "ildm-pf-sf", "smart-grid-pair", "yami4-vs-qpid", "persistent-large"} <= names
 
 
 @pytest.fixture(scope="module", params=FOLDERS, ids=lambda f: f.name)
