@@ -227,7 +227,7 @@ class _Classes:
         return self._sources[kind]
 
 
-def _scaleup(paper, classes, brokers, link, cfg, store, counter, progress):
+def _scaleup(classes, brokers, link, cfg, store, counter, progress):
     rows = []
     for kind in classes.kinds():
         for n in classes.publishers(kind):
@@ -366,7 +366,7 @@ def run_iot(paper, store, *, date, progress=None):
     brokers = {b: calibrated[b] for b in wanted}
     classes = _Classes(paper.setting, where, cfg["seed"])
     counter = Counter()
-    raw = _scaleup(paper, classes, brokers, cfg["link"], cfg, store, counter, progress)
+    raw = _scaleup(classes, brokers, cfg["link"], cfg, store, counter, progress)
     ci = summary_with_ci(raw, by=["class", "broker", "publishers"], value_cols=_METRICS + ["loss_rate"])
     wide = ci.pivot_table(index=["class", "broker", "publishers"], columns="metric", values=["mean", "half_width"])
     wide.columns = [f"{m}" if s == "mean" else f"{m}_ci95" for s, m in wide.columns]
@@ -404,7 +404,7 @@ def run_iot(paper, store, *, date, progress=None):
         title="maximum sustained throughput per class (predicted; weather calibrated)",
         ylabel="msg/s",
     )
-    res.headline = _headline(maxima)
+    res.headline = _headline(maxima, scale)
     return res
 
 
@@ -425,8 +425,13 @@ def _parameters(brokers):
     return pd.DataFrame(rows)
 
 
-def _headline(maxima):
-    lines = ["predicted maximum sustained throughput (msg/s; weather = calibration input):"]
+def _headline(maxima, scale):
+    lines = ["predicted egress at the largest scale-up point (msg/s, mean ± 95 % half-width):"]
+    for kind, grp in scale.groupby("class", sort=False):
+        top = grp[grp["publishers"] == grp["publishers"].max()]
+        cells = [f"{r.broker} {r.egress_per_s:,.0f} ± {r.egress_per_s_ci95:,.0f}" for r in top.itertuples()]
+        lines.append(f"  {kind} ({int(top['publishers'].iloc[0])} publishers): " + ", ".join(cells))
+    lines.append("predicted maximum sustained throughput (msg/s; weather = calibration input):")
     for kind, grp in maxima.groupby("class", sort=False):
         cells = []
         for r in grp.itertuples():
