@@ -324,7 +324,8 @@ def _max_search(classes, kind, b, fields, link, cfg, store, counter):
         "publishers": rec["publishers"],
         "copies_per_publisher": rec["copies_per_publisher"],
         "mean_size_bytes": rec["mean_size_bytes"],
-        "first_unsustainable_loads": min([x for x in bad if best is None or x > best], default=None),
+        "first_unsustainable_loads": (first := min([x for x in bad if best is None or x > best], default=None)),
+        "bracket_pct": 100.0 * (first - best) / best if best and first else math.nan,
         "limit_reached": bool(bad and good),
         "probes": len(probes),
     }
