@@ -8,11 +8,16 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+import pubsim as ps
 from pubsim.calibration.evidence import evidence_schema, read_evidence
 from pubsim.calibration.papers import MemoryStore, load_paper, run_paper
+from pubsim.calibration.papers.iot import calibrated_brokers
+from pubsim.calibration.papers.ordering import arrival_order
 from pubsim.cli import main
+from pubsim.models.params.mapping import from_mapping
 from pubsim.sim.errors import ConfigError
 from pubsim.sim.safeyaml import safe_load
+from pubsim.sim.units import parse_duration_s
 
 ROOT = Path(__file__).resolve().parents[2]
 PAPERS = ROOT / "experiments" / "papers"
@@ -204,8 +209,6 @@ def test_unflagged_number_is_caught(tmp_path):
 
 def test_calibration_reproduces_the_inputs_at_their_configuration():
     """The calibrated brokers' demand at 36 B, fan-out 1 is cores / limit of the evidence row."""
-    from pubsim.calibration.papers.iot import calibrated_brokers
-    from pubsim.sim.units import parse_duration_s
 
     path = PAPERS / "iot-traffic-classes" / "evidence.yaml"
     table = read_evidence(path)
@@ -233,7 +236,6 @@ def test_bad_setting_value_is_one_line(tmp_path):
 
 
 def test_arrival_order_sorts_by_delivery_time():
-    from pubsim.calibration.papers.ordering import arrival_order
 
     d = pd.DataFrame(
         {
@@ -248,9 +250,6 @@ def test_arrival_order_sorts_by_delivery_time():
 @pytest.mark.parametrize("factor, sustainable", [(0.9, True), (1.1, False)])
 def test_calibrated_mosquitto_holds_its_input_limit(factor, sustainable):
     """Simulated at 36 B and fan-out 1, the broker calibrated from 134k msg/s sustains 0.9x of it, not 1.1x."""
-    import pubsim as ps
-    from pubsim.calibration.papers.iot import calibrated_brokers
-    from pubsim.models.params.mapping import from_mapping
 
     path = PAPERS / "iot-traffic-classes" / "evidence.yaml"
     fields, _ = calibrated_brokers(path, date="2026-01-01")["mosquitto"]
