@@ -3,7 +3,7 @@
 Commands: ``run`` (below); ``measure``, ``calibrate`` and ``validate``
 (:mod:`pubsim.calibration.cli`); ``trace inspect`` and ``trace convert``
 (:mod:`pubsim.models.loads.cli`); ``study run`` and ``study summary``
-(:mod:`pubsim.study.cli`); ``presets`` (:mod:`pubsim.models.presets.cli`).
+(:mod:`pubsim.study.cli`); ``paper run`` (:mod:`pubsim.calibration.papers.cli`); ``presets`` (:mod:`pubsim.models.presets.cli`).
 
 ``pubsim run SCENARIO.yaml [--out DIR]`` runs every replication of a
 scenario with a progress bar, prints the summary, the model error band of
@@ -56,6 +56,7 @@ from .budget import add_arguments as add_budget_arguments
 from .budget import check as check_budget
 from .budget import from_args as budget_from_args
 from .calibration.cli import add_commands as calibration_commands
+from .calibration.papers.cli import add_commands as paper_commands
 from .models.assembly.features import add_commands as feature_commands
 from .models.assembly.table import parameter_table
 from .models.loads.cli import add_commands as trace_commands
@@ -422,6 +423,7 @@ def build_parser():
     preset_commands(sub)
     feature_commands(sub)
     saturate_commands(sub)
+    paper_commands(sub)
     return parser
 
 
