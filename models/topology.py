@@ -17,6 +17,14 @@ Node attributes
     :class:`~pubsim.models.params.client.SubscriberParams`.
     ``relay`` (:data:`RELAY`, brokers only, optional): the broker's ILDM
     interworking node, :class:`~pubsim.models.params.relay.RelayParams`.
+    ``host`` (:data:`HOST`, optional): the name of the host (machine) the
+    process runs on, a key of the graph's ``hosts``. A relay runs on its
+    broker's host; a ZeroMQ socket without one on its publisher's host.
+
+Graph attribute ``hosts`` (:data:`HOSTS`, optional): ``{name:
+:class:`~pubsim.models.params.host.HostParams`}``. A topology without hosts
+puts every process on a machine of its own with a free card (as before hosts
+existed); see :mod:`pubsim.models.mechanisms.hosts`.
 
 Edge attributes
     ``params``: :class:`~pubsim.models.params.link.LinkParams`. Edges join a client to its
@@ -33,7 +41,8 @@ text form (``exp(0.001)``) or, for empirical ones, a JSON mapping
 ``{"dist": "empirical", "values": [...]}``; the provenance is held in
 ``provenance_source``, ``provenance_reference``, ``provenance_date`` and
 ``provenance_note``. Relay and bridge fields are prefixed ``relay_`` (node)
-and ``bridge_`` (edge). :func:`write_graphml` then :func:`read_graphml` gives
+and ``bridge_`` (edge). A node's ``host`` is its host's name; the graph's
+``hosts`` is a JSON mapping ``{name: {field: value}}``. :func:`write_graphml` then :func:`read_graphml` gives
 back an equal topology.
 """
 
@@ -50,6 +59,7 @@ from ..sim.errors import ConfigError
 from .params.bridge import BridgeParams
 from .params.broker import BrokerParams
 from .params.client import PublisherParams, SubscriberParams
+from .params.host import HostParams
 from .params.link import LinkParams
 from .params.mapping import from_mapping, to_mapping
 from .params.provenance import ASSUMED, Provenance, Source
@@ -78,6 +88,12 @@ __all__ = [
     "RELAY",
     "BRIDGE",
     "bridge_patterns",
+    "HOST",
+    "HOSTS",
+    "hosts",
+    "host_of",
+    "crosses_card",
+    "place",
 ]
 
 KIND = "kind"
@@ -86,6 +102,8 @@ PROTOCOL = "protocol"
 FORWARDING = "forwarding"
 RELAY = "relay"
 BRIDGE = "bridge"
+HOST = "host"
+HOSTS = "hosts"
 
 
 class NodeKind(str, enum.Enum):
@@ -222,11 +240,79 @@ def validate(g):
     broker_graph = g.subgraph(brokers(g))
     if broker_graph.number_of_nodes() == 0:
         if any(k is NodeKind.SOCKET for k in kinds.values()):
+            _check_hosts(g)
             return g  # brokerless (ZeroMQ direct): no broker tree to check
         raise ConfigError("topology", "no broker", "at least one broker node (or ZeroMQ socket nodes)")
     _check_tree(broker_graph)
     bridge_patterns(g)
+    _check_hosts(g)
     return g
+
+
+def hosts(g):
+    """``{name: HostParams}`` of the graph (empty without hosts)."""
+    return g.graph.get(HOSTS) or {}
+
+
+def host_of(g, n):
+    """Name of the host process ``n`` runs on, or None (a machine of its own).
+
+    A ZeroMQ socket without a host of its own runs on its publisher's host."""
+    name = g.nodes[n].get(HOST)
+    if name is None and g.nodes[n].get(KIND) == NodeKind.SOCKET:
+        pubs = [m for m in g.neighbors(n) if g.nodes[m].get(KIND) == NodeKind.PUBLISHER]
+        return g.nodes[pubs[0]].get(HOST) if pubs else None
+    return name
+
+
+def crosses_card(g, a, b):
+    """Whether the connection between processes ``a`` and ``b`` passes a host's network card."""
+    ha, hb = host_of(g, a), host_of(g, b)
+    table = hosts(g)
+    return ha != hb and any(h is not None and table[h].has_card for h in (ha, hb))
+
+
+def place(g, host_params, placement):
+    """Put processes on hosts: ``host_params`` ``{name: HostParams}``,
+    ``placement`` ``{node: host name}``; returns the validated graph."""
+    if host_params:
+        g.graph[HOSTS] = dict(host_params)
+    for n, h in placement.items():
+        if n not in g:
+            raise ConfigError(f"node {n!r}.{HOST}", h, "a host for a declared node")
+        g.nodes[n][HOST] = h
+    return validate(g)
+
+
+def _check_hosts(g):
+    """Hosts are HostParams; every placed node names one; a broker fits its host's cores."""
+    table = g.graph.get(HOSTS)
+    if table is not None and not (isinstance(table, dict) and all(isinstance(v, HostParams) for v in table.values())):
+        raise ConfigError(f"graph.{HOSTS}", type(table).__name__, "a mapping {host name: HostParams}")
+    table = table or {}
+    for n in g:
+        name = g.nodes[n].get(HOST)
+        if name is None:
+            continue
+        if isinstance(name, (bool, list, dict)) or name not in table:
+            raise ConfigError(f"node {n!r}.{HOST}", name, f"one of the hosts {sorted(table)}")
+        if g.nodes[n][KIND] == NodeKind.BROKER:
+            _check_fits(g, n, name, table[name])
+
+
+def _check_fits(g, n, name, host):
+    """A broker's (and its relay's) workers and CPU fit the cores of its host."""
+    cores = host.cores
+    params = g.nodes[n][PARAMS]
+    relay = g.nodes[n].get(RELAY)
+    where = f"at most the {cores} cores of host {name!r}"
+    for field, value in (("workers", params.workers), ("cpu_fraction", params.cpu_fraction)):
+        if value > cores:
+            raise ConfigError(f"node {n!r}.{field}", value, where)
+    if params.background_cpu_fraction >= cores:
+        raise ConfigError(f"node {n!r}.background_cpu_fraction", params.background_cpu_fraction, f"less than {where}")
+    if relay is not None and relay.workers > cores:
+        raise ConfigError(f"node {n!r}.{RELAY}.workers", relay.workers, where)
 
 
 def bridge_patterns(g):
@@ -451,6 +537,8 @@ def read_graphml(path):
     if raw.is_directed() or raw.is_multigraph():
         raw = nx.Graph(raw)
     g = nx.Graph(**{k: v for k, v in raw.graph.items() if k not in _NX_GRAPH_DEFAULTS})
+    if HOSTS in g.graph:
+        g.graph[HOSTS] = _read_hosts(g.graph[HOSTS])
     for u, v in raw.edges:
         for end in (u, v):
             if not raw.nodes[end]:  # only an edge names it: not declared with a kind
@@ -462,12 +550,25 @@ def read_graphml(path):
         kind = _kind(raw, n)
         data.pop(KIND)
         extra = _prefixed(data, RELAY, RelayParams, f"node {n!r}.{RELAY}")
+        if HOST in data:
+            extra[HOST] = str(data.pop(HOST))
         g.add_node(n, **{KIND: kind.value, PARAMS: _unflat(_PARAM_CLASS[kind], data, f"node {n!r}")}, **extra)
     for u, v, data in raw.edges(data=True):
         data = dict(data)
         extra = _prefixed(data, BRIDGE, BridgeParams, f"edge ({u!r}, {v!r}).{BRIDGE}")
         g.add_edge(u, v, **{PARAMS: _unflat(LinkParams, data, f"edge ({u!r}, {v!r})")}, **extra)
     return validate(g)
+
+
+def _read_hosts(text):
+    """The graph's ``hosts`` from its GraphML JSON text."""
+    try:
+        table = json.loads(text) if isinstance(text, str) else None
+    except json.JSONDecodeError:
+        table = None
+    if not isinstance(table, dict) or not all(isinstance(v, dict) for v in table.values()):
+        raise ConfigError(f"graph.{HOSTS}", text, "a JSON mapping {host name: {HostParams field: value}}")
+    return {h: from_mapping(HostParams, spec, f"graph.{HOSTS}.{h}") for h, spec in table.items()}
 
 
 def _prefixed(data, key, cls, where):
@@ -480,8 +581,12 @@ def write_graphml(g, path):
     """Save a topology as GraphML with flat attributes (see module docstring);
     :func:`read_graphml` reads it back to an equal topology."""
     flat = nx.Graph(**g.graph)
+    if HOSTS in g.graph:
+        flat.graph[HOSTS] = json.dumps({str(h): _nested_mapping(p) for h, p in hosts(g).items()})
     for n, data in g.nodes(data=True):
         extra = {f"{RELAY}_{k}": x for k, x in _flat(data[RELAY]).items()} if data.get(RELAY) else {}
+        if data.get(HOST) is not None:
+            extra[HOST] = str(data[HOST])
         flat.add_node(n, **{KIND: getattr(data[KIND], "value", data[KIND])}, **_flat(data[PARAMS]), **extra)
     for u, v, data in g.edges(data=True):
         extra = {f"{BRIDGE}_{k}": x for k, x in _flat(data[BRIDGE]).items()} if data.get(BRIDGE) else {}

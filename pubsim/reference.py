@@ -38,6 +38,7 @@ from . import (
     SubscriberParams,
     ZmqSocketParams,
 )
+from .models.params.host import HostParams
 from .models.params.mapping import MAX_COUNT
 from .models.params.provenance import Source
 
@@ -53,6 +54,7 @@ PARAMETER_CLASSES: dict[str, type] = {
     "bridge": BridgeParams,
     "socket": ZmqSocketParams,
     "disk": DiskParams,
+    "host": HostParams,
     "serialization": SerializationParams,
 }
 

@@ -2,8 +2,8 @@
 
 Registry order is station order (hence the order of the records): each
 publisher's uplink; each broker; relays; both directions of each bridge;
-sockets and their pipes; downlinks and subscribers; disks; encode stations
-last. Hooks other than ``entry_hop`` are called in this order;
+sockets and their pipes; downlinks and subscribers; disks; encode stations;
+host network cards last. Hooks other than ``entry_hop`` are called in this order;
 ``entry_hop`` is asked last-to-first (:meth:`CompileContext.entry_hop`).
 See :mod:`pubsim.models.mechanisms.base` for the hooks.
 """
@@ -13,6 +13,7 @@ from __future__ import annotations
 from ..mechanisms.base import HOOKS, Mechanism
 from ..mechanisms.brokerless import BROKERLESS
 from ..mechanisms.core import BROKERS, DELIVERY
+from ..mechanisms.hosts import HOSTS
 from ..mechanisms.ildm import ILDM
 from ..mechanisms.persistence import PERSISTENCE
 from ..mechanisms.priority import PRIORITY
@@ -33,6 +34,7 @@ MECHANISMS: tuple[Mechanism, ...] = (
     QOS,  # QoS link stations, folded consumers, visit QoS, handshake packets
     SESSIONS,  # downlink sessions, retain flags, publisher outages and Will
     PRIORITY,  # per-client queue policy, flow priorities
+    HOSTS,  # loopback within a host; network cards (last stations); card hops around links between hosts
 )
 
 

@@ -71,6 +71,9 @@ class CompileContext:
         Broker -> :class:`~pubsim.models.params.relay.RelayParams` (ILDM).
     socket_tables : dict
         Socket -> prefix table of its connected peers (brokerless).
+    link_overrides : dict
+        ``frozenset({a, b})`` -> LinkParams that replace the edge's own
+        (hosts: loopback connections within one host).
     """
 
     def __init__(self, graph: nx.Graph, streams: StreamFactory, window: tuple[float, float], mechanisms: tuple = ()):
@@ -91,6 +94,7 @@ class CompileContext:
         self.control = None
         self.relays: dict = {}
         self.socket_tables: dict[Any, SubscriptionTable] = {}
+        self.link_overrides: dict[frozenset, Any] = {}
 
     # -- graph -------------------------------------------------------------
     def params(self, node):
@@ -98,8 +102,10 @@ class CompileContext:
         return self.graph.nodes[node][T.PARAMS]
 
     def link_params(self, a, b):
-        """:class:`~pubsim.models.params.link.LinkParams` of the edge ``a``-``b``."""
-        return self.graph.edges[a, b][T.PARAMS]
+        """:class:`~pubsim.models.params.link.LinkParams` of the edge ``a``-``b``
+        (a mechanism's override, e.g. a loopback connection, if there is one)."""
+        override = self.link_overrides.get(frozenset((a, b)))
+        return self.graph.edges[a, b][T.PARAMS] if override is None else override
 
     def home(self, client):
         """The broker (or first socket) a client links to."""

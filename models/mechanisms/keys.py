@@ -27,6 +27,7 @@ class StationKind(enum.Enum):
     SUBSCRIBER = "sub"
     DISK = "disk"  # a broker's disk for persistent messages
     ENCODE = "encode"  # a publisher's CPU encoding its messages
+    CARD = "card"  # one direction of a host's network card (names: host, "tx" or "rx")
 
 
 @dataclass(frozen=True)

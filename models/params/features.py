@@ -58,6 +58,7 @@ class Feature(str, enum.Enum):
     WILL = "will"  # publisher outages and Will messages
     CLOSED_LOOP = "closed_loop"  # request/reply clients (arrival closed_loop)
     SERIALIZATION = "serialization"
+    CARD = "card"  # a connection between hosts that passes a network card (models.mechanisms.hosts)
 
 
 F = Feature
@@ -197,6 +198,15 @@ REFUSED: tuple[Refusal, ...] = (
     ),
     Refusal("connection", F.QOS, F.PRIORITY, "{link}.overflow", "queue", _QOS_FIFO),
     Refusal("connection", F.QOS, F.QUEUE_POLICY, "{link}.overflow", "queue", _QOS_FIFO),
+    Refusal(
+        "connection",
+        F.QOS,
+        F.CARD,
+        "{link}.qos",
+        "qos",
+        "0 on a connection through a host's network card (handshakes and the in-flight window "
+        "are modelled on connections without a card)",
+    ),
 )
 
 

@@ -30,6 +30,7 @@ __all__ = ["load", "names", "apply", "kinds", "user_dir", "origin"]
 _FILES = {"broker": "brokers.yaml", "link": "links.yaml"}
 _FILES.update({"socket": "sockets.yaml", "disk": "disks.yaml"})  # ZeroMQ sockets, disks (persistence)
 _FILES["serialization"] = "serialization.yaml"  # message formats (models.params.serialization)
+_FILES["host"] = "hosts.yaml"  # machines processes are placed on (models.params.host)
 
 
 def user_dir() -> Path:
