@@ -61,7 +61,7 @@ from .params.broker import BrokerParams
 from .params.client import PublisherParams, SubscriberParams
 from .params.host import HostParams
 from .params.link import LinkParams
-from .params.mapping import from_mapping, to_mapping
+from .params.mapping import check_one_core, from_mapping, to_mapping
 from .params.provenance import ASSUMED, Provenance, Source
 from .params.relay import RelayParams
 from .params.topics import TopicSyntax, validate_filter, validate_topic
@@ -293,6 +293,9 @@ def _check_hosts(g):
     for n in g:
         name = g.nodes[n].get(HOST)
         if name is None:
+            if g.nodes[n][KIND] == NodeKind.BROKER:  # a machine of its own: at most one core, as before hosts
+                p = g.nodes[n][PARAMS]
+                check_one_core(p.cpu_fraction, p.background_cpu_fraction, f"node {n!r}.")
             continue
         if isinstance(name, (bool, list, dict)) or name not in table:
             raise ConfigError(f"node {n!r}.{HOST}", name, f"one of the hosts {sorted(table)}")
@@ -376,7 +379,7 @@ def _add(g, name, kind, params):
     g.add_node(name, **{KIND: kind.value, PARAMS: params})
 
 
-def star(*, broker, publishers, subscribers, link, broker_name="broker", protocol="mqtt"):
+def star(*, broker, publishers, subscribers, link, broker_name="broker", protocol="mqtt", hosts=None, placement=None):
     """One broker with every client attached by its own link.
 
     Parameters
@@ -384,6 +387,8 @@ def star(*, broker, publishers, subscribers, link, broker_name="broker", protoco
     broker : BrokerParams
     publishers, subscribers : dict of name -> params
     link : LinkParams or dict of client name -> LinkParams
+    hosts, placement : dict, optional
+        ``{host name: HostParams}`` and ``{node: host name}`` (:func:`place`).
     """
     g = nx.Graph(**{PROTOCOL: protocol, FORWARDING: Forwarding.SUBSCRIPTION.value})
     _add(g, broker_name, NodeKind.BROKER, broker)
@@ -393,7 +398,7 @@ def star(*, broker, publishers, subscribers, link, broker_name="broker", protoco
             if isinstance(link, dict) and name not in link:
                 raise ConfigError(f"link[{name!r}]", None, f"the LinkParams of {kind.value} {name!r}")
             g.add_edge(name, broker_name, **{PARAMS: link[name] if isinstance(link, dict) else link})
-    return validate(g)
+    return place(g, hosts, placement or {})
 
 
 def chain(
@@ -407,6 +412,8 @@ def chain(
     protocol="mqtt",
     relays=None,
     bridges=None,
+    hosts=None,
+    placement=None,
 ):
     """Brokers in a line ``b0 - b1 - ...``, clients attached to a broker each.
 
@@ -424,6 +431,8 @@ def chain(
         ILDM interworking nodes of some or all brokers.
     bridges : dict of (a, b) -> BridgeParams, optional
         Static bridges on neighbouring brokers' links.
+    hosts, placement : dict, optional
+        ``{host name: HostParams}`` and ``{node: host name}`` (:func:`place`).
     """
     g = nx.Graph(**{PROTOCOL: protocol, FORWARDING: forwarding})
     names = list(brokers)
@@ -445,7 +454,7 @@ def chain(
                 raise ConfigError(f"{kind.value} {name!r}.broker", home, f"one of {names}")
             _add(g, name, kind, params)
             g.add_edge(name, home, **{PARAMS: link})
-    return validate(g)
+    return place(g, hosts, placement or {})
 
 
 _PROVENANCE_KEYS = ("source", "reference", "date", "note")
@@ -608,7 +617,9 @@ _INPROC = LinkParams(
 )
 
 
-def brokerless(*, publishers, subscribers, socket, link, connect=None, handoff=None, protocol="zmq"):
+def brokerless(
+    *, publishers, subscribers, socket, link, connect=None, handoff=None, protocol="zmq", hosts=None, placement=None
+):
     """ZeroMQ direct PUB/SUB: a socket per publisher, every subscriber connected to them.
 
     Parameters
@@ -624,6 +635,8 @@ def brokerless(*, publishers, subscribers, socket, link, connect=None, handoff=N
     handoff : LinkParams, optional
         Application thread -> socket I/O thread on the publisher's host
         (default: free, ``LinkParams()``).
+    hosts, placement : dict, optional
+        ``{host name: HostParams}`` and ``{node: host name}`` (:func:`place`).
 
     Socket nodes are named ``"<publisher>.sock"``.
     """
@@ -641,7 +654,7 @@ def brokerless(*, publishers, subscribers, socket, link, connect=None, handoff=N
             if p not in publishers:
                 raise ConfigError(f"connect[{name!r}]", p, f"one of the publishers {list(publishers)}")
             g.add_edge(name, f"{p}.sock", **{PARAMS: link})
-    return validate(g)
+    return place(g, hosts, placement or {})
 
 
 def check_socket(g, n, kinds):

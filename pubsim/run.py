@@ -4,6 +4,7 @@
 >>> result.summary()            # one dict of headline figures
 >>> result.deliveries()         # one row per delivered copy (record="full")
 >>> result.stations()           # utilization and queue length per station
+>>> result.hosts()              # CPU % per host and process, card utilization (with hosts)
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import pandas as pd
 
 from . import progress as P
 from .models.assembly.build import build_network
+from .models.mechanisms.hosts.monitor import host_rows
 from .models.mechanisms.ildm.traffic import traffic_table
 from .sim.drivers import BatchDriver, ReferenceDriver
 from .sim.errors import ConfigError
@@ -35,6 +37,7 @@ class RunResult:
     driver: object
     duration_s: float
     window: tuple
+    topology: object = None  # the graph simulated (for hosts())
 
     def deliveries(self) -> pd.DataFrame:
         self._need_full("deliveries")
@@ -58,6 +61,15 @@ class RunResult:
         edge (tidy; see :mod:`pubsim.models.mechanisms.ildm.traffic`)."""
 
         return traffic_table(self.network)
+
+    def hosts(self) -> pd.DataFrame:
+        """Per host and per process: CPU in cores, % of one core and % of the host;
+        per host: card utilization % per direction; over the window (tidy: host,
+        process, measure, value; empty without hosts). See
+        :mod:`pubsim.models.mechanisms.hosts.monitor`."""
+        if self.topology is None:
+            return pd.DataFrame(columns=["host", "process", "measure", "value"])
+        return host_rows(self.topology, self.network.stations)
 
     def parameters(self) -> pd.DataFrame:
         """Every component's parameters and their provenance."""
@@ -180,4 +192,4 @@ def simulate(
     drv = DRIVERS[driver](net, sink) if driver == "reference" else BatchDriver(net, sink, chunk_messages=chunk_messages)
     with P.seconds(progress, desc="simulating", total_s=duration_s) as callback:
         drv.run(duration_s, drain=drain, progress=callback)
-    return RunResult(net, sink, drv, duration_s, window)
+    return RunResult(net, sink, drv, duration_s, window, topology)

@@ -57,7 +57,7 @@ from .models.params.broker import BrokerParams
 from .models.params.client import PublisherParams, SubscriberParams
 from .models.params.host import HostParams
 from .models.params.link import LinkParams
-from .models.params.mapping import from_mapping, read_name
+from .models.params.mapping import check_one_core, from_mapping, read_name
 from .models.params.relay import RelayParams
 from .models.params.zmq import ZmqSocketParams
 from .models.topology import HOST, HOSTS, brokerless, chain, place, read_graphml, star
@@ -200,7 +200,7 @@ def _clients(groups, cls, path, allowance, brokers=None, placement=None):
     return clients
 
 
-def _star(spec, path, allowance, placement):
+def _star(spec, path, allowance, placement, hosts):
 
     _only(spec, {"builder", "protocol", "broker", "link", "publishers", "subscribers"}, path)
     broker = spec.get("broker", {})
@@ -208,7 +208,7 @@ def _star(spec, path, allowance, placement):
         broker = dict(broker)
         _pop_host(broker, "broker", f"{path}.broker", placement)
     return star(
-        broker=_params(BrokerParams, "broker", broker, f"{path}.broker"),
+        broker=_broker(broker, f"{path}.broker", "broker" in placement),
         link=_params(LinkParams, "link", spec.get("link", {}), f"{path}.link"),
         publishers=_clients(
             spec.get("publishers", []), PublisherParams, f"{path}.publishers", allowance, None, placement
@@ -217,10 +217,20 @@ def _star(spec, path, allowance, placement):
             spec.get("subscribers", []), SubscriberParams, f"{path}.subscribers", allowance, None, placement
         ),
         protocol=spec.get("protocol", "mqtt"),
+        hosts=hosts,
+        placement=placement,
     )
 
 
-def _chain(spec, path, allowance, placement):
+def _broker(spec, path, placed):
+    """A broker's parameters; one that is on no host keeps within one core (errors name ``path``)."""
+    params = _params(BrokerParams, "broker", spec, path)
+    if not placed:
+        check_one_core(params.cpu_fraction, params.background_cpu_fraction, f"{path}.")
+    return params
+
+
+def _chain(spec, path, allowance, placement, hosts):
 
     _only(
         spec,
@@ -235,7 +245,7 @@ def _chain(spec, path, allowance, placement):
         _pop_host(group, name, f"{where}({name})", placement)
         if "relay" in group:
             relays[name] = _params(RelayParams, None, group.pop("relay"), f"{where}({name}).relay")
-        brokers[name] = _params(BrokerParams, "broker", group, f"{where}({name})")
+        brokers[name] = _broker(group, f"{where}({name})", name in placement)
     return chain(
         brokers=brokers,
         bridge=_params(LinkParams, "link", spec.get("bridge", {}), f"{path}.bridge"),
@@ -250,6 +260,8 @@ def _chain(spec, path, allowance, placement):
         protocol=spec.get("protocol", "mqtt"),
         relays=relays,
         bridges=_bridges(spec.get("bridges", []), f"{path}.bridges"),
+        hosts=hosts,
+        placement=placement,
     )
 
 
@@ -270,7 +282,7 @@ def _bridges(items, path):
     return out
 
 
-def _brokerless(spec, path, allowance, placement):
+def _brokerless(spec, path, allowance, placement, hosts):
     """ZeroMQ direct PUB/SUB: ``socket`` (ZmqSocketParams, may name a preset), ``link``
     (each peer connection), optional ``handoff`` link; subscribers connect to
     every publisher unless a group lists ``connect`` (publisher names)."""
@@ -294,6 +306,8 @@ def _brokerless(spec, path, allowance, placement):
         subscribers=_clients(groups, SubscriberParams, f"{path}.subscribers", allowance, None, placement),
         connect=connect or None,
         protocol=spec.get("protocol", "zmq"),
+        hosts=hosts,
+        placement=placement,
     )
 
 
@@ -399,15 +413,16 @@ def parse_scenario(data, base_dir=".", budget=None):
     builder = topo.get("builder", "star")
     allowance = _Allowance(client_limit(budget))
     placement: dict = {}
+    hosts = _hosts(data.get(HOSTS))
     if builder == "graphml":
         graph = _graphml(topo, "topology", base_dir)
         allowance.take(len(graph), "topology.path (nodes)")
+        if hosts:
+            graph = place(graph, hosts, {})
     elif isinstance(builder, str) and builder in builders:
-        graph = builders[builder](topo, "topology", allowance, placement)
+        graph = builders[builder](topo, "topology", allowance, placement, hosts)
     else:
         raise ConfigError("topology.builder", builder, f"one of {sorted([*builders, 'graphml'])}")
-    if HOSTS in data or placement:
-        graph = place(graph, _hosts(data.get(HOSTS)), placement)
     seed = read_seed(data)
     reps = read_replications(data)
 

@@ -74,10 +74,15 @@ class CompileContext:
     link_overrides : dict
         ``frozenset({a, b})`` -> LinkParams that replace the edge's own
         (hosts: loopback connections within one host).
+    param_overrides : dict
+        Node -> parameter object that replaces the node's own in :meth:`params`
+        (hosts: CPU costs divided by the host's speed).
     """
 
     def __init__(self, graph: nx.Graph, streams: StreamFactory, window: tuple[float, float], mechanisms: tuple = ()):
         self.graph = graph
+        self.link_overrides: dict[frozenset, Any] = {}
+        self.param_overrides: dict[Any, Any] = {}
         self.streams = streams
         self.window = window
         self.mechanisms = tuple(mechanisms)
@@ -94,12 +99,12 @@ class CompileContext:
         self.control = None
         self.relays: dict = {}
         self.socket_tables: dict[Any, SubscriptionTable] = {}
-        self.link_overrides: dict[frozenset, Any] = {}
 
     # -- graph -------------------------------------------------------------
     def params(self, node):
-        """Parameter object of a graph node."""
-        return self.graph.nodes[node][T.PARAMS]
+        """Parameter object of a graph node (a mechanism's override, e.g. a host's speed, if any)."""
+        override = self.param_overrides.get(node)
+        return self.graph.nodes[node][T.PARAMS] if override is None else override
 
     def link_params(self, a, b):
         """:class:`~pubsim.models.params.link.LinkParams` of the edge ``a``-``b``

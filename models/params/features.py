@@ -225,7 +225,7 @@ DETECT: dict[str, dict[Feature, Callable[[Any], bool]]] = {
     "broker": {
         F.BATCHING: lambda p: p.batch_max_messages > 1,
         F.WORKERS: lambda p: p.workers != 1,
-        F.CPU_QUOTA: lambda p: p.cpu_fraction < 1.0,
+        F.CPU_QUOTA: lambda p: p.cpu_quota_cores is not None,
         F.PRIORITY: lambda p: p.scheduling != "fifo",
         F.BACKPRESSURE: lambda p: _queue(p.overflow) is F.BACKPRESSURE,
         F.QUEUE_POLICY: lambda p: _queue(p.overflow) is F.QUEUE_POLICY,

@@ -245,16 +245,16 @@ _UNIFORM = _Uniform(value=0.5)
 def _quota(params):
     """CPU quota left to a broker's messages per period (``cpu_fraction`` 1 = no quota):
     the background load takes its share of the budget first."""
-    if params.cpu_fraction >= 1.0:
+    if params.cpu_quota_cores is None:
         return {}
-    share = params.cpu_fraction - params.background_cpu_fraction
+    share = params.cpu_quota_cores - params.background_cpu_fraction
     return {"cpu_quota_s": share * params.cpu_period_s, "cpu_period_s": params.cpu_period_s}
 
 
 def _background_stretch(params):
     """Service-time factor of an uncapped broker whose workers also run a
     constant background load (processor sharing): ``1 / (1 - B / workers)``."""
-    if params.cpu_fraction < 1.0 or params.background_cpu_fraction == 0.0:
+    if params.cpu_quota_cores is not None or params.background_cpu_fraction == 0.0:
         return 1.0
     return 1.0 / (1.0 - params.background_cpu_fraction / params.workers)
 

@@ -1,7 +1,8 @@
 """Hosts as a registry entry: network cards on connections between hosts,
 loopback on connections within one.
 
-``prepare``: every connection between two processes of one host becomes a
+``prepare``: the CPU costs of every process on a host are divided by the
+host's ``speed`` (:mod:`.speed`); every connection between two processes of one host becomes a
 loopback connection (its link's latency becomes the host's
 ``loopback_latency_s``; no bandwidth limit, no jitter, no loss; its queue
 limits and policy stay). A publisher's hand-off to its own ZeroMQ socket is
@@ -28,6 +29,7 @@ from ... import topology as T
 from ..context import CompileContext
 from ..keys import StationKey, StationKind
 from .card import RECEIVE, TRANSMIT, CardStation
+from .speed import on_host
 
 __all__ = ["HOSTS", "Hosts", "connection_ends", "card_key"]
 
@@ -72,9 +74,18 @@ class Hosts:
     name = "hosts"
 
     def prepare(self, ctx: CompileContext) -> None:
-        """Connections within one host become loopback connections (``ctx.link_overrides``)."""
+        """CPU costs of processes on a host divided by its speed (``ctx.param_overrides``,
+        ``ctx.relays``); connections within one host become loopback connections
+        (``ctx.link_overrides``)."""
         g = ctx.graph
         table = T.hosts(g)
+        for n in g:
+            h = T.host_of(g, n)
+            if h is None or table[h].speed == 1.0:
+                continue
+            ctx.param_overrides[n] = on_host(g.nodes[n][T.PARAMS], table[h].speed)
+            if n in ctx.relays:  # a relay runs on its broker's host
+                ctx.relays[n] = on_host(ctx.relays[n], table[h].speed)
         for a, b in g.edges:
             h = T.host_of(g, a)
             if h is not None and h == T.host_of(g, b) and not _in_process(g, a, b):
