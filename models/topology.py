@@ -316,6 +316,28 @@ def _check_fits(g, n, name, host):
         raise ConfigError(f"node {n!r}.background_cpu_fraction", params.background_cpu_fraction, f"less than {where}")
     if relay is not None and relay.workers > cores:
         raise ConfigError(f"node {n!r}.{RELAY}.workers", relay.workers, where)
+    if relay is not None:
+        _check_shared(g, n, name, params)
+
+
+#: Broker settings the CPU a broker shares with its ILDM node (models.mechanisms.hosts.cpu) does not model.
+_NOT_SHARED = (
+    ("cpu_fraction", lambda p: p.cpu_quota_cores is not None, "no CPU quota"),
+    ("batch_max_messages", lambda p: p.batch_max_messages > 1, "1 (no batching)"),
+    ("restart_at_s", lambda p: p.restart_at_s != (), "no restarts"),
+    ("scheduling", lambda p: p.scheduling != "fifo", "fifo"),
+)
+
+
+def _check_shared(g, n, name, params):
+    """A broker and its ILDM node on one host share its CPU: one such pair per host, FIFO, no quota."""
+    why = f"for a broker sharing host {name!r}'s CPU with its interworking node"
+    for field, used, expected in _NOT_SHARED:
+        if used(params):
+            raise ConfigError(f"node {n!r}.{field}", getattr(params, field), f"{expected} {why}")
+    other = [m for m in g if m != n and g.nodes[m].get(HOST) == name and g.nodes[m].get(RELAY) is not None]
+    if other:
+        raise ConfigError(f"node {n!r}.{HOST}", name, f"a host of its own (broker {other[0]!r} and its node share it)")
 
 
 def bridge_patterns(g):

@@ -34,7 +34,7 @@ MECHANISMS: tuple[Mechanism, ...] = (
     QOS,  # QoS link stations, folded consumers, visit QoS, handshake packets
     SESSIONS,  # downlink sessions, retain flags, publisher outages and Will
     PRIORITY,  # per-client queue policy, flow priorities
-    HOSTS,  # loopback within a host; network cards (last stations); card hops around links between hosts
+    HOSTS,  # speed, loopback within a host; shared CPUs and network cards (last); card and CPU hops
 )
 
 

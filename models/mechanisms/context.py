@@ -77,12 +77,16 @@ class CompileContext:
     param_overrides : dict
         Node -> parameter object that replaces the node's own in :meth:`params`
         (hosts: CPU costs divided by the host's speed).
+    shared_cpu : dict
+        Broker -> host: brokers whose CPU a host CPU station charges together
+        with their interworking node's (hosts).
     """
 
     def __init__(self, graph: nx.Graph, streams: StreamFactory, window: tuple[float, float], mechanisms: tuple = ()):
         self.graph = graph
         self.link_overrides: dict[frozenset, Any] = {}
         self.param_overrides: dict[Any, Any] = {}
+        self.shared_cpu: dict[Any, Any] = {}
         self.streams = streams
         self.window = window
         self.mechanisms = tuple(mechanisms)

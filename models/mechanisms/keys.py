@@ -28,6 +28,7 @@ class StationKind(enum.Enum):
     DISK = "disk"  # a broker's disk for persistent messages
     ENCODE = "encode"  # a publisher's CPU encoding its messages
     CARD = "card"  # one direction of a host's network card (names: host, "tx" or "rx")
+    CPU = "cpu"  # a host's CPU shared by a broker and its interworking node (names: host)
 
 
 @dataclass(frozen=True)

@@ -286,16 +286,21 @@ class BrokerStation(ModelStation):
         Subscription filters installed on this broker.
     streams : sim.rng.StreamFactory
     window : (float, float)
+    cpu_shared : bool
+        Its CPU is a shared host CPU station that charges this broker's
+        demand (:meth:`demand_s`) together with its interworking node's
+        (:mod:`pubsim.models.mechanisms.hosts.cpu`): here a visit then takes no time.
     """
 
-    def __init__(self, name, params, *, filters, streams, window):
+    def __init__(self, name, params, *, filters, streams, window, cpu_shared=False):
+        self.cpu_shared = bool(cpu_shared)
         cap = None if params.queue_messages is None else params.queue_messages + params.workers
         disc = make_discipline(
             servers=params.workers,
             capacity_messages=cap,
             capacity_bytes=params.queue_bytes,
             overflow=params.overflow,
-            idle_extra_s=params.idle_wakeup_cost_s * _background_stretch(params),
+            idle_extra_s=0.0 if cpu_shared else params.idle_wakeup_cost_s * _background_stretch(params),
             priority=params.scheduling == "priority",
             batch=_batch(params),
             restart=_restart(params),
@@ -319,6 +324,10 @@ class BrokerStation(ModelStation):
         self._wire_durable(index, wiring)
 
     def service_s(self, packets):
+        return np.zeros(len(packets)) if self.cpu_shared else self.demand_s(packets)
+
+    def demand_s(self, packets):
+        """CPU demand of each packet's visit, s (draws this broker's cost streams)."""
         p = self.params
         n = len(packets)
         matched = self.plan.matched[packets.visit]
@@ -337,7 +346,7 @@ class BrokerStation(ModelStation):
 
     @property
     def lookahead_s(self):
-        return self.params.ingress_cost_s.min_value
+        return 0.0 if self.cpu_shared else self.params.ingress_cost_s.min_value
 
 
 class SubscriberStation(ModelStation):

@@ -9,9 +9,10 @@ busy time is counted at ``1 - background / workers`` of a core. Under a CPU
 quota a server that waits for the next period counts as busy (an upper
 bound). CPU % of one core = cores x 100; of the host = cores / host cores x 100.
 
-Processes share a host's card in the model; their CPU is summed here but each
-station still has its own servers (CPU contention between the processes of
-one host is not modelled yet), so a host's CPU % can exceed 100.
+A broker and its ILDM node on one host run on the host's CPU station
+(:mod:`.cpu`); its busy time is split between them by their demand in the
+window. Other processes of a host keep their own servers (CPU contention
+between them is not modelled yet), so a host's CPU % can exceed 100.
 """
 
 from __future__ import annotations
@@ -34,8 +35,8 @@ def _node(name: str):
     return None
 
 
-def _cores_used(station, params, kind: str) -> float:
-    busy = station.stats.record()["mean_in_service"]
+def _cores_used(station, params, kind: str, share: float = 1.0) -> float:
+    busy = station.stats.record()["mean_in_service"] * share
     if kind != "broker":
         return busy
     background = params.background_cpu_fraction
@@ -54,6 +55,8 @@ def host_rows(g, stations) -> pd.DataFrame:
     rows: list[tuple] = []
     total = dict.fromkeys(table, 0.0)
     nodes = {str(n): n for n in g}
+    shared = {s.relay.name: s for s in stations if s.role == "host_cpu"}
+    shared |= {s.broker.name: s for s in shared.values()}
     for st in stations:
         if st.name.startswith("card:"):
             _, host, direction = st.name.split(":")
@@ -67,7 +70,12 @@ def host_rows(g, stations) -> pd.DataFrame:
         host = T.host_of(g, node)
         if host is None:
             continue
-        cores = _cores_used(st, g.nodes[node][T.PARAMS], kind)
+        if st.name in shared:  # the host's CPU station runs both: split its busy time by demand
+            cpu = shared[st.name]
+            share = cpu.relay_share if kind == "relay" else 1.0 - cpu.relay_share
+            cores = _cores_used(cpu, g.nodes[node][T.PARAMS], kind, share)
+        else:
+            cores = _cores_used(st, g.nodes[node][T.PARAMS], kind)
         total[host] += cores
         rows.extend(_cpu(host, st.name, cores, table[host].cores))
     for host, cores in total.items():

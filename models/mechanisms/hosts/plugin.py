@@ -13,6 +13,10 @@ receive card station (:class:`.card.CardStation`) if some connection crosses
 it in that direction. Appended after every other station, so a topology
 without hosts has exactly the stations (and records) it had before.
 
+``prepare`` also notes each broker whose ILDM node shares its host's CPU,
+and ``add_stations`` builds that host's CPU station (:mod:`.cpu`), which
+replaces the relay in routes (``wrap_route``).
+
 ``wrap_route``: a copy on a connection from host A to host B passes A's
 transmit card, then the link, then B's receive card; a process without a
 host is on a machine of its own with a free card.
@@ -29,9 +33,15 @@ from ... import topology as T
 from ..context import CompileContext
 from ..keys import StationKey, StationKind
 from .card import RECEIVE, TRANSMIT, CardStation
+from .cpu import SharedCpuStation
 from .speed import on_host
 
-__all__ = ["HOSTS", "Hosts", "connection_ends", "card_key"]
+__all__ = ["HOSTS", "Hosts", "connection_ends", "card_key", "cpu_key"]
+
+
+def cpu_key(host) -> StationKey:
+    """Station key of a host's shared CPU."""
+    return StationKey(StationKind.CPU, (host,))
 
 
 def card_key(host, direction) -> StationKey:
@@ -86,14 +96,23 @@ class Hosts:
             ctx.param_overrides[n] = on_host(g.nodes[n][T.PARAMS], table[h].speed)
             if n in ctx.relays:  # a relay runs on its broker's host
                 ctx.relays[n] = on_host(ctx.relays[n], table[h].speed)
+        for b in ctx.relays:  # a broker and its node on one host share its CPU (.cpu)
+            h = T.host_of(g, b)
+            if h is not None:
+                ctx.shared_cpu[b] = h
         for a, b in g.edges:
             h = T.host_of(g, a)
             if h is not None and h == T.host_of(g, b) and not _in_process(g, a, b):
                 ctx.link_overrides[frozenset((a, b))] = _loopback(ctx.link_params(a, b), table[h])
 
     def add_stations(self, ctx: CompileContext) -> None:
-        """Transmit and receive card stations of the hosts that connections cross."""
+        """The shared CPU of each host with a broker and its node; transmit and
+        receive card stations of the hosts that connections cross."""
         g, table = ctx.graph, T.hosts(ctx.graph)
+        for b, h in ctx.shared_cpu.items():
+            relay, broker = ctx.station(StationKey.relay(b)), ctx.station(StationKey.broker(b))
+            servers = min(table[h].cores, relay.params.workers + broker.params.workers)
+            ctx.add_station(cpu_key(h), SharedCpuStation(f"cpu:{h}", relay, broker, servers=servers, window=ctx.window))
         crossing: dict = {}
         for idx, key in enumerate(list(ctx.keys)):
             ends = connection_ends(ctx, key)
@@ -128,6 +147,10 @@ class Hosts:
 
 def _with_cards(ctx: CompileContext, hop: Hop) -> Hop:
     hop.children = [_with_cards(ctx, c) for c in hop.children]
+    key = ctx.keys[hop.station]
+    if key.kind is StationKind.RELAY and key.node in ctx.shared_cpu:  # node and broker on the host's CPU
+        hop.station = ctx.index_of(cpu_key(ctx.shared_cpu[key.node]))
+        return hop
     ends = connection_ends(ctx, ctx.keys[hop.station])
     if ends is None:
         return hop
