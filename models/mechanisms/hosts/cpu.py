@@ -31,6 +31,8 @@ replaced by the node's.
 
 from __future__ import annotations
 
+import numpy as np
+
 from ....sim.disciplines import FifoDiscipline, Overflow
 from ....sim.packets import Packets
 from ...stations.core import ModelStation
@@ -65,23 +67,35 @@ class SharedCpuStation(ModelStation):
         super().__init__(name, "host_cpu", disc, servers=servers, window=window)
         self.relay = relay
         self.broker = broker
-        self.demand_in_window_s = [0.0, 0.0]  # node, broker: demand of visits arriving in the window
+        self.node_demand_in_window_s = 0.0  # the node's demand of messages starting service in the window
+        self._batch = (np.empty(0, dtype=np.int64), np.empty(0))  # (sorted keys, node demand) of the last batch
 
     @property
     def relay_share(self) -> float:
-        """Fraction of the demand in the window that is the node's (0 with none)."""
-        node, broker = self.demand_in_window_s
-        return node / (node + broker) if node + broker > 0 else 0.0
+        """Fraction of this station's busy time in the window that is the node's work
+        (its demand of visits arriving in the window; the rest, wake-ups included, is
+        the broker's)."""
+        busy_s = self.stats.record()["mean_in_service"] * (self.stats.w1 - self.stats.w0)
+        return min(1.0, self.node_demand_in_window_s / busy_s) if busy_s > 0 else 0.0
 
     def service_s(self, packets):
         plan = self.plan
         first_child = plan.child_idx[plan.child_ptr[packets.visit]]  # the broker visit (ildm.relay)
         at_broker = Packets(packets.t, packets.msg, first_child, packets.size, packets.pub_t)
         node, broker = self.relay.service_s(packets), self.broker.demand_s(at_broker)
-        inside = self.stats._in_window(packets.t)
-        self.demand_in_window_s[0] += float(node[inside].sum())
-        self.demand_in_window_s[1] += float(broker[inside].sum())
+        keys = packets.order_key(plan.n_visits)
+        order = np.argsort(keys)
+        self._batch = (keys[order], node[order])
         return node + broker
+
+    def after_service(self, served):
+        """Count the node's demand of the messages served (not dropped) that start in the window."""
+        keys, node = self._batch
+        inside = self.stats._in_window(served.start)
+        if inside.any():
+            at = np.searchsorted(keys, served.packets.order_key(self.plan.n_visits)[inside])
+            self.node_demand_in_window_s += float(node[at].sum())
+        return super().after_service(served)
 
     @property
     def lookahead_s(self):

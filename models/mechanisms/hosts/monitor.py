@@ -10,8 +10,8 @@ quota a server that waits for the next period counts as busy (an upper
 bound). CPU % of one core = cores x 100; of the host = cores / host cores x 100.
 
 A broker and its ILDM node on one host run on the host's CPU station
-(:mod:`.cpu`); its busy time is split between them by their demand in the
-window. Other processes of a host keep their own servers (CPU contention
+(:mod:`.cpu`); the node's share of its busy time is the node's demand in the
+window, the rest (wake-ups included) the broker's. Other processes of a host keep their own servers (CPU contention
 between them is not modelled yet), so a host's CPU % can exceed 100.
 """
 
