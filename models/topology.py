@@ -17,6 +17,14 @@ Node attributes
     :class:`~pubsim.models.params.client.SubscriberParams`.
     ``relay`` (:data:`RELAY`, brokers only, optional): the broker's ILDM
     interworking node, :class:`~pubsim.models.params.relay.RelayParams`.
+    ``host`` (:data:`HOST`, optional): the name of the host (machine) the
+    process runs on, a key of the graph's ``hosts``. A relay runs on its
+    broker's host; a ZeroMQ socket without one on its publisher's host.
+
+Graph attribute ``hosts`` (:data:`HOSTS`, optional): ``{name:
+:class:`~pubsim.models.params.host.HostParams`}``. A topology without hosts
+puts every process on a machine of its own with a free card (as before hosts
+existed); see :mod:`pubsim.models.mechanisms.hosts`.
 
 Edge attributes
     ``params``: :class:`~pubsim.models.params.link.LinkParams`. Edges join a client to its
@@ -34,7 +42,8 @@ text form (``exp(0.001)``) or, for empirical ones, a JSON mapping
 ``provenance_source``, ``provenance_reference``, ``provenance_date`` and
 ``provenance_note`` (and a calibrated model's ``provenance_accuracy``, as
 JSON). Relay and bridge fields are prefixed ``relay_`` (node) and
-``bridge_`` (edge). :func:`write_graphml` then :func:`read_graphml` gives
+``bridge_`` (edge). A node's ``host`` is its host's name; the graph's
+``hosts`` is a JSON mapping ``{name: {field: value}}``. :func:`write_graphml` then :func:`read_graphml` gives
 back an equal topology.
 """
 
@@ -51,8 +60,9 @@ from ..sim.errors import ConfigError
 from .params.bridge import BridgeParams
 from .params.broker import BrokerParams
 from .params.client import PublisherParams, SubscriberParams
+from .params.host import HostParams
 from .params.link import LinkParams
-from .params.mapping import from_mapping, to_mapping
+from .params.mapping import check_one_core, from_mapping, to_mapping
 from .params.provenance import ASSUMED, Provenance, Source
 from .params.relay import RelayParams
 from .params.topics import TopicSyntax, validate_filter, validate_topic
@@ -79,6 +89,12 @@ __all__ = [
     "RELAY",
     "BRIDGE",
     "bridge_patterns",
+    "HOST",
+    "HOSTS",
+    "hosts",
+    "host_of",
+    "crosses_card",
+    "place",
 ]
 
 KIND = "kind"
@@ -87,6 +103,8 @@ PROTOCOL = "protocol"
 FORWARDING = "forwarding"
 RELAY = "relay"
 BRIDGE = "bridge"
+HOST = "host"
+HOSTS = "hosts"
 
 
 class NodeKind(str, enum.Enum):
@@ -223,11 +241,104 @@ def validate(g):
     broker_graph = g.subgraph(brokers(g))
     if broker_graph.number_of_nodes() == 0:
         if any(k is NodeKind.SOCKET for k in kinds.values()):
+            _check_hosts(g)
             return g  # brokerless (ZeroMQ direct): no broker tree to check
         raise ConfigError("topology", "no broker", "at least one broker node (or ZeroMQ socket nodes)")
     _check_tree(broker_graph)
     bridge_patterns(g)
+    _check_hosts(g)
     return g
+
+
+def hosts(g):
+    """``{name: HostParams}`` of the graph (empty without hosts)."""
+    return g.graph.get(HOSTS) or {}
+
+
+def host_of(g, n):
+    """Name of the host process ``n`` runs on, or None (a machine of its own).
+
+    A ZeroMQ socket without a host of its own runs on its publisher's host."""
+    name = g.nodes[n].get(HOST)
+    if name is None and g.nodes[n].get(KIND) == NodeKind.SOCKET:
+        pubs = [m for m in g.neighbors(n) if g.nodes[m].get(KIND) == NodeKind.PUBLISHER]
+        return g.nodes[pubs[0]].get(HOST) if pubs else None
+    return name
+
+
+def crosses_card(g, a, b):
+    """Whether the connection between processes ``a`` and ``b`` passes a host's network card."""
+    ha, hb = host_of(g, a), host_of(g, b)
+    table = hosts(g)
+    return ha != hb and any(h is not None and table[h].has_card for h in (ha, hb))
+
+
+def place(g, host_params, placement):
+    """Put processes on hosts: ``host_params`` ``{name: HostParams}``,
+    ``placement`` ``{node: host name}``; returns the validated graph."""
+    if host_params:
+        g.graph[HOSTS] = dict(host_params)
+    for n, h in placement.items():
+        if n not in g:
+            raise ConfigError(f"node {n!r}.{HOST}", h, "a host for a declared node")
+        g.nodes[n][HOST] = h
+    return validate(g)
+
+
+def _check_hosts(g):
+    """Hosts are HostParams; every placed node names one; a broker fits its host's cores."""
+    table = g.graph.get(HOSTS)
+    if table is not None and not (isinstance(table, dict) and all(isinstance(v, HostParams) for v in table.values())):
+        raise ConfigError(f"graph.{HOSTS}", type(table).__name__, "a mapping {host name: HostParams}")
+    table = table or {}
+    for n in g:
+        name = g.nodes[n].get(HOST)
+        if name is None:
+            if g.nodes[n][KIND] == NodeKind.BROKER:  # a machine of its own: at most one core, as before hosts
+                p = g.nodes[n][PARAMS]
+                check_one_core(p.cpu_fraction, p.background_cpu_fraction, f"node {n!r}.")
+            continue
+        if isinstance(name, (bool, list, dict)) or name not in table:
+            raise ConfigError(f"node {n!r}.{HOST}", name, f"one of the hosts {sorted(table)}")
+        if g.nodes[n][KIND] == NodeKind.BROKER:
+            _check_fits(g, n, name, table[name])
+
+
+def _check_fits(g, n, name, host):
+    """A broker's (and its relay's) workers and CPU fit the cores of its host."""
+    cores = host.cores
+    params = g.nodes[n][PARAMS]
+    relay = g.nodes[n].get(RELAY)
+    where = f"at most the {cores} cores of host {name!r}"
+    for field, value in (("workers", params.workers), ("cpu_fraction", params.cpu_fraction)):
+        if value > cores:
+            raise ConfigError(f"node {n!r}.{field}", value, where)
+    if params.background_cpu_fraction >= cores:
+        raise ConfigError(f"node {n!r}.background_cpu_fraction", params.background_cpu_fraction, f"less than {where}")
+    if relay is not None and relay.workers > cores:
+        raise ConfigError(f"node {n!r}.{RELAY}.workers", relay.workers, where)
+    if relay is not None:
+        _check_shared(g, n, name, params)
+
+
+#: Broker settings the CPU a broker shares with its ILDM node (models.mechanisms.hosts.cpu) does not model.
+_NOT_SHARED = (
+    ("cpu_fraction", lambda p: p.cpu_quota_cores is not None, "no CPU quota"),
+    ("batch_max_messages", lambda p: p.batch_max_messages > 1, "1 (no batching)"),
+    ("restart_at_s", lambda p: p.restart_at_s != (), "no restarts"),
+    ("scheduling", lambda p: p.scheduling != "fifo", "fifo"),
+)
+
+
+def _check_shared(g, n, name, params):
+    """A broker and its ILDM node on one host share its CPU: one such pair per host, FIFO, no quota."""
+    why = f"for a broker sharing host {name!r}'s CPU with its interworking node"
+    for field, used, expected in _NOT_SHARED:
+        if used(params):
+            raise ConfigError(f"node {n!r}.{field}", getattr(params, field), f"{expected} {why}")
+    other = [m for m in g if m != n and g.nodes[m].get(HOST) == name and g.nodes[m].get(RELAY) is not None]
+    if other:
+        raise ConfigError(f"node {n!r}.{HOST}", name, f"a host of its own (broker {other[0]!r} and its node share it)")
 
 
 def bridge_patterns(g):
@@ -291,7 +402,7 @@ def _add(g, name, kind, params):
     g.add_node(name, **{KIND: kind.value, PARAMS: params})
 
 
-def star(*, broker, publishers, subscribers, link, broker_name="broker", protocol="mqtt"):
+def star(*, broker, publishers, subscribers, link, broker_name="broker", protocol="mqtt", hosts=None, placement=None):
     """One broker with every client attached by its own link.
 
     Parameters
@@ -299,6 +410,8 @@ def star(*, broker, publishers, subscribers, link, broker_name="broker", protoco
     broker : BrokerParams
     publishers, subscribers : dict of name -> params
     link : LinkParams or dict of client name -> LinkParams
+    hosts, placement : dict, optional
+        ``{host name: HostParams}`` and ``{node: host name}`` (:func:`place`).
     """
     g = nx.Graph(**{PROTOCOL: protocol, FORWARDING: Forwarding.SUBSCRIPTION.value})
     _add(g, broker_name, NodeKind.BROKER, broker)
@@ -308,7 +421,7 @@ def star(*, broker, publishers, subscribers, link, broker_name="broker", protoco
             if isinstance(link, dict) and name not in link:
                 raise ConfigError(f"link[{name!r}]", None, f"the LinkParams of {kind.value} {name!r}")
             g.add_edge(name, broker_name, **{PARAMS: link[name] if isinstance(link, dict) else link})
-    return validate(g)
+    return place(g, hosts, placement or {})
 
 
 def chain(
@@ -322,6 +435,8 @@ def chain(
     protocol="mqtt",
     relays=None,
     bridges=None,
+    hosts=None,
+    placement=None,
 ):
     """Brokers in a line ``b0 - b1 - ...``, clients attached to a broker each.
 
@@ -339,6 +454,8 @@ def chain(
         ILDM interworking nodes of some or all brokers.
     bridges : dict of (a, b) -> BridgeParams, optional
         Static bridges on neighbouring brokers' links.
+    hosts, placement : dict, optional
+        ``{host name: HostParams}`` and ``{node: host name}`` (:func:`place`).
     """
     g = nx.Graph(**{PROTOCOL: protocol, FORWARDING: forwarding})
     names = list(brokers)
@@ -360,7 +477,7 @@ def chain(
                 raise ConfigError(f"{kind.value} {name!r}.broker", home, f"one of {names}")
             _add(g, name, kind, params)
             g.add_edge(name, home, **{PARAMS: link})
-    return validate(g)
+    return place(g, hosts, placement or {})
 
 
 _PROVENANCE_KEYS = ("source", "reference", "date", "note")
@@ -466,6 +583,8 @@ def read_graphml(path):
     if raw.is_directed() or raw.is_multigraph():
         raw = nx.Graph(raw)
     g = nx.Graph(**{k: v for k, v in raw.graph.items() if k not in _NX_GRAPH_DEFAULTS})
+    if HOSTS in g.graph:
+        g.graph[HOSTS] = _read_hosts(g.graph[HOSTS])
     for u, v in raw.edges:
         for end in (u, v):
             if not raw.nodes[end]:  # only an edge names it: not declared with a kind
@@ -477,12 +596,25 @@ def read_graphml(path):
         kind = _kind(raw, n)
         data.pop(KIND)
         extra = _prefixed(data, RELAY, RelayParams, f"node {n!r}.{RELAY}")
+        if HOST in data:
+            extra[HOST] = str(data.pop(HOST))
         g.add_node(n, **{KIND: kind.value, PARAMS: _unflat(_PARAM_CLASS[kind], data, f"node {n!r}")}, **extra)
     for u, v, data in raw.edges(data=True):
         data = dict(data)
         extra = _prefixed(data, BRIDGE, BridgeParams, f"edge ({u!r}, {v!r}).{BRIDGE}")
         g.add_edge(u, v, **{PARAMS: _unflat(LinkParams, data, f"edge ({u!r}, {v!r})")}, **extra)
     return validate(g)
+
+
+def _read_hosts(text):
+    """The graph's ``hosts`` from its GraphML JSON text."""
+    try:
+        table = json.loads(text) if isinstance(text, str) else None
+    except json.JSONDecodeError:
+        table = None
+    if not isinstance(table, dict) or not all(isinstance(v, dict) for v in table.values()):
+        raise ConfigError(f"graph.{HOSTS}", text, "a JSON mapping {host name: {HostParams field: value}}")
+    return {h: from_mapping(HostParams, spec, f"graph.{HOSTS}.{h}") for h, spec in table.items()}
 
 
 def _prefixed(data, key, cls, where):
@@ -495,8 +627,12 @@ def write_graphml(g, path):
     """Save a topology as GraphML with flat attributes (see module docstring);
     :func:`read_graphml` reads it back to an equal topology."""
     flat = nx.Graph(**g.graph)
+    if HOSTS in g.graph:
+        flat.graph[HOSTS] = json.dumps({str(h): _nested_mapping(p) for h, p in hosts(g).items()})
     for n, data in g.nodes(data=True):
         extra = {f"{RELAY}_{k}": x for k, x in _flat(data[RELAY]).items()} if data.get(RELAY) else {}
+        if data.get(HOST) is not None:
+            extra[HOST] = str(data[HOST])
         flat.add_node(n, **{KIND: getattr(data[KIND], "value", data[KIND])}, **_flat(data[PARAMS]), **extra)
     for u, v, data in g.edges(data=True):
         extra = {f"{BRIDGE}_{k}": x for k, x in _flat(data[BRIDGE]).items()} if data.get(BRIDGE) else {}
@@ -518,7 +654,9 @@ _INPROC = LinkParams(
 )
 
 
-def brokerless(*, publishers, subscribers, socket, link, connect=None, handoff=None, protocol="zmq"):
+def brokerless(
+    *, publishers, subscribers, socket, link, connect=None, handoff=None, protocol="zmq", hosts=None, placement=None
+):
     """ZeroMQ direct PUB/SUB: a socket per publisher, every subscriber connected to them.
 
     Parameters
@@ -534,6 +672,8 @@ def brokerless(*, publishers, subscribers, socket, link, connect=None, handoff=N
     handoff : LinkParams, optional
         Application thread -> socket I/O thread on the publisher's host
         (default: free, ``LinkParams()``).
+    hosts, placement : dict, optional
+        ``{host name: HostParams}`` and ``{node: host name}`` (:func:`place`).
 
     Socket nodes are named ``"<publisher>.sock"``.
     """
@@ -551,7 +691,7 @@ def brokerless(*, publishers, subscribers, socket, link, connect=None, handoff=N
             if p not in publishers:
                 raise ConfigError(f"connect[{name!r}]", p, f"one of the publishers {list(publishers)}")
             g.add_edge(name, f"{p}.sock", **{PARAMS: link})
-    return validate(g)
+    return place(g, hosts, placement or {})
 
 
 def check_socket(g, n, kinds):

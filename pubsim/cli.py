@@ -227,6 +227,22 @@ def _traffic_table(result):
     return table
 
 
+def _host_table(result):
+    """CPU % per host and process, card utilization per direction (None without hosts)."""
+    h = result.hosts()
+    if h.empty:
+        return None
+    wide = h.pivot_table(index=["host", "process"], columns="measure", values="value", sort=False)
+    table = Table(title="hosts (window): CPU % of one core and of the host, card utilization %")
+    for col in ("host", "process", "CPU % core", "CPU % host", "card tx %", "card rx %"):
+        table.add_column(col, justify="left" if col in ("host", "process") else "right")
+    keys = ("cpu_pct_of_core", "cpu_pct_of_host", "card_tx_pct", "card_rx_pct")
+    for (host, process), row in wide.iterrows():
+        cells = [f"{row[k]:.1f}" if k in row and row[k] == row[k] else "" for k in keys]
+        table.add_row(str(host), str(process), *cells)
+    return table
+
+
 def _write(result, rep_dir):
 
     rep_dir.mkdir(parents=True, exist_ok=True)
@@ -376,6 +392,9 @@ def _run(args, console):
         traffic = _traffic_table(last)
         if traffic is not None:
             console.print(traffic)
+        hosts = _host_table(last)
+        if hosts is not None:
+            console.print(hosts)
     if args.out:
         pd.DataFrame(summaries).assign(replication=range(len(summaries))).to_csv(
             Path(args.out) / "summary.csv", index=False

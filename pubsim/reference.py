@@ -38,6 +38,7 @@ from . import (
     SubscriberParams,
     ZmqSocketParams,
 )
+from .models.params.host import HostParams
 from .models.params.mapping import MAX_COUNT
 from .models.params.patterns import ReplyParams
 from .models.params.provenance import Source
@@ -54,6 +55,7 @@ PARAMETER_CLASSES: dict[str, type] = {
     "bridge": BridgeParams,
     "socket": ZmqSocketParams,
     "disk": DiskParams,
+    "host": HostParams,
     "serialization": SerializationParams,
     "reply": ReplyParams,
 }
@@ -92,6 +94,11 @@ UNITS: dict[str, tuple[dict[str, Any], str]] = {
     ),
     "probability": ({"type": "number", "minimum": 0, "exclusiveMaximum": 1}, "a number in [0, 1)"),
     "cpu_fraction": ({"type": "number", "exclusiveMinimum": 0, "maximum": 1}, "a CPU share in (0, 1] of a core"),
+    "cpu_cores": (
+        {"type": "number", "exclusiveMinimum": 0},
+        "CPU in cores: (0, 1] of a core, up to the host's cores on a host",
+    ),
+    "cpu_load": ({"type": "number", "minimum": 0}, "a CPU load in cores: [0, 1), below the host's cores on a host"),
     "float": ({"type": "number"}, "a number"),
     "flag": ({"type": "boolean"}, "true or false"),
     "strings": (
@@ -235,9 +242,13 @@ def _group(cls: type, extra: dict[str, Any]) -> dict[str, Any]:
 
 def scenario_schema() -> dict[str, Any]:
     """JSON Schema (draft 2020-12) of a scenario file."""
-    broker = _params_schema(BrokerParams, preset=True)
+    on_host = {"host": {"type": "string", "description": "the host (machine) it runs on, a key of `hosts`"}}
+    broker = _params_schema(BrokerParams, preset=True, extra=on_host)
     link = _params_schema(LinkParams, preset=True)
-    on_broker = {"broker": {"type": "string", "description": "the broker this client attaches to (chain)"}}
+    on_broker = {
+        "broker": {"type": "string", "description": "the broker this client attaches to (chain)"},
+        **on_host,
+    }
     chain_broker = _params_schema(
         BrokerParams,
         preset=True,
@@ -245,6 +256,7 @@ def scenario_schema() -> dict[str, Any]:
             "name": {"type": "string"},
             "count": {"type": "integer", "minimum": 1},
             "relay": _params_schema(RelayParams, preset=False),
+            **on_host,
         },
     )
     bridge_item = _params_schema(BridgeParams, preset=False, extra={"remote": {"type": "string"}})
@@ -296,6 +308,11 @@ def scenario_schema() -> dict[str, Any]:
             "run": run,
             "topology": topology,
             "patterns": {"type": "array", "items": {"type": "object", "required": ["kind"]}},
+            "hosts": {
+                "type": "object",
+                "description": "machines processes are placed on: name -> HostParams fields or a preset",
+                "additionalProperties": _params_schema(HostParams, preset=True),
+            },
         },
     }
 

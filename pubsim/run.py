@@ -5,6 +5,7 @@
 >>> result.deliveries()         # one row per delivered copy (record="full")
 >>> result.stations()           # utilization and queue length per station
 >>> result.accuracy()           # per broker: its model's held-out error band, extrapolations
+>>> result.hosts()              # CPU % per host and process, card utilization (with hosts)
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from . import progress as P
 from .bands import COLUMNS as ACCURACY_COLUMNS
 from .bands import accuracy_table, summary_fields
 from .models.assembly.build import build_network
+from .models.mechanisms.hosts.monitor import host_rows
 from .models.mechanisms.ildm.traffic import traffic_table
 from .sim.drivers import BatchDriver, ReferenceDriver
 from .sim.errors import ConfigError
@@ -39,7 +41,7 @@ class RunResult:
     driver: object
     duration_s: float
     window: tuple
-    topology: object = None
+    topology: object = None  # the graph simulated (for accuracy() and hosts())
 
     @cached_property
     def _accuracy(self) -> pd.DataFrame:
@@ -84,6 +86,15 @@ class RunResult:
         edge (tidy; see :mod:`pubsim.models.mechanisms.ildm.traffic`)."""
 
         return traffic_table(self.network)
+
+    def hosts(self) -> pd.DataFrame:
+        """Per host and per process: CPU in cores, % of one core and % of the host;
+        per host: card utilization % per direction; over the window (tidy: host,
+        process, measure, value; empty without hosts). See
+        :mod:`pubsim.models.mechanisms.hosts.monitor`."""
+        if self.topology is None:
+            return pd.DataFrame(columns=["host", "process", "measure", "value"])
+        return host_rows(self.topology, self.network.stations)
 
     def parameters(self) -> pd.DataFrame:
         """Every component's parameters and their provenance."""

@@ -36,6 +36,9 @@ A ``chain`` broker group may carry ``relay:`` (the fields of
 broker), and with ``forwarding: bridge`` the chain takes ``bridges``, a list
 of ``{local: b0, remote: b1, topics_out: [...], topics_in: [...]}``
 (:class:`pubsim.models.params.bridge.BridgeParams`).
+``hosts`` (optional, top level) maps host names to the fields of
+:class:`pubsim.models.params.host.HostParams` (or a ``preset``); brokers and
+client groups then name theirs with ``host:`` (:mod:`pubsim.models.mechanisms.hosts`).
 """
 
 from __future__ import annotations
@@ -52,11 +55,12 @@ from .models.mechanisms.patterns.reports import parse_patterns
 from .models.params.bridge import BridgeParams
 from .models.params.broker import BrokerParams
 from .models.params.client import PublisherParams, SubscriberParams
+from .models.params.host import HostParams
 from .models.params.link import LinkParams
-from .models.params.mapping import from_mapping, read_name
+from .models.params.mapping import check_one_core, from_mapping, read_name
 from .models.params.relay import RelayParams
 from .models.params.zmq import ZmqSocketParams
-from .models.topology import brokerless, chain, read_graphml, star
+from .models.topology import HOST, HOSTS, brokerless, chain, place, read_graphml, star
 from .run import DRIVERS, RECORDS, simulate
 from .sim.errors import ConfigError
 from .sim.safeyaml import safe_load
@@ -64,7 +68,7 @@ from .sim.units import parse_duration_s
 
 __all__ = ["Scenario", "load_scenario", "parse_scenario", "parse_yaml", "read_yaml"]
 
-_TOP_KEYS = {"name", "description", "seed", "replications", "run", "topology", "patterns"}
+_TOP_KEYS = {"name", "description", "seed", "replications", "run", "topology", "patterns", HOSTS}
 _RUN_KEYS = {"duration", "warmup", "cooldown", "record", "driver", "drain", "series_bin"}
 
 
@@ -168,11 +172,20 @@ def _params(cls, kind, spec, path):
     return from_mapping(cls, spec, path)
 
 
-def _clients(groups, cls, path, allowance, brokers=None):
-    """Clients of one kind; with ``brokers`` (names), each names the broker it attaches to."""
+def _pop_host(spec, name, where, placement):
+    """Take ``host:`` out of a node's mapping into ``placement`` (``{node: host name}``)."""
+    if HOST in spec:
+        placement[name] = read_name(spec.pop(HOST), f"{where}.{HOST}")
+
+
+def _clients(groups, cls, path, allowance, brokers=None, placement=None):
+    """Clients of one kind; with ``brokers`` (names), each names the broker it attaches to;
+    ``host:`` goes into ``placement``."""
     clients = {}
+    placement = {} if placement is None else placement
     for where, spec in _expand_groups(groups, path, allowance):
         name = read_name(spec.pop("name"), f"{where}.name")
+        _pop_host(spec, name, where, placement)
         broker = spec.pop("broker", None)
         if brokers is not None and broker is None:
             raise ConfigError(f"{where}.broker", None, "the name of the broker this client attaches to")
@@ -187,19 +200,37 @@ def _clients(groups, cls, path, allowance, brokers=None):
     return clients
 
 
-def _star(spec, path, allowance):
+def _star(spec, path, allowance, placement, hosts):
 
     _only(spec, {"builder", "protocol", "broker", "link", "publishers", "subscribers"}, path)
+    broker = spec.get("broker", {})
+    if isinstance(broker, dict):
+        broker = dict(broker)
+        _pop_host(broker, "broker", f"{path}.broker", placement)
     return star(
-        broker=_params(BrokerParams, "broker", spec.get("broker", {}), f"{path}.broker"),
+        broker=_broker(broker, f"{path}.broker", "broker" in placement),
         link=_params(LinkParams, "link", spec.get("link", {}), f"{path}.link"),
-        publishers=_clients(spec.get("publishers", []), PublisherParams, f"{path}.publishers", allowance),
-        subscribers=_clients(spec.get("subscribers", []), SubscriberParams, f"{path}.subscribers", allowance),
+        publishers=_clients(
+            spec.get("publishers", []), PublisherParams, f"{path}.publishers", allowance, None, placement
+        ),
+        subscribers=_clients(
+            spec.get("subscribers", []), SubscriberParams, f"{path}.subscribers", allowance, None, placement
+        ),
         protocol=spec.get("protocol", "mqtt"),
+        hosts=hosts,
+        placement=placement,
     )
 
 
-def _chain(spec, path, allowance):
+def _broker(spec, path, placed):
+    """A broker's parameters; one that is on no host keeps within one core (errors name ``path``)."""
+    params = _params(BrokerParams, "broker", spec, path)
+    if not placed:
+        check_one_core(params.cpu_fraction, params.background_cpu_fraction, f"{path}.")
+    return params
+
+
+def _chain(spec, path, allowance, placement, hosts):
 
     _only(
         spec,
@@ -211,19 +242,26 @@ def _chain(spec, path, allowance):
         name = read_name(group.pop("name"), f"{where}.name")
         if name in brokers:
             raise ConfigError(f"{where}.name", name, "a unique broker name")
+        _pop_host(group, name, f"{where}({name})", placement)
         if "relay" in group:
             relays[name] = _params(RelayParams, None, group.pop("relay"), f"{where}({name}).relay")
-        brokers[name] = _params(BrokerParams, "broker", group, f"{where}({name})")
+        brokers[name] = _broker(group, f"{where}({name})", name in placement)
     return chain(
         brokers=brokers,
         bridge=_params(LinkParams, "link", spec.get("bridge", {}), f"{path}.bridge"),
         link=_params(LinkParams, "link", spec.get("link", {}), f"{path}.link"),
-        publishers=_clients(spec.get("publishers", []), PublisherParams, f"{path}.publishers", allowance, brokers),
-        subscribers=_clients(spec.get("subscribers", []), SubscriberParams, f"{path}.subscribers", allowance, brokers),
+        publishers=_clients(
+            spec.get("publishers", []), PublisherParams, f"{path}.publishers", allowance, brokers, placement
+        ),
+        subscribers=_clients(
+            spec.get("subscribers", []), SubscriberParams, f"{path}.subscribers", allowance, brokers, placement
+        ),
         forwarding=spec.get("forwarding", "subscription"),
         protocol=spec.get("protocol", "mqtt"),
         relays=relays,
         bridges=_bridges(spec.get("bridges", []), f"{path}.bridges"),
+        hosts=hosts,
+        placement=placement,
     )
 
 
@@ -244,7 +282,7 @@ def _bridges(items, path):
     return out
 
 
-def _brokerless(spec, path, allowance):
+def _brokerless(spec, path, allowance, placement, hosts):
     """ZeroMQ direct PUB/SUB: ``socket`` (ZmqSocketParams, may name a preset), ``link``
     (each peer connection), optional ``handoff`` link; subscribers connect to
     every publisher unless a group lists ``connect`` (publisher names)."""
@@ -262,10 +300,14 @@ def _brokerless(spec, path, allowance):
         socket=_params(ZmqSocketParams, "socket", spec.get("socket", {}), f"{path}.socket"),
         link=_params(LinkParams, "link", spec.get("link", {}), f"{path}.link"),
         handoff=None if handoff is None else _params(LinkParams, "link", handoff, f"{path}.handoff"),
-        publishers=_clients(spec.get("publishers", []), PublisherParams, f"{path}.publishers", allowance),
-        subscribers=_clients(groups, SubscriberParams, f"{path}.subscribers", allowance),
+        publishers=_clients(
+            spec.get("publishers", []), PublisherParams, f"{path}.publishers", allowance, None, placement
+        ),
+        subscribers=_clients(groups, SubscriberParams, f"{path}.subscribers", allowance, None, placement),
         connect=connect or None,
         protocol=spec.get("protocol", "zmq"),
+        hosts=hosts,
+        placement=placement,
     )
 
 
@@ -370,11 +412,15 @@ def parse_scenario(data, base_dir=".", budget=None):
     builders = {"star": _star, "chain": _chain, "brokerless": _brokerless}
     builder = topo.get("builder", "star")
     allowance = _Allowance(client_limit(budget))
+    placement: dict = {}
+    hosts = _hosts(data.get(HOSTS))
     if builder == "graphml":
         graph = _graphml(topo, "topology", base_dir)
         allowance.take(len(graph), "topology.path (nodes)")
+        if hosts:
+            graph = place(graph, hosts, {})
     elif isinstance(builder, str) and builder in builders:
-        graph = builders[builder](topo, "topology", allowance)
+        graph = builders[builder](topo, "topology", allowance, placement, hosts)
     else:
         raise ConfigError("topology.builder", builder, f"one of {sorted([*builders, 'graphml'])}")
     seed = read_seed(data)
@@ -393,6 +439,17 @@ def parse_scenario(data, base_dir=".", budget=None):
         run=run,
         patterns=patterns,
     )
+
+
+def _hosts(spec):
+    """``{name: HostParams}`` of the scenario's ``hosts`` section (each may name a ``preset``)."""
+    if spec is None:
+        return {}
+    if not isinstance(spec, dict):
+        raise ConfigError(HOSTS, spec, "a mapping {host name: HostParams fields or preset}")
+    return {
+        read_name(h, f"{HOSTS}.{h}"): _params(HostParams, "host", fields, f"{HOSTS}.{h}") for h, fields in spec.items()
+    }
 
 
 def _description(value):

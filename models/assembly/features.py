@@ -89,6 +89,11 @@ def _qos(g, client):
     return q
 
 
+def _card(g, a, b):
+    """``{Feature.CARD}`` if the connection between ``a`` and ``b`` passes a host's network card."""
+    return {Feature.CARD} if T.crosses_card(g, a, b) else set()
+
+
 def connections(g: nx.Graph) -> list[Connection]:
     """Every link station a compile of the validated topology ``g`` builds, with its features."""
     p = lambda n: g.nodes[n][T.PARAMS]  # noqa: E731
@@ -100,10 +105,12 @@ def connections(g: nx.Graph) -> list[Connection]:
         q = _qos(g, pub)
         any_qos |= q > 0
         feats = _queue_features(link.scheduling, link.overflow) | ({Feature.QOS} if q else set())
+        feats |= _card(g, pub, home)
         out.append(Connection(f"link:{pub}->{home}", "", frozenset(feats), q, link.scheduling, link.overflow))
     for a, b in T.broker_links(g):
         link = g.edges[a, b][T.PARAMS]
         feats = _queue_features(link.scheduling, link.overflow) | ({Feature.QOS} if any_qos else set())
+        feats |= _card(g, a, b)
         for x, y in ((a, b), (b, a)):
             out.append(Connection(f"link:{x}->{y}", "", frozenset(feats), int(any_qos), link.scheduling, link.overflow))
     for sock in T.sockets(g):
@@ -112,7 +119,7 @@ def connections(g: nx.Graph) -> list[Connection]:
             if g.has_edge(s, sock):
                 link = g.edges[s, sock][T.PARAMS]
                 subp = p(s)
-                feats = _queue_features(link.scheduling, sp.overflow) | {Feature.BROKERLESS}
+                feats = _queue_features(link.scheduling, sp.overflow) | {Feature.BROKERLESS} | _card(g, sock, s)
                 feats |= object_features(subp, "subscriber") & {Feature.SHARED}
                 out.append(
                     Connection(
@@ -136,6 +143,7 @@ def connections(g: nx.Graph) -> list[Connection]:
         feats = _queue_features(scheduling, overflow)
         feats |= {Feature.QOS} if q else set()
         feats |= {Feature.RESTART} if bp.restart_at_s else set()
+        feats |= _card(g, b, s)
         feats |= object_features(p(s), "subscriber") & {Feature.SHARED}
         out.append(
             Connection(f"link:{b}->{s}", s, frozenset(feats), q, scheduling, overflow, tuple(p(s).subscriptions))

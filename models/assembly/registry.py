@@ -3,7 +3,8 @@
 Registry order is station order (hence the order of the records): each
 publisher's uplink; each broker; relays; both directions of each bridge;
 sockets and their pipes; downlinks and subscribers; disks; encode stations;
-request/reply server stations; share-group dispatch stations last. Hooks other than ``entry_hop`` are called in this order;
+request/reply server stations; share-group dispatch stations; host network cards
+last. Hooks other than ``entry_hop`` are called in this order;
 ``entry_hop`` is asked last-to-first (:meth:`CompileContext.entry_hop`).
 See :mod:`pubsim.models.mechanisms.base` for the hooks.
 """
@@ -13,6 +14,7 @@ from __future__ import annotations
 from ..mechanisms.base import HOOKS, Mechanism
 from ..mechanisms.brokerless import BROKERLESS
 from ..mechanisms.core import BROKERS, DELIVERY
+from ..mechanisms.hosts import HOSTS
 from ..mechanisms.ildm import ILDM
 from ..mechanisms.patterns.plugin import REQREP
 from ..mechanisms.persistence import PERSISTENCE
@@ -36,7 +38,8 @@ MECHANISMS: tuple[Mechanism, ...] = (
     SESSIONS,  # downlink sessions, retain flags, publisher outages and Will
     PRIORITY,  # per-client queue policy, flow priorities
     REQREP,  # request/reply server stations; server hop below server-broker visits of requests
-    SHARED,  # share groups: dispatch stations (last), one choice hop per matching group
+    SHARED,  # share groups: dispatch stations, one choice hop per matching group
+    HOSTS,  # speed, loopback within a host; shared CPUs and network cards (last); card and CPU hops
 )
 
 

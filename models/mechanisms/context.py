@@ -71,10 +71,22 @@ class CompileContext:
         Broker -> :class:`~pubsim.models.params.relay.RelayParams` (ILDM).
     socket_tables : dict
         Socket -> prefix table of its connected peers (brokerless).
+    link_overrides : dict
+        ``frozenset({a, b})`` -> LinkParams that replace the edge's own
+        (hosts: loopback connections within one host).
+    param_overrides : dict
+        Node -> parameter object that replaces the node's own in :meth:`params`
+        (hosts: CPU costs divided by the host's speed).
+    shared_cpu : dict
+        Broker -> host: brokers whose CPU a host CPU station charges together
+        with their interworking node's (hosts).
     """
 
     def __init__(self, graph: nx.Graph, streams: StreamFactory, window: tuple[float, float], mechanisms: tuple = ()):
         self.graph = graph
+        self.link_overrides: dict[frozenset, Any] = {}
+        self.param_overrides: dict[Any, Any] = {}
+        self.shared_cpu: dict[Any, Any] = {}
         self.streams = streams
         self.window = window
         self.mechanisms = tuple(mechanisms)
@@ -94,12 +106,15 @@ class CompileContext:
 
     # -- graph -------------------------------------------------------------
     def params(self, node):
-        """Parameter object of a graph node."""
-        return self.graph.nodes[node][T.PARAMS]
+        """Parameter object of a graph node (a mechanism's override, e.g. a host's speed, if any)."""
+        override = self.param_overrides.get(node)
+        return self.graph.nodes[node][T.PARAMS] if override is None else override
 
     def link_params(self, a, b):
-        """:class:`~pubsim.models.params.link.LinkParams` of the edge ``a``-``b``."""
-        return self.graph.edges[a, b][T.PARAMS]
+        """:class:`~pubsim.models.params.link.LinkParams` of the edge ``a``-``b``
+        (a mechanism's override, e.g. a loopback connection, if there is one)."""
+        override = self.link_overrides.get(frozenset((a, b)))
+        return self.graph.edges[a, b][T.PARAMS] if override is None else override
 
     def home(self, client):
         """The broker (or first socket) a client links to."""

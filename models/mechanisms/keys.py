@@ -29,6 +29,8 @@ class StationKind(enum.Enum):
     ENCODE = "encode"  # a publisher's CPU encoding its messages
     DISPATCH = "dispatch"  # a broker's dispatch of one share group (shared subscriptions)
     SERVER = "server"  # a request/reply server's work between request and reply
+    CARD = "card"  # one direction of a host's network card (names: host, "tx" or "rx")
+    CPU = "cpu"  # a host's CPU shared by a broker and its interworking node (names: host)
 
 
 @dataclass(frozen=True)

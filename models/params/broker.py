@@ -61,17 +61,20 @@ class BrokerParams:
     idle_wakeup_cost_s : float
         Extra cost of a message that finds its worker idle, s.
     cpu_fraction : float
-        CPU quota of the broker, in cores, in (0, 1] (a cgroup CPU quota:
+        CPU quota of the broker, in cores: in (0, 1], or up to its host's
+        cores when it is placed on a host (a cgroup CPU quota:
         ``cpu.cfs_quota_us / cpu.cfs_period_us``). All costs are CPU seconds
         at full speed. The workers together may work ``cpu_fraction x
         cpu_period_s`` per period; past that they stall until the next
         period (Linux CFS bandwidth control; see :mod:`pubsim.sim.kernels`). 1 (the
-        default) is no quota.
+        default) is no quota, and so is a quota of at least ``workers`` cores
+        (:attr:`cpu_quota_cores`).
     cpu_period_s : float
         Quota period, s (Linux default 100 ms; pubsim's harness uses 10 ms).
     background_cpu_fraction : float
         CPU the broker spends on work that is not messages (timers, runtime
-        housekeeping, ``$SYS`` updates), in cores, in [0, 1). Under a quota it
+        housekeeping, ``$SYS`` updates, other work on its machine), in cores,
+        in [0, 1), or below its host's cores on a host. Under a quota it
         takes its share of the budget first (the messages get
         ``cpu_fraction - background_cpu_fraction`` cores); without one it
         time-shares the workers, stretching every service by
@@ -170,9 +173,9 @@ class BrokerParams:
     per_byte_cost_s: float = field(default=0.0, metadata={"unit": "float"})
     filter_scan_cost_s: float = field(default=0.0, metadata={"unit": "float"})
     idle_wakeup_cost_s: float = field(default=0.0, metadata={"unit": "duration"})
-    cpu_fraction: float = field(default=1.0, metadata={"unit": "cpu_fraction"})
+    cpu_fraction: float = field(default=1.0, metadata={"unit": "cpu_cores"})
     cpu_period_s: float = field(default=0.1, metadata={"unit": "duration"})
-    background_cpu_fraction: float = field(default=0.0, metadata={"unit": "probability"})
+    background_cpu_fraction: float = field(default=0.0, metadata={"unit": "cpu_load"})
     queue_messages: int | None = field(default=None, metadata={"unit": "optional_count"})
     queue_bytes: int | None = field(default=None, metadata={"unit": "optional_size"})
     client_queue_messages: int | None = field(default=None, metadata={"unit": "optional_count"})
@@ -205,14 +208,23 @@ class BrokerParams:
         if self.restart_at_s != ():
             _check_restarts(self)
         refuse(self, "broker")  # pairs of features that do not combine (models.params.features)
-        if self.background_cpu_fraction >= min(self.cpu_fraction, self.workers):
+        cpu = self.workers if self.cpu_quota_cores is None else self.cpu_quota_cores
+        if self.background_cpu_fraction >= cpu:
             raise ConfigError(
                 "background_cpu_fraction",
                 self.background_cpu_fraction,
-                f"less than the broker's CPU (cpu_fraction {self.cpu_fraction} core)",
+                f"less than the broker's CPU: in [0, {cpu:g}) cores "
+                f"(cpu_fraction {self.cpu_fraction:g}, {self.workers} workers)",
             )
         if not self.cpu_period_s > 0:
             raise ConfigError("cpu_period_s", self.cpu_period_s, "a period > 0 s")
+
+    @property
+    def cpu_quota_cores(self) -> float | None:
+        """The CPU quota in cores, or None: ``cpu_fraction`` below 1, or between 1
+        and ``workers`` (a multi-core quota on a host); 1 or at least ``workers`` is none."""
+        c = self.cpu_fraction
+        return c if c < 1.0 or 1.0 < c < self.workers else None
 
     @property
     def mean_demand_s(self) -> float:

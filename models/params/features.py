@@ -60,6 +60,7 @@ class Feature(str, enum.Enum):
     CLOSED_LOOP = "closed_loop"  # request/reply clients (arrival closed_loop)
     SERIALIZATION = "serialization"
     SHARED = "shared"  # shared subscriptions ($share/{group}/{filter}, AMQP competing consumers)
+    CARD = "card"  # a connection between hosts that passes a network card (models.mechanisms.hosts)
 
 
 F = Feature
@@ -217,6 +218,15 @@ REFUSED: tuple[Refusal, ...] = (
         "filters without $share/ on a brokerless ZeroMQ peer (ZeroMQ SUB sockets have no shared "
         "subscriptions; PUSH/PULL deals messages to workers)",
     ),
+    Refusal(
+        "connection",
+        F.QOS,
+        F.CARD,
+        "{link}.qos",
+        "qos",
+        "0 on a connection through a host's network card (handshakes and the in-flight window "
+        "are modelled on connections without a card)",
+    ),
 )
 
 
@@ -235,7 +245,7 @@ DETECT: dict[str, dict[Feature, Callable[[Any], bool]]] = {
     "broker": {
         F.BATCHING: lambda p: p.batch_max_messages > 1,
         F.WORKERS: lambda p: p.workers != 1,
-        F.CPU_QUOTA: lambda p: p.cpu_fraction < 1.0,
+        F.CPU_QUOTA: lambda p: p.cpu_quota_cores is not None,
         F.PRIORITY: lambda p: p.scheduling != "fifo",
         F.BACKPRESSURE: lambda p: _queue(p.overflow) is F.BACKPRESSURE,
         F.QUEUE_POLICY: lambda p: _queue(p.overflow) is F.QUEUE_POLICY,

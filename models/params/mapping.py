@@ -26,7 +26,7 @@ from .provenance import Provenance, parse_provenance
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
 
-__all__ = ["from_mapping", "to_mapping", "check_fields", "read_name", "MAX_COUNT", "MAX_WORKERS"]
+__all__ = ["from_mapping", "to_mapping", "check_fields", "read_name", "check_one_core", "MAX_COUNT", "MAX_WORKERS"]
 
 #: Reads one human value of a field: (value, field path) -> value in SI form.
 Reader = Callable[[Any, str], Any]
@@ -101,6 +101,42 @@ def _cpu_fraction(value: Any, field: str) -> float:
     return x
 
 
+_CORES = "a number of cores in (0, 1] (up to the cores of its host when placed on one)"
+_LOAD = "a CPU load in [0, 1) cores (below the cores of its host when placed on one)"
+
+
+def _cpu_cores(value: Any, field: str) -> float:
+    """CPU in cores: > 0; more than one core only on a host (checked with the topology)."""
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        raise ConfigError(field, value, _CORES) from None
+    if not 0.0 < x <= MAX_WORKERS:
+        raise ConfigError(field, value, _CORES)
+    return x
+
+
+def _cpu_load(value: Any, field: str) -> float:
+    """A CPU load in cores: >= 0; one core or more only on a host (checked with the topology)."""
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        raise ConfigError(field, value, _LOAD) from None
+    if not 0.0 <= x < MAX_WORKERS:
+        raise ConfigError(field, value, _LOAD)
+    return x
+
+
+def check_one_core(cpu_cores: float, load: float, where: str) -> None:
+    """The limits of a process on no host: CPU at most one core, load below one core.
+
+    ``where`` prefixes the field names (``"topology.broker."``, ``"node 'b'."``)."""
+    if cpu_cores > 1.0:
+        raise ConfigError(f"{where}cpu_fraction", cpu_cores, _CORES)
+    if load >= 1.0:
+        raise ConfigError(f"{where}background_cpu_fraction", load, _LOAD)
+
+
 def _strings(value: Any, field: str) -> tuple[str, ...]:
     if isinstance(value, str):
         value = [v for v in value.split(";") if v]
@@ -124,6 +160,8 @@ READERS: dict[str, Reader] = {
     "probability": _probability,
     "float": _float,
     "cpu_fraction": _cpu_fraction,
+    "cpu_cores": _cpu_cores,
+    "cpu_load": _cpu_load,
     "strings": _strings,
     "provenance": parse_provenance,
     "text": lambda v, f: _text(v, f),

@@ -32,6 +32,7 @@ _FILES.update({"socket": "sockets.yaml", "disk": "disks.yaml"})  # ZeroMQ socket
 _FILES["serialization"] = "serialization.yaml"  # message formats (models.params.serialization)
 #: Fitted fields besides the ``*_cost_s`` costs: overriding one voids a profile's accuracy record.
 _FITTED = ("workers", "background_cpu_fraction")
+_FILES["host"] = "hosts.yaml"  # machines processes are placed on (models.params.host)
 
 
 def user_dir() -> Path:

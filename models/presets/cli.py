@@ -40,6 +40,7 @@ _KEYS = {
     ),
     "socket": ("socket_type", "send_cost_s", "copy_cost_s", "per_byte_cost_s", "sndhwm", "batch_max_bytes"),
     "disk": ("sync_latency_s", "bandwidth_Bps", "batch_max_messages"),
+    "host": ("cores", "speed", "card_Bps", "loopback_latency_s"),
 }
 
 

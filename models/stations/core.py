@@ -245,16 +245,16 @@ _UNIFORM = _Uniform(value=0.5)
 def _quota(params):
     """CPU quota left to a broker's messages per period (``cpu_fraction`` 1 = no quota):
     the background load takes its share of the budget first."""
-    if params.cpu_fraction >= 1.0:
+    if params.cpu_quota_cores is None:
         return {}
-    share = params.cpu_fraction - params.background_cpu_fraction
+    share = params.cpu_quota_cores - params.background_cpu_fraction
     return {"cpu_quota_s": share * params.cpu_period_s, "cpu_period_s": params.cpu_period_s}
 
 
 def _background_stretch(params):
     """Service-time factor of an uncapped broker whose workers also run a
     constant background load (processor sharing): ``1 / (1 - B / workers)``."""
-    if params.cpu_fraction < 1.0 or params.background_cpu_fraction == 0.0:
+    if params.cpu_quota_cores is not None or params.background_cpu_fraction == 0.0:
         return 1.0
     return 1.0 / (1.0 - params.background_cpu_fraction / params.workers)
 
@@ -286,16 +286,21 @@ class BrokerStation(ModelStation):
         Subscription filters installed on this broker.
     streams : sim.rng.StreamFactory
     window : (float, float)
+    cpu_shared : bool
+        Its CPU is a shared host CPU station that charges this broker's
+        demand (:meth:`demand_s`) together with its interworking node's
+        (:mod:`pubsim.models.mechanisms.hosts.cpu`): here a visit then takes no time.
     """
 
-    def __init__(self, name, params, *, filters, streams, window):
+    def __init__(self, name, params, *, filters, streams, window, cpu_shared=False):
+        self.cpu_shared = bool(cpu_shared)
         cap = None if params.queue_messages is None else params.queue_messages + params.workers
         disc = make_discipline(
             servers=params.workers,
             capacity_messages=cap,
             capacity_bytes=params.queue_bytes,
             overflow=params.overflow,
-            idle_extra_s=params.idle_wakeup_cost_s * _background_stretch(params),
+            idle_extra_s=0.0 if cpu_shared else params.idle_wakeup_cost_s * _background_stretch(params),
             priority=params.scheduling == "priority",
             batch=_batch(params),
             restart=_restart(params),
@@ -319,6 +324,10 @@ class BrokerStation(ModelStation):
         self._wire_durable(index, wiring)
 
     def service_s(self, packets):
+        return np.zeros(len(packets)) if self.cpu_shared else self.demand_s(packets)
+
+    def demand_s(self, packets):
+        """CPU demand of each packet's visit, s (draws this broker's cost streams)."""
         p = self.params
         n = len(packets)
         matched = self.plan.matched[packets.visit]
@@ -337,7 +346,7 @@ class BrokerStation(ModelStation):
 
     @property
     def lookahead_s(self):
-        return self.params.ingress_cost_s.min_value
+        return 0.0 if self.cpu_shared else self.params.ingress_cost_s.min_value
 
 
 class SubscriberStation(ModelStation):

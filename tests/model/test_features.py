@@ -10,6 +10,7 @@ from pubsim.models.assembly.features import check_features, features
 from pubsim.models.params.broker import BrokerParams
 from pubsim.models.params.client import PublisherParams, SubscriberParams
 from pubsim.models.params.features import REFUSED, Feature, object_features
+from pubsim.models.params.host import HostParams
 from pubsim.models.params.link import LinkParams
 from pubsim.models.params.zmq import ZmqSocketParams
 from pubsim.sim.errors import ConfigError
@@ -125,6 +126,10 @@ CASES = {
     ("connection", F.QOS, F.QUEUE_POLICY): (
         lambda: _star(BrokerParams(client_overflow="drop_oldest"), _qos_sub()),
         "link:broker->s.overflow",
+    ),
+    ("connection", F.QOS, F.CARD): (
+        lambda: T.place(_star(sub=_qos_sub()), {"h": HostParams(card_Bps=1e6)}, {"s": "h"}),
+        "link:broker->s.qos",
     ),
 }
 

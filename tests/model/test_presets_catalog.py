@@ -13,6 +13,7 @@ import yaml
 from pubsim.models import presets
 from pubsim.models.params.broker import BrokerParams
 from pubsim.models.params.disk import DiskParams
+from pubsim.models.params.host import HostParams
 from pubsim.models.params.link import LinkParams
 from pubsim.models.params.mapping import from_mapping
 from pubsim.models.params.serialization import SerializationParams
@@ -37,6 +38,7 @@ CLASSES = {
     "serialization": SerializationParams,
     "socket": ZmqSocketParams,
     "disk": DiskParams,
+    "host": HostParams,
 }
 
 

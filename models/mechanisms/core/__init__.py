@@ -82,7 +82,12 @@ class Brokers:
             ctx.add_station(
                 StationKey.broker(b),
                 BrokerStation(
-                    f"broker:{b}", ctx.params(b), filters=len(ctx.tables[b]), streams=ctx.streams, window=ctx.window
+                    f"broker:{b}",
+                    ctx.params(b),
+                    filters=len(ctx.tables[b]),
+                    streams=ctx.streams,
+                    window=ctx.window,
+                    cpu_shared=b in ctx.shared_cpu,
                 ),
             )
 
