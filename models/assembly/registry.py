@@ -13,6 +13,7 @@ from __future__ import annotations
 from ..mechanisms.base import HOOKS, Mechanism
 from ..mechanisms.brokerless import BROKERLESS
 from ..mechanisms.core import BROKERS, DELIVERY
+from ..mechanisms.frames import FRAMES
 from ..mechanisms.ildm import ILDM
 from ..mechanisms.persistence import PERSISTENCE
 from ..mechanisms.priority import PRIORITY
@@ -33,6 +34,7 @@ MECHANISMS: tuple[Mechanism, ...] = (
     QOS,  # QoS link stations, folded consumers, visit QoS, handshake packets
     SESSIONS,  # downlink sessions, retain flags, publisher outages and Will
     PRIORITY,  # per-client queue policy, flow priorities
+    FRAMES,  # YAMI4 frame channels on framing brokers' downlinks (subscriber read inside)
 )
 
 

@@ -58,6 +58,8 @@ class Feature(str, enum.Enum):
     WILL = "will"  # publisher outages and Will messages
     CLOSED_LOOP = "closed_loop"  # request/reply clients (arrival closed_loop)
     SERIALIZATION = "serialization"
+    FRAMES = "frames"  # YAMI4 frame channels (client_frame_bytes): frame queue, send window, reader inside
+    LOSSY = "lossy"  # a link with loss or random jitter
 
 
 F = Feature
@@ -100,6 +102,7 @@ _QOS_FIFO = (
     "a FIFO queue with drop_newest or backpressure on a connection with QoS > 0 "
     "(the in-flight window is modelled for FIFO queues)"
 )
+_FRAMES = "a frame channel (client_frame_bytes) "
 _QUOTA = "1 with priority scheduling or {overflow} (the CPU quota is modelled for FIFO brokers)"
 
 #: The refused pairs, per scope, in the order they are checked.
@@ -197,6 +200,52 @@ REFUSED: tuple[Refusal, ...] = (
     ),
     Refusal("connection", F.QOS, F.PRIORITY, "{link}.overflow", "queue", _QOS_FIFO),
     Refusal("connection", F.QOS, F.QUEUE_POLICY, "{link}.overflow", "queue", _QOS_FIFO),
+    Refusal(
+        "connection", F.FRAMES, F.QOS, "{subscriber}.qos", "qos", _FRAMES + "carries QoS 0 (no acknowledged reads)"
+    ),
+    Refusal(
+        "connection", F.FRAMES, F.RESTART, "{link}.restart_at_s", "link", _FRAMES + "at a broker without restart_at_s"
+    ),
+    Refusal(
+        "connection",
+        F.FRAMES,
+        F.QUEUE_POLICY,
+        "{link}.overflow",
+        "queue",
+        _FRAMES + "drops the newest message at its limits (drop_newest)",
+    ),
+    Refusal(
+        "connection",
+        F.FRAMES,
+        F.BACKPRESSURE,
+        "{link}.overflow",
+        "queue",
+        _FRAMES + "drops the newest message at its limits (drop_newest)",
+    ),
+    Refusal(
+        "connection",
+        F.FRAMES,
+        F.LOSSY,
+        "{link}.loss_probability",
+        "link",
+        _FRAMES + "on a link without loss and with constant jitter",
+    ),
+    Refusal(
+        "connection",
+        F.FRAMES,
+        F.SESSIONS,
+        "{subscriber}.online_s",
+        "subscriber",
+        _FRAMES + "to an always connected subscriber (no online_s, no churn)",
+    ),
+    Refusal(
+        "connection",
+        F.FRAMES,
+        F.BUFFER,
+        "{subscriber}.buffer_messages",
+        "subscriber",
+        _FRAMES + "to a subscriber without buffer_messages (the send window bounds what it holds)",
+    ),
 )
 
 
@@ -224,6 +273,7 @@ DETECT: dict[str, dict[Feature, Callable[[Any], bool]]] = {
         F.CLIENT_PRIORITY: lambda p: p.client_scheduling == "priority",
         F.CLIENT_BACKPRESSURE: lambda p: p.client_overflow == Overflow.BACKPRESSURE,
         F.DISK: lambda p: p.disk is not None,
+        F.FRAMES: lambda p: p.client_frame_bytes is not None,
     },
     "link": {
         F.PRIORITY: lambda p: p.scheduling == "priority",
