@@ -257,3 +257,22 @@ def test_reader_with_random_processing_runs_on_both_drivers():
     b = simulate(g, duration_s=2.0, seed=3, driver="reference").deliveries()
     assert len(a) > 300
     assert a.equals(b)
+
+
+@pytest.mark.parametrize(
+    "old, new, field",
+    [
+        ("schedule_size_bytes: [12288, 12288, 12288]", "schedule_size_bytes: [1e300B, 12288, 12288]", "[0]"),
+        ("schedule_time_s: [0.0, 0.02, 0.04]", "schedule_time_s: [0.0, soon, 0.04]", "[1]"),
+        ("schedule_time_s: [0.0, 0.02, 0.04]", "schedule_time_s: 3", ""),
+    ],
+)
+def test_bad_schedule_values_are_one_line_errors(tmp_path, old, new, field):
+    # schedule lists are read item by item (a schedule publisher used to crash on '1e300B')
+    text = (ROOT / "experiments" / "yami4_priority_idle.yaml").read_text()
+    assert old in text
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(text.replace(old, new, 1))
+    with pytest.raises(ConfigError) as e:
+        load_scenario(bad)
+    assert e.value.field.endswith(old.split(":")[0] + field) and "\n" not in str(e.value)
