@@ -15,8 +15,10 @@ of one message stay in order). Here:
   plus the link latency); the reader (the subscriber) takes complete
   messages in completion order, one at a time: it takes a message at
   ``max(complete, reader free)``, which frees the message's bytes in the
-  window, and is free again ``processing`` later, when the copy is
-  delivered (a sleeping subscriber reads one message per sleep);
+  window once the window update has travelled back (one link latency
+  later: with a fast reader the channel carries at most the window per
+  round trip, W/RTT), and is free again ``processing`` later, when the
+  copy is delivered (a sleeping subscriber reads one message per sleep);
 * YAMI4's receiving agent keeps reading frames of messages it is still
   assembling, so the window stops the transmitter only while a read is
   pending that will free it (a complete message waits for the reader);
@@ -154,7 +156,7 @@ class FrameDiscipline:
         self.bytes_queued -= msg.bytes
         read = max(last_end + self.delay_s, self.reader_free)
         self.reader_free = read + msg.processing
-        heapq.heappush(self.frees, (read, msg.seq, msg.bytes))
+        heapq.heappush(self.frees, (read + self.delay_s, msg.seq, msg.bytes))  # the window update travels back
         self._out.append((msg.row, msg.row[0], msg.first_start, self.reader_free, last_end))
 
     def arrive(self, t: float, row: Row, wire_bytes: float, prio: int, processing: float) -> None:

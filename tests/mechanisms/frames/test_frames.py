@@ -276,3 +276,32 @@ def test_bad_schedule_values_are_one_line_errors(tmp_path, old, new, field):
     with pytest.raises(ConfigError) as e:
         load_scenario(bad)
     assert e.value.field.endswith(old.split(":")[0] + field) and "\n" not in str(e.value)
+
+
+def test_window_limits_throughput_to_window_per_round_trip(driver):
+    # theory: a window-limited channel carries W bytes per round trip. F = 1,000-byte messages
+    # (one frame each), W = 4 frames, 10 ms latency each way, 1 GB/s (1 us per frame), a reader
+    # that reads at once: message k is read at 10 ms + (k mod 4 + 1) us + (k // 4) x 20.001 ms
+    # (its window slot comes back 10 ms after the read), i.e. W / RTT = 4 / 20.001 ms ~ 200 msg/s.
+    pub = PublisherParams(
+        topics=("t0",),
+        arrival="schedule",
+        schedule_time_s=(0.0,) * 40,
+        schedule_size_bytes=(1000,) * 40,
+        schedule_topic=("t0",) * 40,
+    )
+    broker = BrokerParams(client_frame_bytes=1000, client_send_window_bytes=4000)
+    fast = LinkParams(bandwidth_Bps=1e9, latency_s=0.010)
+    g = T.star(
+        broker=broker,
+        publishers={"p": pub},
+        subscribers=_subs(0.0, {"s": ("#",)}),
+        link={"p": ZERO_LINK, "s": fast},
+        protocol="none",
+    )
+    r = simulate(g, duration_s=0.5, seed=1, driver=driver)
+    t = np.sort(r.deliveries()["delivery_time_s"].to_numpy())
+    k = np.arange(40)
+    assert np.allclose(t, 0.010 + (k % 4 + 1) * 1e-6 + (k // 4) * 0.020001, rtol=0, atol=1e-9)
+    rate = 4 / (0.020001)
+    assert abs(36 / (t[-1] - t[0]) - rate) / rate < 0.01
