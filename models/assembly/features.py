@@ -82,6 +82,17 @@ def _queue_features(scheduling, overflow):
     return out
 
 
+def _frame_features(broker, link, sub):
+    """A frame channel's features and those of its link and reader it is checked against (none without frames)."""
+    if broker.client_frame_bytes is None:
+        return set()
+    out = {Feature.FRAMES}
+    if link.loss_probability > 0 or not link.jitter_s.is_constant:
+        out.add(Feature.LOSSY)
+    scope = object_features(sub, "subscriber")
+    return out | (scope & {Feature.SESSIONS, Feature.BUFFER})
+
+
 def _qos(g, client):
     """A client's QoS, checked against the protocol (one-line error naming ``client.qos``)."""
     q = g.nodes[client][T.PARAMS].qos
@@ -145,6 +156,7 @@ def connections(g: nx.Graph) -> list[Connection]:
         feats |= {Feature.RESTART} if bp.restart_at_s else set()
         feats |= _card(g, b, s)
         feats |= object_features(p(s), "subscriber") & {Feature.SHARED}
+        feats |= _frame_features(bp, link, p(s))
         out.append(
             Connection(f"link:{b}->{s}", s, frozenset(feats), q, scheduling, overflow, tuple(p(s).subscriptions))
         )

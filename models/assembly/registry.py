@@ -14,6 +14,7 @@ from __future__ import annotations
 from ..mechanisms.base import HOOKS, Mechanism
 from ..mechanisms.brokerless import BROKERLESS
 from ..mechanisms.core import BROKERS, DELIVERY
+from ..mechanisms.frames import FRAMES
 from ..mechanisms.hosts import HOSTS
 from ..mechanisms.ildm import ILDM
 from ..mechanisms.patterns.plugin import REQREP
@@ -37,6 +38,7 @@ MECHANISMS: tuple[Mechanism, ...] = (
     QOS,  # QoS link stations, folded consumers, visit QoS, handshake packets
     SESSIONS,  # downlink sessions, retain flags, publisher outages and Will
     PRIORITY,  # per-client queue policy, flow priorities
+    FRAMES,  # YAMI4 frame channels on framing brokers' downlinks (subscriber read inside)
     REQREP,  # request/reply server stations; server hop below server-broker visits of requests
     SHARED,  # share groups: dispatch stations, one choice hop per matching group
     HOSTS,  # speed, loopback within a host; shared CPUs and network cards (last); card and CPU hops

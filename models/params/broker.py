@@ -121,6 +121,17 @@ class BrokerParams:
     flow_to_disk_cost_s : float
         ``flow_to_disk`` (Qpid): extra time a message admitted beyond a
         queue's limit needs (written to disk and read back), s.
+    client_frame_bytes : int or None
+        YAMI4 frames: each message to a subscriber is cut into frames of at
+        most this many wire bytes and the per-subscriber queue orders frames
+        (``pubsim.models.mechanisms.frames``); the subscriber reads inside its
+        channel. None (default) = whole messages, as before. YAMI4's default
+        ``tcp_frame_size`` is 4096 bytes (yami4-core ``options.cpp``).
+    client_send_window_bytes : int or None
+        Send window of each framed channel (socket buffers between the queue
+        and the reader), bytes; frames leave the queue only while it has
+        room and the reader's takes free it. None = unlimited; needs
+        ``client_frame_bytes`` and at least one frame.
     batch_max_messages : int
         Automatic batching (ZeroMQ writes every queued message of a pipe in
         one ``send()``): when the worker becomes free it takes up to this
@@ -192,6 +203,8 @@ class BrokerParams:
     client_overflow: str = field(default=Overflow.DROP_NEWEST, metadata={"unit": "choice", "choices": Overflow.ALL})
     max_priority: int | None = field(default=None, metadata={"unit": "optional_count"})
     flow_to_disk_cost_s: float = field(default=0.0, metadata={"unit": "duration"})
+    client_frame_bytes: int | None = field(default=None, metadata={"unit": "optional_size"})
+    client_send_window_bytes: int | None = field(default=None, metadata={"unit": "optional_size"})
     batch_max_messages: int = field(default=1, metadata={"unit": "positive_count"})
     batch_fixed_cost_s: float = field(default=0.0, metadata={"unit": "duration"})
     batch_max_bytes: int | None = field(default=None, metadata={"unit": "optional_size"})
@@ -207,6 +220,7 @@ class BrokerParams:
         check_fields(self)
         if self.restart_at_s != ():
             _check_restarts(self)
+        _check_frames(self)
         refuse(self, "broker")  # pairs of features that do not combine (models.params.features)
         cpu = self.workers if self.cpu_quota_cores is None else self.cpu_quota_cores
         if self.background_cpu_fraction >= cpu:
@@ -230,6 +244,19 @@ class BrokerParams:
     def mean_demand_s(self) -> float:
         """Mean demand of a message with one match and one copy, s (for quick sizing)."""
         return self.ingress_cost_s.mean + self.match_cost_s.mean + self.delivery_cost_s.mean
+
+
+def _check_frames(p: BrokerParams) -> None:
+    """Frame size > 0; a send window needs frames and holds at least one frame."""
+    f, w = p.client_frame_bytes, p.client_send_window_bytes
+    if f is not None and not f > 0:
+        raise ConfigError("client_frame_bytes", f, "a frame size > 0 bytes")
+    if w is None:
+        return
+    if f is None:
+        raise ConfigError("client_send_window_bytes", w, "unset without client_frame_bytes (frames off)")
+    if w < f:
+        raise ConfigError("client_send_window_bytes", w, f"at least one frame (client_frame_bytes {f})")
 
 
 def _check_restarts(p: BrokerParams) -> None:

@@ -8,6 +8,7 @@ processing time per message and a receive buffer.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -15,6 +16,7 @@ import numpy as np
 
 from ...sim.distributions import Constant, Distribution
 from ...sim.errors import ConfigError
+from ...sim.units import parse_duration_s, parse_size_bytes
 from .features import refuse
 from .mapping import check_fields
 from .provenance import ASSUMED, Provenance
@@ -186,7 +188,10 @@ class PublisherParams:
         return self.topic_priorities[self.topics.index(topic)]
 
     def _check_schedule(self) -> None:
-        t = np.asarray(self.schedule_time_s, dtype=float)
+        times = _schedule_list(self, "schedule_time_s", parse_duration_s)
+        _schedule_list(self, "schedule_size_bytes", parse_size_bytes)
+        _schedule_list(self, "schedule_topic", lambda v, f: v if isinstance(v, str) else _not_topic(v, f))
+        t = np.asarray(times, dtype=float)
         n = len(t)
         if len(self.schedule_size_bytes) != n or len(self.schedule_topic) != n:
             raise ConfigError(
@@ -206,6 +211,20 @@ class PublisherParams:
             t = self.schedule_time_s
             return len(t) / max(t[-1] - t[0], 1e-9) if len(t) > 1 else 0.0
         return self.rate_per_s
+
+
+def _not_topic(value: Any, field: str) -> str:
+    raise ConfigError(field, value, "a topic name (a string)")
+
+
+def _schedule_list(p: PublisherParams, name: str, read: Callable[[Any, str], Any]) -> tuple:
+    """Read a schedule list field item by item (one-line error naming ``name[i]``); store it as a tuple."""
+    values = getattr(p, name)
+    if isinstance(values, (str, bytes)) or not isinstance(values, (list, tuple, np.ndarray)):
+        raise ConfigError(name, values, "a list")
+    out = tuple(read(v, f"{name}[{i}]") for i, v in enumerate(values))
+    object.__setattr__(p, name, out)
+    return out
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -61,6 +61,8 @@ class Feature(str, enum.Enum):
     SERIALIZATION = "serialization"
     SHARED = "shared"  # shared subscriptions ($share/{group}/{filter}, AMQP competing consumers)
     CARD = "card"  # a connection between hosts that passes a network card (models.mechanisms.hosts)
+    FRAMES = "frames"  # YAMI4 frame channels (client_frame_bytes): frame queue, send window, reader inside
+    LOSSY = "lossy"  # a link with loss or random jitter
 
 
 F = Feature
@@ -103,6 +105,7 @@ _QOS_FIFO = (
     "a FIFO queue with drop_newest or backpressure on a connection with QoS > 0 "
     "(the in-flight window is modelled for FIFO queues)"
 )
+_FRAMES = "a frame channel (client_frame_bytes) "
 _QUOTA = "1 with priority scheduling or {overflow} (the CPU quota is modelled for FIFO brokers)"
 
 #: The refused pairs, per scope, in the order they are checked.
@@ -227,6 +230,69 @@ REFUSED: tuple[Refusal, ...] = (
         "0 on a connection through a host's network card (handshakes and the in-flight window "
         "are modelled on connections without a card)",
     ),
+    Refusal(
+        "connection", F.FRAMES, F.QOS, "{subscriber}.qos", "qos", _FRAMES + "carries QoS 0 (no acknowledged reads)"
+    ),
+    Refusal(
+        "connection", F.FRAMES, F.RESTART, "{link}.restart_at_s", "link", _FRAMES + "at a broker without restart_at_s"
+    ),
+    Refusal(
+        "connection",
+        F.FRAMES,
+        F.QUEUE_POLICY,
+        "{link}.overflow",
+        "queue",
+        _FRAMES + "drops the newest message at its limits (drop_newest)",
+    ),
+    Refusal(
+        "connection",
+        F.FRAMES,
+        F.BACKPRESSURE,
+        "{link}.overflow",
+        "queue",
+        _FRAMES + "drops the newest message at its limits (drop_newest)",
+    ),
+    Refusal(
+        "connection",
+        F.FRAMES,
+        F.LOSSY,
+        "{link}.loss_probability",
+        "link",
+        _FRAMES + "on a link without loss and with constant jitter",
+    ),
+    Refusal(
+        "connection",
+        F.FRAMES,
+        F.SESSIONS,
+        "{subscriber}.online_s",
+        "subscriber",
+        _FRAMES + "to an always connected subscriber (no online_s, no churn)",
+    ),
+    Refusal(
+        "connection",
+        F.FRAMES,
+        F.BUFFER,
+        "{subscriber}.buffer_messages",
+        "subscriber",
+        _FRAMES + "to a subscriber without buffer_messages (the send window bounds what it holds)",
+    ),
+    Refusal(
+        "connection",
+        F.FRAMES,
+        F.CARD,
+        "{subscriber}.host",
+        "link",
+        _FRAMES + "to a subscriber on the broker's host or behind no card (a card after the channel's "
+        "reader is not modelled)",
+    ),
+    Refusal(
+        "connection",
+        F.FRAMES,
+        F.SHARED,
+        "{subscriber}.subscriptions",
+        "subscriptions",
+        _FRAMES + "to a subscriber without $share/ filters (dispatch to frame channels is not modelled)",
+    ),
 )
 
 
@@ -254,6 +320,7 @@ DETECT: dict[str, dict[Feature, Callable[[Any], bool]]] = {
         F.CLIENT_PRIORITY: lambda p: p.client_scheduling == "priority",
         F.CLIENT_BACKPRESSURE: lambda p: p.client_overflow == Overflow.BACKPRESSURE,
         F.DISK: lambda p: p.disk is not None,
+        F.FRAMES: lambda p: p.client_frame_bytes is not None,
     },
     "link": {
         F.PRIORITY: lambda p: p.scheduling == "priority",

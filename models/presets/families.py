@@ -30,7 +30,7 @@ FAMILIES = {
         "ZeroMQ PUB/SUB, PUSH/PULL": ("zeromq-pubsub-placeholder",),
     },
     "brokered or brokerless with priorities": {
-        "YAMI4": ("yami4-placeholder",),
+        "YAMI4": ("yami4-placeholder", "yami4-channel"),
     },
     "others named by the studies": {
         "NATS": ("nats",),

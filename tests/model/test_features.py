@@ -27,6 +27,11 @@ def _star(broker=None, sub=None, link=None):
     )
 
 
+def _framed(**fields):
+    """A broker whose per-client queues are YAMI4 frame channels."""
+    return BrokerParams(client_frame_bytes=4096, client_send_window_bytes=16384, **fields)
+
+
 def _qos_sub():
     return SubscriberParams(subscriptions=("a",), qos=1)
 
@@ -131,6 +136,39 @@ CASES = {
         lambda: T.place(_star(sub=_qos_sub()), {"h": HostParams(card_Bps=1e6)}, {"s": "h"}),
         "link:broker->s.qos",
     ),
+    ("connection", F.FRAMES, F.QOS): (lambda: _star(_framed(), _qos_sub()), "s.qos"),
+    ("connection", F.FRAMES, F.CARD): (
+        lambda: T.place(_star(_framed()), {"h": HostParams(card_Bps=1e6)}, {"s": "h"}),
+        "s.host",
+    ),
+    ("connection", F.FRAMES, F.SHARED): (
+        lambda: _star(_framed(), SubscriberParams(subscriptions=("$share/g/a",))),
+        "s.subscriptions",
+    ),
+    ("connection", F.FRAMES, F.RESTART): (
+        lambda: _star(_framed(restart_at_s=(0.5,))),
+        "link:broker->s.restart_at_s",
+    ),
+    ("connection", F.FRAMES, F.QUEUE_POLICY): (
+        lambda: _star(_framed(client_overflow="update")),
+        "link:broker->s.overflow",
+    ),
+    ("connection", F.FRAMES, F.BACKPRESSURE): (
+        lambda: _star(_framed(), link=LinkParams(overflow="backpressure")),
+        "link:broker->s.overflow",
+    ),
+    ("connection", F.FRAMES, F.LOSSY): (
+        lambda: _star(_framed(), link=LinkParams(loss_probability=0.01)),
+        "link:broker->s.loss_probability",
+    ),
+    ("connection", F.FRAMES, F.SESSIONS): (
+        lambda: _star(_framed(), SubscriberParams(subscriptions=("a",), online_s=((0.0, 1.0),))),
+        "s.online_s",
+    ),
+    ("connection", F.FRAMES, F.BUFFER): (
+        lambda: _star(_framed(), SubscriberParams(subscriptions=("a",), buffer_messages=3)),
+        "s.buffer_messages",
+    ),
 }
 
 
@@ -172,6 +210,10 @@ def test_features_combine_otherwise():
     assert {F.RESTART, F.PRIORITY, F.CLIENT_PRIORITY} <= set(features(g))
     build_network(g, seed=0)
     assert object_features(BrokerParams(batch_max_messages=4), "broker") == {F.BATCHING}
+    framed = _star(_framed(client_scheduling="priority"), link=LinkParams(jitter_s=0.001))  # constant jitter
+    check_features(framed)
+    assert {F.FRAMES, F.PRIORITY} <= set(features(framed)) and F.LOSSY not in features(framed)
+    build_network(framed, seed=0)
 
 
 def test_cli_prints_the_table(capsys):

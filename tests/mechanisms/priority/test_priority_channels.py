@@ -5,7 +5,9 @@ and broker-to-subscriber links of 1 MB/s (1 ms per 1000 bytes) with 10 ms
 propagation, no framing (protocol "none"): the subscriber's channel (the
 downlink's transmit queue) is where messages wait. A slow (sleeping) YAMI4
 subscriber is modelled as a slow downlink: TCP flow control keeps the backlog
-in the sender's channel queue.
+in the sender's channel queue. These are whole-message channels; YAMI4's frames
+behind a send window filled by a sleeping reader are tested in
+tests/mechanisms/frames/test_frames.py.
 """
 
 from __future__ import annotations
