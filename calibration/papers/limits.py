@@ -9,6 +9,8 @@ keeps its rate), giving the limit (ingress messages per second of all
 re-rated publishers), the ingress and egress throughput at it and the
 bottleneck; and one run at the scenario's own rates whose latency-topic
 deliveries give the latency per node (hops from the latency publisher).
+An optional ``set`` (field path -> value, :func:`pubsim.study.fieldpath.apply_overrides`)
+changes every scenario alike, e.g. places its brokers on hosts.
 """
 
 from __future__ import annotations
@@ -20,8 +22,9 @@ import pandas as pd
 
 from ...analysis.saturation import saturation_search
 from ...run import simulate
-from ...scenario import load_scenario
+from ...scenario import parse_scenario, read_yaml
 from ...sim.errors import ConfigError
+from ...study.fieldpath import apply_overrides
 from . import setting as S
 from .figures import bars
 from .result import Counter, PaperResult
@@ -48,6 +51,12 @@ def _scenarios(paper, where):
         only = S.names(paper.setting, "only", where, choices=set(out))
         out = {k: v for k, v in out.items() if k in only}
     return out
+
+
+def _load(path, overrides, where):
+    """The scenario at ``path`` with the paper's ``set`` overrides applied."""
+    _, raw = read_yaml(path)
+    return parse_scenario(apply_overrides(raw, overrides, lambda p: f"{where}.set: {p}"), base_dir=path.parent)
 
 
 def _limit(scenario, cfg):
@@ -127,10 +136,13 @@ def run_limits(paper, store, *, progress=None):
     where = f"{paper.folder}/paper.yaml:{'quick' if paper.quick else 'full'}"
     cfg = _config(paper, where)
     scenarios = _scenarios(paper, where)
+    overrides = paper.setting.get("set", {})
+    if not isinstance(overrides, dict):
+        raise ConfigError(f"{where}.set", overrides, "a mapping of field path -> value")
     counter = Counter()
     limits, latency = [], []
     for label, sc in scenarios.items():
-        scenario = load_scenario(sc["path"])
+        scenario = _load(sc["path"], overrides, where)
         key = {"scenario": label, "placement": sc["placement"], "mode": sc["mode"]}
         rec = counter.cached(store, f"limit/{label}", lambda scenario=scenario: _limit(scenario, cfg))
         limits.append({**key, **rec})

@@ -235,6 +235,19 @@ def test_bad_setting_value_is_one_line(tmp_path):
         run_paper(load_paper(folder), MemoryStore(), date="2026-01-01")
 
 
+def test_limits_set_places_every_scenario_and_a_bad_path_is_one_line(tmp_path):
+    folder = tmp_path / "p"
+    folder.mkdir()
+    src = (PAPERS / "ildm-pf-sf" / "paper.yaml").read_text()
+    src = src.replace("../../ildm/", str(ROOT / "experiments" / "ildm") + "/")
+    (folder / "paper.yaml").write_text(src.replace('"topology.brokers[0].host"', '"topology.brokers[7].host"'))
+    with pytest.raises(ConfigError, match=r"\.set: topology\.brokers\[7\]\.host"):
+        run_paper(load_paper(folder, quick=True), MemoryStore(), date="2026-01-01")
+    res = run_paper(load_paper(PAPERS / "ildm-pf-sf", quick=True), MemoryStore(), date="2026-01-01")
+    # the broker and its node share one host's CPU: the bottleneck is that CPU, not the broker or relay alone
+    assert all(str(b).startswith("cpu:site") for b in res.tables["limits"]["bottleneck"]), res.tables["limits"]
+
+
 def test_arrival_order_sorts_by_delivery_time():
 
     d = pd.DataFrame(
