@@ -218,7 +218,7 @@ class BatchDriver:
         if not parts and not station.discipline.event_driven:
             return False
         split = [p.split_before(horizon) for p in parts]  # slices, no copy, for time-ordered parts
-        batch = Packets.concat([e for e, _ in split])
+        batch = Packets.concat(Packets.interleave_shared([e for e, _ in split]))
         self.inbox[s] = [late for _, late in split if len(late)]
         n_early = len(batch)
         if n_early == 0 and not (station.discipline.event_driven and station.next_wake() is not None):
