@@ -32,8 +32,14 @@ def _burst_star(n, at_s=0.5):
 
 
 def _chunks(graph, duration_s, **kwargs):
+    """Ends of the chunks the batch driver cut (fails fast beyond 100 chunks)."""
     steps = []
-    r = simulate(graph, duration_s=duration_s, seed=1, progress=lambda done, total: steps.append(done), **kwargs)
+
+    def step(done_s, total_s):
+        steps.append(done_s)
+        assert len(steps) <= 100, "more than 100 chunks"
+
+    r = simulate(graph, duration_s=duration_s, seed=1, progress=step, **kwargs)
     return steps, r
 
 
