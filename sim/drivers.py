@@ -142,8 +142,7 @@ class BatchDriver:
     def run(self, until_s: float, *, drain: bool = True, progress: Progress | None = None) -> Sink:
         """Publish until ``until_s`` and process; with ``drain`` let every
         message finish. ``progress(done_s, total_s)`` is called per chunk."""
-        rate = self.net.mean_publish_rate_per_s
-        chunk_s = until_s if rate <= 0 else max(self.chunk_messages / rate, 1e-9)
+        chunk_s = self._chunk_s(until_s)
         if self.net.has_closed_loop:
             return self._run_closed(until_s, chunk_s, drain, progress)
         t0 = 0.0
@@ -158,6 +157,16 @@ class BatchDriver:
             self._publish(until_s)
             self._process_all(math.inf)
         return self.sink
+
+    def _chunk_s(self, until_s: float) -> float:
+        """Chunk length, s: ``chunk_messages`` at the steady publication rate
+        plus the finite schedules' messages spread over the run. A schedule
+        counts as its number of messages, not ``n / span``: many messages at
+        one instant must not make the chunks tiny (issue 12)."""
+        rate = self.net.mean_publish_rate_per_s
+        if until_s > 0 and math.isfinite(until_s):
+            rate += self.net.scheduled_before(until_s) / until_s
+        return until_s if rate <= 0 else max(self.chunk_messages / rate, 1e-9)
 
     def _run_closed(self, until_s: float, chunk_s: float, drain: bool, progress: Progress | None) -> Sink:
         """Closed loops (request/reply): conservative synchronisation.
@@ -209,7 +218,7 @@ class BatchDriver:
         if not parts and not station.discipline.event_driven:
             return False
         split = [p.split_before(horizon) for p in parts]  # slices, no copy, for time-ordered parts
-        batch = Packets.concat([e for e, _ in split])
+        batch = Packets.concat(Packets.interleave_shared([e for e, _ in split]))
         self.inbox[s] = [late for _, late in split if len(late)]
         n_early = len(batch)
         if n_early == 0 and not (station.discipline.event_driven and station.next_wake() is not None):

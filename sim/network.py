@@ -30,8 +30,9 @@ class Network:
     sources : list
         One per publisher, in publisher-index order; each has
         ``emit_until(t_s) -> (times_s, sizes_bytes, topic_indices)`` returning
-        the not yet emitted publications before ``t_s`` in time order, and a
-        ``mean_rate_per_s`` attribute.
+        the not yet emitted publications before ``t_s`` in time order, a
+        ``mean_rate_per_s`` attribute (steady rate, msg/s) and optionally a
+        ``schedule_times_s`` array (a finite schedule; its steady rate is 0).
     names : dict
         ``{"publisher": [...], "subscriber": [...], "topic": [...]}``.
     sp_ratio : float
@@ -89,6 +90,11 @@ class Network:
     @property
     def mean_publish_rate_per_s(self) -> float:
         return float(sum(s.mean_rate_per_s for s in self.sources))
+
+    def scheduled_before(self, until_s: float) -> int:
+        """Publications of finite schedules (``schedule_times_s``) before ``until_s``."""
+        times = [t for s in self.sources for t in [getattr(s, "schedule_times_s", None)] if t is not None]
+        return int(sum(np.searchsorted(t, until_s, side="left") for t in times))
 
     def publications(self, until_s: float, known_s: float = math.inf) -> Packets:
         """All publications before ``until_s`` not yet returned, as packets at

@@ -46,6 +46,32 @@ class Packets:
             return parts[0]
         return cls(*(np.concatenate([getattr(p, name) for p in parts]) for name, _ in _FIELDS))
 
+    @classmethod
+    def interleave_shared(cls, parts: list[Packets]) -> list[Packets]:
+        """Parts that differ only in their visits (the j-th child copies of
+        the same parent packets, see :meth:`pubsim.sim.routing.RoutePlan.children_by_station`)
+        joined into one part, parent by parent, in part order: k fan-out
+        copies to one station at the same instants then reach it as one run
+        in (time, message, visit) order instead of k runs to sort. Other
+        parts are returned as they are (the result is sorted afterwards)."""
+        groups: dict[tuple[int, ...], list[Packets]] = {}
+        for p in parts:
+            # same memory (start, length, stride): same values, whatever the objects
+            key = tuple(a.__array_interface__["data"][0] for a in (p.t, p.msg, p.size, p.pub_t))
+            key += (len(p),) + tuple(a.strides[0] for a in (p.t, p.msg, p.size, p.pub_t))
+            groups.setdefault(key, []).append(p)
+        if len(groups) == len(parts):
+            return parts
+        return [g[0] if len(g) == 1 else cls._interleave(g) for g in groups.values()]
+
+    @classmethod
+    def _interleave(cls, group: list[Packets]) -> Packets:
+        k, first = len(group), group[0]
+        visit = np.stack([p.visit for p in group], axis=1).ravel()
+        return cls(
+            np.repeat(first.t, k), np.repeat(first.msg, k), visit, np.repeat(first.size, k), np.repeat(first.pub_t, k)
+        )
+
     def __len__(self) -> int:
         return self.t.shape[0]
 

@@ -28,6 +28,7 @@ class _Source:
         w = np.ones(len(topic_index)) if params.topic_weights is None else np.asarray(params.topic_weights, float)
         self.cum_weights = np.cumsum(w) / w.sum()
         self.mean_rate_per_s = params.mean_rate_per_s
+        self.schedule_times_s = None  # a finite schedule's publication times (ScheduleSource)
         self.size_ratio = 1.0 if params.serialization is None else params.serialization.size_ratio
         self.round_robin = params.topic_choice == "round_robin"
         self._dealt = 0
@@ -106,6 +107,10 @@ class ScheduleSource(_Source):
             self.topic_index[[pos[t] for t in params.schedule_topic]] if len(self.times) else np.empty(0, np.int64)
         )
         self.k = 0
+        # no steady rate: the drivers size chunks from the count of scheduled times instead
+        # (many messages at one instant made n / span huge and the chunks tiny; issue 12)
+        self.mean_rate_per_s = 0.0
+        self.schedule_times_s = self.times
 
     def emit_until(self, until_s):
         end = int(np.searchsorted(self.times, until_s, side="left"))

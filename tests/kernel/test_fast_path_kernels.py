@@ -6,7 +6,8 @@
   state, one message at a time.
 * :func:`pubsim.sim.kernels.service_window_stats` against NumPy.
 * :meth:`pubsim.sim.packets.Packets.sorted` and ``split_before`` against a
-  full sort and a mask.
+  full sort and a mask; ``Packets.interleave_shared`` (fan-out copies joined
+  into one run) against sorting the parts as they are.
 """
 
 from __future__ import annotations
@@ -94,6 +95,43 @@ def test_sorted_equals_full_sort():
         want = p.take(np.lexsort((p.order_key(4), p.t)))
         for name in ("t", "msg", "visit"):
             np.testing.assert_array_equal(getattr(got, name), getattr(want, name))
+
+
+def _fan_out(rng, n, k, n_visits, first_msg=0, ordered=False):
+    """The k child parts of n parent packets that share every array but the visit
+    (parents in time order; in message order among equal times if ``ordered``)."""
+    t = np.sort(rng.integers(0, 8, n).astype(float))  # many equal times
+    msg = first_msg + rng.permutation(10 * n)[:n]  # (message, visit) keys unique, as in a run
+    if ordered:
+        msg = msg[np.lexsort((msg, t))]
+    parent = Packets(t, msg, np.zeros(n), rng.integers(1, 100, n), t)
+    first = rng.integers(0, n_visits - k + 1, n)
+    return [Packets(parent.t, parent.msg, first + j, parent.size, parent.pub_t) for j in range(k)]
+
+
+def _same(a, b):
+    for name in ("t", "msg", "visit", "size", "pub_t"):
+        np.testing.assert_array_equal(getattr(a, name), getattr(b, name))
+
+
+def test_interleaved_fan_out_sorts_like_the_parts():
+    rng = np.random.default_rng(5)
+    for _ in range(100):
+        n_visits = 12
+        parts = _fan_out(rng, int(rng.integers(1, 40)), int(rng.integers(1, 6)), n_visits)
+        parts += _fan_out(rng, int(rng.integers(1, 40)), 2, n_visits, first_msg=1000)  # a second shared group
+        parts += _fan_out(rng, int(rng.integers(1, 30)), 1, n_visits, first_msg=2000)  # and a part of its own
+        parts = [parts[i] for i in rng.permutation(len(parts))]
+        joined = Packets.interleave_shared(parts)
+        assert sum(map(len, joined)) == sum(map(len, parts)) and len(joined) <= len(parts)
+        _same(Packets.concat(joined).sorted(n_visits), Packets.concat(parts).sorted(n_visits))
+
+
+def test_fan_out_copies_become_one_ordered_run():
+    parts = _fan_out(np.random.default_rng(1), 500, 4, 8, ordered=True)
+    (joined,) = Packets.interleave_shared(parts)
+    assert joined.sorted(8) is joined  # nothing left to sort
+    np.testing.assert_array_equal(joined.visit[:4], [p.visit[0] for p in parts])
 
 
 @pytest.mark.parametrize("ordered", [True, False])

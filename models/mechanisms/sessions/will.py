@@ -33,6 +33,7 @@ class OutageSource:
     def __init__(self, inner, params, will_topic_index):
         self.inner = inner
         self.mean_rate_per_s = inner.mean_rate_per_s
+        self.schedule_times_s = getattr(inner, "schedule_times_s", None)
         self.down, self.up = check_intervals(params.offline_s)
         self.will_topic = will_topic_index
         self.will_size = int(round(params.will_size_bytes))
