@@ -217,25 +217,6 @@ class RoutePlan:
         cuts = np.flatnonzero(np.diff(station[order])) + 1
         return [(int(station[part[0]]), packets.take(part)) for part in np.split(order, cuts)]
 
-    def expand(self, packets: Packets) -> tuple[Packets, np.ndarray | None]:
-        """Copies of departing packets at each child visit, in input order.
-
-        Returns ``(children, parent_index)``: the child packets (same time,
-        message, size) and, for each, the index of its parent packet.
-        """
-        n = self.n_children[packets.visit]
-        if np.all(n == 1):  # one child each: share the other arrays
-            child = self.child_idx[self.child_ptr[packets.visit]]
-            return Packets(packets.t, packets.msg, child, packets.size, packets.pub_t), None
-        total = int(n.sum())
-        parent_index = np.repeat(np.arange(len(packets)), n)
-        first = np.repeat(self.child_ptr[packets.visit], n)
-        offset = np.arange(total) - np.repeat(np.cumsum(n) - n, n)
-        child_visit = self.child_idx[first + offset]
-        taken = packets.take(parent_index)
-        taken.visit = child_visit
-        return taken, parent_index
-
 
 @njit(cache=True)
 def _shared_children(

@@ -44,7 +44,7 @@ class Feature(str, enum.Enum):
     CLIENT_BACKPRESSURE = "client_backpressure"  # a broker's full per-client queue blocks it
     BATCHING = "batching"  # batch_max_messages > 1
     WORKERS = "workers"  # more than one worker
-    CPU_QUOTA = "cpu_quota"  # cpu_fraction < 1
+    CPU_QUOTA = "cpu_quota"  # a CPU quota (BrokerParams.cpu_quota_cores is not None)
     BUFFER = "buffer"  # a subscriber's receive buffer limit
     CHURN = "churn"  # a subscriber's churn process
     SCHEDULE = "schedule"  # a connection schedule (online_s) or a publication schedule
