@@ -100,11 +100,11 @@ def test_both_ends_of_a_hop_handle_its_acks(qos, sender, receiver):
     """A copy crossing I5 -> I3 costs I5 a delivery (forward) plus the sender's
     acks, and I3 an ingress (relay) plus the receiver's acks (QoS 1: PUBACK;
     QoS 2: PUBREC, PUBREL, PUBCOMP)."""
-    d = relay_demands(tree("subscription", hop_qos=qos, charge_inbound_acks=True))
+    d = relay_demands(tree("subscription", hop_qos=qos))  # the default since issue 14
     assert d["I5"] == pytest.approx(RELAY_S + FORWARD_S + sender * CONTROL_S, abs=1e-15)
     assert d["I3"] == pytest.approx(RELAY_S + receiver * CONTROL_S + FORWARD_S + sender * CONTROL_S, abs=1e-15)
     assert d["I2"] == pytest.approx(RELAY_S + receiver * CONTROL_S, abs=1e-15)
-    old = relay_demands(tree("subscription", hop_qos=qos))  # sender-only model (the default)
+    old = relay_demands(tree("subscription", hop_qos=qos, charge_inbound_acks=False))  # the sender-only model
     assert old["I2"] == pytest.approx(RELAY_S, abs=1e-15)
 
 
