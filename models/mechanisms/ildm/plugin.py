@@ -108,7 +108,9 @@ def _inbound_qos(ctx: CompileContext, plan, v: int, came, node) -> int:
     """QoS of the hop ``came -> node`` that brought the copy at visit ``v``."""
     g = ctx.graph
     publish = g.nodes[ctx.publishers[int(plan.flow_publisher[plan.flow[v]])]][T.PARAMS].qos
-    return hop_qos(publish, protocol=g.graph[T.PROTOCOL], bridge=g.edges[came, node].get(T.BRIDGE), relay=ctx.relays.get(came))
+    return hop_qos(
+        publish, protocol=g.graph[T.PROTOCOL], bridge=g.edges[came, node].get(T.BRIDGE), relay=ctx.relays.get(came)
+    )
 
 
 def _wanted(ctx: CompileContext, broker, came_from, topic: str) -> list:
