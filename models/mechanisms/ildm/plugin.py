@@ -75,7 +75,7 @@ class Ildm:
             table = relay.table_entry_cost_s > 0 or relay.table_match_cost_s > 0
             idx = ctx.index_of(StationKey.relay(b))
             load = {k: np.zeros(plan.n_visits) for k in ("inbound_acks", "table_entries", "table_matches")}
-            for v in np.flatnonzero(plan.station == idx).tolist():
+            for v in _node_visits(ctx, plan, idx, b):
                 came = _came_from(ctx, plan, v)
                 if relay.charge_inbound_acks and came is not None:
                     load["inbound_acks"][v] = RECEIVER_ACKS[_inbound_qos(ctx, plan, v, came, b)]
@@ -91,6 +91,17 @@ class Ildm:
             Hop(ctx.index_of(StationKey.bridge(node, n)), link=True, children=[ctx.entry_hop(n, node, topic, False)])
             for n in _wanted(ctx, node, came_from, topic)
         ]
+
+
+def _node_visits(ctx: CompileContext, plan, relay: int, broker) -> list[int]:
+    """Visits of ``broker``'s node: at its relay station, or at a host CPU station that
+    serves the node and its broker as one visit (``mechanisms/hosts``; the broker's
+    visit is its first child)."""
+    at = ctx.index_of(StationKey.broker(broker))
+    cpus = [i for i, k in enumerate(ctx.keys) if k.kind is StationKind.CPU]
+    cpu_visits = np.flatnonzero(np.isin(plan.station, cpus) & (plan.n_children > 0))
+    shared = cpu_visits[plan.station[plan.child_idx[plan.child_ptr[cpu_visits]]] == at]
+    return sorted(np.flatnonzero(plan.station == relay).tolist() + shared.tolist())
 
 
 def _came_from(ctx: CompileContext, plan, v: int):

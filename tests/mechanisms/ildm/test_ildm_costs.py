@@ -19,6 +19,7 @@ from pubsim.models import topology as T
 from pubsim.models.assembly.build import build_network
 from pubsim.models.params.broker import BrokerParams
 from pubsim.models.params.client import PublisherParams, SubscriberParams
+from pubsim.models.params.host import HostParams
 from pubsim.models.params.link import LinkParams
 from pubsim.models.params.relay import RelayParams
 from pubsim.run import simulate
@@ -158,3 +159,24 @@ def test_a_bridge_without_relays_is_a_client_of_both_brokers(qos, acks):
     st = simulate(g, duration_s=2.0, seed=1).stations().set_index("station")
     assert st.loc["broker:a", "utilization"] == pytest.approx(50 * (10e-6 + 2 * 5e-6 + 3 * acks * 1e-6), rel=1e-4)
     assert st.loc["broker:b", "utilization"] == pytest.approx(50 * (10e-6 + 5e-6 + 2 * acks * 1e-6), rel=1e-4)
+
+
+@pytest.mark.parametrize("driver", ["batch", "reference"])
+@pytest.mark.parametrize("qos, card_Bps", [(0, 1e9), (1, None)])
+def test_node_costs_reach_a_shared_host_cpu(driver, qos, card_Bps):
+    """Each broker and its node on a 1-core host of its own (behind a network card,
+    or at QoS 1 without one: QoS is not modelled through cards): the host CPU serves
+    the node's and the broker's demand as one visit, table costs and the acks of the
+    hop that brought the copy included, so its utilization is that of the node plus
+    the broker without hosts."""
+    g = tree("subscription", hop_qos=qos, **TABLE)
+    plain = simulate(g, duration_s=2.0, seed=4, driver=driver).stations().set_index("station")["utilization"]
+    g.graph[T.HOSTS] = {f"h{b}": HostParams(cores=1, card_Bps=card_Bps or "unlimited") for b in ILDM_BROKERS}
+    for b in ILDM_BROKERS:
+        g.nodes[b][T.HOST] = f"h{b}"
+    shared = simulate(g, duration_s=2.0, seed=4, driver=driver).stations().set_index("station")["utilization"]
+    assert ("card:hI3:rx" in shared.index) == (card_Bps is not None)
+    for b in ("I5", "I3", "I2"):
+        assert shared[f"cpu:h{b}"] == pytest.approx(plain[f"relay:{b}"] + plain[f"broker:{b}"], rel=1e-3)
+    node = RELAY_S + FORWARD_S + ENTRY_S + MATCH_S + 2 * qos * CONTROL_S  # I3: acks of I5->I3 and of I3->I2
+    assert plain["relay:I3"] == pytest.approx(20 * node, rel=1e-3)
