@@ -25,6 +25,7 @@ from pubsim.models.params.relay import RelayParams
 from pubsim.run import simulate
 from pubsim.scenario import load_scenario
 from pubsim.sim.distributions import Constant
+from pubsim.sim.errors import ConfigError
 from pubsim.sim.packets import Packets
 from tests import ROOT
 from tests.model.test_topology import ILDM_BROKERS, ildm_tree
@@ -180,3 +181,15 @@ def test_node_costs_reach_a_shared_host_cpu(driver, qos, card_Bps):
         assert shared[f"cpu:h{b}"] == pytest.approx(plain[f"relay:{b}"] + plain[f"broker:{b}"], rel=1e-3)
     node = RELAY_S + FORWARD_S + ENTRY_S + MATCH_S + 2 * qos * CONTROL_S  # I3: acks of I5->I3 and of I3->I2
     assert plain["relay:I3"] == pytest.approx(20 * node, rel=1e-3)
+
+
+def test_hop_qos_through_a_card_is_refused_in_one_line():
+    """A node's QoS 1 hop is a QoS connection: through a host's network card it is
+    refused like any QoS connection (handshakes are not modelled through cards)."""
+    g = tree("subscription", hop_qos=1)
+    g.graph[T.HOSTS] = {f"h{b}": HostParams(cores=1, card_Bps=1e9) for b in ILDM_BROKERS}
+    for b in ILDM_BROKERS:
+        g.nodes[b][T.HOST] = f"h{b}"
+    with pytest.raises(ConfigError, match=r"link:I\d->I\d\.qos: 1 is invalid") as err:
+        build_network(g, seed=1)
+    assert "\n" not in str(err.value)
