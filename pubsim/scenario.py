@@ -33,9 +33,10 @@ client group; ``graphml`` takes ``path`` (relative to the scenario file). ``brok
 optional ``handoff``, and ``connect`` on subscriber groups.
 A ``chain`` broker group may carry ``relay:`` (the fields of
 :class:`pubsim.models.params.relay.RelayParams`: an ILDM interworking node in front of the
-broker), and with ``forwarding: bridge`` the chain takes ``bridges``, a list
-of ``{local: b0, remote: b1, topics_out: [...], topics_in: [...]}``
-(:class:`pubsim.models.params.bridge.BridgeParams`).
+broker), and the chain takes ``bridges``, a list of ``{local: b0, remote: b1,
+topics_out: [...], topics_in: [...], qos: 1}``
+(:class:`pubsim.models.params.bridge.BridgeParams`; the topic patterns are
+used with ``forwarding: bridge``, the hop ``qos`` with any forwarding).
 ``hosts`` (optional, top level) maps host names to the fields of
 :class:`pubsim.models.params.host.HostParams` (or a ``preset``); brokers and
 client groups then name theirs with ``host:`` (:mod:`pubsim.models.mechanisms.hosts`).

@@ -23,6 +23,7 @@ from rich.table import Table
 from ...sim.disciplines import Overflow
 from .. import topology as T
 from ..mechanisms.qos.rules import check_protocol_qos
+from ..params.bridge import hop_qos
 from ..params.features import REFUSED, Feature, Refusal, object_features
 
 __all__ = [
@@ -100,6 +101,17 @@ def _qos(g, client):
     return q
 
 
+def _bridge_qos(g, x, y, published):
+    """Highest QoS the hop ``x -> y`` between brokers carries for the publications' QoS
+    levels ``published`` (:func:`pubsim.models.params.bridge.hop_qos`); a bridge QoS the
+    protocol cannot carry is a one-line error naming the edge."""
+    bridge, proto = g.edges[x, y].get(T.BRIDGE), g.graph[T.PROTOCOL]
+    if bridge is not None and bridge.qos is not None:
+        check_protocol_qos(proto, bridge.qos, f"edge ({x!r}, {y!r}).{T.BRIDGE}.qos")
+    relay = g.nodes[x].get(T.RELAY)
+    return max(hop_qos(q, protocol=proto, bridge=bridge, relay=relay) for q in published)
+
+
 def _card(g, a, b):
     """``{Feature.CARD}`` if the connection between ``a`` and ``b`` passes a host's network card."""
     return {Feature.CARD} if T.crosses_card(g, a, b) else set()
@@ -110,20 +122,20 @@ def connections(g: nx.Graph) -> list[Connection]:
     p = lambda n: g.nodes[n][T.PARAMS]  # noqa: E731
     out = []
     pubs, subs, brokers = (T.clients(g, T.NodeKind.PUBLISHER), T.clients(g, T.NodeKind.SUBSCRIBER), T.brokers(g))
-    any_qos = False
     for pub in pubs:
         home, link = T.home_broker(g, pub), g.edges[pub, T.home_broker(g, pub)][T.PARAMS]
         q = _qos(g, pub)
-        any_qos |= q > 0
         feats = _queue_features(link.scheduling, link.overflow) | ({Feature.QOS} if q else set())
         feats |= _card(g, pub, home)
         out.append(Connection(f"link:{pub}->{home}", "", frozenset(feats), q, link.scheduling, link.overflow))
+    published = {g.nodes[pub][T.PARAMS].qos for pub in pubs} | {0}
     for a, b in T.broker_links(g):
         link = g.edges[a, b][T.PARAMS]
-        feats = _queue_features(link.scheduling, link.overflow) | ({Feature.QOS} if any_qos else set())
-        feats |= _card(g, a, b)
+        base = _queue_features(link.scheduling, link.overflow) | _card(g, a, b)
         for x, y in ((a, b), (b, a)):
-            out.append(Connection(f"link:{x}->{y}", "", frozenset(feats), int(any_qos), link.scheduling, link.overflow))
+            q = _bridge_qos(g, x, y, published)
+            feats = base | ({Feature.QOS} if q else set())
+            out.append(Connection(f"link:{x}->{y}", "", frozenset(feats), q, link.scheduling, link.overflow))
     for sock in T.sockets(g):
         sp = p(sock)
         for s in subs:

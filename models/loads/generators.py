@@ -57,9 +57,43 @@ __all__ = [
     "describe",
     "HAPP_2017",
     "ASSUMPTION",
+    "CAR2GO_V21",
+    "SHARE_NOW",
+    "WEBCAMS_2011",
 ]
 
 HAPP_2017 = Provenance(source=Source.PUBLICATION, reference="SYSTEMS.md §5 (Happ et al., 2017; seed 004)", date="2017")
+#: A car2go vehicle record of its public API v2.1 ("Get all free vehicles", format=json): the fields the
+#: documentation lists (address, coordinates, engineType, exterior, fuel, interior, name = plate, vin,
+#: smartPhoneRequired; charging for electric cars) with its own example values (UL-C5887, "Sudetenweg, 89075
+#: Ulm", fuel 24): 219 bytes as compact JSON; records of the same layout in public client code measure
+#: 213-233 bytes (St Paul, Vancouver addresses).
+CAR2GO_V21 = Provenance(
+    source=Source.PUBLICATION,
+    reference="car2go API v2.1 documentation, vehicles_v2_1 (code.google.com/p/car2go/wiki/vehicles_v2_1; "
+    "github.com/sharenowTech/openAPI/wiki/v2.1_vehicles)",
+    date="2012",
+    note="size of one vehicle's JSON record counted by hand (compact JSON); the operators the study polled are not "
+    "named in SYSTEMS.md: car2go's public API is one such free-floating operator's per-car status, of the study's era",
+)
+#: A Share Now / Free2move vehicle record (its VEHICLELIST message, one connectedVehicles entry: id, plate,
+#: geoCoordinate, fuellevel, address, locationId, buildSeries, fuelType, primaryColor, hardwareVersion,
+#: imageUrl, transmission, rank, vin, locationIdAsLong): 441 bytes as compact JSON.
+SHARE_NOW = Provenance(
+    source=Source.PUBLICATION,
+    reference="github.com/T3rm1/free2move-api README, VEHICLELIST example (the operator's public MQTT feed)",
+    note="size of one vehicle's JSON record counted by hand (compact JSON); a later operator than the study's, "
+    "with a richer record: stands for the second operator's larger reports",
+)
+#: Mean size of a public traffic-webcam still: 7.5 TB over 125 million images = 60 kB (2,700 webcams in 10 cities,
+#: several months).
+WEBCAMS_2011 = Provenance(
+    source=Source.PUBLICATION,
+    reference="Thakur, Hui, Ketabdar, Helmy: Towards realistic vehicular network modeling using planet-scale "
+    "public webcams, arXiv:1105.4151",
+    date="2011",
+    note="7.5 TB / 125 M images = 60 kB per image (66 kB if TiB); a mean over cameras, cities and hours",
+)
 ASSUMPTION = Provenance(
     source=Source.ASSUMPTION,
     reference="models/loads/generators.py",
@@ -634,9 +668,12 @@ class CarSharingParams(_Documented):
     operators: tuple = _doc(("operator_a", "operator_b"), HAPP_2017, "two car-sharing operators")
     operator_share: tuple = _doc((0.5, 0.5), ASSUMPTION, "fraction of the cars of each operator")
     size_mean_bytes: tuple = _doc(
-        (650.0, 1400.0),
-        ASSUMPTION,
-        "mean JSON report size per operator (the publication: steady over the day, different between operators)",
+        (220.0, 440.0),
+        CAR2GO_V21,
+        "mean JSON report size per operator (the publication: steady over the day, different between operators): "
+        "one vehicle's record of two public operator APIs, car2go v2.1 (219 B, 213-233 B in public samples) and "
+        "Share Now/Free2move (441 B; SHARE_NOW in models/loads/generators.py); which operators the study polled, and "
+        "whether it published one record per message, is not known (an assumption)",
     )
     size_cv: tuple = _doc((0.05, 0.08), ASSUMPTION, "coefficient of variation of the report size per operator")
     available_base: float = _doc(0.9, ASSUMPTION, "fraction of cars available (reported) outside rush hours")
@@ -724,9 +761,18 @@ class CameraParams(_Documented):
     """Multimedia sensors (traffic cameras): a still image every 30 s, duplicates dropped."""
 
     image_interval_s: float = _doc(30.0, HAPP_2017, "a still image every 30 s (two per minute)")
-    size_night_bytes: float = _doc(40_000.0, ASSUMPTION, "mean JPEG size at night")
+    size_night_bytes: float = _doc(
+        40_000.0,
+        ASSUMPTION,
+        "mean JPEG size at night; with size_noon_bytes and the daylight half-sine the mean over a day is 62 kB, "
+        "against 60 kB per public traffic-webcam still (WEBCAMS_2011: Thakur et al. 2011, 7.5 TB / 125 M images); "
+        "the night/noon split is not sourced",
+    )
     size_noon_bytes: float = _doc(
-        110_000.0, ASSUMPTION, "mean JPEG size at noon (the publication: size grows towards noon)"
+        110_000.0,
+        ASSUMPTION,
+        "mean JPEG size at noon (the publication: size grows towards noon); the level is checked against WEBCAMS_2011 "
+        "(see size_night_bytes), the noon/night ratio 2.75 is assumed",
     )
     size_cv: float = _doc(0.15, ASSUMPTION, "coefficient of variation of the image size")
     duplicate_probability_night: float = _doc(

@@ -48,8 +48,13 @@ class RelayParams:
         ``charge_inbound_acks``, of the copies it receives.
     charge_inbound_acks : bool
         Whether the receiving node also pays ``control_cost_s`` per ack packet
-        of a hop that brought it a copy (``RECEIVER_ACKS`` of the sender's
-        ``hop_qos``). Default False keeps the earlier sender-only model.
+        of a hop that brought it a copy (``RECEIVER_ACKS`` of the hop's QoS:
+        the sending node's ``hop_qos``, or the bridge hop's QoS when the
+        sender is a plain broker, :func:`pubsim.models.params.bridge.hop_qos`).
+        Default True: the receiver of a QoS 1 hop sends a PUBACK, of a QoS 2
+        hop a PUBREC and a PUBCOMP and reads a PUBREL (MQTT 3.1.1 §4.3), so
+        both ends of a hop work for it. False is the earlier sender-only model
+        (results before issue 14 with ``hop_qos`` > 0).
     table_entry_cost_s : float
         Subscription Flooding only: cost per inter-subscription installed at
         this node (in the tables of the neighbours a PUBLISH may go to), per
@@ -71,7 +76,7 @@ class RelayParams:
     forward_cost_s: Distribution = field(default=_ZERO, metadata={"unit": "duration_dist"})
     control_cost_s: Distribution = field(default=_ZERO, metadata={"unit": "duration_dist"})
     hop_qos: int = field(default=0, metadata={"unit": "count"})
-    charge_inbound_acks: bool = field(default=False, metadata={"unit": "flag"})
+    charge_inbound_acks: bool = field(default=True, metadata={"unit": "flag"})
     table_entry_cost_s: float = field(default=0.0, metadata={"unit": "duration"})
     table_match_cost_s: float = field(default=0.0, metadata={"unit": "duration"})
     workers: int = field(default=1, metadata={"unit": "positive_count", "max": MAX_WORKERS})

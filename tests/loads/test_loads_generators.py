@@ -138,15 +138,16 @@ def test_weather_class():
 def test_car_sharing_class():
     p = G.CarSharingParams()
     assert p.provenance_of("poll_interval_s").source is Source.PUBLICATION
-    assert p.provenance_of("size_mean_bytes").source is Source.ASSUMPTION
+    assert p.provenance_of("size_mean_bytes").source is Source.PUBLICATION  # public operator API records
+    assert p.size_mean_bytes == (220.0, 440.0)  # car2go v2.1: 219 B; Share Now: 441 B (counted by hand)
     day = G.car_sharing(_rng(), p, n_cars=500, n_publishers=5, duration_s=86400)
     hourly = np.array(day.summary()["rate_by_hour_per_s"])
     assert hourly[9] < 0.8 * hourly[12] and hourly[18] < 0.75 * hourly[12]  # rush-hour dips
     assert hourly[12] == pytest.approx(500 / 60 * p.available_base, rel=0.05)
     f = day.frame
     means = f.groupby(f["topic"].astype(str))["size_bytes"].mean()
-    assert means["carsharing/operator_a"] == pytest.approx(650, rel=0.03)
-    assert means["carsharing/operator_b"] == pytest.approx(1400, rel=0.03)
+    assert means["carsharing/operator_a"] == pytest.approx(220, rel=0.03)
+    assert means["carsharing/operator_b"] == pytest.approx(440, rel=0.03)
     hourly_size = f.groupby((day.t_s // 3600).astype(int))["size_bytes"].mean()
     assert hourly_size.std() / hourly_size.mean() < 0.05  # steady over the day
 
@@ -163,3 +164,7 @@ def test_traffic_camera_class():
     assert np.all(day.gaps_s() >= 30 - 1e-9)
     assert np.allclose(np.round(day.gaps_s() / 30), day.gaps_s() / 30)
     assert len(day.publishers) == 34 and f["topic"].nunique() == 34
+    # the stated cross-check: over a day the mean still is 40 kB + 70 kB x (12 h / 24 h) x 2/pi = 62.3 kB
+    # (vs 60 kB per public traffic-webcam still, G.WEBCAMS_2011)
+    tod = np.arange(0, 86400, 30.0)
+    assert p.mean_size_bytes(tod).mean() == pytest.approx(40_000 + 70_000 / np.pi, rel=1e-3)

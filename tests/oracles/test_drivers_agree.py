@@ -6,13 +6,17 @@ float times to the last bit, and the same station statistics.
 
 from __future__ import annotations
 
+import dataclasses
+
 import pandas as pd
 import pytest
 
 from pubsim.models import topology as T
+from pubsim.models.params.bridge import BridgeParams
 from pubsim.models.params.broker import BrokerParams
 from pubsim.models.params.client import PublisherParams, SubscriberParams
 from pubsim.models.params.link import LinkParams
+from pubsim.models.params.relay import RelayParams
 from pubsim.run import simulate
 from pubsim.scenario import load_scenario
 from pubsim.sim.distributions import Constant, Exponential, LogNormal, Uniform
@@ -423,6 +427,32 @@ def yami4_frames():
 CASES["yami4-frames"] = (yami4_frames, 0.5)
 
 
+def bridge_qos_chain():
+    """Bridges as clients of both brokers with per-hop QoS (issue 14): publishers at
+    QoS 2 and 1, bridge b0-b1 at QoS 1 and b1-b2 at QoS 2 on lossy links (resends),
+    an ILDM node at b2 only (node -> plain broker and plain broker -> node hops,
+    the node paying the acks of the hop that brought a copy)."""
+    g = two_way_chain("subscription")
+    for b in ("b0", "b1", "b2"):
+        g.nodes[b][T.PARAMS] = dataclasses.replace(g.nodes[b][T.PARAMS], ack_cost_s=5e-6, retry_timeout_s=3e-3)
+    for p, q in (("left", 2), ("right", 1)):
+        g.nodes[p][T.PARAMS] = dataclasses.replace(g.nodes[p][T.PARAMS], qos=q)
+    lossy = LinkParams(latency_s=5e-4, bandwidth_Bps=1e6, loss_probability=0.05)
+    for (a, b), q in ((("b0", "b1"), 1), (("b1", "b2"), 2)):
+        g.edges[a, b][T.PARAMS] = lossy
+        g.edges[a, b][T.BRIDGE] = BridgeParams(local=a, qos=q)
+    g.nodes["b2"][T.RELAY] = RelayParams(
+        relay_cost_s=Exponential(mean_value=1e-4),
+        forward_cost_s=Constant(value=1e-5),
+        control_cost_s=Constant(value=4e-6),
+        hop_qos=1,
+    )
+    return T.validate(g)
+
+
+CASES["bridge-qos"] = (bridge_qos_chain, 0.4)
+
+
 @pytest.mark.parametrize("name", ["idle", "slow", "channels"])
 def test_yami4_priority_scenarios_agree(name):
     sc = load_scenario(ROOT / "experiments" / f"yami4_priority_{name}.yaml")
@@ -473,6 +503,8 @@ def test_cases_exercise_what_they_claim():
     r = simulate(CASES["relay-chain"][0](), duration_s=0.4, seed=11)
     st = r.stations().set_index("station")
     assert st.loc["relay:b1", "drops_buffer_full"] > 0 and st.loc["relay:b0", "utilization"] > 0.1
+    r = simulate(CASES["bridge-qos"][0](), duration_s=0.4, seed=11)
+    assert r.summary()["duplicates"] > 0 and r.summary()["loss_rate"] == 0  # QoS 1 resends on lossy bridges
     r = simulate(CASES["yami4-frames"][0](), duration_s=0.5, seed=11)
     d = r.deliveries()
     late = d[d["subscriber"] == "sleepy"].sort_values("delivery_time_s")

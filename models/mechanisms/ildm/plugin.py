@@ -13,6 +13,7 @@ import numpy as np
 
 from ....sim.routing import Hop
 from ... import topology as T
+from ...params.bridge import hop_qos
 from ...params.relay import RECEIVER_ACKS
 from ...stations.wiring import Wiring
 from ..context import CompileContext
@@ -65,23 +66,24 @@ class Ildm:
 
     def wire(self, ctx: CompileContext, wiring: Wiring) -> None:
         """Per relay visit: ack packets of the hop that brought the copy (if the
-        relay charges them) and the inter-subscription entries consulted and
-        matched (Subscription Flooding, if the relay charges them)."""
+        relay charges them: ``RECEIVER_ACKS`` of the hop's QoS,
+        :func:`pubsim.models.params.bridge.hop_qos`) and the inter-subscription
+        entries consulted and matched (Subscription Flooding, if the relay
+        charges them)."""
         plan = wiring.plan
         for b, relay in ctx.relays.items():
             table = relay.table_entry_cost_s > 0 or relay.table_match_cost_s > 0
-            if not (relay.charge_inbound_acks or table):
-                continue  # nothing to charge: the station keeps the plain demand
             idx = ctx.index_of(StationKey.relay(b))
             load = {k: np.zeros(plan.n_visits) for k in ("inbound_acks", "table_entries", "table_matches")}
-            for v in np.flatnonzero(plan.station == idx).tolist():
+            for v in _node_visits(ctx, plan, idx, b):
                 came = _came_from(ctx, plan, v)
-                if relay.charge_inbound_acks and came in ctx.relays:
-                    load["inbound_acks"][v] = RECEIVER_ACKS[ctx.relays[came].hop_qos]
+                if relay.charge_inbound_acks and came is not None:
+                    load["inbound_acks"][v] = RECEIVER_ACKS[_inbound_qos(ctx, plan, v, came, b)]
                 if table:
                     topic = ctx.topics[int(plan.flow_topic[plan.flow[v]])]
                     load["table_entries"][v], load["table_matches"][v] = ctx.control.table_load(b, came, topic)
-            wiring.relay_load[idx] = load
+            if table or load["inbound_acks"].any():
+                wiring.relay_load[idx] = load  # else the station keeps the plain demand
 
     def forward_hops(self, ctx: CompileContext, node, came_from, topic: str) -> list[Hop]:
         """A copy over the bridge to each neighbour broker the control plane forwards ``topic`` to."""
@@ -91,13 +93,35 @@ class Ildm:
         ]
 
 
+def _node_visits(ctx: CompileContext, plan, relay: int, broker) -> list[int]:
+    """Visits of ``broker``'s node: at its relay station, or at a host CPU station that
+    serves the node and its broker as one visit (``mechanisms/hosts``; the broker's
+    visit is its first child)."""
+    at = ctx.index_of(StationKey.broker(broker))
+    cpus = [i for i, k in enumerate(ctx.keys) if k.kind is StationKind.CPU]
+    cpu_visits = np.flatnonzero(np.isin(plan.station, cpus) & (plan.n_children > 0))
+    shared = cpu_visits[plan.station[plan.child_idx[plan.child_ptr[cpu_visits]]] == at]
+    return sorted(np.flatnonzero(plan.station == relay).tolist() + shared.tolist())
+
+
 def _came_from(ctx: CompileContext, plan, v: int):
     """The neighbour node a copy at visit ``v`` came from over a bridge, or None."""
     parent = int(plan.parent[v])
+    while parent >= 0 and ctx.keys[int(plan.station[parent])].kind is StationKind.CARD:
+        parent = int(plan.parent[parent])  # a host's network card around the bridge (mechanisms/hosts)
     if parent < 0:
         return None
     key = ctx.keys[int(plan.station[parent])]
     return key.names[0] if key.kind is StationKind.BRIDGE else None
+
+
+def _inbound_qos(ctx: CompileContext, plan, v: int, came, node) -> int:
+    """QoS of the hop ``came -> node`` that brought the copy at visit ``v``."""
+    g = ctx.graph
+    publish = g.nodes[ctx.publishers[int(plan.flow_publisher[plan.flow[v]])]][T.PARAMS].qos
+    return hop_qos(
+        publish, protocol=g.graph[T.PROTOCOL], bridge=g.edges[came, node].get(T.BRIDGE), relay=ctx.relays.get(came)
+    )
 
 
 def _wanted(ctx: CompileContext, broker, came_from, topic: str) -> list:

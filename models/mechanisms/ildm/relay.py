@@ -19,7 +19,9 @@ acknowledgements the sender handles per hop: 0 at QoS 0, 1 (PUBACK) at QoS 1,
 3 (PUBREC received, PUBREL sent, PUBCOMP received) at QoS 2. A copy that came
 from a neighbour node was an ingress here (``relay``) and, with
 ``charge_inbound_acks``, its hop's acks are handled here too
-(``inbound_acks``: ``RECEIVER_ACKS`` of the sending node's ``hop_qos``).
+(``inbound_acks``: ``RECEIVER_ACKS`` of the hop's QoS, the sending node's
+``hop_qos`` or, from a plain broker, the bridge's
+:func:`pubsim.models.params.bridge.hop_qos`; the default since issue 14).
 ``entries`` and ``matches`` are the inter-subscriptions the node consults
 for the PUBLISH and those matching its topic
 (:meth:`pubsim.models.mechanisms.ildm.control.ControlPlane.table_load`; 0

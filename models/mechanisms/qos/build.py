@@ -4,7 +4,8 @@
   :class:`pubsim.models.mechanisms.qos.link.QosLinkStation` and with which window, resend
   timeout and consumer;
 * :func:`visit_qos`: the QoS of every link visit of the route plan
-  (publisher's QoS on uplinks and bridges, ``min(publish, granted)`` on
+  (publisher's QoS on uplinks, the hop QoS on bridges
+  (:func:`pubsim.models.params.bridge.hop_qos`), ``min(publish, granted)`` on
   MQTT downlinks, the consumer's ack mode on AMQP downlinks);
 * :func:`broker_handshakes`: handshake packets a broker handles per visit
   (those of the hop that brought the message plus those of each copy it
@@ -16,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from ... import topology as T
+from ...params.bridge import hop_qos
 from ..keys import StationKind
 from .rules import check_protocol_qos, handshake_packets
 
@@ -47,7 +49,12 @@ def qos_link_options(g, key):
             return None
         return {"inflight_messages": pp.inflight_messages, "retry_timeout_s": pp.retry_timeout_s}
     if kind is StationKind.BRIDGE:
-        if not any(_p(g, p).qos > 0 for p in T.clients(g, T.NodeKind.PUBLISHER)):
+        x, y = key.names
+        bridge = g.edges[x, y].get(T.BRIDGE)
+        if bridge is not None and bridge.qos is not None:
+            check_protocol_qos(proto, bridge.qos, f"edge ({x!r}, {y!r}).{T.BRIDGE}.qos")
+        publish = {_p(g, p).qos for p in T.clients(g, T.NodeKind.PUBLISHER)} | {0}
+        if max(_bridge_qos(g, x, y, q) for q in publish) == 0:
             return None
         bp = _p(g, key.node)
         return {"inflight_messages": bp.max_inflight_messages, "retry_timeout_s": bp.retry_timeout_s}
@@ -71,6 +78,13 @@ def qos_link_options(g, key):
 _LINKS = (StationKind.UPLINK, StationKind.BRIDGE, StationKind.DOWNLINK)
 
 
+def _bridge_qos(g, x, y, publish_qos):
+    """QoS of a copy of a ``publish_qos`` publication on the hop ``x -> y`` between brokers."""
+    return hop_qos(
+        publish_qos, protocol=g.graph[T.PROTOCOL], bridge=g.edges[x, y].get(T.BRIDGE), relay=g.nodes[x].get(T.RELAY)
+    )
+
+
 def visit_qos(g, plan, station_keys, pubs, subs):
     """QoS per visit (0 off links), from the station key of each visit's station."""
     qos = np.zeros(plan.n_visits, dtype=np.int64)
@@ -83,6 +97,8 @@ def visit_qos(g, plan, station_keys, pubs, subs):
         q = pub_qos[plan.flow_publisher[plan.flow[v]]]
         if key.kind is StationKind.DOWNLINK:
             q = _p(g, key.node).qos if amqp else min(q, _p(g, key.node).qos)
+        elif key.kind is StationKind.BRIDGE:
+            q = _bridge_qos(g, *key.names, q)
         qos[v] = q
     return qos
 

@@ -332,10 +332,14 @@ def relay_pair(hop_qos=0, forwarding="subscription"):
 
 
 @pytest.mark.parametrize("driver", ["batch", "reference"])
-@pytest.mark.parametrize("hop_qos, relay_a_s", [(0, 120e-6), (2, 141e-6)])
-def test_relay_hand_timeline(driver, hop_qos, relay_a_s):
+@pytest.mark.parametrize(
+    "hop_qos, relay_a_s, bridge_s, relay_b_s", [(0, 120e-6, 2e-3, 100e-6), (2, 141e-6, 6e-3, 121e-6)]
+)
+def test_relay_hand_timeline(driver, hop_qos, relay_a_s, bridge_s, relay_b_s):
     """uplink 1 ms; relay a: 100 us + 1 copy x (20 us + acks x 7 us); broker a:
-    10 + 5 us; downlink 1 ms. Towards b: bridge 2 ms, relay b 100 us (no
+    10 + 5 us; downlink 1 ms. Towards b: the bridge (QoS 0: 2 ms; QoS 2: the
+    receiver delivers on PUBREL, PUBLISH + PUBREC + PUBREL = 3 x 2 ms), relay b
+    100 us + its acks of the hop (QoS 2: PUBREC, PUBREL, PUBCOMP = 3 x 7 us; no
     copies onward), broker b 15 us, downlink 1 ms."""
     r = simulate(relay_pair(hop_qos), duration_s=1.0, seed=2, driver=driver)
     d = r.deliveries()
@@ -343,12 +347,12 @@ def test_relay_hand_timeline(driver, hop_qos, relay_a_s):
     lat = d.groupby("subscriber", observed=True)["latency_s"]
     assert np.allclose(lat.min()["sa"], 1e-3 + relay_a_s + 15e-6 + 1e-3, atol=1e-12)
     assert np.allclose(lat.max()["sa"], lat.min()["sa"], atol=1e-12)
-    assert np.allclose(lat.min()["sb"], 1e-3 + relay_a_s + 2e-3 + 100e-6 + 15e-6 + 1e-3, atol=1e-12)
+    assert np.allclose(lat.min()["sb"], 1e-3 + relay_a_s + bridge_s + relay_b_s + 15e-6 + 1e-3, atol=1e-12)
     assert d.groupby("subscriber", observed=True)["hops"].unique().map(list).to_dict() == {"sa": [2], "sb": [3]}
     st = r.stations().set_index("station")
     assert st.loc["relay:a", "role"] == "relay"
     assert st.loc["relay:a", "utilization"] == pytest.approx(50 * relay_a_s, rel=1e-4)
-    assert st.loc["relay:b", "utilization"] == pytest.approx(50 * 100e-6, rel=1e-4)
+    assert st.loc["relay:b", "utilization"] == pytest.approx(50 * relay_b_s, rel=1e-4)
     # the broker of a relay node delivers locally only (one copy, not two)
     assert st.loc["broker:a", "utilization"] == pytest.approx(50 * 15e-6, rel=1e-4)
 

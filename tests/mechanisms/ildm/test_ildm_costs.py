@@ -19,11 +19,13 @@ from pubsim.models import topology as T
 from pubsim.models.assembly.build import build_network
 from pubsim.models.params.broker import BrokerParams
 from pubsim.models.params.client import PublisherParams, SubscriberParams
+from pubsim.models.params.host import HostParams
 from pubsim.models.params.link import LinkParams
 from pubsim.models.params.relay import RelayParams
 from pubsim.run import simulate
 from pubsim.scenario import load_scenario
 from pubsim.sim.distributions import Constant
+from pubsim.sim.errors import ConfigError
 from pubsim.sim.packets import Packets
 from tests import ROOT
 from tests.model.test_topology import ILDM_BROKERS, ildm_tree
@@ -100,11 +102,11 @@ def test_both_ends_of_a_hop_handle_its_acks(qos, sender, receiver):
     """A copy crossing I5 -> I3 costs I5 a delivery (forward) plus the sender's
     acks, and I3 an ingress (relay) plus the receiver's acks (QoS 1: PUBACK;
     QoS 2: PUBREC, PUBREL, PUBCOMP)."""
-    d = relay_demands(tree("subscription", hop_qos=qos, charge_inbound_acks=True))
+    d = relay_demands(tree("subscription", hop_qos=qos))  # the default since issue 14
     assert d["I5"] == pytest.approx(RELAY_S + FORWARD_S + sender * CONTROL_S, abs=1e-15)
     assert d["I3"] == pytest.approx(RELAY_S + receiver * CONTROL_S + FORWARD_S + sender * CONTROL_S, abs=1e-15)
     assert d["I2"] == pytest.approx(RELAY_S + receiver * CONTROL_S, abs=1e-15)
-    old = relay_demands(tree("subscription", hop_qos=qos))  # sender-only model (the default)
+    old = relay_demands(tree("subscription", hop_qos=qos, charge_inbound_acks=False))  # the sender-only model
     assert old["I2"] == pytest.approx(RELAY_S, abs=1e-15)
 
 
@@ -158,3 +160,36 @@ def test_a_bridge_without_relays_is_a_client_of_both_brokers(qos, acks):
     st = simulate(g, duration_s=2.0, seed=1).stations().set_index("station")
     assert st.loc["broker:a", "utilization"] == pytest.approx(50 * (10e-6 + 2 * 5e-6 + 3 * acks * 1e-6), rel=1e-4)
     assert st.loc["broker:b", "utilization"] == pytest.approx(50 * (10e-6 + 5e-6 + 2 * acks * 1e-6), rel=1e-4)
+
+
+@pytest.mark.parametrize("driver", ["batch", "reference"])
+@pytest.mark.parametrize("qos, card_Bps", [(0, 1e9), (1, None)])
+def test_node_costs_reach_a_shared_host_cpu(driver, qos, card_Bps):
+    """Each broker and its node on a 1-core host of its own (behind a network card,
+    or at QoS 1 without one: QoS is not modelled through cards): the host CPU serves
+    the node's and the broker's demand as one visit, table costs and the acks of the
+    hop that brought the copy included, so its utilization is that of the node plus
+    the broker without hosts."""
+    g = tree("subscription", hop_qos=qos, **TABLE)
+    plain = simulate(g, duration_s=2.0, seed=4, driver=driver).stations().set_index("station")["utilization"]
+    g.graph[T.HOSTS] = {f"h{b}": HostParams(cores=1, card_Bps=card_Bps or "unlimited") for b in ILDM_BROKERS}
+    for b in ILDM_BROKERS:
+        g.nodes[b][T.HOST] = f"h{b}"
+    shared = simulate(g, duration_s=2.0, seed=4, driver=driver).stations().set_index("station")["utilization"]
+    assert ("card:hI3:rx" in shared.index) == (card_Bps is not None)
+    for b in ("I5", "I3", "I2"):
+        assert shared[f"cpu:h{b}"] == pytest.approx(plain[f"relay:{b}"] + plain[f"broker:{b}"], rel=1e-3)
+    node = RELAY_S + FORWARD_S + ENTRY_S + MATCH_S + 2 * qos * CONTROL_S  # I3: acks of I5->I3 and of I3->I2
+    assert plain["relay:I3"] == pytest.approx(20 * node, rel=1e-3)
+
+
+def test_hop_qos_through_a_card_is_refused_in_one_line():
+    """A node's QoS 1 hop is a QoS connection: through a host's network card it is
+    refused like any QoS connection (handshakes are not modelled through cards)."""
+    g = tree("subscription", hop_qos=1)
+    g.graph[T.HOSTS] = {f"h{b}": HostParams(cores=1, card_Bps=1e9) for b in ILDM_BROKERS}
+    for b in ILDM_BROKERS:
+        g.nodes[b][T.HOST] = f"h{b}"
+    with pytest.raises(ConfigError, match=r"link:I\d->I\d\.qos: 1 is invalid") as err:
+        build_network(g, seed=1)
+    assert "\n" not in str(err.value)
