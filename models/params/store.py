@@ -61,15 +61,23 @@ class StoreParams:
         buffer, marshalling, checksums), s/byte; spent on the disk's path,
         before the write.
     memory_bytes : int or None
-        Message bytes the broker keeps in memory; beyond them messages are
-        only on disk and are read back when consumed. None = all in memory
-        (nothing is read back).
+        Message bytes the broker keeps in memory; beyond them (and
+        ``memory_fraction`` and the page cache) messages are only on disk and
+        are read back when consumed. None = all in memory (nothing is read
+        back).
+    memory_fraction : float
+        Further share of the host's memory the broker keeps messages in
+        (a limit relative to the machine, as RabbitMQ's paging watermark);
+        0 without a host or a stated host memory.
     page_cache_fraction : float
         Share of the host's memory (``HostParams.memory_bytes``) the OS page
         cache holds of the store's files: reads within it cost no disk
         operation. 0 without a host or a stated host memory.
     read_ops : int
         Operations per message read back (index lookup, file read).
+    batch_max_bytes : int or None
+        Most bytes one write batch (one sync) takes (KahaDB's journal write
+        batch); None = no limit. A batch always takes its first message.
     provenance : Provenance
     """
 
@@ -84,8 +92,10 @@ class StoreParams:
     ack_ops: int = field(default=0, metadata={"unit": "count"})
     write_cost_per_byte_s: float = field(default=0.0, metadata={"unit": "float"})
     memory_bytes: int | None = field(default=None, metadata={"unit": "optional_size"})
+    memory_fraction: float = field(default=0.0, metadata={"unit": "probability"})
     page_cache_fraction: float = field(default=0.0, metadata={"unit": "probability"})
     read_ops: int = field(default=1, metadata={"unit": "count"})
+    batch_max_bytes: int | None = field(default=None, metadata={"unit": "optional_size"})
     provenance: Provenance = field(default=ASSUMED, metadata={"unit": "provenance"})
 
     def __post_init__(self) -> None:
@@ -99,5 +109,5 @@ class StoreParams:
         """Bytes of stored messages held in memory (broker memory plus page cache); inf = all."""
         if self.memory_bytes is None:
             return math.inf
-        cache = 0.0 if host_memory_bytes is None else self.page_cache_fraction * host_memory_bytes
-        return self.memory_bytes + cache
+        share = self.memory_fraction + self.page_cache_fraction
+        return self.memory_bytes + (0.0 if host_memory_bytes is None else share * host_memory_bytes)

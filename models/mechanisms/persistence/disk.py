@@ -18,6 +18,8 @@ acknowledgement records, large-message files, sync policy and flush timer).
 
 from __future__ import annotations
 
+import math
+
 from ....sim.disciplines import BatchDiscipline
 from ...stations.core import ModelStation
 from .store import batch_rule, write_s
@@ -45,7 +47,12 @@ class DiskStation(ModelStation):
 
     def __init__(self, name, params, *, window, store=None):
         most, fixed_s = batch_rule(params, store)
-        disc = BatchDiscipline(batch_max_messages=most, batch_fixed_cost_s=fixed_s)
+        most_bytes = None if store is None else store.batch_max_bytes
+        disc = BatchDiscipline(
+            batch_max_messages=most,
+            batch_fixed_cost_s=fixed_s,
+            batch_max_bytes=math.inf if most_bytes is None else float(most_bytes),
+        )
         super().__init__(name, "disk", disc, window=window)
         self.params = params
         self.store = store
