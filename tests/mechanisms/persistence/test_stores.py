@@ -104,7 +104,9 @@ def test_kahadb_batch_bytes_bound_the_group_commit_capacity():
     per = 1e-4 + 10_000 / 100e6
     bound = 4 / (2e-3 + 4 * per)
     pubs = {
-        f"p{i}": PublisherParams(topics=("t",), rate_per_s=bound / 2, persistent=True, size_bytes=Constant(value=10_000))
+        f"p{i}": PublisherParams(
+            topics=("t",), rate_per_s=bound / 2, persistent=True, size_bytes=Constant(value=10_000)
+        )
         for i in range(4)
     }
     g = _star(BrokerParams(ingress_cost_s=Constant(value=1e-6), disk=disk, store=store), pubs)
@@ -162,7 +164,9 @@ def test_confirms_window_limits_throughput_to_w_over_rtt():
     disk = DiskParams(bandwidth_Bps=1e12, op_latency_s=1e-6)
     store = StoreParams(message_ops=1, sync="none")
     broker = BrokerParams(ingress_cost_s=Constant(value=1e-6), disk=disk, store=store)
-    r = simulate(_star(broker, {"p": _producer("confirms", window=w, size=1000)}, latency_s=lat), duration_s=2.0, seed=1)
+    r = simulate(
+        _star(broker, {"p": _producer("confirms", window=w, size=1000)}, latency_s=lat), duration_s=2.0, seed=1
+    )
     rtt = 2 * lat + 1e-6 + 1e-6 + 1000 / 1e12
     assert len(r.deliveries()) / 2.0 == pytest.approx(w / rtt, rel=0.01)
     assert theory.window_throughput_per_s(w, 1e-9, rtt) == pytest.approx(w / rtt, rel=1e-6)
@@ -175,7 +179,9 @@ def test_transactions_of_n_commit_together(driver):
     lat, size, n = 5e-4, 100_000, 4
     w = 1e-4 + size / 500e6
     broker = BrokerParams(disk=_DISK, store=_STORE)
-    r = simulate(_star(broker, {"p": _producer("transactions", n=n)}, latency_s=lat), duration_s=1.0, seed=1, driver=driver)
+    r = simulate(
+        _star(broker, {"p": _producer("transactions", n=n)}, latency_s=lat), duration_s=1.0, seed=1, driver=driver
+    )
     cycle = lat + (1e-3 + w) + (1e-3 + (n - 1) * w) + lat
     d = r.deliveries().sort_values("publish_time_s")
     starts = sorted(set(round(t, 9) for t in d["publish_time_s"]))
