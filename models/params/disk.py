@@ -63,7 +63,3 @@ class DiskParams:
         """Messages per second with full batches of ``size_bytes`` messages (no store)."""
         b = self.batch_max_messages
         return b / (self.sync_latency_s + b * size_bytes / self.bandwidth_Bps)
-
-    def read_s(self, size_bytes):
-        """Time to read back one message of ``size_bytes`` bytes, s: one operation plus its transfer."""
-        return self.op_latency_s + size_bytes / self.read_bandwidth_Bps

@@ -67,12 +67,13 @@ class StoreParams:
         back).
     memory_fraction : float
         Further share of the host's memory the broker keeps messages in
-        (a limit relative to the machine, as RabbitMQ's paging watermark);
-        0 without a host or a stated host memory.
+        (a limit relative to the machine, as RabbitMQ's paging watermark).
+        Without a host or a stated host memory such a limit does not bind:
+        everything stays in memory.
     page_cache_fraction : float
         Share of the host's memory (``HostParams.memory_bytes``) the OS page
         cache holds of the store's files: reads within it cost no disk
-        operation. 0 without a host or a stated host memory.
+        operation. Not counted without a host or a stated host memory.
     read_ops : int
         Operations per message read back (index lookup, file read).
     batch_max_bytes : int or None
@@ -109,5 +110,7 @@ class StoreParams:
         """Bytes of stored messages held in memory (broker memory plus page cache); inf = all."""
         if self.memory_bytes is None:
             return math.inf
+        if host_memory_bytes is None:  # no machine stated: a limit relative to it does not bind
+            return math.inf if self.memory_fraction > 0 else float(self.memory_bytes)
         share = self.memory_fraction + self.page_cache_fraction
-        return self.memory_bytes + (0.0 if host_memory_bytes is None else share * host_memory_bytes)
+        return self.memory_bytes + share * host_memory_bytes

@@ -88,12 +88,7 @@ class Persistence:
     def wire(self, ctx: CompileContext, wiring: Wiring) -> None:
         """Copies per broker visit below each chain; preloaded flows; durable visits of restarting queues."""
         plan = wiring.plan
-        stages = {
-            ctx.index_of(k)
-            for n in ctx.brokers
-            for k in (StationKey.disk(n), StationKey.read(n))
-            if ctx.has(k)
-        }
+        stages = {ctx.index_of(k) for n in ctx.brokers for k in (StationKey.disk(n), StationKey.read(n)) if ctx.has(k)}
         brokers = {ctx.index_of(StationKey.broker(n)) for n in ctx.brokers}
         heads: dict[int, list[int]] = {}  # broker station -> first visits of its chains
         for v in np.flatnonzero(np.isin(plan.station, sorted(stages))).tolist():
