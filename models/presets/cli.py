@@ -1,6 +1,6 @@
 """``pubsim presets``: list the shipped presets with their provenance.
 
-``pubsim presets [--kind broker|link|serialization|socket|disk]`` prints a
+``pubsim presets [--kind broker|link|serialization|socket|disk|host|store]`` prints a
 compact table, one row per preset (name, kind, source, where it comes from,
 the first sentence of its note), placeholders in red; ``--wide`` adds the
 family, reference, date and key parameters; ``--long NAME`` prints one
