@@ -26,6 +26,7 @@ class StationKind(enum.Enum):
     DOWNLINK = "down"  # home node -> subscriber (the broker's per-client queue)
     SUBSCRIBER = "sub"
     DISK = "disk"  # a broker's disk for persistent messages
+    READ = "read"  # a broker's disk reads of stored messages consumed after they left memory
     ENCODE = "encode"  # a publisher's CPU encoding its messages
     DISPATCH = "dispatch"  # a broker's dispatch of one share group (shared subscriptions)
     SERVER = "server"  # a request/reply server's work between request and reply
@@ -88,6 +89,10 @@ class StationKey:
     @classmethod
     def disk(cls, broker) -> StationKey:
         return cls(StationKind.DISK, (broker,))
+
+    @classmethod
+    def read(cls, broker) -> StationKey:
+        return cls(StationKind.READ, (broker,))
 
     @classmethod
     def encode(cls, publisher) -> StationKey:

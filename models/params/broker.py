@@ -29,6 +29,7 @@ from .features import refuse
 from .mapping import MAX_WORKERS, check_fields
 from .patterns import ReplyParams
 from .provenance import ASSUMED, Provenance
+from .store import StoreParams
 from .topics import TopicSyntax
 
 __all__ = ["BrokerParams", "SHARED_DISPATCH"]
@@ -151,6 +152,11 @@ class BrokerParams:
         (persistent messages are treated as transient). In scenario files a
         mapping of DiskParams fields, which may name a ``preset``; in GraphML
         a JSON mapping.
+    store : StoreParams or None
+        How the product stores persistent messages (journal, index, message
+        store; sync policy; acknowledgement writes; memory before read-back):
+        :mod:`pubsim.models.params.store`, presets in ``stores.yaml``. Needs
+        a ``disk``; None = the disk alone (group commit of the payload).
     restart_at_s : tuple of float
         Times the broker restarts, s (e.g. a crash and restart): every
         message it holds is lost (cause ``broker_restart``) unless it is
@@ -209,6 +215,7 @@ class BrokerParams:
     batch_fixed_cost_s: float = field(default=0.0, metadata={"unit": "duration"})
     batch_max_bytes: int | None = field(default=None, metadata={"unit": "optional_size"})
     disk: DiskParams | None = field(default=None, metadata={"unit": "params", "cls": DiskParams, "preset": "disk"})
+    store: StoreParams | None = field(default=None, metadata={"unit": "params", "cls": StoreParams, "preset": "store"})
     restart_at_s: tuple = field(default=(), metadata={"unit": "raw"})
     restart_downtime_s: float = field(default=0.0, metadata={"unit": "duration"})
     durable_queue: bool = field(default=False, metadata={"unit": "flag"})
@@ -221,6 +228,8 @@ class BrokerParams:
         if self.restart_at_s != ():
             _check_restarts(self)
         _check_frames(self)
+        if self.store is not None and self.disk is None:
+            raise ConfigError("store", self.store.product or "a store", "a disk with it (store needs disk)")
         refuse(self, "broker")  # pairs of features that do not combine (models.params.features)
         cpu = self.workers if self.cpu_quota_cores is None else self.cpu_quota_cores
         if self.background_cpu_fraction >= cpu:

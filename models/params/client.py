@@ -23,9 +23,11 @@ from .provenance import ASSUMED, Provenance
 from .serialization import SerializationParams
 from .topics import split_shared
 
-__all__ = ["PublisherParams", "SubscriberParams", "ARRIVALS", "TOPIC_CHOICES", "check_intervals"]
+__all__ = ["PublisherParams", "SubscriberParams", "ARRIVALS", "SEND_MODES", "TOPIC_CHOICES", "check_intervals"]
 
 ARRIVALS = ("poisson", "constant", "schedule", "closed_loop")
+#: How a producer sends (:mod:`pubsim.models.mechanisms.persistence.sending`).
+SEND_MODES = ("async", "sync", "confirms", "transactions")
 TOPIC_CHOICES = ("weighted", "round_robin")
 
 
@@ -108,6 +110,23 @@ class PublisherParams:
         Persistent (durable) messages (AMQP delivery mode 2): at a broker
         with a disk they are written and synced before delivery
         (:mod:`pubsim.models.mechanisms.persistence.disk`).
+    send_mode : str
+        How the producer sends (:mod:`pubsim.models.mechanisms.persistence.sending`):
+        ``async`` (default: at its own arrival times), ``sync`` (each send
+        waits for the broker's confirm, i.e. its sync to disk, before the
+        next: a JMS persistent send), ``confirms`` (pipelined publisher
+        confirms: at most ``window_requests`` unconfirmed) or
+        ``transactions`` (``transaction_messages`` sends, then a commit
+        that waits for all of them). Not ``async`` needs ``arrival:
+        closed_loop``; the confirm is the message's first delivery below
+        the broker's disk.
+    transaction_messages : int
+        N, messages per transaction (``send_mode: transactions``).
+    preloaded : bool
+        Its messages are already in the broker's store when they arrive (a
+        backlog stored before the run: the consume phase of a benchmark):
+        persistent ones skip the write and are read back on consumption
+        when the backlog exceeds the store's memory. Needs ``persistent``.
     provenance : Provenance
     """
 
@@ -136,11 +155,15 @@ class PublisherParams:
     request_timeout_s: float = field(default=0.0, metadata={"unit": "duration"})
     serialization: SerializationParams | None = field(default=None, metadata={"unit": "serialization"})
     persistent: bool = field(default=False, metadata={"unit": "flag"})
+    send_mode: str = field(default="async", metadata={"unit": "choice", "choices": SEND_MODES})
+    transaction_messages: int = field(default=1, metadata={"unit": "positive_count"})
+    preloaded: bool = field(default=False, metadata={"unit": "flag"})
     provenance: Provenance = field(default=ASSUMED, metadata={"unit": "provenance"})
 
     def __post_init__(self) -> None:
         check_fields(self)
         _check_qos(self)
+        _check_send_mode(self)
         if self.arrival == "closed_loop" and len(self.topics) != 1:
             raise ConfigError("topics", self.topics, "one request topic with arrival closed_loop")
         refuse(self, "publisher")  # pairs of features that do not combine (models.params.features)
@@ -299,6 +322,23 @@ class SubscriberParams:
         refuse(self, "subscriber")  # pairs of features that do not combine (models.params.features)
         if not self.subscriptions:
             raise ConfigError("subscriptions", self.subscriptions, "at least one topic filter")
+
+
+def _check_send_mode(p: PublisherParams) -> None:
+    """A producer waiting for confirms is a closed loop; sync waits for one message at a time."""
+    if p.send_mode == "async":
+        if p.transaction_messages != 1:
+            raise ConfigError("transaction_messages", p.transaction_messages, "1 unless send_mode is transactions")
+    elif p.arrival != "closed_loop":
+        raise ConfigError("arrival", p.arrival, f"closed_loop with send_mode {p.send_mode} (confirms pace the sends)")
+    elif p.send_mode == "sync" and p.window_requests != 1:
+        raise ConfigError("window_requests", p.window_requests, "1 with send_mode sync (one send at a time)")
+    elif p.send_mode == "transactions" and p.window_requests != 1:
+        raise ConfigError("window_requests", p.window_requests, "1 with send_mode transactions (one open transaction)")
+    elif p.send_mode == "transactions" and p.request_timeout_s > 0:
+        raise ConfigError("request_timeout_s", p.request_timeout_s, "0 with send_mode transactions (no resend)")
+    if p.preloaded and not p.persistent:
+        raise ConfigError("preloaded", p.preloaded, "false unless persistent (only stored messages are preloaded)")
 
 
 def _check_qos(params: PublisherParams | SubscriberParams) -> None:

@@ -63,6 +63,8 @@ class Feature(str, enum.Enum):
     CARD = "card"  # a connection between hosts that passes a network card (models.mechanisms.hosts)
     FRAMES = "frames"  # YAMI4 frame channels (client_frame_bytes): frame queue, send window, reader inside
     LOSSY = "lossy"  # a link with loss or random jitter
+    SEND_MODE = "send_mode"  # a producer waiting for confirms (sync, confirms, transactions)
+    PRELOADED = "preloaded"  # a publisher whose messages were stored before the run
 
 
 F = Feature
@@ -170,6 +172,22 @@ REFUSED: tuple[Refusal, ...] = (
         "topic_choice",
         "topic_choice",
         "weighted with a schedule or topic_weights (round_robin takes topics in order)",
+    ),
+    Refusal(
+        "publisher",
+        F.SEND_MODE,
+        F.WILL,
+        "send_mode",
+        "send_mode",
+        "async with offline_s (outages of a producer waiting for confirms are not modelled)",
+    ),
+    Refusal(
+        "publisher",
+        F.PRELOADED,
+        F.SEND_MODE,
+        "send_mode",
+        "send_mode",
+        "async for a preloaded publisher (its messages were stored before the run: nothing to confirm)",
     ),
     # one subscriber (SubscriberParams)
     Refusal(
@@ -336,6 +354,8 @@ DETECT: dict[str, dict[Feature, Callable[[Any], bool]]] = {
         F.RETAIN: lambda p: bool(p.retain),
         F.WILL: lambda p: bool(p.offline_s),
         F.SERIALIZATION: lambda p: p.serialization is not None,
+        F.SEND_MODE: lambda p: p.send_mode != "async",
+        F.PRELOADED: lambda p: bool(p.preloaded),
     },
     "subscriber": {
         F.QOS: lambda p: p.qos > 0,

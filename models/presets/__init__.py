@@ -33,6 +33,7 @@ _FILES["serialization"] = "serialization.yaml"  # message formats (models.params
 #: Fitted fields besides the ``*_cost_s`` costs: overriding one voids a profile's accuracy record.
 _FITTED = ("workers", "background_cpu_fraction")
 _FILES["host"] = "hosts.yaml"  # machines processes are placed on (models.params.host)
+_FILES["store"] = "stores.yaml"  # product store designs for persistent messages (models.params.store)
 
 
 def user_dir() -> Path:

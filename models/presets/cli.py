@@ -1,6 +1,6 @@
 """``pubsim presets``: list the shipped presets with their provenance.
 
-``pubsim presets [--kind broker|link|serialization|socket|disk]`` prints a
+``pubsim presets [--kind broker|link|serialization|socket|disk|host|store]`` prints a
 compact table, one row per preset (name, kind, source, where it comes from,
 the first sentence of its note), placeholders in red; ``--wide`` adds the
 family, reference, date and key parameters; ``--long NAME`` prints one
@@ -39,7 +39,8 @@ _KEYS = {
         "decode_cost_per_byte_s",
     ),
     "socket": ("socket_type", "send_cost_s", "copy_cost_s", "per_byte_cost_s", "sndhwm", "batch_max_bytes"),
-    "disk": ("sync_latency_s", "bandwidth_Bps", "batch_max_messages"),
+    "disk": ("sync_latency_s", "bandwidth_Bps", "batch_max_messages", "read_bandwidth_Bps", "op_latency_s"),
+    "store": ("product", "message_ops", "overhead_bytes", "sync", "sync_delay_s", "large_message_bytes", "ack_bytes"),
     "host": ("cores", "speed", "card_Bps", "loopback_latency_s"),
 }
 

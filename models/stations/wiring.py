@@ -41,6 +41,9 @@ class Wiring:
     relay_load : dict of int -> dict of str -> numpy.ndarray
         ILDM relay station index -> per-visit counts (``inbound_acks``,
         ``table_entries``, ``table_matches``; :mod:`pubsim.models.mechanisms.ildm`).
+    preloaded_flow : numpy.ndarray or None
+        Per flow: its messages were stored before the run (``PublisherParams.preloaded``;
+        :mod:`pubsim.models.mechanisms.persistence`); None when no read station needs it.
     """
 
     plan: RoutePlan
@@ -51,3 +54,4 @@ class Wiring:
     copies_by_visit: dict[int, np.ndarray] = field(default_factory=dict)
     durable_visit: dict[int, np.ndarray] = field(default_factory=dict)
     relay_load: dict[int, dict[str, np.ndarray]] = field(default_factory=dict)
+    preloaded_flow: np.ndarray | None = None

@@ -92,6 +92,18 @@ CASES = {
         ),
         "topic_choice",
     ),
+    ("publisher", F.SEND_MODE, F.WILL): (
+        lambda: PublisherParams(
+            topics=("a",), arrival="closed_loop", send_mode="sync", offline_s=((1.0, 2.0),), will_topic="w"
+        ),
+        "send_mode",
+    ),
+    ("publisher", F.PRELOADED, F.SEND_MODE): (
+        lambda: PublisherParams(
+            topics=("a",), arrival="closed_loop", send_mode="confirms", persistent=True, preloaded=True
+        ),
+        "send_mode",
+    ),
     ("subscriber", F.QOS, F.BUFFER): (
         lambda: SubscriberParams(subscriptions=("a",), qos=1, buffer_messages=5),
         "buffer_messages",

@@ -17,6 +17,7 @@ from pubsim.models.params.host import HostParams
 from pubsim.models.params.link import LinkParams
 from pubsim.models.params.mapping import from_mapping
 from pubsim.models.params.serialization import SerializationParams
+from pubsim.models.params.store import StoreParams
 from pubsim.models.params.zmq import ZmqSocketParams
 from pubsim.models.presets.families import FAMILIES
 from tests import ROOT
@@ -39,6 +40,7 @@ CLASSES = {
     "socket": ZmqSocketParams,
     "disk": DiskParams,
     "host": HostParams,
+    "store": StoreParams,
 }
 
 

@@ -15,8 +15,10 @@ from pubsim.models import topology as T
 from pubsim.models.params.bridge import BridgeParams
 from pubsim.models.params.broker import BrokerParams
 from pubsim.models.params.client import PublisherParams, SubscriberParams
+from pubsim.models.params.disk import DiskParams
 from pubsim.models.params.link import LinkParams
 from pubsim.models.params.relay import RelayParams
+from pubsim.models.params.store import StoreParams
 from pubsim.run import simulate
 from pubsim.scenario import load_scenario
 from pubsim.sim.distributions import Constant, Exponential, LogNormal, Uniform
@@ -453,6 +455,66 @@ def bridge_qos_chain():
 CASES["bridge-qos"] = (bridge_qos_chain, 0.4)
 
 
+def persistent_stores(store):
+    """Persistent producers on a product store: a sync producer, a confirms window of 4, transactions of 3,
+    an open-loop persistent publisher, a preloaded backlog read back beyond memory, transient background."""
+    disk = DiskParams(
+        sync_latency_s=1e-3, bandwidth_Bps=200e6, batch_max_messages=16, read_bandwidth_Bps=250e6, op_latency_s=1e-4
+    )
+    broker = BrokerParams(ingress_cost_s=Exponential(mean_value=5e-5), disk=disk, store=store)
+    size = Uniform(low=50_000, high=300_000)
+    loop = {"arrival": "closed_loop", "persistent": True, "size_bytes": size}
+    pubs = {
+        "sync": PublisherParams(topics=("p/sync",), send_mode="sync", **loop),
+        "conf": PublisherParams(topics=("p/conf",), send_mode="confirms", window_requests=4, **loop),
+        "tx": PublisherParams(topics=("p/tx",), send_mode="transactions", transaction_messages=3, **loop),
+        "open": PublisherParams(topics=("p/open",), rate_per_s=150.0, persistent=True, size_bytes=size),
+        "stored": PublisherParams(
+            topics=("p/stored",), rate_per_s=3000.0, persistent=True, preloaded=True, size_bytes=size
+        ),
+        "bg": PublisherParams(topics=("bg",), rate_per_s=500.0, size_bytes=Constant(value=200)),
+    }
+    subs = {
+        "ledger": SubscriberParams(subscriptions=("p/#",)),
+        "slow": SubscriberParams(subscriptions=("p/open", "bg"), processing_s=Exponential(mean_value=1e-3)),
+    }
+    return T.star(broker=broker, publishers=pubs, subscribers=subs, link=LAN)
+
+
+CASES["store-kahadb-like"] = (
+    lambda: persistent_stores(
+        StoreParams(
+            message_ops=1,
+            overhead_bytes=300,
+            batch_max_bytes=1_000_000,
+            ack_bytes=100,
+            ack_ops=1,
+            memory_bytes=20_000_000,
+        )
+    ),
+    0.4,
+)
+CASES["store-artemis-like"] = (
+    lambda: persistent_stores(
+        StoreParams(
+            message_ops=1,
+            sync_delay_s=5e-4,
+            large_message_bytes=102_400,
+            large_message_ops=2,
+            ack_bytes=50,
+            ack_ops=2,
+            memory_bytes=0,
+            write_cost_per_byte_s=5e-10,
+        )
+    ),
+    0.4,
+)
+CASES["store-sync-per-message"] = (
+    lambda: persistent_stores(StoreParams(message_ops=2, sync="message", memory_bytes=5_000_000, read_ops=2)),
+    0.4,
+)
+
+
 @pytest.mark.parametrize("name", ["idle", "slow", "channels"])
 def test_yami4_priority_scenarios_agree(name):
     sc = load_scenario(ROOT / "experiments" / f"yami4_priority_{name}.yaml")
@@ -505,6 +567,9 @@ def test_cases_exercise_what_they_claim():
     assert st.loc["relay:b1", "drops_buffer_full"] > 0 and st.loc["relay:b0", "utilization"] > 0.1
     r = simulate(CASES["bridge-qos"][0](), duration_s=0.4, seed=11)
     assert r.summary()["duplicates"] > 0 and r.summary()["loss_rate"] == 0  # QoS 1 resends on lossy bridges
+    r = simulate(CASES["store-kahadb-like"][0](), duration_s=0.4, seed=11)
+    st = r.stations().set_index("station")
+    assert st.loc["read:broker", "utilization"] > 0 and st.loc["disk:broker", "served"] > 0  # reads and writes
     r = simulate(CASES["yami4-frames"][0](), duration_s=0.5, seed=11)
     d = r.deliveries()
     late = d[d["subscriber"] == "sleepy"].sort_values("delivery_time_s")

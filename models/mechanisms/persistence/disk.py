@@ -10,12 +10,19 @@ message queued when the previous one ended, up to ``batch_max_messages``
 (:class:`pubsim.sim.disciplines.BatchDiscipline` with fixed cost = sync latency
 and per-message cost = size / bandwidth). Throughput bound of full batches
 of B messages of ``S`` bytes: ``B / (sync_latency + B S / bandwidth)``.
+
+With a product's store design (``BrokerParams.store``) the per-message cost
+and the batch rule are those of :mod:`.store` (operations, overhead and
+acknowledgement records, large-message files, sync policy and flush timer).
 """
 
 from __future__ import annotations
 
+import math
+
 from ....sim.disciplines import BatchDiscipline
 from ...stations.core import ModelStation
+from .store import batch_rule, write_s
 
 __all__ = ["DiskStation"]
 
@@ -34,16 +41,26 @@ class DiskStation(ModelStation):
     name : str
     params : DiskParams
     window : (float, float)
+    store : StoreParams or None
+        The product's store design (None: payload writes and group commit only).
     """
 
-    def __init__(self, name, params, *, window):
-        disc = BatchDiscipline(batch_max_messages=params.batch_max_messages, batch_fixed_cost_s=params.sync_latency_s)
+    def __init__(self, name, params, *, window, store=None):
+        most, fixed_s = batch_rule(params, store)
+        most_bytes = None if store is None else store.batch_max_bytes
+        disc = BatchDiscipline(
+            batch_max_messages=most,
+            batch_fixed_cost_s=fixed_s,
+            batch_max_bytes=math.inf if most_bytes is None else float(most_bytes),
+        )
         super().__init__(name, "disk", disc, window=window)
         self.params = params
+        self.store = store
+        self._fixed_s = fixed_s
 
     def service_s(self, packets):
-        return packets.size / self.params.bandwidth_Bps
+        return write_s(self.params, self.store, packets.size)
 
     @property
     def lookahead_s(self):
-        return self.params.sync_latency_s
+        return self._fixed_s + float(write_s(self.params, self.store, 0.0))
