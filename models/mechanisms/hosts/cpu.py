@@ -1,32 +1,45 @@
-"""A host's CPU shared by a broker and its ILDM interworking node (SYSTEMS.md §3:
-a broker and its node on one server; the node's work takes CPU from the broker).
+"""A host's CPU shared by every process placed on it (issue 13).
 
-Model (a shared multi-server FIFO): the host's CPU is one station with
-``min(cores, relay workers + broker workers)`` servers. A publication entering
-the pair passes the node and then its broker with no queue between them (the
-node hands it over on loopback and the broker's event loop runs it to
-completion), so the two CPU stages of one visit are served as ONE visit whose
-demand is the sum: the node's (relay + forwarded copies) plus the broker's
-(ingress, matching, copies). The broker station stays in the route (its
-per-client queues and copies are unchanged) but takes no time.
+A host is *shared* when two or more processes on it spend CPU: brokers (an
+ILDM node with its broker counts as a second process), publishers' encode
+stages, subscribers that take time (processing or decoding). Its CPU is then
+one station ``cpu:<host>``: a multi-server FIFO queue with ``c = min(cores,
+threads)`` servers (threads: each broker's and node's workers, one per
+encode stage and per subscriber), and every CPU stage of those processes is a
+visit of it. In routes the CPU visit comes just before the process's own
+visit (:mod:`.plugin`), whose station is built with ``cpu_shared=True``: it
+keeps its role (a broker's copies, per-client queues, disks; a subscriber's
+delivery) and takes no time. The demand of a CPU visit is the process's own
+(``demand_s`` of its station, with its own random streams). A broker with its
+node is one visit whose demand is the node's plus the broker's: the node
+hands the publication over on loopback and the broker runs it to completion.
 
-Why this model: it is work-conserving, so for a one-core host the host's
-throughput, utilization and saturation point are exact (every message needs
-the sum of both demands of the one core), and it keeps FIFO arithmetic: the
-batch driver stays fast and no route leaves the host's CPU and comes back to
-it at zero delay (which would make a zero-lookahead cycle). Processor sharing
-between runnable threads (idealised CFS) would need an event-driven kernel
-per host.
+Why a shared multi-server FIFO and not processor sharing. Both are
+work-conserving, so a host's throughput, utilization and saturation point are
+the same under either; what differs is the waiting time of short jobs behind
+long ones. FIFO keeps the batch driver's arithmetic (no event per
+quantum, both drivers record for record), is what an event loop or a run
+queue of non-preempted short jobs does (a broker's per-message work of
+microseconds is far below the Linux scheduler's 3 ms time slice, so a runnable
+thread normally finishes its message before another thread gets the core),
+and has closed forms to test against (M/M/c, Pollaczek-Khinchine for a mix of
+two processes' demands on one core). Processor sharing (idealised CFS) would
+be the right model for long CPU bursts (milliseconds and up); it would need an
+event-driven kernel per host.
 
-Approximate: with several cores, each message's two stages run on one server
-back to back (the real node and broker threads could overlap two messages'
-stages differently, and each process is capped at its own thread count only
-through the total servers); the order of the two stages within a message is
-not modelled (the node's forwarded copies leave when the broker's work is
-done too). Limits: one broker with a node per host; no CPU quota, batching,
-restarts or priority scheduling at such a broker (refused by
-:func:`pubsim.models.topology.validate`); the broker's ingress queue limit is
-replaced by the node's.
+Background load of the host's brokers (``background_cpu_fraction``, cores)
+takes ``B`` of the ``c`` servers' capacity: every demand is stretched by
+``1 / (1 - B / c)`` (processor sharing with a constant load, as for a lone
+broker; needs ``B < c``).
+
+Approximate: a process is capped at its own threads only through the total
+servers; the host's waiting room is the sum of its brokers' ingress queue
+limits (a node's for a broker with a node; unlimited if one is unlimited or
+no broker is on the host), shared by every process's waiting stages. Not
+modelled on a shared host (one-line errors, :mod:`.plugin`): a broker's CPU
+quota, batching, restarts or priority scheduling; a subscriber's
+``buffer_messages``; a ZeroMQ socket. A subscriber served inside its
+downlink (QoS > 0, frame channels) keeps its processing there.
 """
 
 from __future__ import annotations
@@ -37,66 +50,98 @@ from ....sim.disciplines import FifoDiscipline, Overflow
 from ....sim.packets import Packets
 from ...stations.core import ModelStation
 
-__all__ = ["SharedCpuStation"]
+__all__ = ["HostCpuStation"]
 
 
-class SharedCpuStation(ModelStation):
-    """A host's CPU running a relay visit and its broker visit as one.
+class HostCpuStation(ModelStation):
+    """A host's CPU: the CPU stage of every process of a shared host.
 
     Parameters
     ----------
     name : str
-    relay, broker : pubsim.sim.station.Station
-        The node's :class:`~pubsim.models.mechanisms.ildm.relay.RelayStation` and its
-        broker's :class:`~pubsim.models.stations.core.BrokerStation` (built with
-        ``cpu_shared=True``); their demand functions are called here, with their
-        own random streams.
+    processes : dict of int -> pubsim.sim.station.Station
+        Station index -> process station (built with ``cpu_shared=True``; it has
+        ``demand_s`` and ``min_demand_s``) whose visits this station's visits precede.
+    relays : dict of int -> pubsim.sim.station.Station
+        Broker station index -> its ILDM node's relay station: a visit before such a
+        broker also charges the node's demand (the visit replaced the node's).
     servers : int
+    capacity_messages : int or None
+        Messages waiting or in service at most (None = unlimited).
+    idle_extra_s : float
+        Extra time of a message that finds a server idle (a broker's wake-up), s.
+    background_cores : float
+        Background load of the host's brokers, cores (< ``servers``).
     window : (float, float)
     """
 
-    def __init__(self, name, relay, broker, *, servers, window):
-        rp, bp = relay.params, broker.params
-        cap = None if rp.queue_messages is None else rp.queue_messages + servers
+    def __init__(self, name, processes, *, relays, servers, capacity_messages, idle_extra_s, background_cores, window):
+        self.stretch = 1.0 / (1.0 - background_cores / servers) if background_cores else 1.0
         disc = FifoDiscipline(
             servers=servers,
-            capacity_messages=cap,
+            capacity_messages=capacity_messages,
             overflow=Overflow.DROP_NEWEST,
-            idle_extra_s=bp.idle_wakeup_cost_s * broker.stretch,
+            idle_extra_s=idle_extra_s * self.stretch,
         )
         super().__init__(name, "host_cpu", disc, servers=servers, window=window)
-        self.relay = relay
-        self.broker = broker
-        self.node_demand_in_window_s = 0.0  # the node's demand of messages starting service in the window
-        self._batch = (np.empty(0, dtype=np.int64), np.empty(0))  # (sorted keys, node demand) of the last batch
+        self.processes = dict(processes)
+        self.relays = dict(relays)
+        self.background_cores = float(background_cores)
+        #: Demand (s) of messages that start service in the window, per process station name.
+        self.demand_in_window_s = {st.name: 0.0 for st in self.processes.values()}
+        self.demand_in_window_s |= {st.name: 0.0 for st in self.relays.values()}
+        self._batch: tuple = (np.empty(0, dtype=np.int64), {})  # (sorted keys, {name: demand}) of the last batch
 
-    @property
-    def relay_share(self) -> float:
-        """Fraction of this station's busy time in the window that is the node's work
-        (its demand of visits arriving in the window; the rest, wake-ups included, is
-        the broker's)."""
-        busy_s = self.stats.record()["mean_in_service"] * (self.stats.w1 - self.stats.w0)
-        return min(1.0, self.node_demand_in_window_s / busy_s) if busy_s > 0 else 0.0
+    def shares(self) -> dict[str, float]:
+        """Fraction of this station's busy time in the window each process's work takes
+        (its demand of visits starting in the window over all of them)."""
+        total = sum(self.demand_in_window_s.values())
+        n = len(self.demand_in_window_s)
+        return {k: (v / total if total > 0 else 1.0 / n) for k, v in self.demand_in_window_s.items()}
 
     def service_s(self, packets):
         plan = self.plan
-        first_child = plan.child_idx[plan.child_ptr[packets.visit]]  # the broker visit (ildm.relay)
-        at_broker = Packets(packets.t, packets.msg, first_child, packets.size, packets.pub_t)
-        node, broker = self.relay.service_s(packets), self.broker.demand_s(at_broker)
+        child = plan.child_idx[plan.child_ptr[packets.visit]]  # the process's own visit
+        station = plan.station[child]
+        demand = np.zeros(len(packets))
+        parts: dict[str, np.ndarray] = {}
+        for s in np.unique(station).tolist():
+            m = station == s
+            at = Packets(packets.t[m], packets.msg[m], child[m], packets.size[m], packets.pub_t[m])
+            proc = self.processes[s]
+            parts[proc.name] = self._part(len(packets), m, proc.demand_s(at))
+            relay = self.relays.get(s)
+            if relay is not None:
+                parts[relay.name] = self._part(len(packets), m, relay.service_s(packets.take(m)))
+        for part in parts.values():
+            demand += part
+        if self.stretch != 1.0:
+            demand *= self.stretch
         keys = packets.order_key(plan.n_visits)
         order = np.argsort(keys)
-        self._batch = (keys[order], node[order])
-        return node + broker
+        self._batch = (keys[order], {k: v[order] for k, v in parts.items()})
+        return demand
+
+    @staticmethod
+    def _part(n, mask, values):
+        out = np.zeros(n)
+        out[mask] = values
+        return out
 
     def after_service(self, served):
-        """Count the node's demand of the messages served (not dropped) that start in the window."""
-        keys, node = self._batch
+        """Count each process's demand of the messages served (not dropped) that start in the window."""
+        keys, parts = self._batch
         inside = self.stats._in_window(served.start)
         if inside.any():
             at = np.searchsorted(keys, served.packets.order_key(self.plan.n_visits)[inside])
-            self.node_demand_in_window_s += float(node[at].sum())
+            for name, demand in parts.items():
+                self.demand_in_window_s[name] += float(demand[at].sum()) * self.stretch
         return super().after_service(served)
 
     @property
     def lookahead_s(self):
-        return self.relay.lookahead_s + self.broker.params.ingress_cost_s.min_value
+        least = []
+        for s, proc in self.processes.items():
+            relay = self.relays.get(s)
+            least.append(proc.min_demand_s + (0.0 if relay is None else relay.lookahead_s))
+        return min(least) * self.stretch
