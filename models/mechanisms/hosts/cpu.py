@@ -14,6 +14,13 @@ delivery) and takes no time. The demand of a CPU visit is the process's own
 node is one visit whose demand is the node's plus the broker's: the node
 hands the publication over on loopback and the broker runs it to completion.
 
+Each process runs on at most its own threads (``workers`` of a broker, plus
+its node's; one thread per encode stage or subscriber): when a process's
+threads are fewer than the servers, the station's discipline is
+:class:`.pool.CappedPoolDiscipline` (FIFO across processes, a process at its
+thread limit skipped; event-driven), else the plain multi-server FIFO
+(every process could use every server: the same queue, by arithmetic).
+
 Why a shared multi-server FIFO and not processor sharing. Both are
 work-conserving, so a host's throughput, utilization and saturation point are
 the same under either; what differs is the waiting time of short jobs behind
@@ -32,10 +39,9 @@ takes ``B`` of the ``c`` servers' capacity: every demand is stretched by
 ``1 / (1 - B / c)`` (processor sharing with a constant load, as for a lone
 broker; needs ``B < c``).
 
-Approximate: a process is capped at its own threads only through the total
-servers; the host's waiting room is the sum of its brokers' ingress queue
-limits (a node's for a broker with a node; unlimited if one is unlimited or
-no broker is on the host), shared by every process's waiting stages. Not
+Each process keeps its own waiting room: a broker's ingress queue limit
+(``queue_messages`` + its threads; a node's for a broker with a node), no
+limit for encode stages and subscribers. Not
 modelled on a shared host (one-line errors, :mod:`.plugin`): a broker's CPU
 quota, batching, restarts or priority scheduling; a subscriber's
 ``buffer_messages``; a ZeroMQ socket. A subscriber served inside its
@@ -49,6 +55,7 @@ import numpy as np
 from ....sim.disciplines import FifoDiscipline, Overflow
 from ....sim.packets import Packets
 from ...stations.core import ModelStation
+from .pool import CappedPoolDiscipline
 
 __all__ = ["HostCpuStation"]
 
@@ -66,8 +73,11 @@ class HostCpuStation(ModelStation):
         Broker station index -> its ILDM node's relay station: a visit before such a
         broker also charges the node's demand (the visit replaced the node's).
     servers : int
-    capacity_messages : int or None
-        Messages waiting or in service at most (None = unlimited).
+    caps : dict of int -> int
+        Threads of each process (by its station index, as ``processes``).
+    limits : dict of int -> int or None
+        Ingress queue limit of each process (None = unlimited): its stages waiting
+        at most (plus those in service on its threads).
     idle_extra_s : float
         Extra time of a message that finds a server idle (a broker's wake-up), s.
     background_cores : float
@@ -75,14 +85,29 @@ class HostCpuStation(ModelStation):
     window : (float, float)
     """
 
-    def __init__(self, name, processes, *, relays, servers, capacity_messages, idle_extra_s, background_cores, window):
+    def __init__(
+        self, name, processes, *, relays, servers, caps, limits, idle_extra_s, background_cores, window
+    ):
         self.stretch = 1.0 / (1.0 - background_cores / servers) if background_cores else 1.0
-        disc = FifoDiscipline(
-            servers=servers,
-            capacity_messages=capacity_messages,
-            overflow=Overflow.DROP_NEWEST,
-            idle_extra_s=idle_extra_s * self.stretch,
-        )
+        self._cls = {s: k for k, s in enumerate(processes)}  # station index -> process class
+        self._cls_of_station = np.full(max(processes) + 1, -1, dtype=np.int64)
+        self._cls_of_station[list(self._cls)] = list(self._cls.values())
+        if len(processes) == 1 or all(caps[s] >= servers and limits[s] is None for s in processes):
+            (queue,) = set(limits.values()) if len(processes) == 1 else (None,)
+            room = None if queue is None else queue + servers
+            disc = FifoDiscipline(
+                servers=servers,
+                capacity_messages=room,
+                overflow=Overflow.DROP_NEWEST,
+                idle_extra_s=idle_extra_s * self.stretch,
+            )
+        else:
+            disc = CappedPoolDiscipline(
+                servers=servers,
+                caps=[caps[s] for s in processes],
+                limits=[None if limits[s] is None else limits[s] + caps[s] for s in processes],
+                idle_extra_s=idle_extra_s * self.stretch,
+            )
         super().__init__(name, "host_cpu", disc, servers=servers, window=window)
         self.processes = dict(processes)
         self.relays = dict(relays)
@@ -121,6 +146,11 @@ class HostCpuStation(ModelStation):
         order = np.argsort(keys)
         self._batch = (keys[order], {k: v[order] for k, v in parts.items()})
         return demand
+
+    def priority(self, packets):
+        """The process class of each packet (:class:`.pool.CappedPoolDiscipline`)."""
+        plan = self.plan
+        return self._cls_of_station[plan.station[plan.child_idx[plan.child_ptr[packets.visit]]]]
 
     @staticmethod
     def _part(n, mask, values):

@@ -154,22 +154,19 @@ def _add_cards(ctx: CompileContext) -> None:
 def _cpu_station(ctx: CompileContext, h) -> HostCpuStation:
     """The CPU station of shared host ``h`` (:mod:`.cpu`)."""
     nodes = [n for n, host in ctx.shared_cpu.items() if host == h]
-    processes, relays, threads = {}, {}, 0
-    limits: list = []
+    processes, relays, caps, limits = {}, {}, {}, {}
     brokers = [n for n in nodes if n in ctx.tables]
     for n in nodes:
         key = _process_key(ctx, n)
         idx = ctx.index_of(key)
         processes[idx] = ctx.stations[idx]
-        threads += ctx.params(n).workers if n in ctx.tables else 1
+        caps[idx] = ctx.params(n).workers if n in ctx.tables else 1
         if n in ctx.relays:
             relays[idx] = ctx.station(StationKey.relay(n))
-            threads += ctx.relays[n].workers
-            limits.append(ctx.relays[n].queue_messages)
-        elif n in ctx.tables:
-            limits.append(ctx.params(n).queue_messages)
-    servers = min(T.hosts(ctx.graph)[h].cores, threads)
-    room = None if not limits or any(q is None for q in limits) else sum(limits) + servers
+            caps[idx] += ctx.relays[n].workers
+        queue = ctx.relays[n].queue_messages if n in ctx.relays else getattr(ctx.params(n), "queue_messages", None)
+        limits[idx] = queue if n in ctx.tables else None
+    servers = min(T.hosts(ctx.graph)[h].cores, sum(caps.values()))
     background = sum(ctx.params(b).background_cpu_fraction for b in brokers)
     if background >= servers:
         raise ConfigError(f"host {h!r}.background_cpu_fraction", background, f"less than its {servers} CPU servers")
@@ -178,7 +175,8 @@ def _cpu_station(ctx: CompileContext, h) -> HostCpuStation:
         processes,
         relays=relays,
         servers=servers,
-        capacity_messages=room,
+        caps=caps,
+        limits=limits,
         idle_extra_s=max((ctx.params(b).idle_wakeup_cost_s for b in brokers), default=0.0),
         background_cores=background,
         window=ctx.window,

@@ -87,9 +87,26 @@ def test_two_kinds_of_processes_on_one_core_are_one_mg1_fifo():
     assert lam == 1800.0
 
 
-def test_two_kinds_of_processes_on_two_cores_are_mmc():
-    """Broker and subscriber both Exp(0.5 ms), 1600/s each, on a 2-core host: M/M/2
-    (Erlang C) with the summed arrival rate, rho 0.8; each kind sees the same sojourn."""
+def test_two_brokers_on_two_cores_are_mmc():
+    """Two brokers of 2 workers each, Exp(0.5 ms) at 1600/s each, on a 2-core host: one
+    M/M/2 queue (Erlang C) with the summed arrival rate, rho 0.8; each sees its sojourn."""
+    lam, m = 1600.0, 5e-4
+    g = _two_kinds(
+        broker_cost=Exponential(mean_value=m), sub_cost=ZERO, lam_broker=lam, lam_sub=lam, host=HostParams(cores=2)
+    )
+    for b in ("b0", "b1"):
+        g.nodes[b][T.PARAMS] = BrokerParams(workers=2, ingress_cost_s=Exponential(mean_value=m))
+    g.nodes["b1"][T.HOST], g.nodes["s1"][T.HOST] = "h", "y"
+    expected = theory.mmc_sojourn_mean_s(2, 2 * lam, 1 / m)
+    table = _latency_by_subscriber(g, reps=6)
+    _check(table.to_numpy().mean(axis=1), expected)
+    _check(table["s1"].to_numpy(), expected)
+
+
+def test_single_threaded_processes_on_two_cores_do_not_queue_for_each_other():
+    """A one-worker broker and a subscriber, Exp(0.5 ms) at 1600/s each, on 2 cores: each
+    runs on its own thread, so each is an M/M/1 queue (sojourn m / (1 - rho) = 2.5 ms),
+    not M/M/2 (1.39 ms): a process uses at most its own threads."""
     lam, m = 1600.0, 5e-4
     g = _two_kinds(
         broker_cost=Exponential(mean_value=m),
@@ -98,10 +115,9 @@ def test_two_kinds_of_processes_on_two_cores_are_mmc():
         lam_sub=lam,
         host=HostParams(cores=2),
     )
-    expected = theory.mmc_sojourn_mean_s(2, 2 * lam, 1 / m)
     table = _latency_by_subscriber(g, reps=6)
-    _check(table.to_numpy().mean(axis=1), expected)
-    _check(table["s1"].to_numpy(), expected)
+    _check(table["s0"].to_numpy(), m / (1 - lam * m))
+    _check(table["s1"].to_numpy(), m / (1 - lam * m))
 
 
 def _schedule(times):
@@ -113,18 +129,23 @@ def _schedule(times):
     }
 
 
-@pytest.mark.parametrize("shared, expected_ms", [(True, [1.0, 1.2, 1.9, 1.7]), (False, [1.0, 0.4, 1.5, 0.4])])
-def test_hand_timeline_two_processes_on_one_core(shared, expected_ms):
+@pytest.mark.parametrize(
+    "shared, cores, expected_ms",
+    [(True, 1, [1.0, 1.2, 1.9, 1.7]), (False, 1, [1.0, 0.4, 1.5, 0.4]), (True, 2, [1.0, 0.4, 1.5, 0.4])],
+)
+def test_hand_timeline_two_processes_on_one_core(shared, cores, expected_ms):
     """Broker work 1 ms (messages A at 0, C at 0.5 ms) and subscriber work 0.4 ms
     (B at 0.2 ms, D at 1.1 ms). One core, FIFO: A 0-1.0, B 1.0-1.4, C 1.4-2.4,
-    D 2.4-2.8 ms; latencies 1.0, 1.2, 1.9, 1.7 ms. On separate hosts: 1.0, 0.4, 1.5, 0.4."""
+    D 2.4-2.8 ms; latencies 1.0, 1.2, 1.9, 1.7 ms. On separate hosts: 1.0, 0.4, 1.5, 0.4.
+    On two cores the one-threaded processes never wait for each other (B starts at
+    0.2 while C waits for the broker's thread): as on separate hosts."""
     pub = {"p0": _schedule([0.0, 5e-4]), "p1": _schedule([2e-4, 1.1e-3]) | {"schedule_topic": ("b", "b")}}
     g = _two_kinds(
         broker_cost=Constant(value=1e-3),
         sub_cost=Constant(value=4e-4),
         lam_broker=1.0,
         lam_sub=1.0,
-        host=HostParams(cores=1),
+        host=HostParams(cores=cores),
         pub=pub,
     )
     if not shared:
