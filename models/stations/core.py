@@ -13,7 +13,7 @@ from ...sim.disciplines import BatchDiscipline, FifoDiscipline, Overflow, QueueD
 from ...sim.distributions import Constant
 from ...sim.restart import RestartQueueDiscipline
 from ...sim.station import Station
-from ..protocol import framing_bytes
+from ..protocol import needs_topic, wire_bytes
 from .wiring import Wiring
 
 __all__ = ["ModelStation", "LinkStation", "BrokerStation", "SubscriberStation", "EncodeStation", "make_discipline"]
@@ -191,8 +191,8 @@ class LinkStation(ModelStation):
         return self.session.before_service(self, packets, self.hop_qos(packets))
 
     def wire_bytes(self, packets):
-        topic = self.topic_bytes[self.plan.flow[packets.visit]]
-        return packets.size + framing_bytes(self.protocol, packets.size, topic) + self.params.overhead_bytes
+        topic = self.topic_bytes[self.plan.flow[packets.visit]] if needs_topic(self.protocol) else None
+        return wire_bytes(self.protocol, packets.size, topic, self.params.overhead_bytes)
 
     def service_s(self, packets):
         wire = self.wire_bytes(packets)
