@@ -121,7 +121,11 @@ class Delivery:
                     ctx.add_station(
                         StationKey.subscriber(s),
                         SubscriberStation(
-                            f"subscriber:{s}", sp, streams=ctx.streams, window=ctx.window, cpu_shared=s in ctx.shared_cpu
+                            f"subscriber:{s}",
+                            sp,
+                            streams=ctx.streams,
+                            window=ctx.window,
+                            cpu_shared=s in ctx.shared_cpu,
                         ),
                     )
                 continue

@@ -85,9 +85,7 @@ class HostCpuStation(ModelStation):
     window : (float, float)
     """
 
-    def __init__(
-        self, name, processes, *, relays, servers, caps, limits, idle_extra_s, background_cores, window
-    ):
+    def __init__(self, name, processes, *, relays, servers, caps, limits, idle_extra_s, background_cores, window):
         self.stretch = 1.0 / (1.0 - background_cores / servers) if background_cores else 1.0
         self._cls = {s: k for k, s in enumerate(processes)}  # station index -> process class
         self._cls_of_station = np.full(max(processes) + 1, -1, dtype=np.int64)

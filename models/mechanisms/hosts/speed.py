@@ -71,7 +71,5 @@ def on_host(params, speed: float):
     codec = getattr(params, "serialization", None)
     codec_names = CODEC_FIELDS.get(type(params), ())
     if codec is not None and codec_names:
-        changes["serialization"] = dataclasses.replace(
-            codec, **{n: getattr(codec, n) / speed for n in codec_names}
-        )
+        changes["serialization"] = dataclasses.replace(codec, **{n: getattr(codec, n) / speed for n in codec_names})
     return dataclasses.replace(params, **changes) if changes else params

@@ -163,9 +163,7 @@ def desktop(rate_per_s=400.0, *, driver_test=False):
         broker=BrokerParams(ingress_cost_s=Exponential(mean_value=4e-4), delivery_cost_s=Constant(value=5e-5)),
         publishers={"p": PublisherParams(topics=("t",), rate_per_s=rate_per_s, serialization=codec)},
         subscribers={
-            "s": SubscriberParams(
-                subscriptions=("t",), processing_s=Exponential(mean_value=3e-4), serialization=codec
-            ),
+            "s": SubscriberParams(subscriptions=("t",), processing_s=Exponential(mean_value=3e-4), serialization=codec),
             **({"far": SubscriberParams(subscriptions=("t",))} if driver_test else {}),
         },
         link=LinkParams(latency_s=1e-4),
@@ -299,7 +297,12 @@ def test_background_above_the_shared_cpu_refused_in_one_line():
 
 def test_shared_subscriber_buffer_refused_in_one_line():
     g = _two_kinds(
-        broker_cost=ZERO, sub_cost=Constant(value=1e-4), lam_broker=5, lam_sub=5, host=HostParams(), sub={"buffer_messages": 3}
+        broker_cost=ZERO,
+        sub_cost=Constant(value=1e-4),
+        lam_broker=5,
+        lam_sub=5,
+        host=HostParams(),
+        sub={"buffer_messages": 3},
     )
     err = _error(g)
     assert (err.field, err.value) == ("node 's1'.buffer_messages", 3)
