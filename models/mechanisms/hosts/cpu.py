@@ -44,8 +44,10 @@ Each process keeps its own waiting room: a broker's ingress queue limit
 limit for encode stages and subscribers. Not
 modelled on a shared host (one-line errors, :mod:`.plugin`): a broker's CPU
 quota, batching, restarts or priority scheduling; a subscriber's
-``buffer_messages``; a ZeroMQ socket. A subscriber served inside its
-downlink (QoS > 0, frame channels) keeps its processing there.
+``buffer_messages``. A ZeroMQ socket keeps its own server, and so does every
+process of a topology with request/reply clients (:mod:`.sharing`). A
+subscriber served inside its downlink (QoS > 0, frame channels) keeps its
+processing there.
 """
 
 from __future__ import annotations

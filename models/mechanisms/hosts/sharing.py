@@ -3,7 +3,11 @@
 A process spends CPU if it has a CPU stage of its own: a broker (and its ILDM
 node, a second process), a publisher's encode stage, a subscriber whose
 station takes time (processing or decoding, and not served inside its
-downlink), a ZeroMQ socket. A host with two or more of them is shared.
+downlink). A host with two or more of them is shared. Not on the shared CPU
+(stated limits): a ZeroMQ socket's I/O thread keeps its own server (its
+batched writes are not modelled on a shared CPU), and a topology with
+request/reply (closed-loop) clients shares no host (a round trip through one
+host's CPU would make the route graph cyclic, which closed loops need acyclic).
 """
 
 from __future__ import annotations
@@ -41,12 +45,15 @@ def _weight(ctx: CompileContext, n) -> int:
         return int(codec is not None and codec.has_encode)
     if kind == T.NodeKind.SUBSCRIBER:
         return int(_subscriber_spends(ctx, n))
-    return int(kind == T.NodeKind.SOCKET)
+    return 0  # a ZeroMQ socket keeps its own server
 
 
 def cpu_users(ctx: CompileContext) -> dict:
-    """``{host: {node: (kind, processes)}}``: the nodes of each host that spend CPU, in graph order."""
+    """``{host: {node: (kind, processes)}}``: the nodes of each host that spend CPU, in graph
+    order (none with request/reply clients)."""
     users: dict = {}
+    if any(getattr(ctx.params(p), "arrival", None) == "closed_loop" for p in ctx.publishers):
+        return users
     for n in ctx.graph:
         h = T.host_of(ctx.graph, n)
         w = _weight(ctx, n) if h is not None else 0
@@ -60,8 +67,6 @@ def check_shared(ctx: CompileContext, host, users: dict) -> None:
     why = f"on host {host!r}, whose CPU its processes share"
     for n, (kind, _) in users.items():
         p = ctx.params(n)
-        if kind == T.NodeKind.SOCKET:
-            raise ConfigError(f"node {n!r}.{T.HOST}", host, f"a host of its own for a ZeroMQ socket (not {why})")
         if kind == T.NodeKind.SUBSCRIBER and p.buffer_messages is not None:
             raise ConfigError(f"node {n!r}.buffer_messages", p.buffer_messages, f"unset for a subscriber {why}")
         if kind == T.NodeKind.BROKER:

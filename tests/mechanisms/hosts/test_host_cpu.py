@@ -5,6 +5,8 @@ the drivers' agreement and what monitoring shows."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -18,10 +20,12 @@ from pubsim.models.params.link import LinkParams
 from pubsim.models.params.serialization import SerializationParams
 from pubsim.models.params.zmq import ZmqSocketParams
 from pubsim.run import simulate
+from pubsim.scenario import load_scenario
 from pubsim.sim import theory
 from pubsim.sim.distributions import Constant, Exponential
 from pubsim.sim.errors import ConfigError
 
+ROOT = Path(__file__).resolve().parents[3]
 FREE = LinkParams()
 ZERO = Constant(value=0.0)
 
@@ -308,18 +312,32 @@ def test_shared_subscriber_buffer_refused_in_one_line():
     assert (err.field, err.value) == ("node 's1'.buffer_messages", 3)
 
 
-def test_socket_on_a_shared_host_refused_in_one_line():
-    codec = SerializationParams(encode_cost_s=1e-4)
+def test_a_socket_keeps_its_own_server_on_a_shared_host():
+    """Publisher (encode 0.2 ms) and subscriber (0.3 ms) share host h's CPU; the
+    publisher's ZeroMQ socket (send 0.1 ms) keeps its own I/O server there."""
+    codec = SerializationParams(encode_cost_s=2e-4)
     g = T.brokerless(
-        publishers={"p": PublisherParams(topics=("t",), rate_per_s=5.0, serialization=codec)},
-        subscribers={"s": SubscriberParams(subscriptions=("t",))},
-        socket=ZmqSocketParams(),
-        link=FREE,
-        hosts={"h": HostParams()},
-        placement={"p": "h"},
+        publishers={"p": PublisherParams(topics=("t",), rate_per_s=100.0, serialization=codec)},
+        subscribers={"s": SubscriberParams(subscriptions=("t",), processing_s=Constant(value=3e-4))},
+        socket=ZmqSocketParams(send_cost_s=Constant(value=1e-4), copy_cost_s=ZERO),
+        link=LinkParams(latency_s=1e-4),
+        hosts={"h": HostParams(loopback_latency_s=1e-5)},
+        placement={"p": "h", "s": "h"},
     )
-    err = _error(g)
-    assert err.field.endswith(".host") and "ZeroMQ socket" in err.expected
+    res = simulate(g, duration_s=2, seed=1)
+    st = res.stations().set_index("station")
+    assert st.loc["cpu:h", "served"] == 2 * st.loc["socket:p.sock", "served"] > 150
+    lat = res.deliveries()["latency_s"].to_numpy()
+    assert lat.min() == pytest.approx(2e-4 + 1e-4 + 1e-5 + 3e-4, rel=1e-9)  # encode, socket, loopback, processing
+
+
+def test_request_reply_clients_share_no_host():
+    """A round trip through one host's CPU would make the route graph cyclic (closed loops
+    need it acyclic): with request/reply clients every process keeps its own servers."""
+    res = load_scenario(ROOT / "experiments/papers/smart-grid-pair/reqrep.yaml").simulate()
+    names = set(res.stations().station)
+    assert "encode:sender" in names and not any(n.startswith("cpu:") for n in names)
+    assert len(res.deliveries()) > 10
 
 
 def test_a_lone_process_keeps_its_own_servers():
