@@ -62,6 +62,30 @@ from .pool import CappedPoolDiscipline
 __all__ = ["HostCpuStation"]
 
 
+class _Parts:
+    """Demand parts of CPU stages: order key, process name index and demand, relay's (-1: none)."""
+
+    def __init__(self, key, who, demand, relay_who, relay_demand):
+        self.key, self.who, self.demand = key, who, demand
+        self.relay_who, self.relay_demand = relay_who, relay_demand
+
+    @classmethod
+    def empty(cls):
+        return cls(np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0), np.empty(0, np.int64), np.empty(0))
+
+    def take(self, index):
+        return _Parts(*(a[index] for a in self._arrays()))
+
+    def _arrays(self):
+        return self.key, self.who, self.demand, self.relay_who, self.relay_demand
+
+    @staticmethod
+    def merge(a, b):
+        """``a`` and ``b`` in one array sorted by key."""
+        both = _Parts(*(np.concatenate([x, y]) for x, y in zip(a._arrays(), b._arrays())))
+        return both.take(np.argsort(both.key, kind="stable"))
+
+
 class HostCpuStation(ModelStation):
     """A host's CPU: the CPU stage of every process of a shared host.
 
@@ -112,39 +136,48 @@ class HostCpuStation(ModelStation):
         self.processes = dict(processes)
         self.relays = dict(relays)
         self.background_cores = float(background_cores)
-        #: Demand (s) of messages that start service in the window, per process station name.
-        self.demand_in_window_s = {st.name: 0.0 for st in self.processes.values()}
-        self.demand_in_window_s |= {st.name: 0.0 for st in self.relays.values()}
-        self._batch: tuple = (np.empty(0, dtype=np.int64), {})  # (sorted keys, {name: demand}) of the last batch
+        names = [st.name for st in self.processes.values()] + [st.name for st in self.relays.values()]
+        self._names = names
+        self._name_of_station = {s: i for i, s in enumerate(self.processes)}
+        self._name_of_relay = {s: len(self.processes) + i for i, s in enumerate(self.relays)}
+        self._demand_ticks = np.zeros(len(names))  # demand (s) of stages starting in the window, per name
+        # Demand parts of the stages not yet settled (an event-driven pool holds some across
+        # calls), sorted by order key: key, process name index and demand, relay's (-1: none).
+        self._pending = _Parts.empty()
+
+    @property
+    def demand_in_window_s(self) -> dict[str, float]:
+        """Demand (s) of the stages that start service in the window, per process station name."""
+        return dict(zip(self._names, self._demand_ticks.tolist()))
 
     def shares(self) -> dict[str, float]:
         """Fraction of this station's busy time in the window each process's work takes
         (its demand of visits starting in the window over all of them)."""
-        total = sum(self.demand_in_window_s.values())
-        n = len(self.demand_in_window_s)
+        total = float(self._demand_ticks.sum())
+        n = len(self._names)
         return {k: (v / total if total > 0 else 1.0 / n) for k, v in self.demand_in_window_s.items()}
 
     def service_s(self, packets):
         plan = self.plan
+        n = len(packets)
         child = plan.child_idx[plan.child_ptr[packets.visit]]  # the process's own visit
         station = plan.station[child]
-        demand = np.zeros(len(packets))
-        parts: dict[str, np.ndarray] = {}
+        parts = _Parts(
+            packets.order_key(plan.n_visits), np.zeros(n, np.int64), np.zeros(n), np.full(n, -1), np.zeros(n)
+        )
         for s in np.unique(station).tolist():
             m = station == s
             at = Packets(packets.t[m], packets.msg[m], child[m], packets.size[m], packets.pub_t[m])
-            proc = self.processes[s]
-            parts[proc.name] = self._part(len(packets), m, proc.demand_s(at))
+            parts.who[m] = self._name_of_station[s]
+            parts.demand[m] = self.processes[s].demand_s(at)
             relay = self.relays.get(s)
             if relay is not None:
-                parts[relay.name] = self._part(len(packets), m, relay.service_s(packets.take(m)))
-        for part in parts.values():
-            demand += part
+                parts.relay_who[m] = self._name_of_relay[s]
+                parts.relay_demand[m] = relay.service_s(packets.take(m))
+        demand = parts.demand + parts.relay_demand
         if self.stretch != 1.0:
             demand *= self.stretch
-        keys = packets.order_key(plan.n_visits)
-        order = np.argsort(keys)
-        self._batch = (keys[order], {k: v[order] for k, v in parts.items()})
+        self._pending = _Parts.merge(self._pending, parts)
         return demand
 
     def priority(self, packets):
@@ -152,20 +185,27 @@ class HostCpuStation(ModelStation):
         plan = self.plan
         return self._cls_of_station[plan.station[plan.child_idx[plan.child_ptr[packets.visit]]]]
 
-    @staticmethod
-    def _part(n, mask, values):
-        out = np.zeros(n)
-        out[mask] = values
-        return out
-
     def after_service(self, served):
-        """Count each process's demand of the messages served (not dropped) that start in the window."""
-        keys, parts = self._batch
+        """Count each process's demand of the stages served (not dropped) that start in the
+        window; forget the parts of every stage settled by this call."""
+        n_visits = self.plan.n_visits
+        pending = self._pending
+        at = np.searchsorted(pending.key, served.packets.order_key(n_visits))
         inside = self.stats._in_window(served.start)
         if inside.any():
-            at = np.searchsorted(keys, served.packets.order_key(self.plan.n_visits)[inside])
-            for name, demand in parts.items():
-                self.demand_in_window_s[name] += float(demand[at].sum()) * self.stretch
+            i = at[inside]
+            size = len(self._names)
+            self._demand_ticks += np.bincount(pending.who[i], pending.demand[i], minlength=size) * self.stretch
+            r = i[pending.relay_who[i] >= 0]
+            if len(r):
+                self._demand_ticks += (
+                    np.bincount(pending.relay_who[r], pending.relay_demand[r], minlength=size) * self.stretch
+                )
+        gone = np.concatenate([at, np.searchsorted(pending.key, served.dropped.order_key(n_visits))])
+        if len(gone):
+            keep = np.ones(len(pending.key), dtype=bool)
+            keep[gone] = False
+            self._pending = pending.take(keep)
         return super().after_service(served)
 
     @property
