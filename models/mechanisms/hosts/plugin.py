@@ -101,6 +101,7 @@ class Hosts:
         for h, users in cpu_users(ctx).items():
             if sum(w for _, w in users.values()) >= 2:
                 check_shared(ctx, h, users)
+                _check_loopback(g, h, table[h], users)
                 ctx.shared_cpu.update(dict.fromkeys(users, h))
         for a, b in g.edges:
             h = T.host_of(g, a)
@@ -118,6 +119,21 @@ class Hosts:
         """Host CPU hops before the visits of processes on shared hosts; card hops
         around every link hop of a connection between hosts."""
         return _with_cards(ctx, root)
+
+
+def _check_loopback(g, h, host, users) -> None:
+    """Two processes of a shared host that talk over loopback visit its CPU twice per message:
+    without a loopback latency that is a cycle with zero delay (the drivers need it > 0)."""
+    if host.loopback_latency_s > 0:
+        return
+    for a, b in g.edges:
+        if a in users and b in users:
+            raise ConfigError(
+                f"host {h!r}.loopback_latency_s",
+                host.loopback_latency_s,
+                f"> 0 when processes {a!r} and {b!r} share the host's CPU and talk over loopback "
+                "(each message visits the CPU twice)",
+            )
 
 
 def _add_cards(ctx: CompileContext) -> None:

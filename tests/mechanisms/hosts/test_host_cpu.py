@@ -318,6 +318,24 @@ def test_background_above_the_shared_cpu_refused_in_one_line():
     assert (err.field, err.value) == ("host 'h'.background_cpu_fraction", 3.0)
 
 
+def test_loopback_without_latency_on_a_shared_host_refused_in_one_line():
+    """Broker and subscriber on one host talking over loopback: two CPU stages per message,
+    a zero-delay cycle without a loopback latency."""
+    g = T.star(
+        broker=BrokerParams(ingress_cost_s=Exponential(mean_value=2e-4)),
+        publishers={"p": PublisherParams(topics=("t",), rate_per_s=100.0)},
+        subscribers={"s": SubscriberParams(subscriptions=("t",), processing_s=Exponential(mean_value=2e-4))},
+        link=FREE,
+        protocol="none",
+        hosts={"h": HostParams()},
+        placement={"p": "h", "broker": "h", "s": "h"},
+    )
+    err = _error(g)
+    assert (err.field, err.value) == ("host 'h'.loopback_latency_s", 0.0)
+    g.graph[T.HOSTS] = {"h": HostParams(loopback_latency_s=1e-6)}
+    assert len(simulate(g, duration_s=0.5, seed=1).deliveries()) > 20
+
+
 def test_shared_subscriber_buffer_refused_in_one_line():
     g = _two_kinds(
         broker_cost=ZERO,
