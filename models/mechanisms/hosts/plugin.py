@@ -27,6 +27,8 @@ from __future__ import annotations
 import dataclasses
 import math
 
+import networkx as nx
+
 from ....sim.distributions import Constant
 from ....sim.errors import ConfigError
 from ....sim.routing import Hop
@@ -101,7 +103,6 @@ class Hosts:
         for h, users in cpu_users(ctx).items():
             if sum(w for _, w in users.values()) >= 2:
                 check_shared(ctx, h, users)
-                _check_loopback(g, h, table[h], users)
                 ctx.shared_cpu.update(dict.fromkeys(users, h))
         for a, b in g.edges:
             h = T.host_of(g, a)
@@ -120,19 +121,38 @@ class Hosts:
         around every link hop of a connection between hosts."""
         return _with_cards(ctx, root)
 
+    def plan_options(self, ctx: CompileContext, flows) -> dict:
+        """No option; a one-line error if routes pass a host's CPU station twice
+        with no delay in between (a cycle the drivers cannot advance)."""
+        if ctx.shared_cpu:
+            _check_zero_delay_cycles(ctx, [root for _, _, root in flows])
+        return {}
 
-def _check_loopback(g, h, host, users) -> None:
-    """Two processes of a shared host that talk over loopback visit its CPU twice per message:
-    without a loopback latency that is a cycle with zero delay (the drivers need it > 0)."""
-    if host.loopback_latency_s > 0:
-        return
-    for a, b in g.edges:
-        if a in users and b in users:
+
+def _check_zero_delay_cycles(ctx: CompileContext, roots) -> None:
+    """A cycle of routes through a shared host's CPU station whose stations all have zero
+    lookahead (e.g. a broker and its subscriber on one host with a loopback latency of 0:
+    each message visits the CPU twice) cannot be advanced: one-line error."""
+    zero = [st.lookahead_s <= 0 for st in ctx.stations]
+    edges = set()
+    stack = list(roots)
+    while stack:
+        hop = stack.pop()
+        for child in hop.children:
+            if zero[hop.station] and zero[child.station]:
+                edges.add((hop.station, child.station))
+            stack.append(child)
+    graph = nx.DiGraph(edges)
+    cpus = {ctx.index_of(cpu_key(h)): h for h in set(ctx.shared_cpu.values())}
+    for component in nx.strongly_connected_components(graph):
+        found = [i for i in component if i in cpus]
+        if found and (len(component) > 1 or graph.has_edge(found[0], found[0])):
+            h = cpus[found[0]]
+            names = sorted(ctx.stations[i].name for i in component)
             raise ConfigError(
                 f"host {h!r}.loopback_latency_s",
-                host.loopback_latency_s,
-                f"> 0 when processes {a!r} and {b!r} share the host's CPU and talk over loopback "
-                "(each message visits the CPU twice)",
+                T.hosts(ctx.graph)[h].loopback_latency_s,
+                f"> 0 (stations {names} form a cycle with zero delay through the host's CPU)",
             )
 
 
