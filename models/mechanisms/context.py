@@ -78,8 +78,9 @@ class CompileContext:
         Node -> parameter object that replaces the node's own in :meth:`params`
         (hosts: CPU costs divided by the host's speed).
     shared_cpu : dict
-        Broker -> host: brokers whose CPU a host CPU station charges together
-        with their interworking node's (hosts).
+        Node -> host: processes (brokers with or without their interworking
+        node, publishers' encode stages, subscribers) whose CPU stage a shared
+        host's CPU station charges (hosts).
     """
 
     def __init__(self, graph: nx.Graph, streams: StreamFactory, window: tuple[float, float], mechanisms: tuple = ()):

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["framing_bytes", "PROTOCOLS"]
+__all__ = ["framing_bytes", "wire_bytes", "needs_topic", "PROTOCOLS"]
 
 
 def _mqtt_remaining_length_bytes(remaining):
@@ -57,3 +57,23 @@ def framing_bytes(protocol, payload_bytes, topic_bytes):
     payload = np.asarray(payload_bytes, dtype=np.int64)
     topic = np.asarray(topic_bytes, dtype=np.int64)
     return np.asarray(PROTOCOLS[protocol](payload, topic), dtype=np.int64)
+
+
+#: Protocols whose framing does not depend on the topic.
+_NO_TOPIC = frozenset({"none"})
+
+
+def needs_topic(protocol):
+    """Whether :func:`wire_bytes` reads the topic length for ``protocol``."""
+    return protocol not in _NO_TOPIC
+
+
+def wire_bytes(protocol, payload_bytes, topic_bytes, overhead_bytes):
+    """Bytes each message puts on the wire (int64 array): payload, the protocol's
+    framing and the connection's per-message ``overhead_bytes`` (lower layers;
+    a number or an array). ``topic_bytes`` may be None when not
+    :func:`needs_topic`. The one formula of a link and a host's network card."""
+    payload = np.asarray(payload_bytes, dtype=np.int64)
+    if protocol in _NO_TOPIC:
+        return payload + overhead_bytes
+    return payload + framing_bytes(protocol, payload, topic_bytes) + overhead_bytes

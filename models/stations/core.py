@@ -13,7 +13,7 @@ from ...sim.disciplines import BatchDiscipline, FifoDiscipline, Overflow, QueueD
 from ...sim.distributions import Constant
 from ...sim.restart import RestartQueueDiscipline
 from ...sim.station import Station
-from ..protocol import framing_bytes
+from ..protocol import needs_topic, wire_bytes
 from .wiring import Wiring
 
 __all__ = ["ModelStation", "LinkStation", "BrokerStation", "SubscriberStation", "EncodeStation", "make_discipline"]
@@ -191,8 +191,8 @@ class LinkStation(ModelStation):
         return self.session.before_service(self, packets, self.hop_qos(packets))
 
     def wire_bytes(self, packets):
-        topic = self.topic_bytes[self.plan.flow[packets.visit]]
-        return packets.size + framing_bytes(self.protocol, packets.size, topic) + self.params.overhead_bytes
+        topic = self.topic_bytes[self.plan.flow[packets.visit]] if needs_topic(self.protocol) else None
+        return wire_bytes(self.protocol, packets.size, topic, self.params.overhead_bytes)
 
     def service_s(self, packets):
         wire = self.wire_bytes(packets)
@@ -310,7 +310,7 @@ class BrokerStation(ModelStation):
         super().__init__(name, "broker", disc, servers=params.workers, window=window)
         self.params = params
         self.filters = int(filters)
-        self.stretch = _background_stretch(params)
+        self.stretch = 1.0 if cpu_shared else _background_stretch(params)  # shared: the host CPU stretches
         self.ingress = streams.draws(params.ingress_cost_s, name, "ingress")
         self.match = streams.draws(params.match_cost_s, name, "match")
         self.delivery = streams.draws(params.delivery_cost_s, name, "delivery")
@@ -345,43 +345,73 @@ class BrokerStation(ModelStation):
         return _capped(self.plan.flow_priority[self.plan.flow[packets.visit]], self.params.max_priority)
 
     @property
+    def min_demand_s(self):
+        """Least CPU demand of a visit, s."""
+        return self.params.ingress_cost_s.min_value
+
+    @property
     def lookahead_s(self):
-        return 0.0 if self.cpu_shared else self.params.ingress_cost_s.min_value
+        return 0.0 if self.cpu_shared else self.min_demand_s
 
 
 class SubscriberStation(ModelStation):
-    """A subscriber handling messages one at a time, with a receive buffer."""
+    """A subscriber handling messages one at a time, with a receive buffer.
 
-    def __init__(self, name, params, *, streams, window):
+    ``cpu_shared``: its host's CPU station charges its demand (:meth:`demand_s`,
+    :mod:`pubsim.models.mechanisms.hosts.cpu`); a visit here then takes no time.
+    """
+
+    def __init__(self, name, params, *, streams, window, cpu_shared=False):
         disc = FifoDiscipline(servers=1, capacity_messages=params.buffer_messages, overflow=Overflow.DROP_NEWEST)
         super().__init__(name, "subscriber", disc, window=window)
         self.params = params
+        self.cpu_shared = bool(cpu_shared)
         self.processing = streams.draws(params.processing_s, name, "processing")
 
     def service_s(self, packets):
+        return np.zeros(len(packets)) if self.cpu_shared else self.demand_s(packets)
+
+    def demand_s(self, packets):
+        """CPU demand of each packet, s (processing, then decoding)."""
         service = self.processing.take(len(packets))
         codec = self.params.serialization
         return service if codec is None else service + codec.decode_s(packets.size)
 
     @property
-    def lookahead_s(self):
+    def min_demand_s(self):
+        """Least CPU demand of a visit, s."""
         codec = self.params.serialization
         return self.params.processing_s.min_value + (0.0 if codec is None else codec.decode_cost_s)
+
+    @property
+    def lookahead_s(self):
+        return 0.0 if self.cpu_shared else self.min_demand_s
 
 
 class EncodeStation(ModelStation):
     """A publisher's CPU encoding its messages (FIFO, one core, no limit):
     ``encode_cost_s + encode_cost_per_byte_s x encoded size`` per message
-    (:mod:`pubsim.models.params.serialization`)."""
+    (:mod:`pubsim.models.params.serialization`). ``cpu_shared``: its host's CPU
+    station charges the demand (:meth:`demand_s`); a visit here then takes no time."""
 
-    def __init__(self, name, params, *, window):
+    def __init__(self, name, params, *, window, cpu_shared=False):
         disc = FifoDiscipline(servers=1, capacity_messages=None, overflow=Overflow.DROP_NEWEST)
         super().__init__(name, "publisher_cpu", disc, window=window)
         self.params = params
+        self.cpu_shared = bool(cpu_shared)
 
     def service_s(self, packets):
+        return np.zeros(len(packets)) if self.cpu_shared else self.demand_s(packets)
+
+    def demand_s(self, packets):
+        """CPU demand of each packet, s."""
         return self.params.encode_s(packets.size.astype(np.float64))
 
     @property
-    def lookahead_s(self):
+    def min_demand_s(self):
+        """Least CPU demand of a visit, s."""
         return self.params.encode_cost_s
+
+    @property
+    def lookahead_s(self):
+        return 0.0 if self.cpu_shared else self.min_demand_s

@@ -120,14 +120,22 @@ class Delivery:
                 if not passthrough(sp):
                     ctx.add_station(
                         StationKey.subscriber(s),
-                        SubscriberStation(f"subscriber:{s}", sp, streams=ctx.streams, window=ctx.window),
+                        SubscriberStation(
+                            f"subscriber:{s}",
+                            sp,
+                            streams=ctx.streams,
+                            window=ctx.window,
+                            cpu_shared=s in ctx.shared_cpu,
+                        ),
                     )
                 continue
             ctx.add_link(StationKey.downlink(s), f"link:{b}->{s}", ctx.link_params(s, b))
             if not (passthrough(sp) or ctx.folds_subscriber(s)):
                 ctx.add_station(
                     StationKey.subscriber(s),
-                    SubscriberStation(f"subscriber:{s}", sp, streams=ctx.streams, window=ctx.window),
+                    SubscriberStation(
+                        f"subscriber:{s}", sp, streams=ctx.streams, window=ctx.window, cpu_shared=s in ctx.shared_cpu
+                    ),
                 )
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from ....sim.disciplines import FifoDiscipline, Overflow
-from ...protocol import framing_bytes
+from ...protocol import needs_topic, wire_bytes
 from ...stations.core import ModelStation
 
 __all__ = ["CardStation", "TRANSMIT", "RECEIVE"]
@@ -46,23 +46,29 @@ class CardStation(ModelStation):
         self.direction = direction
         self.protocol = protocol
         self.overhead_bytes = dict(overhead_bytes)
-        self._overhead = np.zeros(0, dtype=np.int64)
+        self._overhead: np.ndarray | int = 0
         self._topic = np.zeros(0, dtype=np.int64)
 
     def wire(self, index, wiring):
-        """Overhead bytes per visit, from the link next to each of this card's visits."""
+        """Overhead bytes per visit, from the link next to each of this card's visits
+        (one number when all those links have the same), and the topic bytes per flow."""
         plan = wiring.plan
         self._topic = wiring.flow_topic_bytes
+        values = set(self.overhead_bytes.values())
+        if len(values) == 1:
+            self._overhead = values.pop()
+            return
         overhead = np.zeros(plan.n_visits, dtype=np.int64)
-        for v in np.nonzero(plan.station == index)[0].tolist():
-            link = plan.child_idx[plan.child_ptr[v]] if self.direction == TRANSMIT else plan.parent[v]
-            overhead[v] = self.overhead_bytes[int(plan.station[link])]
+        visits = np.flatnonzero(plan.station == index)
+        link = plan.child_idx[plan.child_ptr[visits]] if self.direction == TRANSMIT else plan.parent[visits]
+        overhead[visits] = [self.overhead_bytes[int(s)] for s in plan.station[link].tolist()]
         self._overhead = overhead
 
     def wire_bytes(self, packets):
-        """Bytes each frame puts on the wire."""
-        topic = self._topic[self.plan.flow[packets.visit]]
-        return packets.size + framing_bytes(self.protocol, packets.size, topic) + self._overhead[packets.visit]
+        """Bytes each frame puts on the wire (as on its link, :func:`pubsim.models.protocol.wire_bytes`)."""
+        topic = self._topic[self.plan.flow[packets.visit]] if needs_topic(self.protocol) else None
+        overhead = self._overhead if np.ndim(self._overhead) == 0 else self._overhead[packets.visit]
+        return wire_bytes(self.protocol, packets.size, topic, overhead)
 
     def service_s(self, packets):
         return self.wire_bytes(packets) / self.host.card_Bps

@@ -9,10 +9,14 @@ busy time is counted at ``1 - background / workers`` of a core. Under a CPU
 quota a server that waits for the next period counts as busy (an upper
 bound). CPU % of one core = cores x 100; of the host = cores / host cores x 100.
 
-A broker and its ILDM node on one host run on the host's CPU station
-(:mod:`.cpu`); the node's share of its busy time is the node's demand in the
-window, the rest (wake-ups included) the broker's. Other processes of a host keep their own servers (CPU contention
-between them is not modelled yet), so a host's CPU % can exceed 100.
+The processes of a shared host run on its CPU station (:mod:`.cpu`): each
+process's share of its busy time is its demand of the messages starting in
+the window over all of theirs (wake-ups spread in proportion); a background
+load ``B`` of ``c`` servers stretched that busy time by ``1 / (1 - B / c)``, so
+the busy time counts at ``1 - B / c`` and each broker adds its own
+background. A host's CPU is then at most its servers' (<= its cores, 100 %
+of the host). A process alone on its host keeps its own servers (at most
+its host's cores by validation).
 """
 
 from __future__ import annotations
@@ -35,14 +39,21 @@ def _node(name: str):
     return None
 
 
-def _cores_used(station, params, kind: str, share: float = 1.0) -> float:
-    busy = station.stats.record()["mean_in_service"] * share
+def _cores_used(station, params, kind: str) -> float:
+    busy = station.stats.record()["mean_in_service"]
     if kind != "broker":
         return busy
     background = params.background_cpu_fraction
     if params.cpu_quota_cores is None and background > 0:
         busy *= 1.0 - background / params.workers
     return busy + background
+
+
+def _shared_cores(cpu, name: str, params, kind: str) -> float:
+    """Cores process ``name`` uses of a shared host's CPU station ``cpu``."""
+    busy = cpu.stats.record()["mean_in_service"] * cpu.shares()[name]
+    busy *= 1.0 - cpu.background_cores / cpu.stats.servers
+    return busy + (params.background_cpu_fraction if kind == "broker" else 0.0)
 
 
 def host_rows(g, stations) -> pd.DataFrame:
@@ -55,8 +66,7 @@ def host_rows(g, stations) -> pd.DataFrame:
     rows: list[tuple] = []
     total = dict.fromkeys(table, 0.0)
     nodes = {str(n): n for n in g}
-    shared = {s.relay.name: s for s in stations if s.role == "host_cpu"}
-    shared |= {s.broker.name: s for s in shared.values()}
+    shared = {name: cpu for cpu in stations if cpu.role == "host_cpu" for name in cpu.demand_in_window_s}
     for st in stations:
         if st.name.startswith("card:"):
             _, host, direction = st.name.split(":")
@@ -70,10 +80,8 @@ def host_rows(g, stations) -> pd.DataFrame:
         host = T.host_of(g, node)
         if host is None:
             continue
-        if st.name in shared:  # the host's CPU station runs both: split its busy time by demand
-            cpu = shared[st.name]
-            share = cpu.relay_share if kind == "relay" else 1.0 - cpu.relay_share
-            cores = _cores_used(cpu, g.nodes[node][T.PARAMS], kind, share)
+        if st.name in shared:  # the host's CPU station runs them all: split its busy time by demand
+            cores = _shared_cores(shared[st.name], st.name, g.nodes[node][T.PARAMS], kind)
         else:
             cores = _cores_used(st, g.nodes[node][T.PARAMS], kind)
         total[host] += cores

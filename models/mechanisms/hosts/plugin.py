@@ -27,13 +27,17 @@ from __future__ import annotations
 import dataclasses
 import math
 
+import networkx as nx
+
 from ....sim.distributions import Constant
+from ....sim.errors import ConfigError
 from ....sim.routing import Hop
 from ... import topology as T
 from ..context import CompileContext
 from ..keys import StationKey, StationKind
 from .card import RECEIVE, TRANSMIT, CardStation
-from .cpu import SharedCpuStation
+from .cpu import HostCpuStation
+from .sharing import check_shared, cpu_users
 from .speed import on_host
 
 __all__ = ["HOSTS", "Hosts", "connection_ends", "card_key", "cpu_key"]
@@ -79,14 +83,14 @@ def _loopback(link, host):
 
 
 class Hosts:
-    """Loopback connections, network cards and the card hops of routes."""
+    """Loopback connections, network cards, shared host CPUs and their hops in routes."""
 
     name = "hosts"
 
     def prepare(self, ctx: CompileContext) -> None:
         """CPU costs of processes on a host divided by its speed (``ctx.param_overrides``,
-        ``ctx.relays``); connections within one host become loopback connections
-        (``ctx.link_overrides``)."""
+        ``ctx.relays``); the processes of each shared host (``ctx.shared_cpu``, :mod:`.cpu`);
+        connections within one host become loopback connections (``ctx.link_overrides``)."""
         g = ctx.graph
         table = T.hosts(g)
         for n in g:
@@ -96,60 +100,148 @@ class Hosts:
             ctx.param_overrides[n] = on_host(g.nodes[n][T.PARAMS], table[h].speed)
             if n in ctx.relays:  # a relay runs on its broker's host
                 ctx.relays[n] = on_host(ctx.relays[n], table[h].speed)
-        for b in ctx.relays:  # a broker and its node on one host share its CPU (.cpu)
-            h = T.host_of(g, b)
-            if h is not None:
-                ctx.shared_cpu[b] = h
+        for h, users in cpu_users(ctx).items():
+            if sum(w for _, w in users.values()) >= 2:
+                check_shared(ctx, h, users)
+                ctx.shared_cpu.update(dict.fromkeys(users, h))
         for a, b in g.edges:
             h = T.host_of(g, a)
             if h is not None and h == T.host_of(g, b) and not _in_process(g, a, b):
                 ctx.link_overrides[frozenset((a, b))] = _loopback(ctx.link_params(a, b), table[h])
 
     def add_stations(self, ctx: CompileContext) -> None:
-        """The shared CPU of each host with a broker and its node; transmit and
-        receive card stations of the hosts that connections cross."""
-        g, table = ctx.graph, T.hosts(ctx.graph)
-        for b, h in ctx.shared_cpu.items():
-            relay, broker = ctx.station(StationKey.relay(b)), ctx.station(StationKey.broker(b))
-            servers = min(table[h].cores, relay.params.workers + broker.params.workers)
-            ctx.add_station(cpu_key(h), SharedCpuStation(f"cpu:{h}", relay, broker, servers=servers, window=ctx.window))
-        crossing: dict = {}
-        for idx, key in enumerate(list(ctx.keys)):
-            ends = connection_ends(ctx, key)
-            if ends is None:
-                continue
-            src, dst = (T.host_of(g, n) for n in ends)
-            if src == dst:
-                continue
-            link = ctx.stations[idx].params
-            for h, d in ((src, TRANSMIT), (dst, RECEIVE)):
-                if h is not None and table[h].has_card:
-                    crossing.setdefault((h, d), {})[idx] = link.overhead_bytes
-        for h in sorted(table):
-            for d in (TRANSMIT, RECEIVE):
-                if (h, d) in crossing:
-                    ctx.add_station(
-                        card_key(h, d),
-                        CardStation(
-                            f"card:{h}:{d}",
-                            table[h],
-                            direction=d,
-                            protocol=ctx.protocol,
-                            overhead_bytes=crossing[(h, d)],
-                            window=ctx.window,
-                        ),
-                    )
+        """The CPU station of each shared host; transmit and receive card stations
+        of the hosts that connections cross."""
+        for h in dict.fromkeys(ctx.shared_cpu.values()):
+            ctx.add_station(cpu_key(h), _cpu_station(ctx, h))
+        _add_cards(ctx)
 
     def wrap_route(self, ctx: CompileContext, publisher, root: Hop) -> Hop:
-        """Card hops around every link hop of a connection between hosts."""
+        """Host CPU hops before the visits of processes on shared hosts; card hops
+        around every link hop of a connection between hosts."""
         return _with_cards(ctx, root)
+
+    def plan_options(self, ctx: CompileContext, flows) -> dict:
+        """No option; a one-line error if routes pass a host's CPU station twice
+        with no delay in between (a cycle the drivers cannot advance)."""
+        if ctx.shared_cpu:
+            _check_zero_delay_cycles(ctx, [root for _, _, root in flows])
+        return {}
+
+
+def _check_zero_delay_cycles(ctx: CompileContext, roots) -> None:
+    """A cycle of routes through a shared host's CPU station whose stations all have zero
+    lookahead (e.g. a broker and its subscriber on one host with a loopback latency of 0:
+    each message visits the CPU twice) cannot be advanced: one-line error."""
+    zero = [st.lookahead_s <= 0 for st in ctx.stations]
+    edges = set()
+    stack = list(roots)
+    while stack:
+        hop = stack.pop()
+        for child in hop.children:
+            if zero[hop.station] and zero[child.station]:
+                edges.add((hop.station, child.station))
+            stack.append(child)
+    graph = nx.DiGraph(edges)
+    cpus = {ctx.index_of(cpu_key(h)): h for h in set(ctx.shared_cpu.values())}
+    for component in nx.strongly_connected_components(graph):
+        found = [i for i in component if i in cpus]
+        if found and (len(component) > 1 or graph.has_edge(found[0], found[0])):
+            h = cpus[found[0]]
+            names = sorted(ctx.stations[i].name for i in component)
+            raise ConfigError(
+                f"host {h!r}.loopback_latency_s",
+                T.hosts(ctx.graph)[h].loopback_latency_s,
+                f"> 0 (stations {names} form a cycle with zero delay through the host's CPU)",
+            )
+
+
+def _add_cards(ctx: CompileContext) -> None:
+    """Transmit and receive card stations of the hosts that connections cross."""
+    g, table = ctx.graph, T.hosts(ctx.graph)
+    crossing: dict = {}
+    for idx, key in enumerate(list(ctx.keys)):
+        ends = connection_ends(ctx, key)
+        if ends is None:
+            continue
+        src, dst = (T.host_of(g, n) for n in ends)
+        if src == dst:
+            continue
+        link = ctx.stations[idx].params
+        for h, d in ((src, TRANSMIT), (dst, RECEIVE)):
+            if h is not None and table[h].has_card:
+                crossing.setdefault((h, d), {})[idx] = link.overhead_bytes
+    for h in sorted(table):
+        for d in (TRANSMIT, RECEIVE):
+            if (h, d) in crossing:
+                ctx.add_station(
+                    card_key(h, d),
+                    CardStation(
+                        f"card:{h}:{d}",
+                        table[h],
+                        direction=d,
+                        protocol=ctx.protocol,
+                        overhead_bytes=crossing[(h, d)],
+                        window=ctx.window,
+                    ),
+                )
+
+
+def _cpu_station(ctx: CompileContext, h) -> HostCpuStation:
+    """The CPU station of shared host ``h`` (:mod:`.cpu`)."""
+    nodes = [n for n, host in ctx.shared_cpu.items() if host == h]
+    processes, relays, caps, limits = {}, {}, {}, {}
+    brokers = [n for n in nodes if n in ctx.tables]
+    for n in nodes:
+        key = _process_key(ctx, n)
+        idx = ctx.index_of(key)
+        processes[idx] = ctx.stations[idx]
+        caps[idx] = ctx.params(n).workers if n in ctx.tables else 1
+        if n in ctx.relays:
+            relays[idx] = ctx.station(StationKey.relay(n))
+            caps[idx] += ctx.relays[n].workers
+        queue = ctx.relays[n].queue_messages if n in ctx.relays else getattr(ctx.params(n), "queue_messages", None)
+        limits[idx] = queue if n in ctx.tables else None
+    servers = min(T.hosts(ctx.graph)[h].cores, sum(caps.values()))
+    background = sum(ctx.params(b).background_cpu_fraction for b in brokers)
+    if background >= servers:
+        raise ConfigError(f"host {h!r}.background_cpu_fraction", background, f"less than its {servers} CPU servers")
+    return HostCpuStation(
+        f"cpu:{h}",
+        processes,
+        relays=relays,
+        servers=servers,
+        caps=caps,
+        limits=limits,
+        idle_extra_s=max((ctx.params(b).idle_wakeup_cost_s for b in brokers), default=0.0),
+        background_cores=background,
+        window=ctx.window,
+    )
+
+
+def _process_key(ctx: CompileContext, n) -> StationKey:
+    """Key of the station whose CPU stage a host CPU visit charges for node ``n``."""
+    if n in ctx.tables:
+        return StationKey.broker(n)
+    if n in ctx.publishers:
+        return StationKey.encode(n)
+    return StationKey.subscriber(n)
+
+
+#: Stations whose work a shared host's CPU station charges (the visit before theirs).
+_ON_CPU = (StationKind.RELAY, StationKind.BROKER, StationKind.ENCODE, StationKind.SUBSCRIBER)
 
 
 def _with_cards(ctx: CompileContext, hop: Hop) -> Hop:
     hop.children = [_with_cards(ctx, c) for c in hop.children]
     key = ctx.keys[hop.station]
-    if key.kind is StationKind.RELAY and key.node in ctx.shared_cpu:  # node and broker on the host's CPU
-        hop.station = ctx.index_of(cpu_key(ctx.shared_cpu[key.node]))
+    if key.node in ctx.shared_cpu and key.kind in _ON_CPU:
+        cpu = ctx.index_of(cpu_key(ctx.shared_cpu[key.node]))
+        if key.kind is StationKind.RELAY:  # node and broker: one visit (the broker's takes no time)
+            hop.station = cpu
+            return hop
+        if not (key.kind is StationKind.BROKER and key.node in ctx.relays):  # a node's broker: charged there
+            return Hop(cpu, children=[hop])
         return hop
     ends = connection_ends(ctx, ctx.keys[hop.station])
     if ends is None:

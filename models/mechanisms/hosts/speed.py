@@ -4,10 +4,10 @@ the host's ``speed`` (the calibration machine = 1.0).
 The costs that scale are those the process's CPU spends: a broker's per
 message, per match, per copy, per byte, per filter, wake-up, handshake and
 batch costs; a relay's costs; a ZeroMQ socket's costs; a subscriber's
-processing time. A disk's time (``flow_to_disk_cost_s``, the disk stage) and
-background loads (given in cores of the host) do not scale. A publisher's
-encode stage is not scaled yet (its serialization costs stay those of the
-calibration machine).
+processing time and decoding costs; a publisher's encode costs (its
+serialization's ``encode_cost_s`` and ``encode_cost_per_byte_s``). A disk's
+time (``flow_to_disk_cost_s``, the disk stage) and background loads (given in
+cores of the host) do not scale.
 """
 
 from __future__ import annotations
@@ -16,11 +16,11 @@ import dataclasses
 
 from ....sim.distributions import Constant, Distribution, Empirical, Exponential, Shifted, Uniform
 from ...params.broker import BrokerParams
-from ...params.client import SubscriberParams
+from ...params.client import PublisherParams, SubscriberParams
 from ...params.relay import RelayParams
 from ...params.zmq import ZmqSocketParams
 
-__all__ = ["CPU_FIELDS", "scaled", "on_host"]
+__all__ = ["CPU_FIELDS", "CODEC_FIELDS", "scaled", "on_host"]
 
 #: CPU cost fields of each parameter class (s, or s/byte).
 CPU_FIELDS: dict[type, tuple[str, ...]] = {
@@ -37,6 +37,12 @@ CPU_FIELDS: dict[type, tuple[str, ...]] = {
     RelayParams: ("relay_cost_s", "forward_cost_s", "control_cost_s"),
     ZmqSocketParams: ("send_cost_s", "copy_cost_s", "per_byte_cost_s", "idle_wakeup_cost_s", "batch_fixed_cost_s"),
     SubscriberParams: ("processing_s",),
+}
+
+#: CPU cost fields of the message format (``serialization``) a client's CPU runs.
+CODEC_FIELDS: dict[type, tuple[str, ...]] = {
+    PublisherParams: ("encode_cost_s", "encode_cost_per_byte_s"),
+    SubscriberParams: ("decode_cost_s", "decode_cost_per_byte_s"),
 }
 
 
@@ -59,7 +65,11 @@ def scaled(value, factor: float):
 
 def on_host(params, speed: float):
     """``params`` with every CPU cost divided by ``speed`` (the same object at speed 1)."""
-    names = CPU_FIELDS.get(type(params), ())
-    if speed == 1.0 or not names:
+    if speed == 1.0:
         return params
-    return dataclasses.replace(params, **{n: scaled(getattr(params, n), 1.0 / speed) for n in names})
+    changes = {n: scaled(getattr(params, n), 1.0 / speed) for n in CPU_FIELDS.get(type(params), ())}
+    codec = getattr(params, "serialization", None)
+    codec_names = CODEC_FIELDS.get(type(params), ())
+    if codec is not None and codec_names:
+        changes["serialization"] = dataclasses.replace(codec, **{n: getattr(codec, n) / speed for n in codec_names})
+    return dataclasses.replace(params, **changes) if changes else params

@@ -28,7 +28,10 @@ class Serialization:
         for p in ctx.publishers:
             codec = ctx.params(p).serialization
             if codec is not None and codec.has_encode:
-                ctx.add_station(StationKey.encode(p), EncodeStation(f"encode:{p}", codec, window=ctx.window))
+                ctx.add_station(
+                    StationKey.encode(p),
+                    EncodeStation(f"encode:{p}", codec, window=ctx.window, cpu_shared=p in ctx.shared_cpu),
+                )
 
     def wrap_route(self, ctx: CompileContext, publisher, root: Hop) -> Hop:
         """The encode stage before the uplink."""
