@@ -67,7 +67,7 @@ class WindowDiscipline(FifoDiscipline):
         self.ack_return_s = 0.0
         self._inputs = None
         self.done = np.empty(0)
-        self.rows = np.empty(0, dtype=np.int64)
+        self.rows = np.empty(0, dtype=np.int64)  # rows of the last batch that used the transmitter (None: all)
 
     def set_inputs(self, inputs: W.WindowInputs) -> None:
         """Per-message inputs of the next :meth:`run` (same packets, same order)."""
@@ -121,6 +121,9 @@ class WindowDiscipline(FifoDiscipline):
             self.hdep = np.concatenate([self.hdep, np.empty_like(self.hdep)])
             self.hsize = np.concatenate([self.hsize, np.empty_like(self.hsize)])
         used = (code == K.OK) | (code == K.DROP_LOSS)  # used the transmitter
+        if used.all():  # the usual batch (no buffer limit): no copies
+            self.rows, self.done, self.codes = None, done, code
+            return Served(packets, admit, start, dep, Packets.empty(), _EMPTY_DONE, _EMPTY_ROWS)
         self.rows = np.flatnonzero(used)
         self.done = done[used]
         self.codes = code[used]
@@ -282,7 +285,7 @@ class QosLinkStation(LinkStation):
 
     def after_service(self, served):
         d = self.discipline
-        control, resent, dups = (c[d.rows] for c in self._counts)
+        control, resent, dups = self._counts if d.rows is None else (c[d.rows] for c in self._counts)
         self.stats.add_qos(served.packets.t, control, resent, dups)
         done, codes = d.take_outcome()
         self._counts = None  # per-batch arrays: not kept until the next batch
