@@ -67,9 +67,9 @@ def measure(scheduling, overflow, load, messages, driver="batch"):
     duration = messages * TX_S / load
     g = star(scheduling, overflow, load)
     warm_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     r = simulate(g, duration_s=duration, warmup_s=duration * 0.05, seed=1, driver=driver, record="stream")
-    wall = time.perf_counter() - t0
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     s = r.summary()
     published = int(round((r.throughput_series()["published_per_s"] * r.sink.series_bin_s).sum()))
     return {
@@ -79,6 +79,7 @@ def measure(scheduling, overflow, load, messages, driver="batch"):
         "published": published,
         "wall_s": wall,
         "msgs_per_wall_s": published / wall,
+        "cpu_s": cpu,
         "latency_mean_ms": s["latency_mean_s"] * 1e3,
         "loss_rate": s["loss_rate"],
         "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
@@ -109,7 +110,7 @@ def main():
     for r in rows + [ref]:
         print(
             f"{r['driver']:>9}: {r['scheduling']:>8} links ({r['overflow']}): {r['published']:,} published in "
-            f"{r['wall_s']:.2f} s wall = {r['msgs_per_wall_s']:,.0f} msg/s; "
+            f"{r['wall_s']:.2f} s wall = {r['msgs_per_wall_s']:,.0f} msg/s ({r['cpu_s']:.2f} s CPU); "
             f"mean latency {r['latency_mean_ms']:.3f} ms, loss {r['loss_rate']:.4%}, "
             f"peak RSS {r['peak_rss_mib']:,.0f} MiB ({r['warm_rss_mib']:,.0f} MiB before the timed run)"
         )

@@ -11,7 +11,9 @@ offered (sim.theory.window_throughput_per_s).
 
 Each QoS level runs with the fast path on ``--messages`` publications and with
 the reference driver (SimPy, one event per hop) on ``--reference-messages``,
-in the same run; peak RSS of the whole script at the end.
+in the same run; peak RSS of the whole script at the end. ``cpu_s`` is the
+process's CPU time of the run (on a shared machine wall time also counts
+the waits for a core).
 
     python benchmarks/qos_benchmark.py [--messages 300000] [--reference-messages 1000]
 """
@@ -53,17 +55,17 @@ def star(qos):
 def measure(qos, messages, driver):
     """One timed run of the star at ``qos`` with ``driver``; prints its row, returns msg/s of wall time."""
     duration = messages / RATE_PER_S
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     r = simulate(
         star(qos), duration_s=duration, warmup_s=min(1.0, duration / 10), seed=1, driver=driver, record="stream"
     )
-    wall = time.perf_counter() - t0
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     s = r.summary()
     st = r.stations()
     resent = int(st["resent_packets"].sum()) if "resent_packets" in st else 0
     published = int(r.sink._series["published"].sum())
     print(
-        f"{driver:>9} {qos:>3} {published:>10,} {wall:>7.2f} {published / wall:>12,.0f} {resent:>8,} "
+        f"{driver:>9} {qos:>3} {published:>10,} {wall:>7.2f} {published / wall:>12,.0f} {cpu:>6.2f} {resent:>8,} "
         f"{s['duplicates']:>6,} {s['loss_rate']:>8.4%} {s['latency_mean_s'] * 1e3:>11.3f}"
     )
     return published / wall
@@ -76,7 +78,7 @@ def main():
     args = ap.parse_args()
     simulate(star(1), duration_s=0.2, seed=0)  # compile numba kernels outside the timing
     print(
-        f"{'driver':>9} {'qos':>3} {'published':>10} {'wall_s':>7} {'msgs/wall_s':>12} {'resent':>8} {'dups':>6} "
+        f"{'driver':>9} {'qos':>3} {'published':>10} {'wall_s':>7} {'msgs/wall_s':>12} {'cpu_s':>6} {'resent':>8} {'dups':>6} "
         f"{'loss':>8} {'lat_mean_ms':>11}"
     )
     for qos in (0, 1, 2):
