@@ -8,6 +8,18 @@ published can reach s; ``L``, the least ``d[s] + lookahead[s]`` over the
 stations where closed-loop messages are delivered, bounds how early a reply
 to a request not yet published can arrive. Chunks no longer than L keep
 every release dependent only on replies already computed.
+
+Speed. The batch driver's cost of a closed loop is one Python round per L of
+simulated time (every station called once per round), whatever the window:
+the stations' own work is compiled (:mod:`pubsim.sim.kernels`,
+:mod:`pubsim.sim.window`), the per-call overhead is not, so requests per
+second of wall time grow with W x clients per round and shrink with the
+number of stations. Rounds cannot be made longer than L by optimistic
+windows (:mod:`pubsim.sim.optimistic`): request i + W depends on reply i, so
+a window of n x L needs n sweeps, the same station calls. Only a compiled
+event loop over the whole closed network (sources, stations and routes in
+one kernel, draws taken from the same streams) would remove the per-round
+cost; it is not written yet (issue 12).
 """
 
 from __future__ import annotations
