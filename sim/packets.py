@@ -18,7 +18,8 @@ __all__ = ["Packets"]
 _FIELDS = (("t", np.float64), ("msg", np.int64), ("visit", np.int64), ("size", np.int64), ("pub_t", np.float64))
 
 
-_EMPTY = tuple(np.empty(0, dtype) for _, dtype in _FIELDS)
+_EMPTY_FLOAT = np.empty(0, dtype=np.float64)
+_EMPTY_INT = np.empty(0, dtype=np.int64)
 
 
 class Packets:
@@ -42,7 +43,8 @@ class Packets:
         can be written into them), without the conversions of ``__init__``;
         the small batches of closed loops and cycles ask for many."""
         new = cls.__new__(cls)
-        new.t, new.msg, new.visit, new.size, new.pub_t = _EMPTY
+        new.t, new.pub_t = _EMPTY_FLOAT, _EMPTY_FLOAT
+        new.msg, new.visit, new.size = _EMPTY_INT, _EMPTY_INT, _EMPTY_INT
         return new
 
     @classmethod
