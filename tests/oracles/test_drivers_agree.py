@@ -10,11 +10,13 @@ import pandas as pd
 import pytest
 
 from pubsim.models import topology as T
+from pubsim.models.assembly.build import build_network
 from pubsim.models.params.broker import BrokerParams
 from pubsim.models.params.client import PublisherParams, SubscriberParams
 from pubsim.models.params.link import LinkParams
 from pubsim.run import simulate
 from pubsim.scenario import load_scenario
+from pubsim.sim.closed_kernel import eligible
 from pubsim.sim.distributions import Constant, Exponential, LogNormal, Uniform
 from tests import ROOT
 
@@ -476,6 +478,36 @@ def request_reply_clients():
     return T.star(broker=broker, publishers=pubs, subscribers=subs, link=LinkParams(latency_s=5e-4))
 
 
+def closed_loop_variety():
+    """Closed-loop clients only, in the compiled closed loop's class (:mod:`pubsim.sim.closed_kernel`)
+    with what it must get right: link jitter, the broker's idle wake-up, per-byte, match and
+    delivery costs, think time, a late start, random request sizes."""
+    pubs = {
+        "a": PublisherParams(
+            topics=("rr/a",), arrival="closed_loop", window_requests=3, size_bytes=Uniform(low=50, high=900)
+        ),
+        "b": PublisherParams(
+            topics=("rr/b",), arrival="closed_loop", window_requests=1, think_time_s=3e-4, start_s=0.01
+        ),
+        "c": PublisherParams(topics=("rr/c",), arrival="closed_loop", window_requests=6),
+    }
+    subs = {
+        "a.reply": SubscriberParams(subscriptions=("rr/a",)),
+        "b.reply": SubscriberParams(subscriptions=("rr/b",)),
+        "c.reply": SubscriberParams(subscriptions=("rr/c",)),
+    }
+    broker = BrokerParams(
+        ingress_cost_s=Exponential(mean_value=1e-4),
+        match_cost_s=Exponential(mean_value=1e-5),
+        delivery_cost_s=Constant(value=2e-6),
+        per_byte_cost_s=1e-9,
+        idle_wakeup_cost_s=2e-5,
+    )
+    link = LinkParams(latency_s=3e-4, bandwidth_Bps=5e6, jitter_s=Exponential(mean_value=4e-5), overhead_bytes=40)
+    return T.star(broker=broker, publishers=pubs, subscribers=subs, link=link)
+
+
+CASES["closed-loop-compiled"] = (closed_loop_variety, 0.3)
 CASES["qos1-open-windows"] = (qos1_open_windows, 0.3)
 CASES["priority-overloaded-drop-oldest"] = (lambda: priority_overloaded("drop_oldest"), 0.3)
 CASES["priority-overloaded-update"] = (lambda: priority_overloaded("update"), 0.3)
@@ -616,3 +648,21 @@ def test_open_window_case_waits_for_its_windows():
     for s in ("link:broker->fast", "link:broker->slow"):
         assert st.loc[s, "mean_waiting"] > 5 and st.loc[s, "utilization"] < 0.5
         assert st.loc[s, "resent_packets"] > 0
+
+
+@pytest.mark.parametrize("case", ["closed-loop-compiled", "request-reply-clients"])
+def test_compiled_closed_loop_equals_rounds(case):
+    """The compiled closed loop and the conservative rounds give the same records."""
+    build, duration = CASES[case]
+    g = build()
+    assert eligible(build_network(g, seed=11))
+    compiled = simulate(g, duration_s=duration, warmup_s=0.05, seed=11)
+    rounds = simulate(g, duration_s=duration, warmup_s=0.05, seed=11, batch_options={"closed_loop": "rounds"})
+    for a, b in zip(_frames(compiled), _frames(rounds)):
+        pd.testing.assert_frame_equal(a, b, check_exact=True)
+    assert compiled.summary()["published"] == rounds.summary()["published"] > 100
+
+
+def test_closed_loop_outside_the_compiled_class_runs_in_rounds():
+    """Open-loop traffic or a limited queue beside the clients: not compiled (the rounds run it)."""
+    assert not eligible(build_network(request_reply_with_background(), seed=11))
