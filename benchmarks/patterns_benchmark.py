@@ -1,13 +1,16 @@
 """Speed of the closed loop (request/reply) in the batch driver and the reference driver.
 
-The closed loop advances in chunks no longer than the least round-trip
-lookahead, so its cost grows with simulated time / RTT rather than with the
-number of messages. Prints requests (published messages) per second of wall
-time for a few windows, with the fast path over ``--duration`` simulated
-seconds and the reference driver (SimPy, one event per hop) over
-``--reference-duration``, in the same run; peak RSS of the script at the end.
+The fast path runs these networks in one compiled event loop
+(:mod:`pubsim.sim.closed_kernel`); the batch driver's conservative rounds
+(``closed_loop="rounds"``, what runs closed loops outside the compiled
+class) cost one Python round per round-trip lookahead. Prints requests
+(published messages) per second of wall time for a few windows: the fast
+path over ``--duration`` simulated seconds, the rounds over
+``--rounds-duration`` and the reference driver (SimPy, one event per hop)
+over ``--reference-duration``, in the same run, with each run's CPU time;
+peak RSS of the script at the end.
 
-    python benchmarks/patterns_benchmark.py [--duration 10] [--reference-duration 0.05]
+    python benchmarks/patterns_benchmark.py [--duration 10] [--rounds-duration 1] [--reference-duration 0.05]
 """
 
 from __future__ import annotations
@@ -39,10 +42,14 @@ def graph(clients, window):
 
 
 def measure(clients, window, duration_s, driver):
-    """One timed run; prints its row and returns requests per second of wall time."""
+    """One timed run (``driver``: batch, rounds or reference); prints its row, returns requests/s of wall time."""
     g = graph(clients, window)
+    options = {"closed_loop": "rounds"} if driver == "rounds" else None
     t0, c0 = time.perf_counter(), time.process_time()
-    r = simulate(g, duration_s=duration_s, seed=1, driver=driver, record="stream")
+    r = simulate(
+        g, duration_s=duration_s, seed=1, driver="reference" if driver == "reference" else "batch",
+        batch_options=options, record="stream",
+    )  # fmt: skip
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     n = r.summary()["published"]
     print(
@@ -55,13 +62,15 @@ def measure(clients, window, duration_s, driver):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--duration", type=float, default=10.0, help="simulated seconds per fast-path run")
+    ap.add_argument("--rounds-duration", type=float, default=1.0, help="simulated seconds per run in rounds")
     ap.add_argument("--reference-duration", type=float, default=0.05, help="simulated seconds per reference run")
     args = ap.parse_args()
     simulate(graph(2, 2), duration_s=0.05, seed=0)  # compile numba kernels outside the timing
     for clients, window in CASES:
         fast = measure(clients, window, args.duration, "batch")
+        rounds = measure(clients, window, args.rounds_duration, "rounds")
         ref = measure(clients, window, args.reference_duration, "reference")
-        print(f"{'':>9} fast path / reference driver: {fast / ref:,.1f}x")
+        print(f"{'':>9} fast path / rounds: {fast / rounds:,.1f}x; fast path / reference driver: {fast / ref:,.1f}x")
     print(f"peak RSS: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:,.0f} MiB")
 
 
