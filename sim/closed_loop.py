@@ -8,6 +8,16 @@ published can reach s; ``L``, the least ``d[s] + lookahead[s]`` over the
 stations where closed-loop messages are delivered, bounds how early a reply
 to a request not yet published can arrive. Chunks no longer than L keep
 every release dependent only on replies already computed.
+
+Speed. Run in rounds, a closed loop costs one Python round per L of
+simulated time (every station called once per round), whatever the window:
+the stations' own work is compiled, the per-call overhead is not. Rounds
+cannot be made longer than L by optimistic windows
+(:mod:`pubsim.sim.optimistic`): request i + W depends on reply i, so a
+window of n x L needs n sweeps, the same station calls. So the batch driver
+runs a closed loop whose stations and sources can be compiled in one event
+loop instead (:mod:`pubsim.sim.closed_kernel`), and these rounds only for
+the others.
 """
 
 from __future__ import annotations

@@ -31,6 +31,7 @@ import networkx as nx
 import numpy as np
 import simpy
 
+from .closed_kernel import CompiledClosedLoop, eligible
 from .closed_loop import Components, closed_loop_bounds
 from .network import Network
 from .optimistic import CycleSolver, CycleStats, Outcome, split_output
@@ -82,6 +83,11 @@ class BatchDriver:
     cycle_dense_arrivals : float
         Above this many arrivals per cycle lookahead, conservative rounds
         are cheaper and used (:meth:`pubsim.sim.optimistic.CycleSolver.dense`).
+    closed_loop : {"compiled", "rounds"}
+        How a request/reply closed loop is run to the end: in one compiled
+        event loop when the network qualifies
+        (:mod:`pubsim.sim.closed_kernel`), else (or with "rounds") by
+        conservative rounds one round-trip lookahead long.
     """
 
     def __init__(
@@ -94,9 +100,13 @@ class BatchDriver:
         cycle_window_messages: int = 65536,
         cycle_max_sweeps: int = 12,
         cycle_dense_arrivals: float = 150.0,
+        closed_loop: str = "compiled",
     ) -> None:
         if cycles not in ("optimistic", "conservative"):
             raise ValueError(f"cycles must be 'optimistic' or 'conservative', got {cycles!r}")
+        if closed_loop not in ("compiled", "rounds"):
+            raise ValueError(f"closed_loop must be 'compiled' or 'rounds', got {closed_loop!r}")
+        self.closed_compiled = closed_loop == "compiled" and eligible(network)
         self.net = network
         self.sink = sink
         self.chunk_messages = int(chunk_messages)
@@ -143,6 +153,12 @@ class BatchDriver:
         """Publish until ``until_s`` and process; with ``drain`` let every
         message finish. ``progress(done_s, total_s)`` is called per chunk."""
         chunk_s = self._chunk_s(until_s)
+        if self.closed_compiled and drain:
+            closed_loop_bounds(self.net, self._components)  # the same checks (ConfigError) as the rounds
+            CompiledClosedLoop(self.net).run(until_s, self.sink)
+            if progress:
+                progress(until_s, until_s)
+            return self.sink
         if self.net.has_closed_loop:
             return self._run_closed(until_s, chunk_s, drain, progress)
         t0 = 0.0

@@ -18,6 +18,10 @@ __all__ = ["Packets"]
 _FIELDS = (("t", np.float64), ("msg", np.int64), ("visit", np.int64), ("size", np.int64), ("pub_t", np.float64))
 
 
+_EMPTY_FLOAT = np.empty(0, dtype=np.float64)
+_EMPTY_INT = np.empty(0, dtype=np.int64)
+
+
 class Packets:
     """Arrays ``t`` (time at the current place, s), ``msg`` (message id),
     ``visit`` (route-tree node), ``size`` (payload bytes) and ``pub_t``
@@ -35,7 +39,13 @@ class Packets:
 
     @classmethod
     def empty(cls) -> Packets:
-        return cls(*(np.empty(0, dtype) for _, dtype in _FIELDS))
+        """No packets: a new object over shared zero-length arrays (nothing
+        can be written into them), without the conversions of ``__init__``;
+        the small batches of closed loops and cycles ask for many."""
+        new = cls.__new__(cls)
+        new.t, new.pub_t = _EMPTY_FLOAT, _EMPTY_FLOAT
+        new.msg, new.visit, new.size = _EMPTY_INT, _EMPTY_INT, _EMPTY_INT
+        return new
 
     @classmethod
     def concat(cls, parts: Iterable[Packets]) -> Packets:
@@ -54,6 +64,11 @@ class Packets:
         copies to one station at the same instants then reach it as one run
         in (time, message, visit) order instead of k runs to sort. Other
         parts are returned as they are (the result is sorted afterwards)."""
+        if len(parts) < 2:
+            return parts
+        starts = {(p.t.__array_interface__["data"][0], len(p)) for p in parts}
+        if len(starts) == len(parts):  # no two parts share their times: nothing to join (the usual case)
+            return parts
         groups: dict[tuple[int, ...], list[Packets]] = {}
         for p in parts:
             # same memory (start, length, stride): same values, whatever the objects

@@ -204,6 +204,11 @@ class Station:
         """Lower bound of (time at next place - arrival), s."""
         return 0.0
 
+    def compiled_spec(self) -> dict[str, Any] | None:
+        """What the compiled closed loop (:mod:`pubsim.sim.closed_kernel`) needs to
+        run this station in its own event loop, or None (the default: it cannot)."""
+        return None
+
     # --- driver interface ------------------------------------------------
     def process(self, packets: Packets, horizon: float) -> StationOutput:
         """Serve an arrival-ordered batch; advance event-driven state to ``horizon``."""

@@ -224,6 +224,42 @@ class LinkStation(ModelStation):
         p = self.params
         return p.latency_s + p.jitter_s.min_value + p.overhead_bytes / p.bandwidth_Bps
 
+    def compiled_spec(self):
+        """A plain lossless link with one FIFO transmitter and no queue limit
+        (:mod:`pubsim.sim.closed_kernel`): its service per packet, latency,
+        jitter stream and propagation order; None for anything else."""
+        if type(self) is not LinkStation or self.session is not None or self.params.loss_probability > 0:
+            return None
+        if not _open_fifo(self.discipline):
+            return None
+        return {
+            "kind": "link",
+            "discipline": self.discipline,
+            "idle_extra_s": float(self.discipline.fs[K.IDLE_EXTRA]),
+            "latency_s": float(self.params.latency_s),
+            "jitter": self.jitter,
+            "last": self._last,
+            "service": self._pure_service,
+        }
+
+    def _pure_service(self, packets):
+        """:meth:`service_s` without leaving the wire-bytes cache set."""
+        out = self.service_s(packets)
+        self._wire = None
+        return out
+
+
+def _open_fifo(disc):
+    """One FIFO server, no message or byte limit, no CPU quota, drop-newest."""
+    return (
+        type(disc) is FifoDiscipline
+        and len(disc.free) == 1
+        and disc.ist[K.CAP_MSGS] < 0
+        and disc.fs[K.CAP_BYTES] == np.inf
+        and disc.fs[K.QUOTA] == np.inf
+        and not disc.reject
+    )
+
 
 def _capped(priority, max_priority):
     """Priorities above ``max_priority`` count as it (AMQP x-max-priority); None = no cap."""
@@ -352,6 +388,24 @@ class BrokerStation(ModelStation):
     @property
     def lookahead_s(self):
         return 0.0 if self.cpu_shared else self.min_demand_s
+
+    def compiled_spec(self):
+        """A broker with one FIFO worker and no queue limit, whose demand is its
+        cost draws (:mod:`pubsim.sim.closed_kernel`); None for anything else."""
+        if type(self) is not BrokerStation or self.cpu_shared or not _open_fifo(self.discipline):
+            return None
+        if self.ack_packets is not None or self.copies_by_visit is not None:
+            return None
+        p = self.params
+        return {
+            "kind": "broker",
+            "discipline": self.discipline,
+            "idle_extra_s": float(self.discipline.fs[K.IDLE_EXTRA]),
+            "draws": (self.ingress, self.match, self.delivery),
+            "per_byte_s": float(p.per_byte_cost_s),
+            "constant_s": p.filter_scan_cost_s * self.filters,
+            "stretch": float(self.stretch),
+        }
 
 
 class SubscriberStation(ModelStation):

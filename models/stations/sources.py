@@ -6,6 +6,7 @@ returns do not depend on how a run is cut into chunks.
 
 from __future__ import annotations
 
+import copy
 import heapq
 import math
 
@@ -198,6 +199,36 @@ class ClosedLoopSource(_Source):
             else:
                 self._other.add(q)
             heapq.heappush(self._due, (tq + self.think_s, m, q))
+
+    def compiled_spec(self):
+        """What the compiled closed loop (:mod:`pubsim.sim.closed_kernel`) needs
+        (window, think time, pending releases, sequence numbers, request marks),
+        or None with a timeout (resends are not compiled)."""
+        if self.timeout_s > 0 or getattr(self, "at_broker", None) is not None:
+            return None
+        return {
+            "window": self.window,
+            "think_s": self.think_s,
+            "due": list(self._due),
+            "sent": self._sent,
+            "peek_marks": self._peek_marks,
+            "take_marks": self._marks,
+            "update": self._compiled_update,
+        }
+
+    def _peek_marks(self, n):
+        """The sizes and topics of the next ``n`` requests, without drawing them."""
+        saved = (copy.deepcopy(self.sizes), copy.deepcopy(self.topic_u), self._dealt)
+        out = self._marks(n)
+        self.sizes, self.topic_u, self._dealt = saved
+        return out
+
+    def _compiled_update(self, due, sent):
+        """State after the compiled loop ran to the end: releases still pending
+        (a heap), publications so far; every request was answered."""
+        self._due = due
+        self._sent = sent
+        self._unanswered = {}
 
     def next_wake(self):
         """Time of the first timeout not decided yet (it waits for ``known_s``), or None."""

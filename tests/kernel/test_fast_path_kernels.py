@@ -4,6 +4,9 @@
   buffer limit; one server, drop-newest, a message limit, departures in a
   ring; with a CPU quota the ring one message at a time) against :func:`pubsim.sim.kernels.fifo_offer` with the general heap
   state, one message at a time.
+* :func:`pubsim.sim.window.window_run`'s single loop (one server, no buffer
+  limit) against :func:`pubsim.sim.window.window_offer` one message at a time;
+  :func:`pubsim.sim.window.acked_hop` against the NumPy form it replaced.
 * :func:`pubsim.sim.kernels.service_window_stats` against NumPy.
 * :meth:`pubsim.sim.packets.Packets.sorted` and ``split_before`` against a
   full sort and a mask; ``Packets.interleave_shared`` (fan-out copies joined
@@ -16,6 +19,7 @@ import numpy as np
 import pytest
 
 from pubsim.sim import kernels as K
+from pubsim.sim import window as W
 from pubsim.sim.disciplines import FifoDiscipline
 from pubsim.sim.packets import Packets
 
@@ -55,6 +59,90 @@ def test_fifo_single_loop_matches_heap_steps(cap, idle_extra, quota):
         assert d.fs[j] == fs_ref[j]
     if cap is not None:
         assert (code == K.DROP_FULL).any()
+
+
+def _window_state(w):
+    fs = np.zeros(K.FS_LEN)
+    fs[K.CAP_BYTES] = np.inf
+    ist = np.array([0, -1, K.POLICY_DROP_NEWEST, 0], dtype=np.int64)
+    return fs, ist, np.zeros(1), np.zeros(16), np.zeros(16), np.zeros(max(w, 1)), np.array([0, w]), np.zeros(2)
+
+
+@pytest.mark.parametrize("w", [0, 1, 3, 20])
+@pytest.mark.parametrize("consumer", [False, True])
+def test_window_single_loop_matches_offer_steps(w, consumer):
+    rng = np.random.default_rng(w)
+    n = 3000
+    t = np.cumsum(rng.exponential(0.5, n))
+    t[200:210] = t[200]  # simultaneous arrivals
+    svc = rng.exponential(0.3, n)
+    size = np.full(n, 10.0)
+    windowed = rng.random(n) < 0.7
+    lost = rng.random(n) < 0.05
+    delay = 1.0 + rng.exponential(0.2, n)
+    extra = np.where(rng.random(n) < 0.1, 2.0 * rng.integers(1, 3, n), 0.0)  # whole resend timeouts
+    processing = rng.exponential(0.4, n) if consumer else np.zeros(n)
+    processing[::5] = 0.0
+    ack_extra = np.where(rng.random(n) < 0.05, 2.0, 0.0)
+    inputs = (windowed, lost, delay, extra, processing, ack_extra)
+    ref_state = _window_state(w)
+    ref = np.array(
+        [
+            W.window_offer(*ref_state, a, s, z, *(x[i] for x in inputs), 1.5)
+            for i, (a, s, z) in enumerate(zip(t, svc, size))
+        ]
+    )
+    state = _window_state(w)
+    out = np.empty((n, 4))
+    code = np.empty(n, dtype=np.int64)
+    for lo, hi in ((0, 1000), (1000, 1001), (1001, n)):  # state carried across calls
+        i = W.window_run(
+            *state, t[lo:hi], svc[lo:hi], size[lo:hi], *(x[lo:hi] for x in inputs), 1.5, 0,
+            out[lo:hi, 0], out[lo:hi, 1], out[lo:hi, 2], out[lo:hi, 3], code[lo:hi],
+        )  # fmt: skip
+        assert i == hi - lo
+    np.testing.assert_array_equal(code, ref[:, 4].astype(np.int64))
+    np.testing.assert_array_equal(out, ref[:, :4])
+    for a, b in zip(state, ref_state):
+        np.testing.assert_array_equal(a, b)
+    assert (code == K.DROP_LOSS).any() and (extra[code == K.OK] > 0).any()
+
+
+def _acked_hop_numpy(q, wire, bw, latency, ack_s, timeout, jitter, loss_u, p, f1, l1, d1, f2, l2, d2):
+    """The QoS link's per-message arithmetic as NumPy array operations (its former form)."""
+    data_s = wire / bw
+    delay = latency + jitter
+    lost = (loss_u < p) & (q == 0)
+    one, two = q == 1, q == 2
+    sends = np.where(q > 0, f1 + l1, 1)
+    rel_sends = np.where(two, f2 + l2, 0)
+    extra = np.where(one, (f1 - 1) * timeout, 0.0)
+    extra = np.where(two, (f1 - 1 + l1 + f2 - 1) * timeout + 2 * (latency + ack_s), extra)
+    ack_extra = np.where(one, l1 * timeout, np.where(two, l2 * timeout, 0.0))
+    control = np.where(one, 1 + d1, 0) + np.where(two, 1 + d1 + rel_sends + 1 + d2, 0)
+    resent = (sends - 1) + np.where(two, rel_sends - 1, 0)
+    service = data_s * sends + ack_s * rel_sends
+    return service, q > 0, lost, delay, extra, ack_extra, control, resent, np.where(one, d1, 0)
+
+
+def test_acked_hop_matches_numpy_form():
+    rng = np.random.default_rng(4)
+    n = 5000
+    q = rng.integers(0, 3, n)
+    wire = rng.integers(20, 3000, n)
+    f1, f2 = rng.geometric(0.7, n), rng.geometric(0.6, n)  # attempts until the first arrival
+    d1, d2 = rng.geometric(0.8, n) - 1, rng.geometric(0.8, n) - 1
+    l1, l2 = d1 + rng.integers(0, 2, n) * d1, d2 * 2
+    args = (q, wire, 1.25e6, 3e-4, 7e-6, 0.013, rng.exponential(1e-4, n), rng.random(n), 0.05)
+    args += (f1, l1, d1, f2, l2, d2)
+    want = _acked_hop_numpy(*args)
+    got = [np.empty(n), np.empty(n, bool), np.empty(n, bool)] + [np.empty(n) for _ in range(3)]
+    got += [np.empty(n, np.int64) for _ in range(3)]
+    service, windowed, lost, delay, extra, ack_extra, control, resent, dups = got
+    W.acked_hop(*args, service, windowed, lost, delay, extra, ack_extra, control, resent, dups)
+    for a, b in zip(got, want):
+        np.testing.assert_array_equal(a, b)
+    assert lost.any() and (extra[q == 2] > 0).any() and (control > 2).any()
 
 
 def test_service_window_stats_matches_numpy():

@@ -12,6 +12,7 @@ import pandas as pd
 import pytest
 
 from pubsim.models import topology as T
+from pubsim.models.assembly.build import build_network
 from pubsim.models.params.bridge import BridgeParams
 from pubsim.models.params.broker import BrokerParams
 from pubsim.models.params.client import PublisherParams, SubscriberParams
@@ -21,6 +22,7 @@ from pubsim.models.params.relay import RelayParams
 from pubsim.models.params.store import StoreParams
 from pubsim.run import simulate
 from pubsim.scenario import load_scenario
+from pubsim.sim.closed_kernel import eligible
 from pubsim.sim.distributions import Constant, Exponential, LogNormal, Uniform
 from tests import ROOT
 
@@ -524,6 +526,87 @@ def test_yami4_priority_scenarios_agree(name):
     assert len(fast.deliveries()) >= 6
 
 
+def qos1_open_windows():
+    """QoS 1 subscribers with small in-flight windows on lossy links without a queue limit:
+    the windows bind (the single-loop window kernel, :mod:`pubsim.sim.window`), resends and consumers."""
+    broker = BrokerParams(ingress_cost_s=Exponential(mean_value=5e-5), max_inflight_messages=2, retry_timeout_s=2e-3)
+    pubs = {
+        f"p{i}": PublisherParams(topics=("w/x",), rate_per_s=1500.0, qos=1, size_bytes=Uniform(low=50, high=600))
+        for i in range(2)
+    }
+    subs = {
+        "fast": SubscriberParams(subscriptions=("w/x",), qos=1),
+        "slow": SubscriberParams(subscriptions=("w/#",), qos=1, processing_s=Exponential(mean_value=3e-4)),
+    }
+    link = LinkParams(latency_s=3e-4, bandwidth_Bps=4e6, jitter_s=Exponential(mean_value=5e-5), loss_probability=0.03)
+    return T.star(broker=broker, publishers=pubs, subscribers=subs, link=link)
+
+
+def priority_overloaded(overflow):
+    """The priority benchmark's shape, small: three priorities over 1 MB/s priority channels at 120 % load."""
+    pubs = {
+        f"p{k}": PublisherParams(
+            topics=(f"b/{k}",), rate_per_s=400.0, priority=k, size_bytes=Uniform(low=800, high=1200)
+        )
+        for k in range(3)
+    }
+    subs = {f"s{i}": SubscriberParams(subscriptions=("b/#",)) for i in range(2)}
+    down = LinkParams(latency_s=1e-4, bandwidth_Bps=1e6, queue_messages=10, scheduling="priority", overflow=overflow)
+    links = {**{p: LAN for p in pubs}, **{s: down for s in subs}}
+    broker = BrokerParams(ingress_cost_s=Exponential(mean_value=2e-5))
+    return T.star(broker=broker, publishers=pubs, subscribers=subs, link=links, protocol="none")
+
+
+def request_reply_clients():
+    """Four closed-loop clients with windows 1 to 8 (one with think time) on one exponential server."""
+    pubs = {
+        f"c{i}": PublisherParams(
+            topics=(f"rr/c{i}",), arrival="closed_loop", window_requests=w, think_time_s=2e-4 if i == 3 else 0.0
+        )
+        for i, w in enumerate((1, 2, 4, 8))
+    }
+    subs = {f"c{i}.reply": SubscriberParams(subscriptions=(f"rr/c{i}",)) for i in range(4)}
+    broker = BrokerParams(ingress_cost_s=Exponential(mean_value=1e-4))
+    return T.star(broker=broker, publishers=pubs, subscribers=subs, link=LinkParams(latency_s=5e-4))
+
+
+def closed_loop_variety():
+    """Closed-loop clients only, in the compiled closed loop's class (:mod:`pubsim.sim.closed_kernel`)
+    with what it must get right: link jitter, the broker's idle wake-up, per-byte, match and
+    delivery costs, think time, a late start, random request sizes."""
+    pubs = {
+        "a": PublisherParams(
+            topics=("rr/a",), arrival="closed_loop", window_requests=3, size_bytes=Uniform(low=50, high=900)
+        ),
+        "b": PublisherParams(
+            topics=("rr/b",), arrival="closed_loop", window_requests=1, think_time_s=3e-4, start_s=0.01
+        ),
+        "c": PublisherParams(topics=("rr/c",), arrival="closed_loop", window_requests=6),
+    }
+    subs = {
+        "a.reply": SubscriberParams(subscriptions=("rr/a",)),
+        "b.reply": SubscriberParams(subscriptions=("rr/b",)),
+        "c.reply": SubscriberParams(subscriptions=("rr/c",)),
+    }
+    broker = BrokerParams(
+        ingress_cost_s=Exponential(mean_value=1e-4),
+        match_cost_s=Exponential(mean_value=1e-5),
+        delivery_cost_s=Constant(value=2e-6),
+        per_byte_cost_s=1e-9,
+        idle_wakeup_cost_s=2e-5,
+    )
+    link = LinkParams(latency_s=3e-4, bandwidth_Bps=5e6, jitter_s=Exponential(mean_value=4e-5), overhead_bytes=40)
+    return T.star(broker=broker, publishers=pubs, subscribers=subs, link=link)
+
+
+CASES["closed-loop-compiled"] = (closed_loop_variety, 0.3)
+CASES["qos1-open-windows"] = (qos1_open_windows, 0.3)
+CASES["priority-overloaded-drop-oldest"] = (lambda: priority_overloaded("drop_oldest"), 0.3)
+CASES["priority-overloaded-update"] = (lambda: priority_overloaded("update"), 0.3)
+CASES["priority-overloaded-reject"] = (lambda: priority_overloaded("reject"), 0.3)
+CASES["request-reply-clients"] = (request_reply_clients, 0.2)
+
+
 def _frames(result):
     return result.deliveries(), result.drops(), result.stations()
 
@@ -540,7 +623,18 @@ def test_batch_equals_reference(case):
 
 
 @pytest.mark.parametrize(
-    "case", ["drop-oldest", "chain-flood", "merged-star", "qos-mixed-lossy", "churn", "request-reply"]
+    "case",
+    [
+        "drop-oldest",
+        "chain-flood",
+        "merged-star",
+        "qos-mixed-lossy",
+        "churn",
+        "request-reply",
+        "qos1-open-windows",
+        "priority-overloaded-drop-oldest",
+        "request-reply-clients",
+    ],
 )
 def test_chunk_size_does_not_change_results(case):
     build, duration = CASES[case]
@@ -628,3 +722,44 @@ def test_churn_case_exercises_sessions():
     assert "buffer_full" in set(drops["cause"])  # copies held for "keep" overflow its queue on reconnect
     assert (r.deliveries()["topic"] == "c/will").any()
     assert r.deliveries()["retained"].sum() > 2 and r.summary()["retained_deliveries"] > 2
+
+
+@pytest.mark.parametrize(
+    "case, cause",
+    [
+        ("priority-overloaded-drop-oldest", "dropped_oldest"),
+        ("priority-overloaded-update", "replaced"),
+        ("priority-overloaded-reject", "rejected"),
+    ],
+)
+def test_overloaded_priority_cases_use_their_policy(case, cause):
+    build, duration = CASES[case]
+    r = simulate(build(), duration_s=duration, seed=11)
+    assert r.drops()["cause"].value_counts().get(cause, 0) > 10
+
+
+def test_open_window_case_waits_for_its_windows():
+    """Messages wait at the QoS 1 downlinks although the transmitters are mostly idle: the windows bind."""
+    r = simulate(qos1_open_windows(), duration_s=0.3, seed=11)
+    st = r.stations().set_index("station")
+    for s in ("link:broker->fast", "link:broker->slow"):
+        assert st.loc[s, "mean_waiting"] > 5 and st.loc[s, "utilization"] < 0.5
+        assert st.loc[s, "resent_packets"] > 0
+
+
+@pytest.mark.parametrize("case", ["closed-loop-compiled", "request-reply-clients"])
+def test_compiled_closed_loop_equals_rounds(case):
+    """The compiled closed loop and the conservative rounds give the same records."""
+    build, duration = CASES[case]
+    g = build()
+    assert eligible(build_network(g, seed=11))
+    compiled = simulate(g, duration_s=duration, warmup_s=0.05, seed=11)
+    rounds = simulate(g, duration_s=duration, warmup_s=0.05, seed=11, batch_options={"closed_loop": "rounds"})
+    for a, b in zip(_frames(compiled), _frames(rounds)):
+        pd.testing.assert_frame_equal(a, b, check_exact=True)
+    assert compiled.summary()["published"] == rounds.summary()["published"] > 100
+
+
+def test_closed_loop_outside_the_compiled_class_runs_in_rounds():
+    """Open-loop traffic or a limited queue beside the clients: not compiled (the rounds run it)."""
+    assert not eligible(build_network(request_reply_with_background(), seed=11))

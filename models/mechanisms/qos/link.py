@@ -67,7 +67,7 @@ class WindowDiscipline(FifoDiscipline):
         self.ack_return_s = 0.0
         self._inputs = None
         self.done = np.empty(0)
-        self.rows = np.empty(0, dtype=np.int64)
+        self.rows = np.empty(0, dtype=np.int64)  # rows of the last batch that used the transmitter (None: all)
 
     def set_inputs(self, inputs: W.WindowInputs) -> None:
         """Per-message inputs of the next :meth:`run` (same packets, same order)."""
@@ -121,6 +121,9 @@ class WindowDiscipline(FifoDiscipline):
             self.hdep = np.concatenate([self.hdep, np.empty_like(self.hdep)])
             self.hsize = np.concatenate([self.hsize, np.empty_like(self.hsize)])
         used = (code == K.OK) | (code == K.DROP_LOSS)  # used the transmitter
+        if used.all():  # the usual batch (no buffer limit): no copies
+            self.rows, self.done, self.codes = None, done, code
+            return Served(packets, admit, start, dep, Packets.empty(), _EMPTY_DONE, _EMPTY_ROWS)
         self.rows = np.flatnonzero(used)
         self.done = done[used]
         self.codes = code[used]
@@ -253,27 +256,28 @@ class QosLinkStation(LinkStation):
     def service_s(self, packets):
         n = len(packets)
         q = self._qos(packets)
-        p, timeout = self.params.loss_probability, self.retry_timeout_s
-        data_s = self.wire_bytes(packets) / self.params.bandwidth_Bps
-        ack_s = self.ack_serialization_s
-        delay = self.params.latency_s + self.jitter.take(n)
-        lost = (self.loss.take(n) < p) & (q == 0)
+        p = self.params.loss_probability
+        wire = self.wire_bytes(packets)
+        self._wire = (packets, wire)  # buffer_bytes of the same packets comes next (Station._serve)
+        jitter = self.jitter.take(n)
+        loss_u = self.loss.take(n)
         f1, l1, d1 = exchange_draws(self._unit(0, n), self._unit(1, n), lambda k: self._unit(4, k), p)
         f2, l2, d2 = exchange_draws(self._unit(2, n), self._unit(3, n), lambda k: self._unit(5, k), p)
-        one, two = q == 1, q == 2
-        sends = np.where(q > 0, f1 + l1, 1)
-        rel_sends = np.where(two, f2 + l2, 0)
-        extra = np.where(one, (f1 - 1) * timeout, 0.0)
-        extra = np.where(two, (f1 - 1 + l1 + f2 - 1) * timeout + 2 * (self.params.latency_s + ack_s), extra)
-        ack_extra = np.where(one, l1 * timeout, np.where(two, l2 * timeout, 0.0))
         processing = self.processing.take(n) if self.processing is not None else np.zeros(n)
+        service, delay, extra, ack_extra = np.empty(n), np.empty(n), np.empty(n), np.empty(n)
+        windowed, lost = np.empty(n, dtype=np.bool_), np.empty(n, dtype=np.bool_)
+        control, resent, dups = (np.empty(n, dtype=np.int64) for _ in range(3))
+        W.acked_hop(
+            q, wire, float(self.params.bandwidth_Bps), float(self.params.latency_s),
+            float(self.ack_serialization_s), self.retry_timeout_s, jitter, loss_u, float(p),
+            f1, l1, d1, f2, l2, d2,
+            service, windowed, lost, delay, extra, ack_extra, control, resent, dups,
+        )  # fmt: skip
         self._window_inputs = W.WindowInputs(
-            windowed=q > 0, lost=lost, delay=delay, extra=extra, processing=processing, ack_extra=ack_extra
+            windowed=windowed, lost=lost, delay=delay, extra=extra, processing=processing, ack_extra=ack_extra
         )
-        control = np.where(one, 1 + d1, 0) + np.where(two, 1 + d1 + rel_sends + 1 + d2, 0)
-        resent = (sends - 1) + np.where(two, rel_sends - 1, 0)
-        self._counts = (control, resent, np.where(one, d1, 0))
-        return data_s * sends + ack_s * rel_sends
+        self._counts = (control, resent, dups)
+        return service
 
     def before_run(self, packets, service_s, size_bytes):
         """The window's per-message inputs, drawn with the service times by :meth:`service_s`."""
@@ -282,7 +286,7 @@ class QosLinkStation(LinkStation):
 
     def after_service(self, served):
         d = self.discipline
-        control, resent, dups = (c[d.rows] for c in self._counts)
+        control, resent, dups = self._counts if d.rows is None else (c[d.rows] for c in self._counts)
         self.stats.add_qos(served.packets.t, control, resent, dups)
         done, codes = d.take_outcome()
         self._counts = None  # per-batch arrays: not kept until the next batch
