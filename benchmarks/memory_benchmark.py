@@ -178,7 +178,9 @@ def main():
     multiples = [-d for d in durations] if durations else list(MULTIPLES)
     labels = [f"{d:g}s" for d in durations] if durations else [f"{m}x" for m in MULTIPLES]
     head = f"{'case':<14} {'base_s':>7}" + "".join(f" {f'rss_{m}':>8} {f'pub_{m}':>10}" for m in labels)
-    print(head + f" {'last/mid':>8} {f'run_{labels[1]}':>8} {f'run_{labels[2]}':>8} {'run ratio':>9} {'wall_last_s':>11}")
+    print(
+        head + f" {'last/mid':>8} {f'run_{labels[1]}':>8} {f'run_{labels[2]}':>8} {'run ratio':>9} {'wall_last_s':>11}"
+    )
     for name in names:
         rows = [measure(name, m, args.chunk_messages, args.scale) for m in multiples]
         cells = "".join(f" {row['rss_MB']:>8.0f} {row['published']:>10,}" for row in rows)
