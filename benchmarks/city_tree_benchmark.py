@@ -143,6 +143,9 @@ def main(argv=None):
     ap.add_argument("--subscribers", choices=["spread", "root"], default="spread")
     ap.add_argument("--seed", type=int, default=2017)
     ap.add_argument("--chunk-messages", type=int, default=250_000, help="publications per batch-driver chunk")
+    ap.add_argument(
+        "--cycle-window-messages", type=int, help="external arrivals per optimistic window (driver default 65,536)"
+    )
     ap.add_argument("--profile", action="store_true", help="profile the run and print the top functions")
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
@@ -163,7 +166,8 @@ def main(argv=None):
     with timed("network build") as build:
         net = build_network(g, seed=args.seed, replication=0, window=window)
         sink = StreamSink(net, duration_s / 100)
-        drv = BatchDriver(net, sink, chunk_messages=args.chunk_messages)
+        options = {} if args.cycle_window_messages is None else {"cycle_window_messages": args.cycle_window_messages}
+        drv = BatchDriver(net, sink, chunk_messages=args.chunk_messages, **options)
     with timed("run") as run:
         drv.run(duration_s, drain=True)
     if prof is not None:
