@@ -123,9 +123,7 @@ def _saturate(args, console) -> int:
     fastest = dict.fromkeys(rerated_publishers(scenario.topology, args.rerate), 1.0 / start_s)
     check_budget(scenario, budget, duration_s=duration_s, replications=1, rates=fastest)
     seed = scenario.seed if args.seed is None else args.seed
-    console.print(
-        f"interval search on {scenario.name}: probes of {duration_s:g} s on {executor.description}"
-    )
+    console.print(f"interval search on {scenario.name}: probes of {duration_s:g} s on {executor.description}")
     t0 = time.perf_counter()
     s = saturation_search(
         scenario,
