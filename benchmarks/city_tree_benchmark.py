@@ -38,8 +38,26 @@ messages per second of wall time, peak RSS (this process, which does
 nothing else), and with ``--profile`` the top functions by cumulative and
 own CPU time.
 
+Measured on the shared 2-core machine (load about 7, so CPU time stands for
+the wall time of an idle machine), 25 Nov 2026:
+
+* full size, ``root``: 14.5 million publications in 5 simulated minutes,
+  network build 5.3 s CPU, run 49.7 s CPU (296 s wall under the load),
+  peak RSS 544 MiB: within the targets (2 minutes, 4 GiB);
+* ``spread`` at a tenth (100 gateways, 5,000 msg/s, 5 minutes): 11.7 s CPU,
+  383 MiB, 25 optimistic windows; at full size (50,000 msg/s) the cyclic
+  component (all 100 relays and 198 bridge directions) is the cost: 12
+  simulated seconds took 49.6 s CPU with ``--cycle-dense-arrivals inf``
+  (77 optimistic windows, 6 split) and did not finish in 15 minutes of wall
+  time with the driver's default, which judges the whole component's
+  arrivals per cycle lookahead (about 500 here) dense and hands every window
+  to the conservative rounds. In the optimistic windows, most of the time
+  is the members' snapshots and restores (deep copies of ~300 station
+  states per window, 40 % of the run's CPU in a profile), then the stations'
+  own runs and packet splitting.
+
     python benchmarks/city_tree_benchmark.py [--scale 0.1] [--minutes 5] [--subscribers spread|root]
-        [--profile]
+        [--cycle-dense-arrivals inf] [--cycle-window-messages N] [--chunk-messages N] [--profile]
 """
 
 from __future__ import annotations
@@ -146,6 +164,11 @@ def main(argv=None):
     ap.add_argument(
         "--cycle-window-messages", type=int, help="external arrivals per optimistic window (driver default 65,536)"
     )
+    ap.add_argument(
+        "--cycle-dense-arrivals",
+        type=float,
+        help="arrivals per cycle lookahead above which a window goes to the conservative rounds (driver default)",
+    )
     ap.add_argument("--profile", action="store_true", help="profile the run and print the top functions")
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
@@ -166,7 +189,14 @@ def main(argv=None):
     with timed("network build") as build:
         net = build_network(g, seed=args.seed, replication=0, window=window)
         sink = StreamSink(net, duration_s / 100)
-        options = {} if args.cycle_window_messages is None else {"cycle_window_messages": args.cycle_window_messages}
+        options = {
+            k: v
+            for k, v in (
+                ("cycle_window_messages", args.cycle_window_messages),
+                ("cycle_dense_arrivals", args.cycle_dense_arrivals),
+            )
+            if v is not None
+        }
         drv = BatchDriver(net, sink, chunk_messages=args.chunk_messages, **options)
     with timed("run") as run:
         drv.run(duration_s, drain=True)
@@ -185,7 +215,8 @@ def main(argv=None):
     if stats:
         print(
             f"cyclic components: {len(stats)}, {sum(x.windows for x in stats):,} optimistic windows, "
-            f"{sum(x.split_windows for x in stats)} split, {sum(x.fallback_windows for x in stats)} conservative"
+            f"{sum(x.split_windows for x in stats)} split, {sum(x.fallback_windows for x in stats)} not converged, "
+            f"{sum(x.dense_windows for x in stats)} dense (conservative rounds)"
         )
     if prof is not None:
         for key in ("cumulative", "tottime"):
