@@ -36,7 +36,7 @@ the wall time and the CPU time of this process (on a machine shared with
 other jobs the CPU time is the better guide to the wall time alone), published
 messages per second of wall time, peak RSS (this process, which does
 nothing else), and with ``--profile`` the top functions by cumulative and
-own CPU time.
+own CPU time in the run (the build is not profiled).
 
 Measured on the shared 2-core machine (load about 7, so CPU time stands for
 the wall time of an idle machine), 25 Nov 2026:
@@ -51,10 +51,13 @@ the wall time of an idle machine), 25 Nov 2026:
   (77 optimistic windows, 6 split) and did not finish in 15 minutes of wall
   time with the driver's default, which judges the whole component's
   arrivals per cycle lookahead (about 500 here) dense and hands every window
-  to the conservative rounds. In the optimistic windows, most of the time
-  is the members' snapshots and restores (deep copies of ~300 station
-  states per window, 40 % of the run's CPU in a profile), then the stations'
-  own runs and packet splitting.
+  to the conservative rounds. Profiles (``--profile``): the conservative
+  rounds run each member once per lookahead in Python (1.2 simulated
+  seconds at full size: 51,897 station runs, 71.5 s CPU, mostly packet
+  splitting, interleaving and concatenation around small batches); in the
+  optimistic windows (a tenth of the size, 5 minutes) the members'
+  snapshots and restores (deep copies of ~300 station states per window)
+  take about 40 % of the run's CPU, then the stations' own runs.
 
     python benchmarks/city_tree_benchmark.py [--scale 0.1] [--minutes 5] [--subscribers spread|root]
         [--cycle-dense-arrivals inf] [--cycle-window-messages N] [--chunk-messages N] [--profile]
@@ -183,8 +186,6 @@ def main(argv=None):
         flush=True,
     )
     prof = cProfile.Profile(time.process_time) if args.profile else None
-    if prof is not None:
-        prof.enable()
     window = (min(10.0, duration_s / 10), duration_s)
     with timed("network build") as build:
         net = build_network(g, seed=args.seed, replication=0, window=window)
@@ -198,6 +199,8 @@ def main(argv=None):
             if v is not None
         }
         drv = BatchDriver(net, sink, chunk_messages=args.chunk_messages, **options)
+    if prof is not None:
+        prof.enable()
     with timed("run") as run:
         drv.run(duration_s, drain=True)
     if prof is not None:
