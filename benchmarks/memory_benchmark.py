@@ -19,7 +19,13 @@ issue-17 setting (the churn scenario at 300 s, 3,000 s and 30,000 s). The base d
 (24 runs, dominated by the 100x ones) takes a few minutes on a 2-core machine;
 ``--scale`` multiplies them all.
 
+``--durations 10,40,160`` runs every case at those simulated lengths
+instead (seconds, the same for every case; the issue-12 setting with
+``--only star,ildm_tree,priority,qos_window``): the peaks should not grow
+with the length once a run spans a few chunks.
+
     python benchmarks/memory_benchmark.py [--scale 1.0] [--only churn,qos_window] [--chunk-messages 5000]
+        [--durations 10,40,160]
 """
 
 from __future__ import annotations
@@ -61,6 +67,25 @@ def _qos_window(data, duration_s):
     topo["subscribers"] = [{**subs, "name": f"dash-q{q}", "count": 1, "qos": q, "inflight_messages": 4} for q in (1, 2)]
 
 
+def _standard_star(data, duration_s):
+    """The standard star of benchmarks/star_benchmark.py at 120 % load: 100 Poisson publishers, broker
+    exponential 1 ms with 1,000 buffered messages, fan-out 10 (issue 12)."""
+    data.clear()
+    data.update(
+        name="standard-star",
+        seed=1,
+        run={"duration": "1s", "warmup": "0.05s", "cooldown": "0s"},
+        topology={
+            "builder": "star",
+            "protocol": "none",
+            "broker": {"ingress_cost_s": {"dist": "exponential", "mean": "1ms"}, "queue_messages": 1000},
+            "link": {"latency_s": "1ms", "bandwidth_Bps": 12.5e6},
+            "publishers": [{"name": "p{i}", "count": 100, "topics": ["bench/t"], "rate_per_s": 12.0}],
+            "subscribers": [{"name": "s{i}", "count": 10, "subscriptions": ["bench/t"]}],
+        },
+    )
+
+
 def _no_patterns(data, duration_s):
     """Pattern reports need per-message records: dropped for a streaming run."""
     data.pop("patterns", None)
@@ -68,6 +93,7 @@ def _no_patterns(data, duration_s):
 
 # name: (scenario file, base duration s, change to the YAML data or None, what it exercises)
 CASES = {
+    "star": ("quickstart.yaml", 10.0, _standard_star, "standard star at 120 % load (built in code)"),
     "quickstart": ("quickstart.yaml", 0.5, None, "one broker past saturation, queue drops"),
     "churn": ("churn_retained.yaml", 30.0, None, "sessions: churn, held copies, retained, Wills"),
     "qos_lossy": ("qos_lossy_link.yaml", 30.0, None, "QoS 0/1/2 resends on a lossy link"),
@@ -95,9 +121,12 @@ def load_case(name, duration_s):
 
 
 def child(name, multiple, chunk_messages):
-    """Run one case in this process and print what it published, as JSON."""
-    base_s = CASES[name][1] * args_scale()
-    scenario, run = load_case(name, base_s * multiple)
+    """Run one case in this process and print what it published, as JSON.
+
+    ``multiple`` multiplies the case's base duration; a negative one is an
+    absolute duration in seconds (``--durations``)."""
+    duration_s = -multiple if multiple < 0 else CASES[name][1] * args_scale() * multiple
+    scenario, run = load_case(name, duration_s)
     ready_MB = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # interpreter, imports, scenario
     t0 = time.perf_counter()
     result = scenario.simulate(chunk_messages=chunk_messages, **run)
@@ -130,6 +159,7 @@ def main():
     ap.add_argument("--scale", type=float, default=1.0, help="multiply every base duration")
     ap.add_argument("--only", default="", help="comma-separated case names (default: all)")
     ap.add_argument("--chunk-messages", type=int, default=5_000, help="publications per batch-driver chunk")
+    ap.add_argument("--durations", default="", help="comma-separated simulated seconds for every case (3 values)")
     ap.add_argument("--child", nargs=2, metavar=("CASE", "MULTIPLE"), help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
@@ -141,18 +171,26 @@ def main():
         ap.error(f"unknown case(s) {unknown}; choose from {sorted(CASES)}")
     print(f"python {sys.executable}; record=stream, batch driver, chunk_messages={args.chunk_messages:,}")
     print("rss_*: peak RSS of the run's process, MiB; run_*: the part above the RSS before simulating (imports)")
-    head = f"{'case':<14} {'base_s':>7}" + "".join(f" {f'rss_{m}x':>8} {f'pub_{m}x':>10}" for m in MULTIPLES)
-    print(head + f" {'100x/10x':>8} {'run_10x':>8} {'run_100x':>8} {'run ratio':>9} {'wall_100x_s':>11}")
+    durations = [float(v) for v in args.durations.split(",") if v]
+    if durations and len(durations) != 3:
+        ap.error("--durations takes three lengths, e.g. 10,40,160")
+    # a negative multiple asks the child for an absolute duration (s)
+    multiples = [-d for d in durations] if durations else list(MULTIPLES)
+    labels = [f"{d:g}s" for d in durations] if durations else [f"{m}x" for m in MULTIPLES]
+    head = f"{'case':<14} {'base_s':>7}" + "".join(f" {f'rss_{m}':>8} {f'pub_{m}':>10}" for m in labels)
+    print(
+        head + f" {'last/mid':>8} {f'run_{labels[1]}':>8} {f'run_{labels[2]}':>8} {'run ratio':>9} {'wall_last_s':>11}"
+    )
     for name in names:
-        rows = {m: measure(name, m, args.chunk_messages, args.scale) for m in MULTIPLES}
-        cells = "".join(f" {rows[m]['rss_MB']:>8.0f} {rows[m]['published']:>10,}" for m in MULTIPLES)
-        run = {m: rows[m]["rss_MB"] - rows[m]["ready_MB"] for m in MULTIPLES}
-        ratio = rows[100]["rss_MB"] / rows[10]["rss_MB"]
-        run_ratio = run[100] / run[10] if run[10] > 0 else float("nan")
-        base = CASES[name][1] * args.scale
+        rows = [measure(name, m, args.chunk_messages, args.scale) for m in multiples]
+        cells = "".join(f" {row['rss_MB']:>8.0f} {row['published']:>10,}" for row in rows)
+        run = [row["rss_MB"] - row["ready_MB"] for row in rows]
+        ratio = rows[2]["rss_MB"] / rows[1]["rss_MB"]
+        run_ratio = run[2] / run[1] if run[1] > 0 else float("nan")
+        base = float("nan") if durations else CASES[name][1] * args.scale
         print(
-            f"{name:<14} {base:>7g}{cells} {ratio:>8.2f} {run[10]:>8.0f} {run[100]:>8.0f} {run_ratio:>9.2f}"
-            f" {rows[100]['wall_s']:>11.1f}",
+            f"{name:<14} {base:>7g}{cells} {ratio:>8.2f} {run[1]:>8.0f} {run[2]:>8.0f} {run_ratio:>9.2f}"
+            f" {rows[2]['wall_s']:>11.1f}",
             flush=True,
         )
     print("cases: " + "; ".join(f"{n}: {CASES[n][3]}" for n in names))

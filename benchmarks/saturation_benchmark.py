@@ -4,13 +4,14 @@ Runs the full 20-step search (:func:`pubsim.analysis.saturation_search`) on
 the ILDM 5-broker chain, placement B with subscription forwarding and with
 publication forwarding (experiments/ildm/placement_b_sf.yaml, _pf), re-rating
 the 50 ``pub-*`` publishers (the 1 msg/s latency publisher keeps its rate),
-serially and with the refine probes on a local pool of ``--workers``
-processes; prints the wall time of each and checks that the limits (and the
-probe tables) agree. The doubling phase is sequential in both, so the
-speed-up is bounded by the share of refine probes (19 of ~21). On a machine
+serially and with the probes on a local pool of ``--workers`` processes
+(the refine grid at once, the doubling phase in speculative brackets of one
+interval per worker; one pool for the whole search); prints the wall time of
+each and checks that the limits (and the probe tables) agree. On a machine
 shared with other jobs the figures are noisy; compare them within one run.
+``--forwarding sf`` runs placement B SF only.
 
-    python benchmarks/saturation_benchmark.py [--workers 2] [--duration 1.5] [--warmup 0.5]
+    python benchmarks/saturation_benchmark.py [--workers 2] [--duration 1.5] [--warmup 0.5] [--forwarding sf pf]
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from pubsim.scenario import parse_scenario, read_yaml
 from pubsim.study.executors import LocalExecutor
 
 ROOT = Path(__file__).resolve().parents[1]
-SCENARIOS = [ROOT / "experiments" / "ildm" / f"placement_b_{fw}.yaml" for fw in ("sf", "pf")]
+ILDM = ROOT / "experiments" / "ildm"
 
 
 def main(argv=None):
@@ -33,9 +34,10 @@ def main(argv=None):
     ap.add_argument("--duration", type=float, default=1.5, help="s per probe")
     ap.add_argument("--warmup", type=float, default=0.5, help="s per probe")
     ap.add_argument("--start", type=float, default=0.5e-3, help="first publish interval, s")
+    ap.add_argument("--forwarding", nargs="+", choices=["sf", "pf"], default=["sf", "pf"])
     args = ap.parse_args(argv)
     ok = True
-    for path in SCENARIOS:
+    for path in (ILDM / f"placement_b_{fw}.yaml" for fw in args.forwarding):
         _, data = read_yaml(path)
         scenario = parse_scenario(data, base_dir=path.parent)
         kw = dict(

@@ -118,6 +118,8 @@ def interval_search(
     stop_at_first_failure=False,
     sustainable=is_sustainable,
     measure_many=None,
+    batch=None,
+    on_record=None,
 ):
     """Find a broker's limit by the interval search of SYSTEMS.md §4.
 
@@ -141,38 +143,60 @@ def interval_search(
     sustainable : callable
         ``sustainable(record) -> bool``; defaults to the 0.99 rule.
     measure_many : callable, optional
-        ``measure_many(intervals_s) -> list of dict``, the records of
-        ``measure`` for each interval (s), in the order given. When given,
-        the refine grid is handed to it at once (a simulator evaluates the
-        points side by side); the doubling phase stays sequential through
-        ``measure``. Records keep the serial order (grid from ``x``
-        downwards); with ``stop_at_first_failure`` every point is measured
-        and the records after the first failure are dropped, so the result
-        is the serial one. Leave it None for a real broker, which cannot be
-        measured twice at once.
+        ``measure_many(intervals_s, first) -> list of dict``, the records of
+        ``measure`` for each interval (s), in the order given; ``first`` is
+        the position of the first of them in the serial order (the number
+        of records kept so far), so that a simulator can seed each point as
+        the serial search would. When given, points are handed to it several
+        at once (a simulator evaluates them side by side): the whole refine
+        grid, and with ``batch`` the doubling phase ``batch`` points at a
+        time. Records, their order and the result are the serial ones:
+        points measured beyond the one that ends a phase are speculative and
+        dropped. Leave it None for a real broker, which cannot be measured
+        twice at once.
+    batch : int or None
+        With ``measure_many``: doubling intervals ``x, 2x, ... 2^(batch-1) x``
+        are measured at once (the first sustainable one ends the phase), and
+        with ``stop_at_first_failure`` the refine grid is measured ``batch``
+        points at a time. None: the doubling phase is sequential through
+        ``measure`` and the refine grid goes to ``measure_many`` whole.
+    on_record : callable, optional
+        ``on_record(record)`` for every kept record (tagged with
+        ``interval_s``, ``phase`` and ``sustainable``), in the serial order.
 
     Returns
     -------
     SearchResult
     """
     _check_search(start_interval_s, max_doublings, steps)
+    if batch is not None and not (isinstance(batch, int) and not isinstance(batch, bool) and batch >= 1):
+        raise ConfigError("batch", batch, "an integer >= 1 or None")
     records = []
 
     def tag(rec, interval_s, phase):
         rec = dict(rec)
         rec.update(interval_s=interval_s, phase=phase, sustainable=bool(sustainable(rec)))
         records.append(rec)
+        if on_record is not None:
+            on_record(rec)
         return rec["sustainable"]
 
-    def run(interval_s, phase):
-        return tag(measure(interval_s), interval_s, phase)
+    def take(intervals_s, size, phase, stop):
+        """Measure ``intervals_s`` ``size`` at a time (``measure`` when None), keep records up to the
+        first ``stop(ok)``; the kept points' flags."""
+        flags = []
+        for lo in range(0, len(intervals_s), size or 1):
+            part = intervals_s[lo : lo + (size or 1)]
+            measured = [measure(part[0])] if size is None else list(measure_many(part, len(records)))
+            for v, rec in zip(part, measured):
+                flags.append(tag(rec, v, phase))
+                if stop(flags[-1]):
+                    return flags
+        return flags
 
-    x = start_interval_s
-    for _ in range(max_doublings + 1):
-        if run(x, "doubling"):
-            break
-        x *= 2.0
-    else:
+    doubling = [start_interval_s * 2.0**k for k in range(max_doublings + 1)]
+    flags = take(doubling, batch if measure_many is not None else None, "doubling", bool)
+    if not flags[-1]:
         return SearchResult(
             interval_s=math.nan,
             rate_per_s=math.nan,
@@ -181,16 +205,15 @@ def interval_search(
             saturated_everywhere=True,
             limit_reached=True,
         )
+    x = doubling[len(flags) - 1]
     best = x
     if x > start_interval_s:  # [x/2, x]: x/2 already failed, x passed
         grid = [float(v) for v in (x / 2.0 + (x / 2.0) * np.arange(1, steps) / steps)[::-1]]
-        measured = list(measure_many(grid)) if measure_many is not None else None
-        for i, interval_s in enumerate(grid):
-            ok = tag(measured[i], interval_s, "refine") if measured is not None else run(interval_s, "refine")
+        size = None if measure_many is None else (batch or len(grid)) if stop_at_first_failure else len(grid)
+        stop = (lambda ok: not ok) if stop_at_first_failure else (lambda ok: False)
+        for interval_s, ok in zip(grid, take(grid, size, "refine", stop)):
             if ok:
                 best = min(best, interval_s)
-            elif stop_at_first_failure:
-                break
         step = x / 2.0 / steps
     else:
         step = 0.0  # the smallest interval tried is sustainable: limit not reached

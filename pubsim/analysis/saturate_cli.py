@@ -5,9 +5,10 @@ default all), judges each probe with the rate-weighted sp-ratio, and prints
 the limit with its search error and the bottleneck station
 (:func:`pubsim.analysis.saturation_search`), then the model error band of
 the brokers' calibrated profiles and the real limit it implies, with
-extrapolation warnings (:mod:`pubsim.bands`). The refine probes run side by
-side with ``--workers N`` (local process pool) or ``--dask ADDR``, with the
-same results as serial. The costliest probe (re-rated publishers at the
+extrapolation warnings (:mod:`pubsim.bands`). The probes run side by side
+with ``--workers N`` (local process pool) or ``--dask ADDR`` (the refine grid
+at once, the doubling phase in speculative brackets of one interval per
+worker), with the same results as serial. The costliest probe (re-rated publishers at the
 first interval) is checked against the budget (:mod:`pubsim.budget`) first.
 """
 
@@ -47,11 +48,11 @@ def add_commands(sub) -> None:
     p.add_argument("--warmup", default="0.5s", help="warm-up of each probe, not measured (default 0.5s)")
     p.add_argument("--steps", type=int, default=20, help="steps dividing [x/2, x] (default 20: 5%% resolution)")
     p.add_argument("--seed", type=int, help="seed (default: the scenario's)")
-    p.add_argument("--workers", type=int, help="run the refine probes on a local pool of N processes")
+    p.add_argument("--workers", type=int, help="run the probes on a local pool of N processes")
     p.add_argument(
-        "--executor", choices=["serial", "local"], help="where refine probes run (default serial, local with --workers)"
+        "--executor", choices=["serial", "local"], help="where probes run (default serial, local with --workers)"
     )
-    p.add_argument("--dask", metavar="ADDR", help="run the refine probes on Dask: a scheduler address or 'local'")
+    p.add_argument("--dask", metavar="ADDR", help="run the probes on Dask: a scheduler address or 'local'")
     add_budget_arguments(p)
     p.set_defaults(func=_saturate)
 
@@ -122,9 +123,7 @@ def _saturate(args, console) -> int:
     fastest = dict.fromkeys(rerated_publishers(scenario.topology, args.rerate), 1.0 / start_s)
     check_budget(scenario, budget, duration_s=duration_s, replications=1, rates=fastest)
     seed = scenario.seed if args.seed is None else args.seed
-    console.print(
-        f"interval search on {scenario.name}: probes of {duration_s:g} s, refine grid on {executor.description}"
-    )
+    console.print(f"interval search on {scenario.name}: probes of {duration_s:g} s on {executor.description}")
     t0 = time.perf_counter()
     s = saturation_search(
         scenario,

@@ -23,14 +23,18 @@ sp-ratio (sum over flows of rate x copies owed / sum of rates, measured);
 the probes add ``sp_ratio_weighted``, ``sustainability_weighted`` and
 ``delivery_ratio_weighted`` and the search judges by those.
 
-The refine grid's probes are independent simulations: with an ``executor``
+The probes are independent simulations: with an ``executor``
 (:func:`pubsim.study.executors.make_executor`) they run side by side, each
 with the replication number it has in the serial order, so the results are
-identical to a serial search. The doubling phase stays sequential.
+identical to a serial search: the whole refine grid at once, and the
+doubling phase a bracket of intervals at a time (``x, 2x, 4x ...``, one per
+worker), speculatively: the probes past the first sustainable interval are
+dropped, as the serial search never runs them.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import fnmatch
 import math
@@ -243,6 +247,7 @@ def saturation_search(
     progress=None,
     rerate=None,
     executor=None,
+    speculate=None,
 ) -> Saturation:
     """Find a simulated system's limit by the interval search of SYSTEMS.md §4.
 
@@ -275,8 +280,15 @@ def saturation_search(
         pattern matching no publisher raises ConfigError.
     executor : object, optional
         An executor of :mod:`pubsim.study.executors` (serial, local process
-        pool, Dask) running the refine grid's probes side by side; None runs
-        them in this process one after the other. Results are identical.
+        pool, Dask) running probes side by side: the whole refine grid, and
+        the doubling phase ``speculate`` intervals at a time; None runs them
+        in this process one after the other. Results are identical.
+    speculate : int, optional
+        With a parallel executor: doubling intervals measured at once
+        (``x, 2x, 4x ...``; those past the first sustainable one are
+        dropped unseen) and, with ``stop_at_first_failure``, refine points
+        measured at once. Default: the executor's workers (2 when it does
+        not say).
 
     Returns
     -------
@@ -296,7 +308,17 @@ def saturation_search(
             notify,
             rerate,
             executor,
+            speculate,
         )
+
+
+def _speculation(executor, speculate):
+    """Points a parallel executor measures at once: ``speculate``, else its workers (2 when unknown)."""
+    if speculate is None:
+        return max(1, int(getattr(executor, "workers", 2) or 2))
+    if isinstance(speculate, bool) or not isinstance(speculate, int) or speculate < 1:
+        raise ConfigError("speculate", speculate, "an integer >= 1 (points measured at once)")
+    return speculate
 
 
 def _probe_label(rec):
@@ -317,40 +339,44 @@ def _search(
     progress,
     rerate,
     executor,
+    speculate,
 ):
     make, publishers, kept = _factory(source, rerate)
-    counter = {"k": 0}
+    batch = _speculation(executor, speculate)
+    kept_records = {"k": 0}  # records kept so far: the next probe's replication in the serial order
 
-    def report(rec, interval_s):
+    def keep(rec):
+        kept_records["k"] += 1
         if progress is not None:
-            progress({"interval_s": interval_s, **rec})
-        return rec
+            progress(rec)
 
     def measure(interval_s):
-        rec = _probe(make(interval_s), duration_s, warmup_s, seed, counter["k"], driver)
-        counter["k"] += 1
-        return report(rec, interval_s)
+        return _probe(make(interval_s), duration_s, warmup_s, seed, kept_records["k"], driver)
 
-    def measure_many(intervals_s):
-        first = counter["k"]
-        counter["k"] += len(intervals_s)
-        jobs = [(i, (make(v), duration_s, warmup_s, seed, first + i, driver)) for i, v in enumerate(intervals_s)]
+    def measure_many(intervals_s, first):
+        # costliest (shortest interval, most messages) first, so that a pool of few workers ends together
+        order = sorted(range(len(intervals_s)), key=lambda i: intervals_s[i])
+        jobs = [(i, (make(intervals_s[i]), duration_s, warmup_s, seed, first + i, driver)) for i in order]
         out = dict(executor.run(_probe, jobs))
-        return [report(out[i], v) for i, v in enumerate(intervals_s)]
+        return [out[i] for i in range(len(intervals_s))]
 
     if publishers is None:  # a factory: count its publishers on the first probe
         publishers = len(T.clients(make(start_interval_s), T.NodeKind.PUBLISHER))
     parallel = executor is not None and not isinstance(executor, SerialExecutor)
-    found = interval_search(
-        measure,
-        start_interval_s=start_interval_s,
-        publishers=publishers,
-        max_doublings=max_doublings,
-        steps=steps,
-        stop_at_first_failure=stop_at_first_failure,
-        sustainable=_weighted_sustainable,
-        measure_many=measure_many if parallel else None,
-    )
+    session = getattr(executor, "session", None) if parallel else None
+    with session() if session is not None else contextlib.nullcontext():  # one pool for every bracket
+        found = interval_search(
+            measure,
+            start_interval_s=start_interval_s,
+            publishers=publishers,
+            max_doublings=max_doublings,
+            steps=steps,
+            stop_at_first_failure=stop_at_first_failure,
+            sustainable=_weighted_sustainable,
+            measure_many=measure_many if parallel else None,
+            batch=batch if parallel else None,
+            on_record=keep,
+        )
     probes = pd.DataFrame(found.records)
     probes.insert(1, "rate_per_publisher_per_s", 1.0 / probes["interval_s"])
     station, util, at = _bottleneck(probes, found.interval_s, found.limit_reached, found.saturated_everywhere)

@@ -5,6 +5,12 @@ An executor runs ``fn(*args)`` for every ``(key, args)`` job and yields
 top-level function of picklable arguments; the caller writes results, so
 workers need no shared file system.
 
+Each ``run`` starts its workers and stops them at the end, unless it is
+called inside ``with executor.session():``, which keeps one set of workers
+(a process pool, a Dask client) for every ``run`` within it: a caller that
+hands over work in several rounds (the saturation search's brackets) pays
+the workers' start-up (interpreter, imports, compilation) once.
+
 With Dask (``dask.distributed``), tasks of a worker that dies are
 rescheduled on the others by the scheduler; tasks are pure (same inputs,
 same tables), so a rerun gives the same result.
@@ -49,6 +55,11 @@ class SerialExecutor:
 
     description = "serial (in process)"
 
+    @contextlib.contextmanager
+    def session(self):
+        """Nothing to keep between runs."""
+        yield self
+
     def run(self, fn, jobs):
         for key, args in jobs:
             yield key, fn(*args)
@@ -64,25 +75,58 @@ class LocalExecutor:
     def __init__(self, workers=None):
         self.workers = workers or os.cpu_count() or 1
         self.description = f"local process pool ({self.workers} workers)"
+        self._pool = None
+
+    def _start(self, jobs):
+        with _sigint_ignored():  # workers start now; Ctrl-C is this process's to handle
+            return ProcessPoolExecutor(
+                max_workers=min(self.workers, jobs), mp_context=multiprocessing.get_context("forkserver")
+            )
+
+    @staticmethod
+    def _stop(pool):
+        """Stop a pool's workers now (Ctrl-C, an error, or the caller stopped)."""
+        for proc in list((getattr(pool, "_processes", None) or {}).values()):
+            proc.terminate()  # no public way before Python 3.14 (terminate_workers)
+        pool.shutdown(wait=False, cancel_futures=True)
+
+    @contextlib.contextmanager
+    def session(self):
+        """Keep one pool of ``workers`` processes for every :meth:`run` inside the block."""
+        if self._pool is not None:
+            yield self
+            return
+        self._pool = self._start(self.workers)
+        try:
+            yield self
+        except BaseException:
+            self._stop(self._pool)
+            raise
+        else:
+            self._pool.shutdown(wait=True)
+        finally:
+            self._pool = None
 
     def run(self, fn, jobs):
         jobs = list(jobs)
         if not jobs:
             return
-        pool = ProcessPoolExecutor(
-            max_workers=min(self.workers, len(jobs)), mp_context=multiprocessing.get_context("forkserver")
-        )
+        pool = self._pool or self._start(len(jobs))
+        futures = {}
         try:
-            with _sigint_ignored():  # workers start now; Ctrl-C is this process's to handle
+            with _sigint_ignored():  # workers may start now; Ctrl-C is this process's to handle
                 futures = {pool.submit(fn, *args): key for key, args in jobs}
             for fut in as_completed(futures):
                 yield futures[fut], fut.result()
-        except BaseException:  # Ctrl-C, an error, or the caller stopped: drop the rest now
-            for proc in list((getattr(pool, "_processes", None) or {}).values()):
-                proc.terminate()  # no public way before Python 3.14 (terminate_workers)
-            pool.shutdown(wait=False, cancel_futures=True)
+        except BaseException:
+            if pool is self._pool:
+                for fut in futures:
+                    fut.cancel()
+            else:
+                self._stop(pool)
             raise
-        pool.shutdown(wait=True)
+        if pool is not self._pool:
+            pool.shutdown(wait=True)
 
 
 class DaskExecutor:
@@ -116,6 +160,23 @@ class DaskExecutor:
             if address == "local"
             else f"Dask scheduler {address}"
         )
+        self._open = None
+
+    @contextlib.contextmanager
+    def session(self):
+        """Keep one client (and local cluster) for every :meth:`run` inside the block."""
+        if self._open is not None:
+            yield self
+            return
+        self._open = self._client()
+        try:
+            yield self
+        finally:
+            client, cluster = self._open
+            self._open = None
+            client.close()
+            if cluster is not None:
+                cluster.close()
 
     def _client(self):
         # optional heavy dependency: dask.distributed, only for --dask
@@ -137,7 +198,7 @@ class DaskExecutor:
         jobs = list(jobs)
         if not jobs:
             return
-        client, cluster = self._client()
+        client, cluster = self._open or self._client()
         tag = uuid.uuid4().hex[:8]
         futures = {}
         try:
@@ -150,9 +211,10 @@ class DaskExecutor:
                 yield key, result
         finally:
             client.cancel(list(futures))
-            client.close()
-            if cluster is not None:
-                cluster.close()
+            if self._open is None:
+                client.close()
+                if cluster is not None:
+                    cluster.close()
 
 
 EXECUTORS = {"serial": SerialExecutor, "local": LocalExecutor}

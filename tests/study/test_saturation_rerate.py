@@ -98,13 +98,16 @@ def _same(a, b):
     pd.testing.assert_frame_equal(a.probes, b.probes)
 
 
-@pytest.mark.parametrize("stop", [False, True])
-def test_process_pool_gives_the_serial_search(stop):
+@pytest.mark.parametrize("stop, speculate", [(False, None), (True, 3)])
+def test_process_pool_gives_the_serial_search(stop, speculate):
+    # doubling 0.1, 0.2, 0.4 ms fail (20k, 10k, 5k msg/s offered, 5k served), 0.8 ms passes: with 2 workers
+    # two brackets of two; with speculate=3 brackets (0.1, 0.2, 0.4), (0.8, 1.6, 3.2), the last two dropped
     g = single_queue(rate_per_s=1000, service=Constant(value=2e-4), n_publishers=2, queue_messages=100)
     kw = dict(start_interval_s=1e-4, duration_s=1.0, warmup_s=0.2, seed=11, steps=8, stop_at_first_failure=stop)
     serial = saturation_search(g, **kw)
     in_process = saturation_search(g, executor=SerialExecutor(), **kw)
-    pooled = saturation_search(g, executor=LocalExecutor(2), **kw)
+    pooled = saturation_search(g, executor=LocalExecutor(2), speculate=speculate, **kw)
+    assert list(serial.probes["phase"]).count("doubling") == 4
     _same(serial, in_process)
     _same(serial, pooled)
     refine = (serial.probes["phase"] == "refine").sum()
@@ -116,3 +119,10 @@ def test_dask_local_gives_the_serial_search():
     g = single_queue(rate_per_s=1000, service=Constant(value=2e-4), n_publishers=2, queue_messages=100)
     kw = dict(start_interval_s=1e-4, duration_s=1.0, warmup_s=0.2, seed=11, steps=6)
     _same(saturation_search(g, **kw), saturation_search(g, executor=DaskExecutor("local", 2), **kw))
+
+
+@pytest.mark.parametrize("bad", [0, -1, 1.5, True])
+def test_bad_speculation_names_the_field(bad):
+    g = single_queue(rate_per_s=1000, service=Constant(value=2e-4), n_publishers=2, queue_messages=100)
+    with pytest.raises(ConfigError, match="speculate"):
+        saturation_search(g, start_interval_s=1e-4, duration_s=1.0, speculate=bad)

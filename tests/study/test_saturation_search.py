@@ -92,3 +92,64 @@ def test_bad_settings_name_the_field(kw):
     with pytest.raises(ConfigError) as err:
         interval_search(oracle(1e-3), **kw)
     assert next(iter(k for k in kw if k != "start_interval_s" or kw[k] == 0)) in str(err.value)
+
+
+def indexed(measure, calls):
+    """``measure_many`` over ``measure`` that notes ``(interval, serial position)`` of every point it runs."""
+
+    def many(intervals_s, first):
+        calls.extend((v, first + i) for i, v in enumerate(intervals_s))
+        return [dict(measure(v), position=first + i) for i, v in enumerate(intervals_s)]
+
+    return many
+
+
+def serial_positions(measure):
+    """``measure`` that tags each record with its position in the serial order."""
+    count = {"k": 0}
+
+    def one(interval_s):
+        count["k"] += 1
+        return dict(measure(interval_s), position=count["k"] - 1)
+
+    return one
+
+
+@pytest.mark.parametrize("limit_s", [0.9e-3, 1.37e-3, 5.5e-3, 0.0639, 10.0])
+@pytest.mark.parametrize("batch", [None, 1, 2, 3, 5])
+@pytest.mark.parametrize("stop", [False, True])
+def test_batched_search_keeps_the_serial_records(limit_s, batch, stop):
+    kw = dict(start_interval_s=1e-3, publishers=3, steps=20, max_doublings=8, stop_at_first_failure=stop)
+    serial = interval_search(serial_positions(oracle(limit_s)), **kw)
+    calls, seen = [], []
+    many = interval_search(
+        serial_positions(oracle(limit_s)),
+        measure_many=indexed(oracle(limit_s), calls),
+        batch=batch,
+        on_record=seen.append,
+        **kw,
+    )
+    assert many.records == serial.records  # positions included: every point seeded as in the serial order
+    assert seen == many.records
+    for f in ("interval_s", "rate_per_s", "error_bound", "saturated_everywhere", "limit_reached"):
+        a, b = getattr(serial, f), getattr(many, f)
+        assert a == b or (math.isnan(a) and math.isnan(b)), f
+    # every point handed over at once was measured at its serial position; speculative ones are only dropped
+    kept = {r["interval_s"]: r["position"] for r in many.records}
+    assert all(kept.get(v, k) == k for v, k in calls)
+
+
+def test_doubling_bracket_runs_ahead_and_drops_the_rest():
+    calls = []
+    res = interval_search(
+        oracle(5.5e-3), start_interval_s=1e-3, measure_many=indexed(oracle(5.5e-3), calls), batch=3, steps=4
+    )
+    doubling = [v for v, _ in calls][:6]
+    assert doubling == [1e-3, 2e-3, 4e-3, 8e-3, 16e-3, 32e-3]  # two brackets of 3; 8 ms passes in the second
+    assert [r["interval_s"] for r in res.records if r["phase"] == "doubling"] == [1e-3, 2e-3, 4e-3, 8e-3]
+    assert res.records[4]["position"] == 4  # the refine grid starts right after the kept doubling points
+
+
+def test_bad_batch_names_the_field():
+    with pytest.raises(ConfigError, match="batch"):
+        interval_search(oracle(1e-3), start_interval_s=1e-3, measure_many=lambda v, k: [], batch=0)
