@@ -1,0 +1,73 @@
+"""The I/O-cycle server by arithmetic (numba).
+
+One server, an unlimited FIFO queue, optional CPU quota. A message that
+arrives after the current cycle started opens a new cycle; one that arrived
+before (it was waiting when the cycle began, or arrived with its opener) is
+read by the same cycle. The opener leaves when its own demand is served;
+the cycle's cost (flushes, thread hand-offs, parking) follows it on the same
+server: it uses CPU (and quota) and delays the next messages, not the opener
+(measured: NATS at 200 msg/s spends 83 us of CPU per message with a 1st
+latency percentile of 67 us, so most of that CPU is off the message's path).
+Cycle membership depends only on past arrivals, so messages are settled one
+by one in arrival order, like :func:`pubsim.sim.kernels.fifo_run`, and any
+split of the arrivals into calls gives the same result (both drivers agree).
+
+State: ``fs`` is the FIFO kernel's float state (:mod:`pubsim.sim.kernels`:
+idle extra, quota, period, used, work, served); ``cyc`` float64[2]: start of
+the current cycle (s, -inf before the first) and cycles opened so far;
+``free`` float64[1]: when the server is next free, s.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from ....sim import kernels as K
+
+__all__ = ["CYC_START", "CYC_COUNT", "CYC_LEN", "cycle_run"]
+
+CYC_START, CYC_COUNT = 0, 1
+CYC_LEN = 2
+
+
+@njit(cache=True, inline="always")
+def _finish(fs: np.ndarray, start: float, work: float) -> float:
+    if fs[K.QUOTA] < np.inf and work > 0.0:
+        return K.quota_finish(fs, start, work)
+    return start + work
+
+
+@njit(cache=True)
+def cycle_run(
+    fs: np.ndarray,
+    cyc: np.ndarray,
+    free: np.ndarray,
+    arrival: np.ndarray,
+    service: np.ndarray,
+    cycle_cost: np.ndarray,
+    out_start: np.ndarray,
+    out_dep: np.ndarray,
+) -> None:
+    """Serve ``arrival`` (sorted) with own demands ``service`` and, after a
+    message that opens a cycle, ``cycle_cost`` (s); fills start and
+    departure times, s."""
+    for i in range(arrival.shape[0]):
+        a = arrival[i]
+        work = service[i]
+        start = a
+        if free[0] > a:
+            start = free[0]
+        else:
+            work += fs[K.IDLE_EXTRA]
+        extra = 0.0
+        if a > cyc[CYC_START]:
+            extra = cycle_cost[i]
+            cyc[CYC_START] = start
+            cyc[CYC_COUNT] += 1.0
+        fs[K.WORK] += work + extra
+        fs[K.SERVED] += 1.0
+        dep = _finish(fs, start, work)
+        free[0] = _finish(fs, dep, extra)
+        out_start[i] = start
+        out_dep[i] = dep
