@@ -30,8 +30,9 @@ class IoParams:
     (everything that arrived while a cycle ran is read by the next one, as
     one ``read`` returns all that is buffered); it costs
     ``cycle_cost_s + flush_cost_s x copies`` (copies of the message that
-    opened it: the connections it writes to) on top of the messages' own
-    demands.
+    opened it: the connections it writes to) besides the messages' own
+    demands, served right after the opener's own demand: the opener leaves
+    first, the cost delays the rest of the cycle and uses CPU (and quota).
 
     Parameters
     ----------

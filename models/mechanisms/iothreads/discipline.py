@@ -56,7 +56,7 @@ class CycleDiscipline:
         n = len(packets)
         if self._cycle_cost.shape[0] != n:
             raise ValueError(f"cycle costs for {self._cycle_cost.shape[0]} messages, {n} offered")
-        start, dep = np.empty(n), np.empty(n)
+        start, dep, end = np.empty(n), np.empty(n), np.empty(n)
         cycle_run(
             self.fs,
             self.cyc,
@@ -66,9 +66,11 @@ class CycleDiscipline:
             self._cycle_cost,
             start,
             dep,
+            end,
         )
         self._cycle_cost = np.empty(0)
-        return Served(packets, packets.t.copy(), start, dep, Packets.empty(), np.empty(0), np.empty(0, dtype=np.int64))
+        no = np.empty(0)
+        return Served(packets, packets.t.copy(), start, dep, Packets.empty(), no, np.empty(0, np.int64), service_end=end)
 
     def next_wake(self) -> float | None:
         """Never: every message is settled by the call that got it."""

@@ -48,10 +48,12 @@ def cycle_run(
     cycle_cost: np.ndarray,
     out_start: np.ndarray,
     out_dep: np.ndarray,
+    out_end: np.ndarray,
 ) -> None:
     """Serve ``arrival`` (sorted) with own demands ``service`` and, after a
     message that opens a cycle, ``cycle_cost`` (s); fills start and
-    departure times, s."""
+    departure times and the end of each message's share of the server
+    (its cycle's cost included for an opener), s."""
     for i in range(arrival.shape[0]):
         a = arrival[i]
         work = service[i]
@@ -71,3 +73,4 @@ def cycle_run(
         free[0] = _finish(fs, dep, extra)
         out_start[i] = start
         out_dep[i] = dep
+        out_end[i] = free[0]
