@@ -169,7 +169,11 @@ def fit_io_profiles(runs, meta, *, split="train", kinds=None):
         bfields["io"] = {
             "cycle_cost_s": p["cycle_cost_s"],
             "flush_cost_s": p["flush_cost_s"],
-            "provenance": {"source": "measured", "reference": f"calibration/data/{meta.get('campaign')}/runs.csv (split={split})", "note": note},
+            "provenance": {
+                "source": "measured",
+                "reference": f"calibration/data/{meta.get('campaign')}/runs.csv (split={split})",
+                "note": note,
+            },
         }
         profiles[kind] = prof
     return profiles

@@ -427,7 +427,6 @@ CASES["yami4-frames"] = (yami4_frames, 0.5)
 def io_cycle_star(quota):
     """A broker served in I/O cycles (NATS-like): Poisson and simultaneous publishers, fan-out 1-3,
     with and without a CPU quota (stalls)."""
-    from pubsim.models.params.io import IoParams
 
     broker = BrokerParams(
         ingress_cost_s=Exponential(mean_value=20e-6),

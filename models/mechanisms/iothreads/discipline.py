@@ -70,7 +70,9 @@ class CycleDiscipline:
         )
         self._cycle_cost = np.empty(0)
         no = np.empty(0)
-        return Served(packets, packets.t.copy(), start, dep, Packets.empty(), no, np.empty(0, np.int64), service_end=end)
+        return Served(
+            packets, packets.t.copy(), start, dep, Packets.empty(), no, np.empty(0, np.int64), service_end=end
+        )
 
     def next_wake(self) -> float | None:
         """Never: every message is settled by the call that got it."""
