@@ -15,6 +15,7 @@ that per-pass cost reaches its quota long before its message limit.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from .mapping import check_fields
 from .provenance import ASSUMED, Provenance
@@ -51,6 +52,6 @@ class IoParams:
     def __post_init__(self) -> None:
         check_fields(self)
 
-    def cost_s(self, copies):
-        """Cost of a cycle opened by a message with ``copies`` copies, s."""
+    def cost_s(self, copies: Any) -> Any:
+        """Cost of a cycle opened by a message with ``copies`` copies (number or array), s."""
         return self.cycle_cost_s + self.flush_cost_s * copies
