@@ -12,6 +12,11 @@ switches of one cycle are ``w_ref`` = ``w`` there, and ``x = min(1, w /
 w_ref)`` in every run of that configuration. The model is linear in its
 costs: non-negative least squares on relative errors, sustainable runs only
 (the utilization law), as :class:`pubsim.calibration.fit.BrokerDemandCalibrator`.
+
+The most messages per cycle is ``1 / x`` at the highest sustainable load of
+each configuration (the median over configurations): near its limit a
+broker reads a buffer's worth per cycle, and the simulated broker must not
+share a cycle's cost among more messages than the measured one did there.
 """
 
 from __future__ import annotations
@@ -47,6 +52,15 @@ def cycles_per_ingress(measurements):
     return np.clip(w / np.maximum(ref, 1e-12), 0.0, 1.0)
 
 
+def _most_per_cycle(m):
+    """Median over configurations of the messages per cycle at the highest sustainable load."""
+    x = cycles_per_ingress(m)
+    top = m.groupby("config")["ingress_rate_per_s"].transform("max").to_numpy(dtype=float)
+    knee = x[m["ingress_rate_per_s"].to_numpy(dtype=float) == top]
+    knee = knee[knee > 0]
+    return int(max(1, round(float(np.median(1.0 / knee))))) if knee.size else None
+
+
 class IoCycleCalibrator:
     """Per-message and per-cycle CPU costs of one broker from measured runs.
 
@@ -59,7 +73,8 @@ class IoCycleCalibrator:
     Attributes
     ----------
     params_ : dict
-        :data:`IO_TERMS` (s, s, s/byte, s, s, cores) and ``n_runs``.
+        :data:`IO_TERMS` (s, s, s/byte, s, s, cores), ``cycle_max_messages``
+        (messages, None when no run shows cycles) and ``n_runs``.
     residuals_ : pandas.Series
         Measured minus fitted demand per run, s.
     """
@@ -91,7 +106,7 @@ class IoCycleCalibrator:
         coef, _ = nnls(x * w[:, None], y * w)
         params = dict.fromkeys(IO_TERMS, 0.0)
         params.update(zip(names, coef.tolist()))
-        self.params_ = {**params, "n_runs": len(y)}
+        self.params_ = {**params, "cycle_max_messages": _most_per_cycle(m), "n_runs": len(y)}
         self.residuals_ = pd.Series(y - x @ coef, name="demand_residual_s")
         return self
 
@@ -169,6 +184,7 @@ def fit_io_profiles(runs, meta, *, split="train", kinds=None):
         bfields["io"] = {
             "cycle_cost_s": p["cycle_cost_s"],
             "flush_cost_s": p["flush_cost_s"],
+            "cycle_max_messages": p["cycle_max_messages"],
             "provenance": {
                 "source": "measured",
                 "reference": f"calibration/data/{meta.get('campaign')}/runs.csv (split={split})",

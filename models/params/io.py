@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ...sim.errors import ConfigError
 from .mapping import check_fields
 from .provenance import ASSUMED, Provenance
 
@@ -42,15 +43,22 @@ class IoParams:
         the ``read`` system call, s.
     flush_cost_s : float
         CPU per output connection flushed in a cycle (one ``writev``), s.
+    cycle_max_messages : int or None
+        Most messages one cycle reads (a read buffer's worth: nats-server
+        reads at most 64 KiB, libzmq 8 KiB per batch); later ones open the
+        next cycle. None (default) = no limit.
     provenance : Provenance
     """
 
     cycle_cost_s: float = field(default=0.0, metadata={"unit": "duration"})
     flush_cost_s: float = field(default=0.0, metadata={"unit": "duration"})
+    cycle_max_messages: int | None = field(default=None, metadata={"unit": "optional_count"})
     provenance: Provenance = field(default=ASSUMED, metadata={"unit": "provenance"})
 
     def __post_init__(self) -> None:
         check_fields(self)
+        if self.cycle_max_messages is not None and self.cycle_max_messages < 1:
+            raise ConfigError("cycle_max_messages", self.cycle_max_messages, "at least 1 message, or unset")
 
     def cost_s(self, copies: Any) -> Any:
         """Cost of a cycle opened by a message with ``copies`` copies (number or array), s."""

@@ -9,7 +9,7 @@ import numpy as np
 from ....sim import kernels as K
 from ....sim.disciplines import Served
 from ....sim.packets import Packets
-from .kernel import CYC_COUNT, CYC_LEN, CYC_START, cycle_run
+from .kernel import CYC_COUNT, CYC_LEN, CYC_MAX, CYC_START, cycle_run
 
 __all__ = ["CycleDiscipline"]
 
@@ -23,6 +23,8 @@ class CycleDiscipline:
     ----------
     idle_extra_s : float
         Extra time of a message that finds the server idle, s.
+    max_members : float
+        Most messages per cycle (inf: no limit).
     cpu_quota_s, cpu_period_s : float
         CPU quota per period, s (inf: none), as :class:`pubsim.sim.disciplines.FifoDiscipline`.
 
@@ -34,7 +36,14 @@ class CycleDiscipline:
     uses_priority = False
     uses_key = False
 
-    def __init__(self, *, idle_extra_s: float = 0.0, cpu_quota_s: float = math.inf, cpu_period_s: float = 0.1):
+    def __init__(
+        self,
+        *,
+        idle_extra_s: float = 0.0,
+        max_members: float = math.inf,
+        cpu_quota_s: float = math.inf,
+        cpu_period_s: float = 0.1,
+    ):
         self.fs = np.zeros(K.FS_LEN)
         self.fs[[K.CAP_BYTES, K.IDLE_EXTRA, K.QUOTA, K.PERIOD]] = (
             math.inf,
@@ -44,6 +53,7 @@ class CycleDiscipline:
         )
         self.cyc = np.zeros(CYC_LEN)
         self.cyc[CYC_START] = -math.inf
+        self.cyc[CYC_MAX] = float(max_members)
         self.free = np.zeros(1)
         self._cycle_cost = np.empty(0)
 

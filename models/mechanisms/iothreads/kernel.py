@@ -3,7 +3,8 @@
 One server, an unlimited FIFO queue, optional CPU quota. A message that
 arrives after the current cycle started opens a new cycle; one that arrived
 before (it was waiting when the cycle began, or arrived with its opener) is
-read by the same cycle. The opener leaves when its own demand is served;
+read by the same cycle, unless the cycle already holds its most members
+(one ``read`` returns at most a buffer's worth), then it opens the next. The opener leaves when its own demand is served;
 the cycle's cost (flushes, thread hand-offs, parking) follows it on the same
 server: it uses CPU (and quota) and delays the next messages, not the opener
 (measured: NATS at 200 msg/s spends 83 us of CPU per message with a 1st
@@ -14,7 +15,8 @@ split of the arrivals into calls gives the same result (both drivers agree).
 
 State: ``fs`` is the FIFO kernel's float state (:mod:`pubsim.sim.kernels`:
 idle extra, quota, period, used, work, served); ``cyc`` float64[2]: start of
-the current cycle (s, -inf before the first) and cycles opened so far;
+the current cycle (s, -inf before the first), cycles opened so far,
+members of the current cycle, most members per cycle (inf: no limit);
 ``free`` float64[1]: when the server is next free, s.
 """
 
@@ -27,8 +29,8 @@ from ....sim import kernels as K
 
 __all__ = ["CYC_START", "CYC_COUNT", "CYC_LEN", "cycle_run"]
 
-CYC_START, CYC_COUNT = 0, 1
-CYC_LEN = 2
+CYC_START, CYC_COUNT, CYC_MEMBERS, CYC_MAX = 0, 1, 2, 3
+CYC_LEN = 4
 
 
 @njit(cache=True, inline="always")
@@ -63,10 +65,12 @@ def cycle_run(
         else:
             work += fs[K.IDLE_EXTRA]
         extra = 0.0
-        if a > cyc[CYC_START]:
+        if a > cyc[CYC_START] or cyc[CYC_MEMBERS] >= cyc[CYC_MAX]:
             extra = cycle_cost[i]
             cyc[CYC_START] = start
             cyc[CYC_COUNT] += 1.0
+            cyc[CYC_MEMBERS] = 0.0
+        cyc[CYC_MEMBERS] += 1.0
         fs[K.WORK] += work + extra
         fs[K.SERVED] += 1.0
         dep = _finish(fs, start, work)

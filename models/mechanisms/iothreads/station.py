@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ...stations.core import BrokerStation, _background_stretch, _quota
@@ -20,8 +22,11 @@ class CycleBrokerStation(BrokerStation):
 
     def __init__(self, name, params, *, filters, streams, window):
         super().__init__(name, params, filters=filters, streams=streams, window=window)
+        most = params.io.cycle_max_messages
         self.discipline = CycleDiscipline(
-            idle_extra_s=params.idle_wakeup_cost_s * _background_stretch(params), **_quota(params)
+            idle_extra_s=params.idle_wakeup_cost_s * _background_stretch(params),
+            max_members=math.inf if most is None else float(most),
+            **_quota(params),
         )
 
     def before_run(self, packets, service_s, size_bytes):

@@ -44,6 +44,17 @@ def test_hand_timeline(one_by_one):
     assert disc.work_s == pytest.approx(5 * 1.0 + 3 * 3.0)
 
 
+def test_most_members_per_cycle():
+    # at most 2 messages per cycle: the third of a burst opens the next cycle
+    # 0 opens (0-1, busy to 4); 0 joins (4-5); 0 opens (5-6, busy to 9); 0 joins (9-10)
+    disc = CycleDiscipline(max_members=2)
+    assert _serve(disc, [0.0] * 4, 1.0, 3.0) == [1.0, 5.0, 6.0, 10.0]
+    assert disc.cycles_total == 2
+    with pytest.raises(ConfigError) as err:
+        IoParams(cycle_max_messages=0)
+    assert err.value.field == "cycle_max_messages"
+
+
 def test_hand_timeline_under_quota():
     # quota 0.5 per period 1: 0 runs 0-0.2 (leaves), its cycle cost 0.5 runs 0.2-0.5, stalls,
     # 1.0-1.2; 0.3 opens a cycle: 1.2-1.4 (leaves), cycle 1.4-1.5, stall, 2.0-2.4
@@ -155,3 +166,4 @@ def test_calibrator_recovers_known_parameters():
     for k, v in truth.items():
         assert cal.params_[k] == pytest.approx(v, rel=1e-6), k
     assert np.abs(cal.residuals_).max() < 1e-12
+    assert cal.params_["cycle_max_messages"] == 80  # 1 / x at the highest load of every configuration
