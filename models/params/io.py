@@ -33,8 +33,9 @@ class IoParams:
     one ``read`` returns all that is buffered); it costs
     ``cycle_cost_s + flush_cost_s x copies`` (copies of the message that
     opened it: the connections it writes to) besides the messages' own
-    demands, served right after the opener's own demand: the opener leaves
-    first, the cost delays the rest of the cycle and uses CPU (and quota).
+    demands, served after the cycle's last member (the flush follows the
+    routing of a whole read buffer): it delays the next cycle and uses CPU
+    (and quota), not the messages of its own cycle.
 
     Parameters
     ----------

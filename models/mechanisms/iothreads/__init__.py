@@ -14,10 +14,10 @@ libzmq 4.3.5 (``stream_engine_base::out_event`` batching up to
 
 Approximations: the routing and the I/O thread(s) are one server sharing the
 broker's CPU; a message leaves when its own routing ends, not at the end of
-its cycle's flush, and the cycle's cost is served right after the message
-that opened it (off that message's path: measured NATS CPU per message at
-200 msg/s, 83 us, exceeds its 1st latency percentile, 67 us); the flush cost
-counts the connections of the message that opened the cycle.
+its cycle's flush, and the cycle's cost follows its last member (off the
+messages' path: measured NATS CPU per message at 200 msg/s, 83 us, exceeds
+its 1st latency percentile, 67 us); the flush cost counts the connections
+of the message that opened the cycle.
 """
 
 from .plugin import IOTHREADS, IoThreads, check_io

@@ -16,7 +16,7 @@ class CycleBrokerStation(BrokerStation):
     """A :class:`BrokerStation` whose worker runs I/O cycles (``params.io``).
 
     Demand per message as the plain broker's; a message that opens a cycle
-    is followed by ``io.cycle_cost_s + io.flush_cost_s x copies`` of work (stretched by the
+    opens a cycle whose last member is followed by ``io.cycle_cost_s + io.flush_cost_s x copies`` of work (stretched by the
     background load like every cost). Parameters as :class:`BrokerStation`.
     """
 

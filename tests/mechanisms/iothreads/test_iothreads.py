@@ -34,21 +34,21 @@ def _serve(disc, times, cost, cycle_cost, *, one_by_one=False):
 
 @pytest.mark.parametrize("one_by_one", [False, True])
 def test_hand_timeline(one_by_one):
-    # own cost 1, cycle cost 3 served right after the message that opens the cycle:
-    # 0 opens (leaves 1, busy to 4); the other 0 joins (4-5); 2 opens (5-6, busy to 9);
-    # 2.5 arrived before that cycle began: joins (9-10); 10 opens (10-11, busy to 14)
+    # own cost 1, cycle cost 3 served after the cycle's last member:
+    # 0 opens (0-1); the other 0 joins (1-2); 2 opens: the first cycle's cost runs 2-5,
+    # then 5-6; 2.5 arrived before that cycle began: joins (6-7); 10 opens: cost 7-10, 10-11
     disc = CycleDiscipline()
     dep = _serve(disc, [0.0, 0.0, 2.0, 2.5, 10.0], 1.0, 3.0, one_by_one=one_by_one)
-    assert dep == [1.0, 5.0, 6.0, 10.0, 11.0]
+    assert dep == [1.0, 2.0, 6.0, 7.0, 11.0]
     assert disc.cycles_total == 3
     assert disc.work_s == pytest.approx(5 * 1.0 + 3 * 3.0)
 
 
 def test_most_members_per_cycle():
     # at most 2 messages per cycle: the third of a burst opens the next cycle
-    # 0 opens (0-1, busy to 4); 0 joins (4-5); 0 opens (5-6, busy to 9); 0 joins (9-10)
+    # 0 opens (0-1); 0 joins (1-2); 0 opens: cost 2-5, then 5-6; 0 joins (6-7)
     disc = CycleDiscipline(max_members=2)
-    assert _serve(disc, [0.0] * 4, 1.0, 3.0) == [1.0, 5.0, 6.0, 10.0]
+    assert _serve(disc, [0.0] * 4, 1.0, 3.0) == [1.0, 2.0, 6.0, 7.0]
     assert disc.cycles_total == 2
     with pytest.raises(ConfigError) as err:
         IoParams(cycle_max_messages=0)
@@ -56,11 +56,11 @@ def test_most_members_per_cycle():
 
 
 def test_hand_timeline_under_quota():
-    # quota 0.5 per period 1: 0 runs 0-0.2 (leaves), its cycle cost 0.5 runs 0.2-0.5, stalls,
-    # 1.0-1.2; 0.3 opens a cycle: 1.2-1.4 (leaves), cycle 1.4-1.5, stall, 2.0-2.4
+    # quota 0.5 per period 1: 0 runs 0-0.2; 0.3 opens a cycle, so the first cycle's cost 0.5
+    # runs 0.2-0.5, stalls, 1.0-1.2, then 1.2-1.4; 1.5 opens one: cost 1.4-1.5, stall,
+    # 2.0-2.4, then 2.4-2.5 (period 2's quota spent), stall, 3.0-3.1
     disc = CycleDiscipline(cpu_quota_s=0.5, cpu_period_s=1.0)
-    assert _serve(disc, [0.0, 0.3], 0.2, 0.5) == pytest.approx([0.2, 1.4])
-    assert disc.free[0] == pytest.approx(2.4)
+    assert _serve(disc, [0.0, 0.3, 1.5], 0.2, 0.5) == pytest.approx([0.2, 1.4, 3.1])
 
 
 def _cpu_per_message(interval_s, cost=10e-6, cycle=50e-6, n=4000):
