@@ -43,6 +43,7 @@ from .accuracy import VALIDATION_FILE, campaign_accuracy, record_accuracy, with_
 from .campaign import load_campaign, read_results, run_campaign
 from .evidence import evidence_from_results, is_evidence_file, read_evidence, write_evidence
 from .evidence_fit import TERMS, EvidenceCalibrator, demand_rows, evidence_profile
+from .iofit import fit_io_profiles
 from .profile import profile_yaml
 from .report import accuracy_table, cdf_figure, saturation_figure
 from .runner import RealHarness
@@ -79,7 +80,10 @@ def _measure(args, console):
 def _fitted(args):
 
     runs, sat, lat, meta = read_results(args.results)
-    return runs, sat, lat, meta, fit_profiles(runs, meta, variability=args.variability)
+    profiles = fit_profiles(runs, meta, variability=args.variability)
+    if args.io_cycles:  # the named brokers with the I/O-cycle structure (pubsim.calibration.iofit)
+        profiles.update(fit_io_profiles(runs, meta, kinds=args.io_cycles.split(",")))
+    return runs, sat, lat, meta, profiles
 
 
 def _target(args):
@@ -258,6 +262,13 @@ def _validate(args, console):
 
 
 def _variability_flag(parser):
+    parser.add_argument(
+        "--io-cycles",
+        metavar="BROKERS",
+        default="",
+        help="comma-separated broker kinds fitted with the I/O-cycle structure instead of the plain "
+        "worker (e.g. nats,zmq-proxy; pubsim.calibration.iofit)",
+    )
     parser.add_argument(
         "--no-variability",
         dest="variability",

@@ -17,6 +17,7 @@ from ..mechanisms.core import BROKERS, DELIVERY
 from ..mechanisms.frames import FRAMES
 from ..mechanisms.hosts import HOSTS
 from ..mechanisms.ildm import ILDM
+from ..mechanisms.iothreads import IOTHREADS
 from ..mechanisms.patterns.plugin import REQREP
 from ..mechanisms.persistence import PERSISTENCE
 from ..mechanisms.priority import PRIORITY
@@ -30,6 +31,7 @@ __all__ = ["MECHANISMS", "Mechanism", "HOOKS", "hooks"]
 #: The mechanisms, in the order the compiler runs them.
 MECHANISMS: tuple[Mechanism, ...] = (
     BROKERS,  # uplinks, brokers, subscription tables, flow routes, plain broker hops
+    IOTHREADS,  # brokers with io: the same broker station, served in I/O cycles
     ILDM,  # control plane, relays, bridges (both directions), forwarding
     BROKERLESS,  # ZeroMQ sockets and their pipes, socket hops
     DELIVERY,  # downlinks and subscriber stations

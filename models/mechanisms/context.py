@@ -131,6 +131,12 @@ class CompileContext:
         self.stations.append(station)
         return self.index[key]
 
+    def replace_station(self, key: StationKey, station: Station) -> int:
+        """Put ``station`` in place of the one under ``key`` (same index); its index."""
+        i = self.index[key]
+        self.stations[i] = station
+        return i
+
     def add_link(self, key: StationKey, name: str, link, **limits) -> int:
         """Add the link station of ``key``: a :class:`~pubsim.models.stations.core.LinkStation`
         unless a mechanism's ``link_options`` asks for another ``station_class``.

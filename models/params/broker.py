@@ -26,6 +26,7 @@ from ...sim.distributions import Constant, Distribution
 from ...sim.errors import ConfigError
 from .disk import DiskParams
 from .features import refuse
+from .io import IoParams
 from .mapping import MAX_WORKERS, check_fields
 from .patterns import ReplyParams
 from .provenance import ASSUMED, Provenance
@@ -180,6 +181,13 @@ class BrokerParams:
         processing, serialization of the reply
         (:mod:`pubsim.models.mechanisms.patterns.reqrep`); None = replies are
         the requests themselves, with no server work beyond the broker's demand.
+    io : IoParams or None
+        I/O cycles of a multi-threaded broker (NATS, ZeroMQ proxy): a fixed
+        cost per cycle plus one per connection flushed, paid once per cycle
+        rather than per message (:mod:`pubsim.models.mechanisms.iothreads`);
+        None (default) = the plain FIFO worker. Needs one worker, FIFO
+        scheduling, an unlimited ingress queue, no batching and no restarts.
+        In scenario files a mapping of IoParams fields.
     provenance : Provenance
     """
 
@@ -221,6 +229,7 @@ class BrokerParams:
     durable_queue: bool = field(default=False, metadata={"unit": "flag"})
     shared_dispatch: str = field(default="round_robin", metadata={"unit": "choice", "choices": SHARED_DISPATCH})
     reply: ReplyParams | None = field(default=None, metadata={"unit": "params", "cls": ReplyParams, "preset": "reply"})
+    io: IoParams | None = field(default=None, metadata={"unit": "params", "cls": IoParams})
     provenance: Provenance = field(default=ASSUMED, metadata={"unit": "provenance"})
 
     def __post_init__(self) -> None:

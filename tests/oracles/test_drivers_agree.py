@@ -17,6 +17,7 @@ from pubsim.models.params.bridge import BridgeParams
 from pubsim.models.params.broker import BrokerParams
 from pubsim.models.params.client import PublisherParams, SubscriberParams
 from pubsim.models.params.disk import DiskParams
+from pubsim.models.params.io import IoParams
 from pubsim.models.params.link import LinkParams
 from pubsim.models.params.relay import RelayParams
 from pubsim.models.params.store import StoreParams
@@ -515,6 +516,38 @@ CASES["store-sync-per-message"] = (
     lambda: persistent_stores(StoreParams(message_ops=2, sync="message", memory_bytes=5_000_000, read_ops=2)),
     0.4,
 )
+
+
+def io_cycle_star(quota):
+    """A broker served in I/O cycles (NATS-like): Poisson and simultaneous publishers, fan-out 1-3,
+    with and without a CPU quota (stalls)."""
+
+    broker = BrokerParams(
+        ingress_cost_s=Exponential(mean_value=20e-6),
+        delivery_cost_s=Constant(value=5e-6),
+        overflow="backpressure",
+        io=IoParams(cycle_cost_s=60e-6, flush_cost_s=10e-6),
+        **({"cpu_fraction": 0.3, "cpu_period_s": 0.01} if quota else {}),
+    )
+    pubs = {f"p{i}": PublisherParams(topics=(f"t/{i % 3}",), rate_per_s=1500.0) for i in range(4)}
+    times = tuple(i * 2e-3 for i in range(150))
+    pubs["burst"] = PublisherParams(
+        topics=("t/0",),
+        arrival="schedule",
+        schedule_time_s=times,
+        schedule_size_bytes=(64,) * 150,
+        schedule_topic=("t/0",) * 150,
+    )
+    subs = {
+        "all": SubscriberParams(subscriptions=("t/#",)),
+        "zero": SubscriberParams(subscriptions=("t/0",)),
+        "one": SubscriberParams(subscriptions=("t/1",), processing_s=Constant(value=5e-5)),
+    }
+    return T.star(broker=broker, publishers=pubs, subscribers=subs, link=LAN)
+
+
+CASES["io-cycles"] = (lambda: io_cycle_star(False), 0.3)
+CASES["io-cycles-quota"] = (lambda: io_cycle_star(True), 0.3)
 
 
 @pytest.mark.parametrize("name", ["idle", "slow", "channels"])

@@ -1,0 +1,66 @@
+"""I/O-cycle structure of a multi-threaded broker (:mod:`pubsim.models.mechanisms.iothreads`).
+
+NATS and a ZeroMQ proxy do not pay one wake-up per message: a reading thread
+takes everything its socket holds, routes it into per-connection output
+buffers, and each buffer is flushed once per pass (nats-server 2.9.10
+``server/client.go``: ``readLoop`` parses a whole read buffer and then
+``flushClients`` writes each pending connection once; libzmq 4.3.5
+``stream_engine_base.cpp`` ``out_event`` encodes queued messages into one
+8 KiB batch per ``write``). The CPU of one pass is a fixed part (wake-up,
+``read``), a part per connection flushed (``writev``) and the messages' own
+routing costs, so CPU per message falls with load and a broker capped below
+that per-pass cost reaches its quota long before its message limit.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ...sim.errors import ConfigError
+from .mapping import check_fields
+from .provenance import ASSUMED, Provenance
+
+__all__ = ["IoParams"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class IoParams:
+    """Costs of one I/O cycle of a broker (CPU seconds of one core).
+
+    A cycle starts when a message arrives after the current cycle began
+    (everything that arrived while a cycle ran is read by the next one, as
+    one ``read`` returns all that is buffered); it costs
+    ``cycle_cost_s + flush_cost_s x copies`` (copies of the message that
+    opened it: the connections it writes to) besides the messages' own
+    demands, served after the cycle's last member (the flush follows the
+    routing of a whole read buffer): it delays the next cycle and uses CPU
+    (and quota), not the messages of its own cycle.
+
+    Parameters
+    ----------
+    cycle_cost_s : float
+        Fixed CPU per cycle: wake-up of the I/O thread(s), thread hand-offs,
+        the ``read`` system call, s.
+    flush_cost_s : float
+        CPU per output connection flushed in a cycle (one ``writev``), s.
+    cycle_max_messages : int or None
+        Most messages one cycle reads (a read buffer's worth: nats-server
+        reads at most 64 KiB, libzmq 8 KiB per batch); later ones open the
+        next cycle. None (default) = no limit.
+    provenance : Provenance
+    """
+
+    cycle_cost_s: float = field(default=0.0, metadata={"unit": "duration"})
+    flush_cost_s: float = field(default=0.0, metadata={"unit": "duration"})
+    cycle_max_messages: int | None = field(default=None, metadata={"unit": "optional_count"})
+    provenance: Provenance = field(default=ASSUMED, metadata={"unit": "provenance"})
+
+    def __post_init__(self) -> None:
+        check_fields(self)
+        if self.cycle_max_messages is not None and self.cycle_max_messages < 1:
+            raise ConfigError("cycle_max_messages", self.cycle_max_messages, "at least 1 message, or unset")
+
+    def cost_s(self, copies: Any) -> Any:
+        """Cost of a cycle opened by a message with ``copies`` copies (number or array), s."""
+        return self.cycle_cost_s + self.flush_cost_s * copies

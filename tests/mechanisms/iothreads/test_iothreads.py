@@ -1,0 +1,169 @@
+"""I/O cycles (models.mechanisms.iothreads): hand timelines, CPU per message against the
+arrival rate, the busy-server closed form, bad input, the calibrator on a known truth."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from pubsim.calibration.iofit import IoCycleCalibrator, cycles_per_ingress
+from pubsim.models import topology as T
+from pubsim.models.mechanisms.iothreads.discipline import CycleDiscipline
+from pubsim.models.params.broker import BrokerParams
+from pubsim.models.params.client import PublisherParams, SubscriberParams
+from pubsim.models.params.io import IoParams
+from pubsim.models.params.link import LinkParams
+from pubsim.run import simulate
+from pubsim.sim.distributions import Constant
+from pubsim.sim.errors import ConfigError
+from pubsim.sim.packets import Packets
+
+
+def _serve(disc, times, cost, cycle_cost, *, one_by_one=False):
+    n = len(times)
+    pk = Packets(times, np.arange(n), np.zeros(n, np.int64), np.full(n, 100), times)
+    parts = [slice(i, i + 1) for i in range(n)] if one_by_one else [slice(None)]
+    dep = []
+    for part in parts:
+        sub = pk.take(part)
+        disc.set_cycle_cost(np.full(len(sub), cycle_cost))
+        dep.extend(disc.run(sub, np.full(len(sub), cost), np.zeros(len(sub)), np.inf).depart.tolist())
+    return dep
+
+
+@pytest.mark.parametrize("one_by_one", [False, True])
+def test_hand_timeline(one_by_one):
+    # own cost 1, cycle cost 3 served after the cycle's last member:
+    # 0 opens (0-1); the other 0 joins (1-2); 2 opens: the first cycle's cost runs 2-5,
+    # then 5-6; 2.5 arrived before that cycle began: joins (6-7); 10 opens: cost 7-10, 10-11
+    disc = CycleDiscipline()
+    dep = _serve(disc, [0.0, 0.0, 2.0, 2.5, 10.0], 1.0, 3.0, one_by_one=one_by_one)
+    assert dep == [1.0, 2.0, 6.0, 7.0, 11.0]
+    assert disc.cycles_total == 3
+    assert disc.work_s == pytest.approx(5 * 1.0 + 3 * 3.0)
+
+
+def test_most_members_per_cycle():
+    # at most 2 messages per cycle: the third of a burst opens the next cycle
+    # 0 opens (0-1); 0 joins (1-2); 0 opens: cost 2-5, then 5-6; 0 joins (6-7)
+    disc = CycleDiscipline(max_members=2)
+    assert _serve(disc, [0.0] * 4, 1.0, 3.0) == [1.0, 2.0, 6.0, 7.0]
+    assert disc.cycles_total == 2
+    with pytest.raises(ConfigError) as err:
+        IoParams(cycle_max_messages=0)
+    assert err.value.field == "cycle_max_messages"
+
+
+def test_hand_timeline_under_quota():
+    # quota 0.5 per period 1: 0 runs 0-0.2; 0.3 opens a cycle, so the first cycle's cost 0.5
+    # runs 0.2-0.5, stalls, 1.0-1.2, then 1.2-1.4; 1.5 opens one: cost 1.4-1.5, stall,
+    # 2.0-2.4, then 2.4-2.5 (period 2's quota spent), stall, 3.0-3.1
+    disc = CycleDiscipline(cpu_quota_s=0.5, cpu_period_s=1.0)
+    assert _serve(disc, [0.0, 0.3, 1.5], 0.2, 0.5) == pytest.approx([0.2, 1.4, 3.1])
+
+
+def _cpu_per_message(interval_s, cost=10e-6, cycle=50e-6, n=4000):
+    disc = CycleDiscipline()
+    _serve(disc, list(np.arange(n) * interval_s), cost, cycle)
+    return disc.work_s / n
+
+
+def test_cpu_per_message_falls_with_rate():
+    rates = [500, 2000, 10_000, 20_000, 40_000, 80_000]
+    cpu = [_cpu_per_message(1.0 / r) for r in rates]
+    assert all(a >= b for a, b in zip(cpu, cpu[1:]))
+    assert cpu[0] == pytest.approx(60e-6)  # every message its own cycle: cost + cycle
+    assert cpu[-1] < 15e-6  # cycles shared by many messages
+
+
+@pytest.mark.parametrize("interval_s", [20e-6, 40e-6])
+def test_busy_closed_form(interval_s):
+    # c < T < c + f: cycles of B = f / (T - c) messages keep the server always busy,
+    # so the CPU per message is the interval T (utilization 1)
+    assert _cpu_per_message(interval_s) == pytest.approx(interval_s, rel=0.02)
+
+
+def _star(io, **broker):
+    b = BrokerParams(ingress_cost_s=Constant(value=10e-6), io=io, overflow="backpressure", **broker)
+    times = tuple(np.arange(1000) * 0.5e-3)  # 2000 msg/s, evenly paced
+    pubs = {
+        "p": PublisherParams(
+            topics=("t",),
+            arrival="schedule",
+            schedule_time_s=times,
+            schedule_size_bytes=(64,) * 1000,
+            schedule_topic=("t",) * 1000,
+        )
+    }
+    subs = {f"s{i}": SubscriberParams(subscriptions=("t",)) for i in range(3)}
+    return T.star(broker=b, publishers=pubs, subscribers=subs, link=LinkParams(latency_s=1e-4))
+
+
+def test_cycle_cost_counts_connections_and_shows_in_cpu():
+    plain = simulate(_star(None), duration_s=0.5, warmup_s=0.1, seed=1)
+    io = simulate(_star(IoParams(cycle_cost_s=40e-6, flush_cost_s=10e-6)), duration_s=0.5, warmup_s=0.1, seed=1)
+    util = [r.stations().set_index("station").loc["broker:broker", "utilization"] for r in (plain, io)]
+    # 2000 msg/s, each its own cycle: 10 us own + 40 + 3 x 10 us per cycle
+    assert util[0] == pytest.approx(2000 * 10e-6, rel=0.05)
+    assert util[1] == pytest.approx(2000 * 80e-6, rel=0.05)
+    # the cycle's cost is off the opener's path: same latency at this light load
+    assert io.deliveries()["latency_s"].median() == pytest.approx(plain.deliveries()["latency_s"].median())
+
+
+@pytest.mark.parametrize(
+    "broker, field",
+    [
+        ({"workers": 2}, "broker.workers"),
+        ({"queue_messages": 5}, "broker.queue_messages"),
+        ({"batch_max_messages": 4}, "broker.batch_max_messages"),
+    ],
+)
+def test_bad_combinations(broker, field):
+    with pytest.raises(ConfigError) as err:
+        simulate(_star(IoParams(cycle_cost_s=1e-5), **broker), duration_s=0.1, seed=0)
+    assert err.value.field == field
+    assert "\n" not in str(err.value)
+
+
+def _synthetic(truth):
+    rows = []
+    for config, payload, fanout in [("a", 64, 1), ("b", 1024, 1), ("c", 64, 4), ("d", 256, 2)]:
+        for rate in [200.0, 1000.0, 4000.0, 20_000.0, 80_000.0]:
+            x = min(1.0, 1000.0 / rate)  # cycles per message
+            d = (
+                truth["ingress_cost_s"]
+                + fanout * truth["delivery_cost_s"]
+                + payload * (1 + fanout) * truth["per_byte_cost_s"]
+                + x * (truth["cycle_cost_s"] + fanout * truth["flush_cost_s"])
+                + truth["background_cpu_fraction"] / rate
+            )
+            rows.append(
+                {
+                    "config": config,
+                    "payload_bytes": payload,
+                    "fanout": fanout,
+                    "ingress_rate_per_s": rate,
+                    "demand_s_per_ingress": d,
+                    "wakeups_per_ingress": 3.0 * x,
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def test_calibrator_recovers_known_parameters():
+    truth = {
+        "ingress_cost_s": 1e-6,
+        "delivery_cost_s": 0.5e-6,
+        "per_byte_cost_s": 1e-9,
+        "cycle_cost_s": 30e-6,
+        "flush_cost_s": 8e-6,
+        "background_cpu_fraction": 0.01,
+    }
+    m = _synthetic(truth)
+    assert cycles_per_ingress(m)[:5] == pytest.approx([1.0, 1.0, 0.25, 0.05, 0.0125])
+    cal = IoCycleCalibrator().fit(m)
+    for k, v in truth.items():
+        assert cal.params_[k] == pytest.approx(v, rel=1e-6), k
+    assert np.abs(cal.residuals_).max() < 1e-12
+    assert cal.params_["cycle_max_messages"] == 80  # 1 / x at the highest load of every configuration
