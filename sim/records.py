@@ -45,9 +45,11 @@ class _Tally:
     def _in(self, t: np.ndarray) -> np.ndarray:
         return (t >= self.w0) & (t < self.w1)
 
-    def _bin(self, name: str, t: np.ndarray) -> None:
-        """Count ``t`` into the series' bins of ``series_bin_s`` (times before 0 left out)."""
-        top = _last_bin(t, self.series_bin_s)
+    def _bin(self, name: str, t: np.ndarray, top: int | None = None) -> None:
+        """Count ``t`` into the series' bins of ``series_bin_s`` (times before 0
+        left out); ``top``: their last bin if known (:func:`_last_bin`)."""
+        if top is None:
+            top = _last_bin(t, self.series_bin_s)
         if top < 0:
             return
         old = self._series[name]
@@ -71,9 +73,12 @@ class _Tally:
             self.retained_deliveries += int(self._in(packets.t[retained]).sum())
             self._retained_hook(packets.take(retained))
             packets = packets.take(~retained)
-        self.delivered += _count_in(packets.pub_t, self.w0, self.w1)
-        self.delivered_egress += _count_in(packets.t, self.w0, self.w1)
-        self._bin("delivered", packets.t)
+        n_published_in, n_delivered_in, top = _delivered_counts(
+            packets.t, packets.pub_t, self.w0, self.w1, self.series_bin_s
+        )
+        self.delivered += n_published_in
+        self.delivered_egress += n_delivered_in
+        self._bin("delivered", packets.t, top)
         self._delivered_hook(packets)
 
     def add_dropped(self, packets: Packets, drop_t: np.ndarray, station: int, code: np.ndarray) -> None:
@@ -314,16 +319,6 @@ class StreamSink(_Tally):
 
 
 @njit(cache=True)
-def _count_in(t: np.ndarray, w0: float, w1: float) -> int:
-    """``((t >= w0) & (t < w1)).sum()``."""
-    n = 0
-    for x in t:
-        if x >= w0 and x < w1:
-            n += 1
-    return n
-
-
-@njit(cache=True)
 def _latencies_in(t: np.ndarray, pub_t: np.ndarray, w0: float, w1: float) -> np.ndarray:
     """``t[inw] - pub_t[inw]`` with ``inw = (pub_t >= w0) & (pub_t < w1)``."""
     out = np.empty(t.shape[0])
@@ -336,6 +331,24 @@ def _latencies_in(t: np.ndarray, pub_t: np.ndarray, w0: float, w1: float) -> np.
 
 
 _BIN_LIMIT = 2.0**62  # beyond it (or not a number) a time has no bin, as NumPy's int64 cast gave none
+
+
+@njit(cache=True)
+def _delivered_counts(t: np.ndarray, pub_t: np.ndarray, w0: float, w1: float, bin_s: float) -> tuple[int, int, int]:
+    """In one pass: entries of ``pub_t`` and of ``t`` in [w0, w1), and :func:`_last_bin` of ``t``."""
+    n_pub = 0
+    n_t = 0
+    top = -1.0
+    for i in range(t.shape[0]):
+        x = t[i]
+        if pub_t[i] >= w0 and pub_t[i] < w1:
+            n_pub += 1
+        if x >= w0 and x < w1:
+            n_t += 1
+        b = np.floor(x / bin_s)
+        if b >= 0.0 and b < _BIN_LIMIT and b > top:
+            top = b
+    return n_pub, n_t, int(top)
 
 
 @njit(cache=True)
