@@ -191,6 +191,8 @@ class LinkStation(ModelStation):
         return self.session.before_service(self, packets, self.hop_qos(packets))
 
     def wire_bytes(self, packets):
+        if self.protocol == "none":  # no framing (none_framing is 0): the topic is not looked up
+            return packets.size + self.params.overhead_bytes
         topic = self.topic_bytes[self.plan.flow[packets.visit]]
         return packets.size + framing_bytes(self.protocol, packets.size, topic) + self.params.overhead_bytes
 
