@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from numba import njit
 
 from . import kernels as K
 from .network import Network
@@ -44,17 +45,18 @@ class _Tally:
     def _in(self, t: np.ndarray) -> np.ndarray:
         return (t >= self.w0) & (t < self.w1)
 
-    def _bin(self, name: str, t: np.ndarray) -> None:
-        b = np.floor(t / self.series_bin_s).astype(np.int64)
-        b = b[b >= 0]
-        if len(b) == 0:
+    def _bin(self, name: str, t: np.ndarray, top: int | None = None) -> None:
+        """Count ``t`` into the series' bins of ``series_bin_s`` (times before 0
+        left out); ``top``: their last bin if known (:func:`_last_bin`)."""
+        if top is None:
+            top = _last_bin(t, self.series_bin_s)
+        if top < 0:
             return
-        counts = np.bincount(b)
         old = self._series[name]
-        if len(counts) > len(old):
-            old = np.concatenate([old, np.zeros(len(counts) - len(old), np.int64)])
-        old[: len(counts)] += counts
-        self._series[name] = old
+        if top >= len(old):
+            old = np.concatenate([old, np.zeros(top + 1 - len(old), np.int64)])
+            self._series[name] = old
+        _add_bins(t, self.series_bin_s, old)
 
     def add_published(self, packets: Packets) -> None:
         """Count published messages (packets at their route roots)."""
@@ -71,9 +73,12 @@ class _Tally:
             self.retained_deliveries += int(self._in(packets.t[retained]).sum())
             self._retained_hook(packets.take(retained))
             packets = packets.take(~retained)
-        self.delivered += int(self._in(packets.pub_t).sum())
-        self.delivered_egress += int(self._in(packets.t).sum())
-        self._bin("delivered", packets.t)
+        n_published_in, n_delivered_in, top = _delivered_counts(
+            packets.t, packets.pub_t, self.w0, self.w1, self.series_bin_s
+        )
+        self.delivered += n_published_in
+        self.delivered_egress += n_delivered_in
+        self._bin("delivered", packets.t, top)
         self._delivered_hook(packets)
 
     def add_dropped(self, packets: Packets, drop_t: np.ndarray, station: int, code: np.ndarray) -> None:
@@ -256,11 +261,9 @@ class LatencyHistogram:
         """Add values (s)."""
         if len(values) == 0:
             return
-        with np.errstate(divide="ignore"):
-            pos = np.floor(np.log10(values / self.low) * self.per_decade) + 1
-        np.fmax(pos, 0.0, out=pos)  # not a number, -inf and below: bin 0 (fmax drops NaN)
-        idx = np.minimum(pos, len(self.edges), out=pos).astype(np.int64)
-        self.counts += np.bincount(idx, minlength=len(self.counts))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            decades = np.log10(values / self.low)
+        _count_bins(decades, float(self.per_decade), self.counts)
         self.n += len(values)
         self.total += float(values.sum())
         self.min = min(self.min, float(values.min()))
@@ -294,8 +297,7 @@ class StreamSink(_Tally):
         self.hist = LatencyHistogram()
 
     def _delivered_hook(self, packets: Packets) -> None:
-        inw = self._in(packets.pub_t)
-        self.hist.add(packets.t[inw] - packets.pub_t[inw])
+        self.hist.add(_latencies_in(packets.t, packets.pub_t, self.w0, self.w1))
 
     def latency_stats(self, quantiles: Sequence[float] = (0.5, 0.9, 0.99)) -> dict[Any, float]:
         """Mean and max exact; quantiles within the histogram's resolution."""
@@ -309,3 +311,77 @@ class StreamSink(_Tally):
 
     def latency_ecdf(self) -> tuple[np.ndarray, np.ndarray]:
         return self.hist.ecdf()
+
+
+# --- compiled tallies (one pass each instead of a chain of NumPy temporaries) ---
+# Each reproduces the NumPy expression in its docstring exactly: the same IEEE
+# operations (division, product, floor, subtraction) element by element.
+
+
+@njit(cache=True)
+def _latencies_in(t: np.ndarray, pub_t: np.ndarray, w0: float, w1: float) -> np.ndarray:
+    """``t[inw] - pub_t[inw]`` with ``inw = (pub_t >= w0) & (pub_t < w1)``."""
+    out = np.empty(t.shape[0])
+    k = 0
+    for i in range(t.shape[0]):
+        if pub_t[i] >= w0 and pub_t[i] < w1:
+            out[k] = t[i] - pub_t[i]
+            k += 1
+    return out[:k]
+
+
+_BIN_LIMIT = 2.0**62  # beyond it (or not a number) a time has no bin, as NumPy's int64 cast gave none
+
+
+@njit(cache=True)
+def _delivered_counts(t: np.ndarray, pub_t: np.ndarray, w0: float, w1: float, bin_s: float) -> tuple[int, int, int]:
+    """In one pass: entries of ``pub_t`` and of ``t`` in [w0, w1), and :func:`_last_bin` of ``t``."""
+    n_pub = 0
+    n_t = 0
+    top = -1.0
+    for i in range(t.shape[0]):
+        x = t[i]
+        if pub_t[i] >= w0 and pub_t[i] < w1:
+            n_pub += 1
+        if x >= w0 and x < w1:
+            n_t += 1
+        b = np.floor(x / bin_s)
+        if b >= 0.0 and b < _BIN_LIMIT and b > top:
+            top = b
+    return n_pub, n_t, int(top)
+
+
+@njit(cache=True)
+def _last_bin(t: np.ndarray, bin_s: float) -> int:
+    """Largest bin ``floor(t / bin_s)`` of the times with one (>= 0), or -1 if none."""
+    top = -1.0
+    for x in t:
+        b = np.floor(x / bin_s)
+        if b >= 0.0 and b < _BIN_LIMIT and b > top:
+            top = b
+    return int(top)
+
+
+@njit(cache=True)
+def _add_bins(t: np.ndarray, bin_s: float, counts: np.ndarray) -> None:
+    """``counts[b] += 1`` for each ``b = floor(t / bin_s) >= 0`` (``counts`` long enough)."""
+    for x in t:
+        b = np.floor(x / bin_s)
+        if b >= 0.0 and b < _BIN_LIMIT:
+            counts[int(b)] += 1
+
+
+@njit(cache=True)
+def _count_bins(decades: np.ndarray, per_decade: float, counts: np.ndarray) -> None:
+    """Histogram bins of :meth:`LatencyHistogram.add`: ``pos = floor(decades *
+    per_decade) + 1``, not a number and below 0 to bin 0, above the last edge
+    to the last bin (``len(counts) - 1``), then ``counts[pos] += 1``."""
+    last = counts.shape[0] - 1
+    for d in decades:
+        pos = np.floor(d * per_decade) + 1.0
+        if not pos >= 0.0:  # not a number, -inf, negative
+            counts[0] += 1
+        elif pos >= last:
+            counts[last] += 1
+        else:
+            counts[int(pos)] += 1

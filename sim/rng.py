@@ -14,7 +14,9 @@ the reference driver agree exactly.
 
 from __future__ import annotations
 
+import functools
 import hashlib
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -69,8 +71,10 @@ class StreamFactory:
         return np.random.Generator(np.random.PCG64(seq))
 
     def draws(self, dist: Any, component: str, purpose: str, block: int = 4096) -> DrawStream:
-        """A :class:`DrawStream` of ``dist`` on this component's stream."""
-        return DrawStream(dist, self.generator(component, purpose), block=block)
+        """A :class:`DrawStream` of ``dist`` on this component's stream (its
+        generator made at the first draw: many streams of a large model, a
+        constant jitter or a link's loss draws at probability 0, never draw)."""
+        return DrawStream(dist, functools.partial(self.generator, component, purpose), block=block)
 
 
 class DrawStream:
@@ -80,27 +84,49 @@ class DrawStream:
     ----------
     dist : sim.distributions.Distribution
         What to draw.
-    rng : numpy.random.Generator
-        The stream to draw from.
+    rng : numpy.random.Generator or callable
+        The stream to draw from, or a function returning it (called once, at
+        the first use of :attr:`rng`; the same stream either way).
     block : int
         Number of draws generated at once.
     """
 
-    def __init__(self, dist: Any, rng: np.random.Generator, block: int = 4096) -> None:
+    def __init__(
+        self, dist: Any, rng: np.random.Generator | Callable[[], np.random.Generator], block: int = 4096
+    ) -> None:
         self.dist = dist
-        self.rng = rng
+        self._rng: np.random.Generator | None = None
+        self._make: Callable[[], np.random.Generator] | None = None
+        if isinstance(rng, np.random.Generator):
+            self._rng = rng
+        else:
+            self._make = rng
         self.block = int(block)
         self._buf = np.empty(0)
         self._pos = 0
+
+    @property
+    def rng(self) -> np.random.Generator:
+        """The generator drawn from (made now if it was given as a function)."""
+        rng = self._rng
+        if rng is None:
+            make = self._make
+            if make is None:
+                raise RuntimeError("a draw stream without a generator")
+            rng = self._rng = make()
+            self._make = None
+        return rng
 
     def __deepcopy__(self, memo: dict[int, Any]) -> DrawStream:
         """A stream at the same position with its own generator (same state);
         the distribution and the current block (never written in place) are shared.
         Cheap: the station snapshots of :mod:`pubsim.sim.optimistic` copy streams often."""
         new = DrawStream.__new__(DrawStream)
-        bit = type(self.rng.bit_generator)(0)
-        bit.state = self.rng.bit_generator.state
-        new.dist, new.rng, new.block = self.dist, np.random.Generator(bit), self.block
+        new.dist, new.block, new._make, new._rng = self.dist, self.block, self._make, None
+        if self._rng is not None:  # else the copy makes the same fresh generator when it first draws
+            bit = type(self._rng.bit_generator)(0)
+            bit.state = self._rng.bit_generator.state
+            new._rng = np.random.Generator(bit)
         new._buf, new._pos = self._buf, self._pos
         memo[id(self)] = new
         return new

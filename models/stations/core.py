@@ -211,7 +211,11 @@ class LinkStation(ModelStation):
 
     def after_service(self, served):
         n = len(served.depart)
-        delay = self.params.latency_s + self.jitter.take(n)
+        jitter = self.jitter.dist
+        if jitter.is_constant:  # the same sums as adding the constant draws, one array fewer
+            delay = np.full(n, self.params.latency_s + jitter.mean)
+        else:
+            delay = self.params.latency_s + self.jitter.take(n)
         p = self.params.loss_probability
         lost = self.loss.take(n) < p if p > 0.0 else np.zeros(n, dtype=bool)  # no draw can fall below 0
         code = np.zeros(n, dtype=np.int64)

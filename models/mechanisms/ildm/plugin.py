@@ -126,8 +126,8 @@ def _inbound_qos(ctx: CompileContext, plan, v: int, came, node) -> int:
 
 def _wanted(ctx: CompileContext, broker, came_from, topic: str) -> list:
     """Neighbour brokers a copy is forwarded to from ``broker``."""
-    g = ctx.graph
-    nbrs = [n for n in g.neighbors(broker) if n != came_from and g.nodes[n][T.KIND] == T.NodeKind.BROKER]
+    brokers = set(ctx.brokers)  # the broker nodes; a set test instead of a node-attribute lookup per neighbour
+    nbrs = [n for n in ctx.graph.neighbors(broker) if n != came_from and n in brokers]
     return [n for n in nbrs if ctx.control.forwards(broker, n, topic)]
 
 
