@@ -45,6 +45,30 @@ REQUIRED_COLUMNS = ("payload_bytes", "fanout", "ingress_rate_per_s", "demand_s_p
 COSTS = ("ingress_cost_s", "delivery_cost_s", "per_byte_cost_s", "idle_wakeup_cost_s", "background_cpu_fraction")
 
 
+def relative_nnls(x, y, names):
+    """Non-negative least squares on relative errors: minimize sum(((x @ c - y) / y)^2), c >= 0.
+
+    Parameters
+    ----------
+    x : ndarray, shape (runs, terms)
+        Regressors per run (per ingress message).
+    y : ndarray, shape (runs,)
+        Measured CPU demand per ingress message, s.
+    names : list of str
+        The terms' names, for the error when there are fewer runs than terms.
+
+    Returns
+    -------
+    ndarray
+        The fitted non-negative coefficients (Lawson & Hanson 1974, ``scipy.optimize.nnls``).
+    """
+    if len(y) < x.shape[1]:
+        raise ConfigError("measurements", f"{len(y)} runs", f"at least {x.shape[1]} runs for {names}")
+    w = 1.0 / np.maximum(y, 1e-12)
+    coef, _ = nnls(x * w[:, None], y * w)
+    return coef
+
+
 def _check(measurements, columns):
     if not isinstance(measurements, pd.DataFrame):
         raise ConfigError("measurements", type(measurements).__name__, "a pandas DataFrame, one row per run")
@@ -119,10 +143,7 @@ class BrokerDemandCalibrator:
         m = measurements.reset_index(drop=True)
         x, names = self._design(m)
         y = m["demand_s_per_ingress"].to_numpy(dtype=float)
-        if len(y) < x.shape[1]:
-            raise ConfigError("measurements", f"{len(y)} runs", f"at least {x.shape[1]} runs for {names}")
-        w = 1.0 / np.maximum(y, 1e-12)
-        coef, _ = nnls(x * w[:, None], y * w)
+        coef = relative_nnls(x, y, names)
         params = dict.fromkeys(COSTS, 0.0)
         params.update(zip(names, coef.tolist()))
         self.params_ = {**params, "n_runs": len(y)}

@@ -23,10 +23,8 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from scipy.optimize import nnls
 
-from ..sim.errors import ConfigError
-from .fit import LatencyFloorCalibrator, _check
+from .fit import LatencyFloorCalibrator, _check, relative_nnls
 from .profile import build_profile
 
 __all__ = ["IoCycleCalibrator", "IO_TERMS", "fit_io_profiles", "cycles_per_ingress"]
@@ -100,10 +98,7 @@ class IoCycleCalibrator:
         m = measurements.reset_index(drop=True)
         x, names = self._design(m)
         y = m["demand_s_per_ingress"].to_numpy(dtype=float)
-        if len(y) < x.shape[1]:
-            raise ConfigError("measurements", f"{len(y)} runs", f"at least {x.shape[1]} runs for {names}")
-        w = 1.0 / np.maximum(y, 1e-12)
-        coef, _ = nnls(x * w[:, None], y * w)
+        coef = relative_nnls(x, y, names)
         params = dict.fromkeys(IO_TERMS, 0.0)
         params.update(zip(names, coef.tolist()))
         self.params_ = {**params, "cycle_max_messages": _most_per_cycle(m), "n_runs": len(y)}
