@@ -118,7 +118,9 @@ class Hosts:
 
     def wrap_route(self, ctx: CompileContext, publisher, root: Hop) -> Hop:
         """Host CPU hops before the visits of processes on shared hosts; card hops
-        around every link hop of a connection between hosts."""
+        around every link hop of a connection between hosts (none without hosts)."""
+        if not T.hosts(ctx.graph):
+            return root  # every station on a host of its own: no card, no shared CPU
         return _with_cards(ctx, root)
 
     def plan_options(self, ctx: CompileContext, flows) -> dict:
