@@ -42,6 +42,7 @@ from .harness import procfs
 from .harness.brokers import BrokerSpec, install_signal_cleanup, read_mosquitto_sys, start_broker
 from .harness.cpu import detect_cpu_control
 from .harness.loadgen import LoadSpec, run_load
+from .harness.machine import machine_reference
 from .virtual import latency_fields
 
 __all__ = ["RealHarness"]
@@ -116,7 +117,8 @@ class RealHarness:
         return False
 
     def metadata(self):
-        """Facts for the campaign's ``meta.json``: CPU control, pinning, versions."""
+        """Facts for the campaign's ``meta.json``: CPU control, pinning, versions, and the
+        machine reference (:func:`~pubsim.calibration.harness.machine.machine_reference`)."""
 
         control, reason = detect_cpu_control()
         return {
@@ -126,6 +128,7 @@ class RealHarness:
             "broker_cpus": list(self.campaign.broker_cpus),
             "client_cpus": list(self.campaign.client_cpus),
             "socket_options": "TCP_NODELAY on clients; mosquitto set_tcp_nodelay true",
+            "machine_reference": machine_reference(),
         }
 
     # -- one run ----------------------------------------------------------
