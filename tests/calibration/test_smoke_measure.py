@@ -60,6 +60,7 @@ def test_mosquitto_limit_and_load_dependent_demand(smoke):
     assert mq.demand_s_per_ingress.iloc[0] > 1.5 * mq[mq.sustainable].demand_s_per_ingress.iloc[-1]
     assert mq.wakeups_per_ingress.iloc[0] > mq.wakeups_per_ingress.iloc[-1]
     assert meta["versions"]["mosquitto"].startswith("2.") or meta["versions"]["mosquitto"]
+    assert meta["machine_reference"]["loopback_round_trips_per_s"] > 100  # the machine is recorded too
 
 
 def test_fit_and_validate_end_to_end(smoke):
