@@ -640,7 +640,6 @@ CASES["priority-overloaded-reject"] = (lambda: priority_overloaded("reject"), 0.
 CASES["request-reply-clients"] = (request_reply_clients, 0.2)
 
 
-
 def confirms_unsubscribed():
     """Confirm-paced producers nobody subscribes to (confirmed at the disk's sync, back over the uplink)
     beside an open-loop persistent publisher and transient traffic that a ledger and a slow consumer take."""
@@ -681,6 +680,7 @@ def confirms_diskless():
 
 CASES["store-confirms-unsubscribed"] = (confirms_unsubscribed, 0.4)
 CASES["confirms-diskless"] = (confirms_diskless, 0.4)
+
 
 def _frames(result):
     return result.deliveries(), result.drops(), result.stations()
