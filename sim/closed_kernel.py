@@ -294,8 +294,8 @@ def closed_run(
 
 def eligible(net: Network) -> bool:
     """Can :class:`CompiledClosedLoop` run this network (see the module docstring)?"""
-    if not net.has_closed_loop or not net.closed_loop.all():
-        return False
+    if not net.has_closed_loop or not net.closed_loop.all() or net.confirm_delay_s is not None:
+        return False  # (confirms, answered at a departure, are not compiled)
     if any(src.compiled_spec() is None for src in net.sources):
         return False
     if any(st.compiled_spec() is None for st in net.stations):

@@ -7,7 +7,10 @@ lookahead from any route root to station s, bounds how early a packet not yet
 published can reach s; ``L``, the least ``d[s] + lookahead[s]`` over the
 stations where closed-loop messages are delivered, bounds how early a reply
 to a request not yet published can arrive. Chunks no longer than L keep
-every release dependent only on replies already computed.
+every release dependent only on replies already computed. A producer
+confirm (``Network.confirm_delay_s``) is a reply issued when a message
+departs its confirm visit: there the bound is that station's ``d[s] +
+lookahead[s]`` plus the confirm's return delay.
 
 Speed. Run in rounds, a closed loop costs one Python round per L of
 simulated time (every station called once per round), whatever the window:
@@ -25,6 +28,7 @@ from __future__ import annotations
 import math
 
 import networkx as nx
+import numpy as np
 
 from .errors import ConfigError
 from .network import Network
@@ -55,8 +59,13 @@ def closed_loop_bounds(net: Network, components: Components) -> tuple[dict[int, 
     dist.update(nx.multi_source_dijkstra_path_length(g, roots) if roots else {})
     closed_flows = net.closed_loop[plan.flow_publisher]
     step = math.inf
+    delay = net.confirm_delay_s
+    if delay is not None:  # confirms: a reply leaves its confirm visit, then takes its return delay
+        for v in np.flatnonzero(np.isfinite(delay)).tolist():
+            s = int(plan.station[v])
+            step = min(step, dist[s] + look[s] + float(delay[v]))
     for f in range(len(plan.flow_root)):
-        if not closed_flows[f]:
+        if not closed_flows[f] or net.confirm_flow[f]:
             continue
         if plan.leaves[plan.flow_root[f]] == 0:
             who = net.names["publisher"][plan.flow_publisher[f]]

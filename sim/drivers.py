@@ -57,6 +57,8 @@ def _record(network: Network, sink: Sink, s: int, outcome: Outcome) -> list[tupl
     out = outcome.output
     if len(out.dropped):
         sink.add_dropped(out.dropped, out.drop_t, s, out.drop_code)
+    if network.confirm_delay_s is not None and network.has_closed_loop:
+        network.on_departed(out.departed)  # confirms (issued where a message departs)
     if outcome.delivered is not None:
         sink.add_delivered(outcome.delivered)
         if network.has_closed_loop:

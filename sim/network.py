@@ -44,6 +44,11 @@ class Network:
     control : object or None
         Model data for accounting, opaque here: the ILDM control plane that
         routed the copies (``pubsim.models.mechanisms.ildm.traffic`` reads it).
+    confirm_delay_s : numpy.ndarray or None
+        Per visit: NaN, or the time a departure from this visit takes to reach
+        its closed-loop source as its reply (a confirm), s. A flow with such a
+        visit is answered by its departures there, not by its deliveries
+        (producer confirms, ``pubsim.models.mechanisms.persistence.sending``).
     """
 
     def __init__(
@@ -57,6 +62,7 @@ class Network:
         window: tuple[float, float],
         parameters: list[Any] | None = None,
         control: Any = None,
+        confirm_delay_s: np.ndarray | None = None,
     ) -> None:
         self.stations = list(stations)
         self.plan = plan
@@ -76,16 +82,39 @@ class Network:
         # closed-loop sources (request/reply): told of their replies by the drivers
         self.closed_loop = np.array([getattr(s, "closed_loop", False) for s in self.sources], dtype=bool)
         self.has_closed_loop = bool(self.closed_loop.any())
+        # confirms: replies issued where a visit departs (NaN elsewhere), flows answered so
+        self.confirm_delay_s = None
+        self.confirm_flow = np.zeros(len(plan.flow_root), dtype=bool)
+        if confirm_delay_s is not None and np.isfinite(confirm_delay_s).any():
+            self.confirm_delay_s = np.asarray(confirm_delay_s, dtype=np.float64)
+            self.confirm_flow[plan.flow[np.isfinite(self.confirm_delay_s)]] = True
 
     def on_delivered(self, packets: Packets) -> None:
         """Tell closed-loop sources about deliveries (replies) of their messages."""
         if len(packets) == 0:
             return
+        if self.confirm_delay_s is not None:  # confirmed flows are answered at their confirm visits
+            packets = packets.take(~self.confirm_flow[self.plan.flow[packets.visit]])
+        self._reply(packets.msg, packets.t)
+
+    def on_departed(self, packets: Packets) -> None:
+        """Tell closed-loop sources about confirms: departures at confirm visits,
+        answered at the departure time plus the visit's return delay."""
+        if self.confirm_delay_s is None or len(packets) == 0:
+            return
+        delay = self.confirm_delay_s[packets.visit]
+        hit = np.isfinite(delay)
+        if hit.any():
+            self._reply(packets.msg[hit], packets.t[hit] + delay[hit])
+
+    def _reply(self, msg: np.ndarray, t: np.ndarray) -> None:
+        if len(msg) == 0:
+            return
         n_pub = len(self.sources)
-        pub = packets.msg % n_pub
+        pub = msg % n_pub
         for p in np.unique(pub[self.closed_loop[pub]]).tolist():
             mine = pub == p
-            self.sources[p].on_reply(packets.msg[mine] // n_pub, packets.t[mine], packets.msg[mine])
+            self.sources[p].on_reply(msg[mine] // n_pub, t[mine], msg[mine])
 
     @property
     def mean_publish_rate_per_s(self) -> float:

@@ -130,4 +130,5 @@ def build_network(
         window=window,
         parameters=parameter_table(g),
         control=ctx.control,
+        confirm_delay_s=wiring.confirm_delay_s,
     )

@@ -118,8 +118,9 @@ class PublisherParams:
         confirms: at most ``window_requests`` unconfirmed) or
         ``transactions`` (``transaction_messages`` sends, then a commit
         that waits for all of them). Not ``async`` needs ``arrival:
-        closed_loop``; the confirm is the message's first delivery below
-        the broker's disk.
+        closed_loop``; the confirm comes when the message is durable (it
+        leaves the first broker's disk; without a disk, that broker) and
+        returns over the uplink's latency, whoever consumes it.
     transaction_messages : int
         N, messages per transaction (``send_mode: transactions``).
     preloaded : bool

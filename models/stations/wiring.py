@@ -44,6 +44,10 @@ class Wiring:
     preloaded_flow : numpy.ndarray or None
         Per flow: its messages were stored before the run (``PublisherParams.preloaded``;
         :mod:`pubsim.models.mechanisms.persistence`); None when no read station needs it.
+    confirm_delay_s : numpy.ndarray or None
+        Per visit: NaN, or the return delay (s) of the producer confirm issued when
+        a message departs this visit (:mod:`pubsim.models.mechanisms.persistence.sending`);
+        None when no producer waits for confirms.
     """
 
     plan: RoutePlan
@@ -55,3 +59,4 @@ class Wiring:
     durable_visit: dict[int, np.ndarray] = field(default_factory=dict)
     relay_load: dict[int, dict[str, np.ndarray]] = field(default_factory=dict)
     preloaded_flow: np.ndarray | None = None
+    confirm_delay_s: np.ndarray | None = None

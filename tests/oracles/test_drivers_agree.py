@@ -640,6 +640,48 @@ CASES["priority-overloaded-reject"] = (lambda: priority_overloaded("reject"), 0.
 CASES["request-reply-clients"] = (request_reply_clients, 0.2)
 
 
+def confirms_unsubscribed():
+    """Confirm-paced producers nobody subscribes to (confirmed at the disk's sync, back over the uplink)
+    beside an open-loop persistent publisher and transient traffic that a ledger and a slow consumer take."""
+    disk = DiskParams(sync_latency_s=1e-3, bandwidth_Bps=200e6, batch_max_messages=16, op_latency_s=1e-4)
+    store = StoreParams(message_ops=2, overhead_bytes=400, ack_ops=1, ack_bytes=4, sync_delay_s=2e-4)
+    broker = BrokerParams(ingress_cost_s=Exponential(mean_value=5e-5), disk=disk, store=store)
+    size = Uniform(low=50_000, high=300_000)
+    loop = {"arrival": "closed_loop", "persistent": True, "size_bytes": size}
+    pubs = {
+        "sync": PublisherParams(topics=("c/sync",), send_mode="sync", **loop),
+        "conf": PublisherParams(topics=("c/conf",), send_mode="confirms", window_requests=4, **loop),
+        "tx": PublisherParams(topics=("c/tx",), send_mode="transactions", transaction_messages=3, **loop),
+        "open": PublisherParams(topics=("p/open",), rate_per_s=150.0, persistent=True, size_bytes=size),
+        "bg": PublisherParams(topics=("bg",), rate_per_s=500.0, size_bytes=Constant(value=200)),
+    }
+    subs = {
+        "ledger": SubscriberParams(subscriptions=("p/#",)),
+        "slow": SubscriberParams(subscriptions=("p/open", "bg"), processing_s=Exponential(mean_value=1e-3)),
+    }
+    return T.star(broker=broker, publishers=pubs, subscribers=subs, link=LAN)
+
+
+def confirms_diskless():
+    """A broker without a disk confirms when it has processed a message: a sync producer nobody takes,
+    a confirms window a slow consumer takes, beside a request/reply-style loop answered by its delivery."""
+    broker = BrokerParams(ingress_cost_s=Exponential(mean_value=1e-4))
+    pubs = {
+        "sync": PublisherParams(topics=("c/sync",), arrival="closed_loop", send_mode="sync"),
+        "conf": PublisherParams(topics=("c/conf",), arrival="closed_loop", send_mode="confirms", window_requests=3),
+        "rr": PublisherParams(topics=("rr",), arrival="closed_loop", window_requests=2),
+    }
+    subs = {
+        "slow": SubscriberParams(subscriptions=("c/conf",), processing_s=Exponential(mean_value=2e-3)),
+        "replier": SubscriberParams(subscriptions=("rr",)),
+    }
+    return T.star(broker=broker, publishers=pubs, subscribers=subs, link=LAN)
+
+
+CASES["store-confirms-unsubscribed"] = (confirms_unsubscribed, 0.4)
+CASES["confirms-diskless"] = (confirms_diskless, 0.4)
+
+
 def _frames(result):
     return result.deliveries(), result.drops(), result.stations()
 
@@ -791,6 +833,17 @@ def test_compiled_closed_loop_equals_rounds(case):
     for a, b in zip(_frames(compiled), _frames(rounds)):
         pd.testing.assert_frame_equal(a, b, check_exact=True)
     assert compiled.summary()["published"] == rounds.summary()["published"] > 100
+
+
+@pytest.mark.parametrize("case", ["store-confirms-unsubscribed", "confirms-diskless"])
+def test_confirm_paced_producers_publish_alike(case):
+    """Both drivers send the same messages of producers nobody (or a slow consumer) takes."""
+    build, duration = CASES[case]
+    runs = [simulate(build(), duration_s=duration, seed=11, driver=d) for d in ("batch", "reference")]
+    published = [r.summary()["published"] for r in runs]
+    assert published[0] == published[1]
+    st = runs[0].stations().set_index("station")
+    assert st.loc["link:sync->broker", "served"] > 10 and st.loc["link:conf->broker", "served"] > 10
 
 
 def test_closed_loop_outside_the_compiled_class_runs_in_rounds():

@@ -10,6 +10,10 @@ and broker restarts.
   preloaded publishers), and the broker's copies hang below the chain (they
   leave when their write is synced and, if needed, read back); the broker
   is told its copies per visit through the wiring;
+* a producer that waits for confirms (``send_mode`` not ``async``) is
+  answered when its message leaves the first broker's disk (the sync that
+  made it durable), or that broker when it has no disk, plus the return
+  latency of its uplink (:func:`.sending.confirm_delays`);
 * a ``transactions`` producer's closed-loop source opens its window N
   messages at a time (:class:`.sending.TransactionSource`);
 * the per-subscriber queues of a restarting broker restart with it: their
@@ -30,7 +34,7 @@ from ..context import CompileContext
 from ..keys import StationKey, StationKind
 from .disk import DiskStation
 from .read import ReadStation
-from .sending import TransactionSource
+from .sending import TransactionSource, confirm_delays
 
 __all__ = ["PERSISTENCE", "Persistence"]
 
@@ -114,6 +118,7 @@ class Persistence:
             bp = ctx.params(name)
             if bp.restart_at_s:  # restarting queues only (sim.restart.RestartQueueDiscipline)
                 wiring.durable_visit[idx] = durable & bool(bp.durable_queue)
+        wiring.confirm_delay_s = confirm_delays(ctx, plan)
 
 
 def _host_memory(ctx: CompileContext, broker) -> int | None:

@@ -15,19 +15,86 @@
   waits until all N are confirmed; the next transaction starts then.
 
 The first three are the closed-loop source
-(:class:`pubsim.models.stations.sources.ClosedLoopSource`, window 1 or W):
-a confirm is the first delivery of the message below the broker's disk
-(the persistence mechanism puts the disk between the broker and its
-copies, so a delivery means the write was synced); the return leg of the
-confirm is the delivery path. Transactions wrap it in
-:class:`TransactionSource`.
+(:class:`pubsim.models.stations.sources.ClosedLoopSource`, window 1 or W);
+transactions wrap it in :class:`TransactionSource`.
+
+When the confirm comes: when the message is durable, independent of any
+consumer. RabbitMQ acks a persistent message routed to a durable queue
+once it is persisted to disk (www.rabbitmq.com/docs/confirms, "When will
+published messages be confirmed by the broker?"); a JMS persistent send
+(ActiveMQ Classic; Artemis ``blockOnDurableSend``) returns when the broker
+has stored it (journal sync). So the confirm is issued when the message
+leaves the disk station of the first broker it visits (its write batch was
+synced), or that broker's station when the broker has no disk (or the
+message is not persistent), and reaches the producer the uplink's
+``latency_s`` later (the same link, reverse direction: no queue, no
+jitter, no bytes; :func:`confirm_delays`). The drivers tell the source at
+that departure (:meth:`pubsim.sim.network.Network.on_departed`); the
+producer needs no subscriber, and a slow consumer does not slow it.
+RabbitMQ's earlier confirm of a message consumed by all its queues'
+consumers before it is persisted is not modelled.
+
+One producer, one message at a time (``sync``), nobody else at the broker:
+
+    1 / (uplink latency + broker + write + sync + uplink latency)
+
+with the uplink's transmission (``size / bandwidth``) in the first leg.
 """
 
 from __future__ import annotations
 
 import heapq
 
-__all__ = ["TransactionSource"]
+import numpy as np
+
+from ..context import CompileContext
+from ..keys import StationKey
+
+__all__ = ["TransactionSource", "confirm_delays"]
+
+
+def confirm_delays(ctx: CompileContext, plan) -> np.ndarray | None:
+    """Per visit: the confirm's return delay (s) at the visit that issues it, NaN elsewhere.
+
+    For each flow of a producer with ``send_mode`` other than ``async``: the
+    first broker visit on its route, or the disk visit right below it (the
+    persistence chain), returns the confirm after the producer's uplink
+    latency. None when no producer waits for confirms.
+    """
+    waiting = [ctx.params(p).send_mode != "async" for p in ctx.publishers]
+    if not any(waiting):
+        return None
+    brokers = {ctx.index_of(StationKey.broker(n)) for n in ctx.brokers}
+    disks = {ctx.index_of(StationKey.disk(n)) for n in ctx.brokers if ctx.has(StationKey.disk(n))}
+    delay = np.full(plan.n_visits, np.nan)
+    for f, root in enumerate(plan.flow_root.tolist()):
+        p = int(plan.flow_publisher[f])
+        if not waiting[p]:
+            continue
+        v = _first_visit(plan, int(root), brokers)
+        if v is None:
+            continue
+        if plan.n_children[v] == 1:
+            child = int(plan.child_idx[plan.child_ptr[v]])
+            v = child if int(plan.station[child]) in disks else v
+        delay[v] = _return_latency_s(ctx, ctx.publishers[p])
+    return delay
+
+
+def _first_visit(plan, root: int, stations: set[int]) -> int | None:
+    """First visit of one of ``stations`` on the single-child chain from ``root``, or None."""
+    v = root
+    while int(plan.station[v]) not in stations:
+        if plan.n_children[v] != 1:
+            return None
+        v = int(plan.child_idx[plan.child_ptr[v]])
+    return v
+
+
+def _return_latency_s(ctx: CompileContext, publisher) -> float:
+    """The producer's uplink latency, s (0 without an uplink station)."""
+    key = StationKey.uplink(publisher)
+    return float(ctx.stations[ctx.index_of(key)].params.latency_s) if ctx.has(key) else 0.0
 
 
 class TransactionSource:
@@ -62,7 +129,7 @@ class TransactionSource:
         return getattr(self.inner, name)
 
     def on_reply(self, seq, t, msg):
-        """Confirms (first deliveries) of this producer's messages."""
+        """Confirms of this producer's messages (at their durability, plus the return latency)."""
         inner = self.inner
         for q, tq, m in zip(seq.tolist(), t.tolist(), msg.tolist()):
             if q < 0 or q not in inner._unanswered:

@@ -172,6 +172,71 @@ def test_confirms_window_limits_throughput_to_w_over_rtt():
     assert theory.window_throughput_per_s(w, 1e-9, rtt) == pytest.approx(w / rtt, rel=1e-6)
 
 
+def _sent(r):
+    """Messages the producers sent over the whole run."""
+    return int(r.summary()["offered_per_s"] * r.duration_s + 0.5)
+
+
+@pytest.mark.parametrize("driver", DRIVERS)
+def test_sync_producer_without_a_consumer_is_confirmed_at_its_sync(driver):
+    # no subscriber at all: uplink 0.5 ms (and 100 kB at 1 Gbit/s), broker 20 us, disk alone:
+    # sync 1 ms + op 100 us + 100 kB / 500 MB/s; the confirm returns over the uplink's 0.5 ms
+    lat, cost, size, bw = 5e-4, 2e-5, 100_000, 125e6
+    broker = BrokerParams(ingress_cost_s=Constant(value=cost), disk=_DISK, store=_STORE)
+    g = T.star(
+        broker=broker,
+        publishers={"p": _producer("sync", size=size)},
+        subscribers={},
+        link=LinkParams(latency_s=lat, bandwidth_Bps=bw),
+        protocol="none",
+    )
+    r = simulate(g, duration_s=1.0, seed=1, driver=driver)
+    cycle = (size / bw + lat) + cost + (1e-3 + 1e-4 + size / 500e6) + lat  # 2.82 ms
+    assert cycle == pytest.approx(3.12e-3)
+    assert _sent(r) == math.ceil(1.0 / cycle)  # 321 sends, one per cycle from t = 0
+    assert len(r.deliveries()) == 0
+
+
+def test_a_slow_consumer_does_not_slow_a_confirms_producer():
+    # the producer's rate is set by its window and the disk; a consumer taking 20 ms a message falls behind
+    def run(processing_s):
+        broker = BrokerParams(ingress_cost_s=Constant(value=2e-5), disk=_DISK, store=_STORE)
+        sub = SubscriberParams(subscriptions=("t",), processing_s=Constant(value=processing_s))
+        g = T.star(
+            broker=broker,
+            publishers={"p": _producer("confirms", window=4)},
+            subscribers={"s": sub},
+            link=LinkParams(latency_s=5e-4),
+            protocol="none",
+        )
+        return simulate(g, duration_s=1.0, seed=1)
+
+    fast, slow = run(0.0), run(0.02)
+    assert _sent(fast) == _sent(slow) > 1000  # the producer does not see the consumer
+    in_time = [int((r.deliveries()["delivery_time_s"] <= 1.0).sum()) for r in (fast, slow)]
+    # while the consumer falls behind: the first copy reaches it at 0.5 + 0.02 + 1.3 + 0.5 ms = 2.32 ms,
+    # then one per 20 ms: 2.32 ms + 20 ms x k <= 1 s for k = 0..48
+    assert in_time[1] == 49 < 0.1 * in_time[0]
+
+
+@pytest.mark.parametrize("subscribed", [True, False])
+def test_confirms_window_without_a_consumer_is_w_over_rtt(subscribed):
+    lat, w = 1e-3, 5
+    disk = DiskParams(bandwidth_Bps=1e12, op_latency_s=1e-6)
+    store = StoreParams(message_ops=1, sync="none")
+    broker = BrokerParams(ingress_cost_s=Constant(value=1e-6), disk=disk, store=store)
+    g = T.star(
+        broker=broker,
+        publishers={"p": _producer("confirms", window=w, size=1000)},
+        subscribers={"s": SubscriberParams(subscriptions=("t",))} if subscribed else {},
+        link=LinkParams(latency_s=lat),
+        protocol="none",
+    )
+    r = simulate(g, duration_s=2.0, seed=1)
+    rtt = 2 * lat + 1e-6 + 1e-6 + 1000 / 1e12  # uplink, broker, disk, confirm back over the uplink
+    assert _sent(r) / 2.0 == pytest.approx(w / rtt, rel=0.01)
+
+
 @pytest.mark.parametrize("driver", DRIVERS)
 def test_transactions_of_n_commit_together(driver):
     # N = 4 sent at once: the first finds the disk idle (alone: sync + write), the other 3 share the next sync;
