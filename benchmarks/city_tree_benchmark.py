@@ -59,6 +59,14 @@ the wall time of an idle machine), 25 Nov 2026:
   snapshots and restores (deep copies of ~300 station states per window)
   take about 40 % of the run's CPU, then the stations' own runs.
 
+  Since the density rule judges the busiest member (25 Nov 2026, same
+  machine): ``spread`` at 0.3 for 6 simulated s, run 34.1 s CPU (3 dense
+  windows, conservative rounds) before, 1.4 s CPU (3 optimistic windows)
+  after, same records. The 40 % snapshot share above is a profiler
+  artefact (cProfile inflates deepcopy's many small Python calls): timed
+  unprofiled, a snapshot plus restore of all 208 members takes about 30 ms
+  (0.15 ms per member), a few percent of a window; they were left as is.
+
     python benchmarks/city_tree_benchmark.py [--scale 0.1] [--minutes 5] [--subscribers spread|root]
         [--cycle-dense-arrivals inf] [--cycle-window-messages N] [--chunk-messages N] [--profile]
 """

@@ -268,7 +268,8 @@ class BatchDriver:
                 return
             arrivals = np.concatenate(parts) if parts else pending
             bound = solver.next_bound(arrivals, horizon)
-            if solver.dense(arrivals, bound):
+            by_member = [np.concatenate(ts) if ts else arrivals[:0] for ts in self._member_times(members)]
+            if solver.dense(by_member, bound):
                 solver.stats.dense_windows += 1
                 self._conservative_cycle(members, sub, bound)
                 done = True
@@ -276,6 +277,10 @@ class BatchDriver:
                 done = self._cycle_window(solver, members, sub, bound)
             if done and bound >= horizon:
                 return
+
+    def _member_times(self, members: list[int]) -> list[list[np.ndarray]]:
+        """Arrival times held in each member's inbox."""
+        return [[p.t for p in self.inbox[s] if len(p)] for s in members]
 
     def _cycle_window(self, solver: CycleSolver, members: list[int], sub: nx.DiGraph, bound: float) -> bool:
         """One optimistic window up to ``bound``; on no convergence, a smaller

@@ -268,25 +268,36 @@ class CycleSolver:
                 dirty.add(dest)
 
     # --- window bounds ----------------------------------------------------
-    def dense(self, pending_t: np.ndarray, bound: float) -> bool:
-        """Do the arrivals before ``bound`` come at more than ``dense_arrivals``
-        per cycle lookahead? Then conservative rounds are cheaper: each round
-        carries many arrivals, while the fixed point needs more sweeps (busy
-        periods chain across directions) and fails more often. Measured on
-        placement B SF (cycle lookahead 10 ms: relay, bridge, relay, bridge
-        back), one §4 probe of 1.5 s: near the limit (590 arrivals per
-        lookahead) conservative 4.2 s, optimistic 6.1 s (9.5 sweeps a window,
-        windows halved); at 250 per lookahead 2.8 s against 4.8 s; at 50 per
-        lookahead 4.4 s against 0.3-0.8 s; at the scenario's own load (25)
-        optimistic is about 40 times faster. Hence the default 150."""
+    def dense(self, pending_by_member: list[np.ndarray], bound: float) -> bool:
+        """Do the arrivals before ``bound`` at some member come at more than
+        ``dense_arrivals`` per cycle lookahead? Then conservative rounds are
+        cheaper: each round carries many arrivals, while the fixed point
+        needs more sweeps (busy periods chain across directions) and fails
+        more often. Measured on placement B SF (cycle lookahead 10 ms: relay,
+        bridge, relay, bridge back), one §4 probe of 1.5 s, with the
+        component's arrivals counted together: near the limit (590 arrivals
+        per lookahead) conservative 4.2 s, optimistic 6.1 s (9.5 sweeps a
+        window, windows halved); at 250 per lookahead 2.8 s against 4.8 s; at
+        50 per lookahead 4.4 s against 0.3-0.8 s; at the scenario's own load
+        (25) optimistic is about 40 times faster. Hence the default 150.
+
+        The rule is judged per member (the busiest one), not on the
+        component's total: sweeps chain through busy periods at a station,
+        so a large component of lightly loaded stations (the city tree of
+        ``benchmarks/city_tree_benchmark.py``: 100 relays and 198 bridge
+        directions, about 500 arrivals per lookahead in all, a few per
+        member) converges in few sweeps, while its conservative rounds run
+        every member once per lookahead in Python."""
         if not self.cycle_lookahead_s > 0 or not math.isfinite(self.dense_arrivals):
             return False
-        early = pending_t[pending_t < bound]
-        if len(early) == 0:
+        early = [t[t < bound] for t in pending_by_member]
+        counts = [len(t) for t in early]
+        if not any(counts):
             return False
-        end = bound if math.isfinite(bound) else float(early.max())
-        span = max(end - float(early.min()), self.cycle_lookahead_s)
-        return len(early) > self.dense_arrivals * span / self.cycle_lookahead_s
+        first = min(float(t.min()) for t in early if len(t))
+        end = bound if math.isfinite(bound) else max(float(t.max()) for t in early if len(t))
+        span = max(end - first, self.cycle_lookahead_s)
+        return max(counts) > self.dense_arrivals * span / self.cycle_lookahead_s
 
     def next_bound(self, pending_t: np.ndarray, horizon: float) -> float:
         """End of the next window: after about ``window`` pending arrivals, at most ``horizon``."""
