@@ -40,7 +40,7 @@ import numpy as np
 from ..analysis.interval_search import latency_trend_s_per_s
 from .harness import procfs
 from .harness.brokers import BrokerSpec, install_signal_cleanup, read_mosquitto_sys, start_broker
-from .harness.cpu import detect_cpu_control
+from .harness.cpu import CpuCap, detect_cpu_control
 from .harness.loadgen import LoadSpec, run_load
 from .harness.machine import machine_reference
 from .virtual import latency_fields
@@ -74,6 +74,7 @@ class RealHarness:
         self.versions = {}
         self.on_run = None  # optional callback(spec, row), e.g. a progress log
         self._sys_dropped = 0
+        self._clients = None  # the load generator's top-weight CPU group, while entered
 
     # -- broker lifecycle -------------------------------------------------
     def _ensure_broker(self, spec):
@@ -103,6 +104,9 @@ class RealHarness:
 
     def close(self):
         self.close_broker()
+        if self._clients is not None:
+            self._clients.remove()
+            self._clients = None
         if self._tmp is not None:
             self._tmp.cleanup()
             self._tmp = None
@@ -110,6 +114,7 @@ class RealHarness:
     def __enter__(self):
 
         install_signal_cleanup()
+        self._clients = _client_group()
         return self
 
     def __exit__(self, *exc):
@@ -128,6 +133,11 @@ class RealHarness:
             "broker_cpus": list(self.campaign.broker_cpus),
             "client_cpus": list(self.campaign.client_cpus),
             "socket_options": "TCP_NODELAY on clients; mosquitto set_tcp_nodelay true",
+            "cpu_weight": (
+                "broker and load generator in cgroups of the largest CPU weight"
+                if self._clients is not None
+                else "default CPU weight (no cgroup control, or the harness was not entered)"
+            ),
             "machine_reference": machine_reference(),
         }
 
@@ -159,11 +169,14 @@ class RealHarness:
     def __call__(self, spec):
 
         broker = self._ensure_broker(spec)
+        cap_before = _cap_stat(broker)
         before = procfs.sample(broker.pid)
         result = run_load(self._load_spec(spec, broker))
         after = procfs.sample(broker.pid)
+        cap_after = _cap_stat(broker)
         cpu = procfs.diff(before, after)
         row = self._row(spec, result, cpu, rule=self.campaign.egress_rule)
+        row.update(_cap_fields(cap_before, cap_after, cpu["wall_s"]))
         row["broker_dropped"] = self._broker_dropped(broker)
         row["host_load_1min"] = os.getloadavg()[0]  # shared machine: how busy the other cores were
         lat = np.asarray(result.latencies_s())
@@ -238,3 +251,47 @@ class RealHarness:
         }
         row.update(latency_fields(d["latency_s"].to_numpy()))
         return row
+
+
+def _client_group():
+    """Move this process (and so the clients it starts) into a top-weight CPU group.
+
+    On a machine shared with other work, the load generator then keeps its
+    core while it needs it, and the broker's capped group has the same
+    weight (:class:`~pubsim.calibration.harness.cpu.CpuCap`, ``top_weight``).
+    Returns None, changing nothing, without a writable cgroup CPU controller.
+    """
+    if detect_cpu_control()[0] is None:
+        return None
+    group = CpuCap(f"clients-{os.getpid()}", None, top_weight=True).create()
+    try:
+        group.add(os.getpid())
+    except OSError:
+        group.remove()
+        return None
+    return group
+
+
+def _cap_stat(broker):
+    cap = getattr(broker, "cpu_cap", None)
+    return cap.stat() if cap is not None else {}
+
+
+def _cap_fields(before, after, wall_s):
+    """How hard the CPU quota bound during a run (NaN without a quota).
+
+    ``cap_throttled_period_fraction`` is the share of the cgroup's enforcement
+    periods in which the broker ran out of quota; ``cap_throttled_s_per_s``
+    the time its tasks were held per second of the run. They tell a broker
+    held by its quota from one that waited for its clients, and show stalls
+    that the CPU time alone hides (issue 18).
+    """
+    if not before or not after:
+        return {"cap_throttled_period_fraction": math.nan, "cap_throttled_s_per_s": math.nan}
+    periods = after["periods"] - before["periods"]
+    throttled = after["throttled_periods"] - before["throttled_periods"]
+    held_s = after["throttled_s"] - before["throttled_s"]
+    return {
+        "cap_throttled_period_fraction": throttled / periods if periods > 0 else 0.0,
+        "cap_throttled_s_per_s": held_s / wall_s if wall_s > 0 else math.nan,
+    }

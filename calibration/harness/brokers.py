@@ -953,7 +953,8 @@ def start_broker(spec, workdir):
     workdir.mkdir(parents=True, exist_ok=True)
     cap = None
     if spec.cpu_cap_fraction is not None:
-        cap = CpuCap(f"{spec.kind}-{os.getpid()}-{time.monotonic_ns()}", spec.cpu_cap_fraction).create()
+        name = f"{spec.kind}-{os.getpid()}-{time.monotonic_ns()}"
+        cap = CpuCap(name, spec.cpu_cap_fraction, top_weight=True).create()
     try:
         for attempt in range(_PORT_RETRIES):
             try:

@@ -9,7 +9,10 @@ cgroup v1 (``/sys/fs/cgroup/cpu``): the group ``pubsim-<name>`` gets
 ``cpu.cfs_period_us = 10000`` and ``cpu.cfs_quota_us = fraction x 10000``
 (the period is lengthened when the quota would fall below the kernel's
 1 ms minimum). cgroup v2 (unified hierarchy with the ``cpu`` controller at
-``/sys/fs/cgroup``): the same numbers go into ``cpu.max``. Both need root.
+``/sys/fs/cgroup``): the same numbers go into ``cpu.max``. Both need root. A group can also carry no quota and only the
+largest CPU weight (``top_weight``): the harness puts its load generator in
+such a group and gives the broker's capped group the same weight, so that
+other work on a shared machine does not take their CPU (issue 18).
 """
 
 from __future__ import annotations
@@ -29,6 +32,8 @@ CGROUP_ROOT = Path("/sys/fs/cgroup")
 PERIOD_US = 10_000
 _MIN_QUOTA_US = 1_000  # kernel minimum of cfs_quota_us / cpu.max quota
 _MAX_PERIOD_US = 1_000_000
+# the largest CPU weight a group can have: cgroup v1 cpu.shares, v2 cpu.weight
+_TOP_WEIGHT = {"cgroup-v1": ("cpu.shares", 262_144), "cgroup-v2": ("cpu.weight", 10_000)}
 
 
 def cores():
@@ -101,12 +106,18 @@ class CpuCap:
     ----------
     name : str
         The group is ``pubsim-<name>`` at the top of the cpu hierarchy.
-    fraction : float
-        CPU bandwidth in cores, in ``(0, len(cores())]``.
+    fraction : float or None
+        CPU bandwidth in cores, in ``(0, len(cores())]``; None for no quota.
     control : {"cgroup-v1", "cgroup-v2"} or None
         Interface to use; detected when None.
     root : path
         cgroup mount point.
+    top_weight : bool
+        Give the group the largest CPU weight (v1 ``cpu.shares`` 262144,
+        v2 ``cpu.weight`` 10000), so that on a machine shared with other
+        work the quota, not the neighbours' CPU use, bounds what the group
+        gets (the weight only matters while other groups want the same
+        core). Each root-level session has weight 1024 under autogroup.
 
     Raises
     ------
@@ -116,8 +127,9 @@ class CpuCap:
         No usable cgroup CPU controller.
     """
 
-    def __init__(self, name, fraction, *, control=None, root=CGROUP_ROOT):
-        self.fraction = _check_fraction(fraction)
+    def __init__(self, name, fraction, *, control=None, root=CGROUP_ROOT, top_weight=False):
+        self.fraction = None if fraction is None else _check_fraction(fraction)
+        self.top_weight = bool(top_weight)
         if control is None:
             control, reason = detect_cpu_control(root)
             if control is None:
@@ -126,7 +138,7 @@ class CpuCap:
         base = Path(root) / "cpu" if control == "cgroup-v1" else Path(root)
         self.parent = base
         self.path = base / f"pubsim-{name}"
-        self.quota_us, self.period_us = quota_us(self.fraction)
+        self.quota_us, self.period_us = quota_us(self.fraction) if self.fraction is not None else (None, None)
         self.created = False
 
     def create(self):
@@ -136,15 +148,22 @@ class CpuCap:
         self.path.mkdir(exist_ok=True)
         self.created = True
         try:
-            if self.control == "cgroup-v1":
-                (self.path / "cpu.cfs_period_us").write_text(str(self.period_us))
-                (self.path / "cpu.cfs_quota_us").write_text(str(self.quota_us))
-            else:
-                (self.path / "cpu.max").write_text(f"{self.quota_us} {self.period_us}")
+            if self.quota_us is not None:
+                self._write_quota()
+            if self.top_weight:
+                knob, value = _TOP_WEIGHT[self.control]
+                (self.path / knob).write_text(str(value))
         except BaseException:
             self.remove()
             raise
         return self
+
+    def _write_quota(self):
+        if self.control == "cgroup-v1":
+            (self.path / "cpu.cfs_period_us").write_text(str(self.period_us))
+            (self.path / "cpu.cfs_quota_us").write_text(str(self.quota_us))
+        else:
+            (self.path / "cpu.max").write_text(f"{self.quota_us} {self.period_us}")
 
     @property
     def procs_file(self):
@@ -187,6 +206,21 @@ class CpuCap:
                     raise RuntimeError(f"cannot remove cgroup {self.path}: {err}") from err
                 time.sleep(0.02)
 
+    def stat(self):
+        """The group's CFS bandwidth counters, or an empty dict when it has none.
+
+        Returns
+        -------
+        dict
+            ``periods`` (enforcement periods that had runnable tasks),
+            ``throttled_periods`` (periods in which the group ran out of
+            quota) and ``throttled_s`` (total time its tasks were held,
+            seconds), from ``cpu.stat`` (``nr_periods``, ``nr_throttled``,
+            ``throttled_time`` in ns under cgroup v1, ``throttled_usec``
+            under v2).
+        """
+        return parse_cpu_stat(_read_text(self.path / "cpu.stat"))
+
     def __enter__(self):
         return self.create()
 
@@ -195,7 +229,32 @@ class CpuCap:
         return False
 
     def __repr__(self):
+        if self.fraction is None:
+            return f"CpuCap({self.path}, no quota, top weight {self.top_weight})"
         return f"CpuCap({self.path}, {self.fraction} cores, quota {self.quota_us}/{self.period_us} us)"
+
+
+def _read_text(path):
+    try:
+        return Path(path).read_text()
+    except OSError:
+        return ""
+
+
+def parse_cpu_stat(text):
+    """Bandwidth counters of a cgroup ``cpu.stat`` text (see :meth:`CpuCap.stat`)."""
+    fields = dict(line.split()[:2] for line in text.splitlines() if len(line.split()) >= 2)
+    if "nr_periods" not in fields:
+        return {}
+    if "throttled_usec" in fields:
+        throttled_s = int(fields["throttled_usec"]) * 1e-6
+    else:
+        throttled_s = int(fields.get("throttled_time", 0)) * 1e-9
+    return {
+        "periods": int(fields["nr_periods"]),
+        "throttled_periods": int(fields.get("nr_throttled", 0)),
+        "throttled_s": throttled_s,
+    }
 
 
 def _move(pid, procs_file):

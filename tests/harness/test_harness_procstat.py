@@ -10,8 +10,10 @@ import time
 
 import pytest
 
+from pubsim.calibration.campaign import parse_campaign
 from pubsim.calibration.harness import procfs as procstat
-from pubsim.calibration.harness.cpu import CpuCap, cores, detect_cpu_control, pin, quota_us
+from pubsim.calibration.harness.cpu import CpuCap, cores, detect_cpu_control, parse_cpu_stat, pin, quota_us
+from pubsim.calibration.runner import RealHarness, _cap_fields
 from pubsim.sim.errors import ConfigError
 
 # A child that runs commands read from stdin and answers "ok" after each:
@@ -161,10 +163,58 @@ def test_cap_limits_busy_child_and_group_is_removed(worker):
         assert cap.pids() == [worker.pid]
         worker.do("spin 0", wait=False)
         time.sleep(0.2)
-        before = procstat.sample(worker.pid)
+        before, stat0 = procstat.sample(worker.pid), cap.stat()
         time.sleep(1.5)
-        d = procstat.diff(before, procstat.sample(worker.pid))
+        d, stat1 = procstat.diff(before, procstat.sample(worker.pid)), cap.stat()
     assert 0.1 <= d["utilization"] <= 0.3, d
+    # a spinning task under a 0.2-core quota runs out of it in (nearly) every period
+    fields = _cap_fields(stat0, stat1, d["wall_s"])
+    assert fields["cap_throttled_period_fraction"] > 0.9, fields
+    assert 0.5 < fields["cap_throttled_s_per_s"] <= 1.0, fields
     assert not cap.path.exists()
     assert worker.proc.poll() is None  # moved back to the parent group, still running
     cap.remove()  # idempotent
+
+
+def test_cpu_stat_parsed_for_both_cgroup_versions():
+    v1 = "nr_periods 503\nnr_throttled 502\nthrottled_time 3996910522\nnr_bursts 0\nburst_time 0\n"
+    v2 = "usage_usec 10\nnr_periods 10\nnr_throttled 4\nthrottled_usec 2500\n"
+    assert parse_cpu_stat(v1) == {"periods": 503, "throttled_periods": 502, "throttled_s": pytest.approx(3.996910522)}
+    assert parse_cpu_stat(v2) == {"periods": 10, "throttled_periods": 4, "throttled_s": pytest.approx(0.0025)}
+    assert parse_cpu_stat("") == {}
+
+
+def test_cap_fields_by_hand_and_without_a_quota():
+    before = {"periods": 100, "throttled_periods": 10, "throttled_s": 0.5}
+    after = {"periods": 300, "throttled_periods": 160, "throttled_s": 1.7}
+    f = _cap_fields(before, after, 2.0)
+    assert f == {"cap_throttled_period_fraction": pytest.approx(0.75), "cap_throttled_s_per_s": pytest.approx(0.6)}
+    assert all(v != v for v in _cap_fields({}, {}, 2.0).values())  # NaN: no quota
+
+
+def test_top_weight_group_without_quota_holds_this_process_and_lets_go():
+    control, reason = detect_cpu_control()
+    if control is None:
+        pytest.skip(f"no cgroup CPU control: {reason}")
+    knob = "cpu.shares" if control == "cgroup-v1" else "cpu.weight"
+    with CpuCap(f"test-weight-{os.getpid()}", None, top_weight=True) as group:
+        assert int((group.path / knob).read_text()) in (262_144, 10_000)
+        quota = "cpu.cfs_quota_us" if control == "cgroup-v1" else "cpu.max"
+        assert (group.path / quota).read_text().split()[0] in ("-1", "max")  # no quota
+        group.add(os.getpid())
+        assert os.getpid() in group.pids()
+    assert not group.path.exists()  # this process went back to the parent group
+
+
+def test_the_harness_runs_its_clients_in_a_top_weight_group_and_leaves_it():
+    control, reason = detect_cpu_control()
+    if control is None:
+        pytest.skip(f"no cgroup CPU control: {reason}")
+    campaign = parse_campaign(
+        {"name": "t", "brokers": ["mosquitto"], "configurations": [{"name": "c", "payload_bytes": 64}]}
+    )
+    with RealHarness(campaign) as harness:
+        group = harness._clients
+        assert group is not None and os.getpid() in group.pids()
+        assert "largest CPU weight" in harness.metadata()["cpu_weight"]
+    assert harness._clients is None and not group.path.exists()
