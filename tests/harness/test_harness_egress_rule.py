@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from pubsim.calibration.campaign import parse_campaign
-from pubsim.calibration.harness.loadgen import RECORD_DTYPE, LoadSpec
+from pubsim.calibration.harness.loadgen import RECORD_DTYPE, LoadSpec, SetupTimeout
 from pubsim.calibration.harness.loadgen.result import LoadResult
 from pubsim.calibration.runner import RealHarness
 from pubsim.sim.errors import ConfigError
@@ -114,3 +114,27 @@ def test_bad_rule_names_the_field(rule, field):
     with pytest.raises(ConfigError) as err:
         parse_campaign({"brokers": ["mosquitto"], "configurations": [{"name": "x"}], "rule": rule})
     assert err.value.field == field and "\n" not in str(err.value)
+
+
+def test_a_run_the_busy_broker_cannot_set_up_is_measured_once_more_on_a_fresh_broker(monkeypatch):
+    """Past its limit a broker may not answer the next run's clients in time: restart it, once."""
+    spec, result = _run(0.001)
+    harness = RealHarness(parse_campaign({"brokers": ["mosquitto"], "configurations": [{"name": "x"}]}))
+    calls, closed = [], []
+
+    def measure(run_spec):
+        calls.append(run_spec)
+        if len(calls) == 1:
+            raise SetupTimeout("publisher 0: no 'connected' within the time allowed")
+        return None, result, CPU, {}
+
+    monkeypatch.setattr(harness, "_measure", measure)
+    monkeypatch.setattr(harness, "close_broker", lambda: closed.append(True))
+    monkeypatch.setattr(harness, "_broker_dropped", lambda broker: 0)
+    row, _ = harness(spec)
+    assert len(calls) == 2 and closed == [True] and row["broker_restarted"]
+
+    calls.clear()
+    monkeypatch.setattr(harness, "_measure", lambda s: (_ for _ in ()).throw(SetupTimeout("again")))
+    with pytest.raises(SetupTimeout):  # a second failure is not hidden
+        harness(spec)

@@ -8,8 +8,10 @@ import time
 from .child import _FLUSH_TIMEOUT_S
 from .publisher import _publisher_main
 from .result import LoadResult
-from .spec import HarnessError, LoadSpec, subscriber_topics
+from .spec import HarnessError, LoadSpec, SetupTimeout, subscriber_topics
 from .subscriber import _subscriber_main
+
+_SETUP_STEPS = ("subscribed", "connected", "ready")  # a timeout here is a SetupTimeout
 
 __all__ = ["run_load"]
 
@@ -64,7 +66,8 @@ class _Child:
                     f"while the harness waited for '{expect}'"
                 )
             if time.monotonic() > deadline:
-                raise HarnessError(f"{self.role} {self.index}: no '{expect}' within the time allowed")
+                error = SetupTimeout if expect in _SETUP_STEPS else HarnessError
+                raise error(f"{self.role} {self.index}: no '{expect}' within the time allowed")
 
     def send(self, msg):
         try:

@@ -41,6 +41,12 @@ class HarnessError(RuntimeError):
     """A client process failed or did not get ready in time."""
 
 
+class SetupTimeout(HarnessError):
+    """A client did not get ready within the set-up time: its connection or
+    subscription was not answered, e.g. by a broker still working off the
+    backlog of a run past its limit."""
+
+
 def _is_int(v):
     return isinstance(v, (int, np.integer)) and not isinstance(v, bool)
 
