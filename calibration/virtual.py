@@ -10,6 +10,7 @@ tests of the fit-validate pipeline against a known ground truth.
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 
@@ -19,10 +20,11 @@ from ..models.params.client import PublisherParams, SubscriberParams
 from ..models.params.link import LinkParams
 from ..models.params.mapping import from_mapping
 from ..run import simulate
+from ..sim.distributions import Sporadic, Uniform
 from .harness.cpu import quota_us
 from .harness.loadgen import pacing_batch
 from .pacing import batch_due_ns
-from .workload import topic_assignment
+from .workload import IDLE_TOPIC, topic_assignment
 
 __all__ = ["ROW_FIELDS", "result_row", "paced_publisher", "topology_for", "VirtualHarness"]
 
@@ -133,12 +135,14 @@ def _batching(row, topics):
     return rate, pacing_batch(rate, int(row["payload_bytes"]), topics)
 
 
-def topology_for(row, profile, *, pacing=None, rng=None):
+def topology_for(row, profile, *, pacing=None, rng=None, stalls=None):
     """The simulated twin of a measured run: a star with the calibrated broker.
 
     ``pacing`` and ``rng``: the publishers' measured lateness
     (:class:`pubsim.calibration.pacing.PacingLag`, their loops sharing the
-    client core) and the generator drawing it; None: on time.
+    client core) and the generator drawing it; None: on time. ``stalls``:
+    the machine's scheduler-tick stalls on every client link
+    (:class:`pubsim.calibration.stalls.TickStalls`; None: none).
     """
     kind = row["broker"]
     ((bname, bfields),) = profile["broker"].items()
@@ -161,7 +165,28 @@ def topology_for(row, profile, *, pacing=None, rng=None):
     pubs = {f"pub{i}": paced_publisher(row, i, tuple(t), batch_s=batches[i]) for i, t in enumerate(pub_topics)}
     subs = {f"sub{j}": SubscriberParams(subscriptions=tuple(f)) for j, f in enumerate(sub_filters)}
     protocol = {"zmq-proxy": "zmq", "nats": "none"}.get(kind, "mqtt")
+    if stalls is not None:
+        link = _stalled_links(row, link, stalls, sub_filters)
     return T.star(broker=broker, publishers=pubs, subscribers=subs, link=link, protocol=protocol)
+
+
+def _stalled_links(row, link, stalls, sub_filters):
+    """Each client's link with the machine's tick stalls: its jitter plus, now and then, the
+    rest of a tick (:meth:`pubsim.calibration.stalls.TickStalls.hold`, a
+    :class:`~pubsim.sim.distributions.Sporadic` jitter)."""
+    rate = float(row["rate_per_s"])
+    topics = int(row["topics"])
+    pubs = int(row["publishers"])
+    burst_s = _batching(row, topics)[1] * pubs / rate  # a publisher's batch interval
+    per_link = {f"pub{i}": rate / pubs for i in range(pubs)}
+    for j, filters in enumerate(sub_filters):
+        per_link[f"sub{j}"] = rate / topics * sum(f != IDLE_TOPIC for f in filters)
+    out = {}
+    for name, r in per_link.items():
+        p, low = stalls.hold(r, burst_s)
+        jitter = Sporadic(base=link.jitter_s, probability=p, extra=Uniform(low=low, high=stalls.tick_s))
+        out[name] = replace(link, jitter_s=jitter)
+    return out
 
 
 class VirtualHarness:
@@ -179,19 +204,23 @@ class VirtualHarness:
         The load generator's measured lateness
         (:class:`pubsim.calibration.pacing.PacingLag`); None: publishers on
         time.
+    stalls : TickStalls or None
+        The machine's scheduler-tick stalls on the client links
+        (:class:`pubsim.calibration.stalls.TickStalls`); None: none.
     """
 
-    def __init__(self, profiles, *, seed=0, sample=1000, pacing=None):
+    def __init__(self, profiles, *, seed=0, sample=1000, pacing=None, stalls=None):
         self.profiles = profiles
         self.seed = seed
         self.sample = sample
         self.pacing = pacing
+        self.stalls = stalls
         self.runs = 0
 
     def __call__(self, spec):
         row = spec.as_row() if hasattr(spec, "as_row") else dict(spec)
         lateness = None if self.pacing is None else np.random.default_rng([self.seed, self.runs, 1])
-        g = topology_for(row, self.profiles[row["broker"]], pacing=self.pacing, rng=lateness)
+        g = topology_for(row, self.profiles[row["broker"]], pacing=self.pacing, rng=lateness, stalls=self.stalls)
         res = simulate(
             g,
             duration_s=row["duration_s"],
