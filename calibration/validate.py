@@ -74,6 +74,7 @@ def fit_profiles(
     variability=False,
     cv_grid=(0.0, 0.5, 1.0, 1.5, 2.0),
     seed=0,
+    pacing=None,
 ):
     """One calibrated profile per broker kind, fitted on ``runs[split]``.
 
@@ -88,7 +89,9 @@ def fit_profiles(
     carries it (``background_cpu_fraction``). With ``variability``, the
     coefficient of variation of the per-message costs is chosen from
     ``cv_grid`` by simulating the moderately loaded training runs
-    (:class:`pubsim.calibration.variability.ServiceVariabilityCalibrator`; slower).
+    (:class:`pubsim.calibration.variability.ServiceVariabilityCalibrator`; slower),
+    the simulated twin paced with ``pacing`` (the load generator's measured
+    lateness, :class:`pubsim.calibration.pacing.PacingLag`; None: on time).
 
     Returns
     -------
@@ -125,7 +128,8 @@ def fit_profiles(
         cv = 0.0
         if variability:
             var = ServiceVariabilityCalibrator(
-                simulate=lambda row, cv, profile=profile: simulate_run(row, profile(cv), seed=seed)[0], cv_grid=cv_grid
+                simulate=lambda row, cv, profile=profile: simulate_run(row, profile(cv), seed=seed, pacing=pacing)[0],
+                cv_grid=cv_grid,
             ).fit(rows)
             cv = var.params_["service_cv"]
             base["metadata"]["variability"] = (
@@ -145,22 +149,30 @@ def _within_cap(params, rows):
     return {**params, "background_cpu_fraction": min(params.get("background_cpu_fraction", 0.0), limit)}
 
 
-def simulate_run(row, profile, *, seed=0, sample=2000):
-    """Simulate one measured run; ``(measurement-style row, latency sample)``."""
-    return VirtualHarness({row["broker"]: profile}, seed=seed, sample=sample)(row)
+def simulate_run(row, profile, *, seed=0, sample=2000, pacing=None, stalls=None):
+    """Simulate one measured run; ``(measurement-style row, latency sample)``.
+
+    ``pacing``: the load generator's measured lateness
+    (:class:`pubsim.calibration.pacing.PacingLag`; None: publishers on time);
+    ``stalls``: the machine's scheduler-tick stalls on the client links
+    (:class:`pubsim.calibration.stalls.TickStalls`; None: none).
+    """
+    return VirtualHarness({row["broker"]: profile}, seed=seed, sample=sample, pacing=pacing, stalls=stalls)(row)
 
 
 def _pct(sim, meas):
     return 100.0 * (sim - meas) / meas if meas else math.nan
 
 
-def _simulated_limit(rows, profile, seed, steps):
+def _simulated_limit(rows, profile, seed, steps, pacing=None, stalls=None):
     row = rows.iloc[0].to_dict()
     pubs = int(row["publishers"])
     start = rows["rate_per_s"].max()
 
     def measure(interval_s):
-        return simulate_run({**row, "rate_per_s": pubs / interval_s}, profile, seed=seed, sample=1)[0]
+        return simulate_run(
+            {**row, "rate_per_s": pubs / interval_s}, profile, seed=seed, sample=1, pacing=pacing, stalls=stalls
+        )[0]
 
     return interval_search(
         measure,
@@ -191,8 +203,13 @@ class Validation:
     simulated_latency: dict
 
 
-def validate(runs, saturation, latency, profiles, *, seed=0, steps=10, progress=None):
+def validate(runs, saturation, latency, profiles, *, seed=0, steps=10, progress=None, pacing=None, stalls=None):
     """Compare simulation with measurement (see the module docstring).
+
+    ``pacing``: the load generator's measured lateness for the simulated
+    twin (:class:`pubsim.calibration.pacing.PacingLag`; None: on time);
+    ``stalls``: the machine's scheduler-tick stalls on its client links
+    (:class:`pubsim.calibration.stalls.TickStalls`; None: none).
 
     ``progress``: True (or a label) shows a bar of the (broker, config)
     pairs done (tqdm: a widget in Jupyter, text on stderr elsewhere;
@@ -200,10 +217,10 @@ def validate(runs, saturation, latency, profiles, *, seed=0, steps=10, progress=
     after each pair; None shows nothing.
     """
     with P.steps(progress, desc="validating", unit="config") as notify:
-        return _compare(runs, saturation, latency, profiles, seed, steps, notify)
+        return _compare(runs, saturation, latency, profiles, seed, steps, notify, pacing, stalls)
 
 
-def _compare(runs, saturation, latency, profiles, seed, steps, progress):
+def _compare(runs, saturation, latency, profiles, seed, steps, progress, pacing=None, stalls=None):
     pairs, per_run, samples = [], [], {}
     groups = [(k, g) for k, g in runs.groupby(["broker", "config"], sort=False) if k[0] in profiles]
     sat = saturation.set_index(["broker", "config"])
@@ -211,7 +228,7 @@ def _compare(runs, saturation, latency, profiles, seed, steps, progress):
         profile = profiles[kind]
         samples[(kind, config)] = {}
         meas_limit = sat.loc[(kind, config), "limit_rate_per_s"]
-        sim = _simulated_limit(rows, profile, seed, steps)
+        sim = _simulated_limit(rows, profile, seed, steps, pacing, stalls)
         split = rows["split"].iloc[0]
         pairs.append(
             {
@@ -224,7 +241,7 @@ def _compare(runs, saturation, latency, profiles, seed, steps, progress):
             }
         )
         for _, r in rows.iterrows():
-            summ, lat_sim = simulate_run(r.to_dict(), profile, seed=seed)
+            summ, lat_sim = simulate_run(r.to_dict(), profile, seed=seed, pacing=pacing, stalls=stalls)
             samples[(kind, config)][r["run"]] = lat_sim
             lat_meas = latency[(latency.broker == kind) & (latency.config == config) & (latency.run == r["run"])][
                 "latency_s"

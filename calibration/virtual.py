@@ -10,6 +10,7 @@ tests of the fit-validate pipeline against a known ground truth.
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 
@@ -19,9 +20,11 @@ from ..models.params.client import PublisherParams, SubscriberParams
 from ..models.params.link import LinkParams
 from ..models.params.mapping import from_mapping
 from ..run import simulate
+from ..sim.distributions import Sporadic, Uniform
 from .harness.cpu import quota_us
 from .harness.loadgen import pacing_batch
-from .workload import topic_assignment
+from .pacing import batch_due_ns
+from .workload import IDLE_TOPIC, topic_assignment
 
 __all__ = ["ROW_FIELDS", "result_row", "paced_publisher", "topology_for", "VirtualHarness"]
 
@@ -96,19 +99,26 @@ def result_row(result, *, broker_station="broker:broker"):
     return row
 
 
-def paced_publisher(row, index, topics):
+def paced_publisher(row, index, topics, *, batch_s=None):
     """Publisher ``index`` sending as the load generator paces it.
 
     The generator sends batches of ``b`` messages (``loadgen.pacing_batch``),
-    batch ``n`` at ``n b / rate`` s, message ``seq`` on topic
-    ``(seq + index) mod topics``: an explicit schedule reproduces that, so
-    the simulated broker sees the same bursts (and wakes up as often).
+    batch ``n`` due at ``int(n b 1e9 / rate)`` ns after the start, message
+    ``seq`` on topic ``(seq + index) mod topics``, and sends no batch at or
+    after the run's end: an explicit schedule reproduces that
+    (:func:`pubsim.calibration.pacing.batch_due_ns`), so the simulated broker
+    sees the same bursts (and wakes up as often). ``batch_s``: the batches'
+    send times instead, s (a late generator,
+    :meth:`pubsim.calibration.pacing.PacingLag.send_times_s`).
     """
     k = len(topics)
-    rate = float(row["rate_per_s"]) / int(row["publishers"])
-    b = pacing_batch(rate, int(row["payload_bytes"]), k)
-    n = np.arange(int(rate * float(row["duration_s"])))
-    times = (n // b) * (b / rate)
+    if batch_s is None:
+        rate, b = _batching(row, k)
+        batch_s = batch_due_ns(rate, b, float(row["duration_s"])) / 1e9
+    else:
+        b = _batching(row, k)[1]
+    n = np.arange(len(batch_s) * b)
+    times = np.asarray(batch_s, dtype=float)[n // b]
     names = np.array(topics, dtype=object)
     return PublisherParams(
         topics=topics,
@@ -119,8 +129,21 @@ def paced_publisher(row, index, topics):
     )
 
 
-def topology_for(row, profile):
-    """The simulated twin of a measured run: a star with the calibrated broker."""
+def _batching(row, topics):
+    """``(rate per publisher, messages per batch)`` of a run's publishers."""
+    rate = float(row["rate_per_s"]) / int(row["publishers"])
+    return rate, pacing_batch(rate, int(row["payload_bytes"]), topics)
+
+
+def topology_for(row, profile, *, pacing=None, rng=None, stalls=None):
+    """The simulated twin of a measured run: a star with the calibrated broker.
+
+    ``pacing`` and ``rng``: the publishers' measured lateness
+    (:class:`pubsim.calibration.pacing.PacingLag`, their loops sharing the
+    client core) and the generator drawing it; None: on time. ``stalls``:
+    the machine's scheduler-tick stalls on every client link
+    (:class:`pubsim.calibration.stalls.TickStalls`; None: none).
+    """
     kind = row["broker"]
     ((bname, bfields),) = profile["broker"].items()
     ((lname, lfields),) = profile["link"].items()
@@ -135,10 +158,35 @@ def topology_for(row, profile):
         topics=int(row["topics"]),
         fanout=int(row["fanout"]),
     )
-    pubs = {f"pub{i}": paced_publisher(row, i, tuple(t)) for i, t in enumerate(pub_topics)}
+    batches = [None] * len(pub_topics)
+    if pacing is not None:
+        rate, b = _batching(row, len(pub_topics[0]))
+        batches = pacing.send_times_s(rate, b, float(row["duration_s"]), rng, publishers=len(pub_topics))
+    pubs = {f"pub{i}": paced_publisher(row, i, tuple(t), batch_s=batches[i]) for i, t in enumerate(pub_topics)}
     subs = {f"sub{j}": SubscriberParams(subscriptions=tuple(f)) for j, f in enumerate(sub_filters)}
     protocol = {"zmq-proxy": "zmq", "nats": "none"}.get(kind, "mqtt")
+    if stalls is not None:
+        link = _stalled_links(row, link, stalls, sub_filters)
     return T.star(broker=broker, publishers=pubs, subscribers=subs, link=link, protocol=protocol)
+
+
+def _stalled_links(row, link, stalls, sub_filters):
+    """Each client's link with the machine's tick stalls: its jitter plus, now and then, the
+    rest of a tick (:meth:`pubsim.calibration.stalls.TickStalls.hold`, a
+    :class:`~pubsim.sim.distributions.Sporadic` jitter)."""
+    rate = float(row["rate_per_s"])
+    topics = int(row["topics"])
+    pubs = int(row["publishers"])
+    burst_s = _batching(row, topics)[1] * pubs / rate  # a publisher's batch interval
+    per_link = {f"pub{i}": rate / pubs for i in range(pubs)}
+    for j, filters in enumerate(sub_filters):
+        per_link[f"sub{j}"] = rate / topics * sum(f != IDLE_TOPIC for f in filters)
+    out = {}
+    for name, r in per_link.items():
+        p, low = stalls.hold(r, burst_s)
+        jitter = Sporadic(base=link.jitter_s, probability=p, extra=Uniform(low=low, high=stalls.tick_s))
+        out[name] = replace(link, jitter_s=jitter)
+    return out
 
 
 class VirtualHarness:
@@ -152,17 +200,27 @@ class VirtualHarness:
         Base seed; each run gets its own replication number.
     sample : int
         Latencies kept per run (random subsample), as the real harness.
+    pacing : PacingLag or None
+        The load generator's measured lateness
+        (:class:`pubsim.calibration.pacing.PacingLag`); None: publishers on
+        time.
+    stalls : TickStalls or None
+        The machine's scheduler-tick stalls on the client links
+        (:class:`pubsim.calibration.stalls.TickStalls`); None: none.
     """
 
-    def __init__(self, profiles, *, seed=0, sample=1000):
+    def __init__(self, profiles, *, seed=0, sample=1000, pacing=None, stalls=None):
         self.profiles = profiles
         self.seed = seed
         self.sample = sample
+        self.pacing = pacing
+        self.stalls = stalls
         self.runs = 0
 
     def __call__(self, spec):
         row = spec.as_row() if hasattr(spec, "as_row") else dict(spec)
-        g = topology_for(row, self.profiles[row["broker"]])
+        lateness = None if self.pacing is None else np.random.default_rng([self.seed, self.runs, 1])
+        g = topology_for(row, self.profiles[row["broker"]], pacing=self.pacing, rng=lateness, stalls=self.stalls)
         res = simulate(
             g,
             duration_s=row["duration_s"],

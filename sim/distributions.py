@@ -34,6 +34,7 @@ __all__ = [
     "Gamma",
     "Empirical",
     "Shifted",
+    "Sporadic",
     "parse_distribution",
 ]
 
@@ -268,6 +269,55 @@ class Shifted(Distribution):
 
     def __str__(self) -> str:
         return f"shifted({self.offset!r}, {self.base})"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Sporadic(Distribution):
+    """A draw of ``base``, plus a draw of ``extra`` with ``probability``.
+
+    A delay that is usually ``base`` and now and then longer: for example a
+    woken process that must wait for the next scheduler tick (``extra``
+    uniform on one tick) once in a while. Each block of draws takes the
+    base draws, then the uniform choices, then the extra draws.
+    """
+
+    base: Distribution
+    probability: float
+    extra: Distribution
+
+    def __post_init__(self) -> None:
+        p = self.probability
+        if not (isinstance(p, (int, float)) and 0.0 <= p <= 1.0):
+            raise ConfigError("probability", p, "a probability in [0, 1]")
+
+    @property
+    def is_constant(self) -> bool:
+        return self.base.is_constant and (self.probability == 0.0 or self.extra.is_constant and self.extra.mean == 0)
+
+    @property
+    def mean(self) -> float:
+        return self.base.mean + self.probability * self.extra.mean
+
+    @property
+    def scv(self) -> float:
+        m = self.mean
+        if m == 0:
+            return 0.0
+        p, e = self.probability, self.extra
+        var_extra = p * (e.scv * e.mean**2 + e.mean**2) - (p * e.mean) ** 2
+        return (self.base.scv * self.base.mean**2 + var_extra) / m**2
+
+    @property
+    def min_value(self) -> float:
+        return self.base.min_value
+
+    def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
+        out = self.base.sample(rng, n)
+        hit = rng.random(n) < self.probability
+        return out + np.where(hit, self.extra.sample(rng, n), 0.0)
+
+    def __str__(self) -> str:
+        return f"sporadic({self.base}, {self.probability!r}, {self.extra})"
 
 
 _CALL = re.compile(r"^\s*([a-zA-Z_]+)\s*\((.*)\)\s*$")

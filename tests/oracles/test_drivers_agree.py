@@ -24,7 +24,7 @@ from pubsim.models.params.store import StoreParams
 from pubsim.run import simulate
 from pubsim.scenario import load_scenario
 from pubsim.sim.closed_kernel import eligible
-from pubsim.sim.distributions import Constant, Exponential, LogNormal, Uniform
+from pubsim.sim.distributions import Constant, Exponential, LogNormal, Sporadic, Uniform
 from tests import ROOT
 
 LAN = LinkParams(latency_s=2e-4, bandwidth_Bps=12.5e6, overhead_bytes=40)
@@ -680,6 +680,19 @@ def confirms_diskless():
 
 CASES["store-confirms-unsubscribed"] = (confirms_unsubscribed, 0.4)
 CASES["confirms-diskless"] = (confirms_diskless, 0.4)
+
+
+def tick_stall_links():
+    """Links held now and then for the rest of a scheduler tick (Sporadic jitter, TCP order) to a capped broker."""
+    jitter = Sporadic(base=Exponential(mean_value=2e-5), probability=0.05, extra=Uniform(low=1e-3, high=4e-3))
+    link = LinkParams(latency_s=2e-5, jitter_s=jitter)
+    broker = BrokerParams(ingress_cost_s=Exponential(mean_value=5e-5), cpu_fraction=0.5, cpu_period_s=0.01)
+    pubs = {f"p{i}": PublisherParams(topics=("t",), rate_per_s=2000.0) for i in range(2)}
+    subs = {f"s{j}": SubscriberParams(subscriptions=("t",)) for j in range(2)}
+    return T.star(broker=broker, publishers=pubs, subscribers=subs, link=link)
+
+
+CASES["tick-stall-links"] = (tick_stall_links, 0.3)
 
 
 def _frames(result):

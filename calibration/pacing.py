@@ -1,0 +1,307 @@
+"""The load generator's pacing: batch due times, its measured lateness, and the twin of both.
+
+A publisher of the load generator (:mod:`pubsim.calibration.harness.loadgen`,
+``publisher._pace``) sends batch ``n`` of ``b`` messages when it is due,
+``t0 + int(n x b x 1e9 / rate)`` ns, and stops at ``t0 + duration``. A
+real process is late: after sleeping until a batch is due it wakes
+``W`` later (timer slack, scheduling delay on the shared client core, a
+scheduler tick when another task holds the core), and a publisher behind
+schedule sends its next batch as soon as the previous one is out (one loop
+pass, ``gap``), so a late wake-up turns into a burst of back-to-back
+batches at the broker. Latency is stamped at the real send, so the lateness
+itself is not latency; what it changes is the arrival process the broker
+sees.
+
+:func:`batch_send_times_ns` is that loop, batch by batch (the same integer
+arithmetic as the generator, so with no lateness it gives the due times
+exactly). The publishers of a run are processes pinned to one client core:
+:func:`shared_core_send_times_ns` runs their loops on it, a send holding the
+core for ``gap``, so publishers due at the same time go one after another.
+:class:`PacingLagCalibrator` estimates ``gap`` and the distribution of
+``W`` from measured send times (a run's deliveries: publisher, sequence
+number and send time of every message; use one-publisher runs, where no
+other publisher holds the core), and :class:`PacingLag` is the result the
+simulated twin draws from (:mod:`pubsim.calibration.virtual`).
+"""
+
+from __future__ import annotations
+
+import heapq
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ..sim.errors import ConfigError
+
+__all__ = [
+    "batch_count",
+    "batch_due_ns",
+    "batch_send_times_ns",
+    "shared_core_send_times_ns",
+    "PacingLag",
+    "PacingLagCalibrator",
+    "PACING_FILE",
+    "read_pacing",
+    "write_pacing",
+]
+
+#: A campaign folder's measured pacing lateness (:func:`write_pacing`).
+PACING_FILE = "pacing-lag.json"
+
+
+def _interval_ns(rate_per_s, b):
+    if not (rate_per_s > 0 and math.isfinite(rate_per_s)):
+        raise ConfigError("rate_per_s", rate_per_s, "a finite rate > 0 msg/s")
+    if not (isinstance(b, (int, np.integer)) and b >= 1):
+        raise ConfigError("batch", b, "an integer >= 1")
+    return b * 1e9 / rate_per_s
+
+
+def batch_count(rate_per_s, b, duration_s):
+    """Batches a publisher is due to send in ``duration_s`` (those with ``int(n x interval) < duration``)."""
+    interval = _interval_ns(rate_per_s, b)
+    t_end = int(duration_s * 1e9)
+    n = int(t_end / interval) + 2
+    due = (np.arange(n) * interval).astype(np.int64)
+    return int(np.searchsorted(due, t_end, side="left"))
+
+
+def batch_due_ns(rate_per_s, b, duration_s):
+    """Due time of each batch after ``t0``, ns: ``int(n x b x 1e9 / rate)`` as the generator computes it."""
+    interval = _interval_ns(rate_per_s, b)
+    return (np.arange(batch_count(rate_per_s, b, duration_s)) * interval).astype(np.int64)
+
+
+def batch_send_times_ns(rate_per_s, b, duration_s, *, wake_lag_ns=None, gap_ns=0):
+    """Send time of each batch after ``t0``, ns, the generator's loop with given lateness.
+
+    Parameters
+    ----------
+    rate_per_s : float
+        The publisher's rate, msg/s.
+    b : int
+        Messages per batch.
+    duration_s : float
+        Publishing time, s; a batch not sent before it ends is not sent.
+    wake_lag_ns : array of int or None
+        Lateness of each wake-up, ns, used in order, one per batch the
+        publisher sleeps for (None: none, the due times).
+    gap_ns : int
+        Time from one send to the loop's next clock reading, ns: a
+        publisher behind schedule sends its next batch that long after the
+        previous one.
+
+    Returns
+    -------
+    numpy.ndarray of int64
+        Send times of the batches sent, in order (fewer than due when the
+        last ones fall past the end).
+    """
+    due = batch_due_ns(rate_per_s, b, duration_s)
+    if wake_lag_ns is None:
+        return due
+    lag = np.asarray(wake_lag_ns, dtype=np.int64)
+    t_end = int(duration_s * 1e9)
+    out = np.empty(due.size, dtype=np.int64)
+    ready = None  # the loop's clock after the previous send
+    k = 0
+    for n in range(due.size):
+        now = ready
+        if now is None or now < due[n]:
+            if k >= lag.size:
+                raise ConfigError("wake_lag_ns", f"{lag.size} values", f"one per wake-up ({k + 1} or more)")
+            now = int(due[n]) + int(lag[k])
+            k += 1
+        if now >= t_end:
+            return out[:n]
+        out[n] = now
+        ready = now + int(gap_ns)
+    return out
+
+
+def shared_core_send_times_ns(rate_per_s, b, duration_s, wake_lag_ns, gap_ns):
+    """Send times of several publishers whose loops share one core, ns after ``t0``.
+
+    Each publisher runs the loop of :func:`batch_send_times_ns` with its own
+    lateness (``wake_lag_ns[i]``, used in order), and a send occupies the
+    core for ``gap_ns``: a publisher ready while another one sends goes when
+    the core is free (in order of readiness, ties by publisher index). With
+    one publisher this is :func:`batch_send_times_ns`.
+
+    Returns
+    -------
+    list of numpy.ndarray of int64
+        Each publisher's batch send times.
+    """
+    due = batch_due_ns(rate_per_s, b, duration_s)
+    t_end = int(duration_s * 1e9)
+    gap = int(gap_ns)
+    lags = [np.asarray(x, dtype=np.int64) for x in wake_lag_ns]
+    used = [0] * len(lags)
+    ready = [None] * len(lags)
+    out = [[] for _ in lags]
+
+    def wish(i):
+        n = len(out[i])
+        if ready[i] is not None and ready[i] >= due[n]:
+            return ready[i]
+        if used[i] >= lags[i].size:
+            raise ConfigError("wake_lag_ns", f"{lags[i].size} values", f"one per wake-up ({used[i] + 1} or more)")
+        used[i] += 1
+        return int(due[n]) + int(lags[i][used[i] - 1])
+
+    heap = [(wish(i), i) for i in range(len(lags))] if due.size else []
+    heapq.heapify(heap)
+    core_free = None
+    while heap:
+        t, i = heapq.heappop(heap)
+        now = t if core_free is None or t >= core_free else core_free
+        if now >= t_end:
+            continue
+        out[i].append(now)
+        core_free = ready[i] = now + gap
+        if len(out[i]) < due.size:
+            heapq.heappush(heap, (wish(i), i))
+    return [np.asarray(x, dtype=np.int64) for x in out]
+
+
+@dataclass(frozen=True, kw_only=True)
+class PacingLag:
+    """The load generator's measured lateness, for its simulated twin.
+
+    Parameters
+    ----------
+    wake_lag_s : tuple of float
+        Measured lateness of wake-ups (batches sent after sleeping), s;
+        the twin resamples them (independent draws).
+    gap_s : float
+        A late publisher's time from one batch to the next, s.
+    source : str
+        Where it was measured (data, date, machine).
+    """
+
+    wake_lag_s: tuple
+    gap_s: float
+    source: str = ""
+
+    def __post_init__(self):
+        lag = np.asarray(self.wake_lag_s, dtype=float)
+        if lag.size == 0 or not np.all(np.isfinite(lag)) or np.any(lag < 0):
+            raise ConfigError("wake_lag_s", f"<{lag.size} values>", "a non-empty list of lateness values >= 0 s")
+        if not (self.gap_s >= 0 and math.isfinite(self.gap_s)):
+            raise ConfigError("gap_s", self.gap_s, "a finite time >= 0 s")
+        object.__setattr__(self, "wake_lag_s", tuple(lag.tolist()))
+
+    def send_times_s(self, rate_per_s, b, duration_s, rng, publishers=1):
+        """Batch send times after ``t0`` of each of ``publishers`` sharing the client core, s.
+
+        Lateness is drawn from the measured values (independent draws, with
+        ``rng``); see :func:`shared_core_send_times_ns`.
+        """
+        n = batch_count(rate_per_s, b, duration_s)
+        lag = np.asarray(self.wake_lag_s)
+        draws = [np.round(lag[rng.integers(0, lag.size, n)] * 1e9).astype(np.int64) for _ in range(publishers)]
+        ns = shared_core_send_times_ns(rate_per_s, b, duration_s, draws, round(self.gap_s * 1e9))
+        return [x / 1e9 for x in ns]
+
+
+class PacingLagCalibrator:
+    """Lateness of the load generator's publishers from their measured send times.
+
+    A batch's send time is the send time its messages carry (one stamp per
+    batch). With ``gap`` the time a late publisher takes from one batch to
+    the next, batch ``n`` was sent after a sleep when the previous one left
+    more than ``gap`` before it was due; its lateness ``W`` is then its
+    send time minus its due time. ``gap`` is the median spacing of the
+    batches sent back to back (later than due, and less than half the
+    pacing interval after the previous batch; a batch sent after a sleep
+    follows the previous one by at least ``gap`` plus its own lateness), or
+    0 when there are none.
+
+    Parameters
+    ----------
+    min_wakeups : int
+        Fewest wake-ups needed.
+
+    Attributes
+    ----------
+    params_ : dict
+        ``gap_s``, ``n_wakeups``, ``n_batches``, ``wake_lag_s`` (the values,
+        s) and quantiles ``lag_p50_s``, ``lag_p90_s``, ``lag_p99_s``.
+    """
+
+    COLUMNS = ("publisher", "seq", "t_send_s")
+
+    def __init__(self, *, min_wakeups=100):
+        self.min_wakeups = min_wakeups
+
+    @staticmethod
+    def batches(deliveries, batch):
+        """``(publisher, n, send_s)`` of every batch seen (one row per batch)."""
+        d = deliveries.loc[:, ["publisher", "seq", "t_send_s"]].copy()
+        d["n"] = d["seq"] // batch
+        return d.groupby(["publisher", "n"], as_index=False)["t_send_s"].min().rename(columns={"t_send_s": "send_s"})
+
+    def fit(self, runs):
+        """Fit from ``runs``: a list of ``(deliveries, rate_per_s_per_publisher, batch)``."""
+        gaps, lags, total = [], [], 0
+        per_run = []
+        for deliveries, rate, b in runs:
+            missing = [c for c in self.COLUMNS if c not in deliveries]
+            if missing:
+                raise ConfigError(f"deliveries.{missing[0]}", None, f"a column (needed: {list(self.COLUMNS)})")
+            interval_s = b / rate
+            for _, g in self.batches(deliveries, b).groupby("publisher"):
+                g = g.sort_values("n")
+                n = g["n"].to_numpy()
+                send = g["send_s"].to_numpy()
+                due = (n * (b * 1e9 / rate)).astype(np.int64) / 1e9
+                follows = np.r_[False, np.diff(n) == 1]
+                since = np.r_[np.inf, np.diff(send)]
+                late = send - due
+                back = follows & (late > 0) & (since < interval_s / 2)
+                gaps.append(since[back])
+                per_run.append((send, due, follows))
+                total += len(send)
+        gap_all = np.concatenate(gaps) if gaps else np.empty(0)
+        gap = float(np.median(gap_all)) if gap_all.size else 0.0
+        for send, due, follows in per_run:
+            prev_ready = np.r_[-np.inf, send[:-1] + gap]
+            slept = ~follows | (prev_ready < due)
+            lags.append(np.clip(send[slept] - due[slept], 0.0, None))
+        lag = np.concatenate(lags) if lags else np.empty(0)
+        if lag.size < self.min_wakeups:
+            raise ConfigError("deliveries", f"{lag.size} wake-ups", f"at least {self.min_wakeups}")
+        q = np.quantile(lag, [0.5, 0.9, 0.99])
+        self.params_ = {
+            "gap_s": gap,
+            "n_wakeups": int(lag.size),
+            "n_batches": int(total),
+            "lag_p50_s": float(q[0]),
+            "lag_p90_s": float(q[1]),
+            "lag_p99_s": float(q[2]),
+            "wake_lag_s": lag,
+        }
+        return self
+
+    def pacing(self, source):
+        """The fitted :class:`PacingLag`."""
+        return PacingLag(wake_lag_s=tuple(self.params_["wake_lag_s"]), gap_s=self.params_["gap_s"], source=source)
+
+
+def write_pacing(path, pacing, *, max_values=2000, seed=0):
+    """Write ``pacing`` as JSON (at most ``max_values`` lateness values, a random subsample)."""
+    lag = np.asarray(pacing.wake_lag_s)
+    if lag.size > max_values:
+        lag = np.sort(np.random.default_rng(seed).choice(lag, max_values, replace=False))
+    data = {"source": pacing.source, "gap_s": pacing.gap_s, "wake_lag_s": [float(f"{x:.4g}") for x in lag]}
+    Path(path).write_text(json.dumps(data, indent=0) + "\n")
+
+
+def read_pacing(path):
+    """The :class:`PacingLag` written by :func:`write_pacing`."""
+    data = json.loads(Path(path).read_text())
+    return PacingLag(wake_lag_s=tuple(data["wake_lag_s"]), gap_s=float(data["gap_s"]), source=data.get("source", ""))

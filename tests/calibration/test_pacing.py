@@ -1,0 +1,175 @@
+"""The load generator's pacing and its simulated twin (calibration.pacing, calibration.virtual).
+
+The real publishing loop (``loadgen.publisher._pace``) runs here on a fake
+clock whose sleeps wake a given lateness late and whose sends take a given
+time: the twin must give the same batch send times, to the nanosecond, and
+with no lateness the due times the simulated publishers are scheduled at.
+The calibrator must recover the lateness and the back-to-back gap from send
+times the twin made.
+"""
+
+from types import SimpleNamespace
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from pubsim.calibration.harness.loadgen import LoadSpec, batch_size
+from pubsim.calibration.harness.loadgen import publisher as P
+from pubsim.calibration.pacing import (
+    PacingLag,
+    PacingLagCalibrator,
+    batch_count,
+    batch_due_ns,
+    batch_send_times_ns,
+    read_pacing,
+    shared_core_send_times_ns,
+    write_pacing,
+)
+from pubsim.calibration.virtual import paced_publisher
+from pubsim.calibration.workload import topic_name
+from pubsim.sim.errors import ConfigError
+
+T0 = 5_000_000_000
+
+
+class FakeTime:
+    """``monotonic_ns`` and ``sleep`` of a clock that wakes ``lags`` late, in order."""
+
+    def __init__(self, now, lags):
+        self.now = now
+        self.lags = list(lags)
+        self.used = 0
+
+    def monotonic_ns(self):
+        return self.now
+
+    def sleep(self, s):
+        self.now += round(s * 1e9)
+        if self.used < len(self.lags):
+            self.now += self.lags[self.used]
+        self.used += 1
+
+
+def run_real_loop(monkeypatch, spec, lags, gap_ns):
+    """The generator's ``_pace`` on a fake clock; ``(batch, send ns after t0)`` per batch sent."""
+    fake = FakeTime(T0 - 1_000_000, lags)
+    monkeypatch.setattr(P, "time", fake)
+    sent = []
+
+    def send_batch(n, now):
+        sent.append((n, now - T0))
+        fake.now += gap_ns
+
+    ctl = SimpleNamespace(start_ns=T0, abort=False, poll=lambda: None)
+    report = P._pace(spec, 0, ctl, batch_size(spec), send_batch, lambda: None)
+    assert list(report["batch_t_send_ns"] - T0) == [t for _, t in sent]
+    return np.array([n for n, _ in sent]), np.array([t for _, t in sent], dtype=np.int64)
+
+
+SPEC = LoadSpec(
+    protocol="mqtt", pub_port=1883, rate_per_s=3000.0, duration_s=0.02, publishers=2, subscribers=2, topics=2
+)
+
+
+def test_the_generator_sends_at_the_due_times_the_twin_schedules(monkeypatch):
+    b = batch_size(SPEC)
+    rate = SPEC.rate_per_s / SPEC.publishers
+    n, sent = run_real_loop(monkeypatch, SPEC, [0] * 1000, 0)
+    assert b == 2 and list(n) == list(range(len(n)))
+    due = batch_due_ns(rate, b, SPEC.duration_s)
+    assert np.array_equal(sent, due)
+    assert batch_count(rate, b, SPEC.duration_s) == len(sent) == 15  # 1333333.3 ns apart, the last at 18.67 ms
+    # the simulated publishers: every message at its batch's send time, topics (seq + index) mod topics
+    row = {"rate_per_s": SPEC.rate_per_s, "publishers": 2, "payload_bytes": 64, "duration_s": SPEC.duration_s}
+    topics = tuple(topic_name(k) for k in range(2))
+    for index in (0, 1):
+        pub = paced_publisher(row, index, topics)
+        seq = np.arange(len(sent) * b)
+        assert np.array_equal(np.asarray(pub.schedule_time_s), sent[seq // b] / 1e9)
+        assert list(pub.schedule_topic) == [topic_name(k) for k in (seq + index) % 2]
+
+
+@pytest.mark.parametrize("gap_ns", [0, 30_000])
+def test_the_twin_reproduces_a_late_generator_to_the_nanosecond(monkeypatch, gap_ns):
+    rng = np.random.default_rng(4)
+    lags = rng.integers(0, 400_000, 40)
+    lags[3] = 4_100_000  # about a scheduler tick: the next three batches go out back to back
+    lags[9] = 12_000_000  # so late that the run's end passes first: the rest is not sent
+    rate = SPEC.rate_per_s / SPEC.publishers
+    b = batch_size(SPEC)
+    _, real = run_real_loop(monkeypatch, SPEC, lags, gap_ns)
+    twin = batch_send_times_ns(rate, b, SPEC.duration_s, wake_lag_ns=lags, gap_ns=gap_ns)
+    assert np.array_equal(real, twin)
+    assert np.all(np.diff(real[3:7]) == gap_ns)  # caught up back to back after the tick
+    assert len(real) == 12 < batch_count(rate, b, SPEC.duration_s)  # batch 12 woke after the end
+
+
+def _deliveries(lags_ns, gap_ns, rate, b, duration_s, publishers=2):
+    frames = []
+    for p in range(publishers):
+        send = batch_send_times_ns(rate, b, duration_s, wake_lag_ns=lags_ns[p], gap_ns=gap_ns)
+        seq = np.arange(len(send) * b)
+        frames.append(pd.DataFrame({"publisher": p, "seq": seq, "t_send_s": send[seq // b] / 1e9}))
+    return pd.concat(frames, ignore_index=True)
+
+
+def test_calibrator_recovers_the_lateness_and_the_gap():
+    rng = np.random.default_rng(7)
+    rate, b, duration = 2000.0, 2, 2.0
+    n = batch_count(rate, b, duration)
+    lags = []
+    for _ in range(2):
+        x = rng.exponential(60_000, n).astype(np.int64)
+        x[rng.random(n) < 0.02] = 3_000_000  # a few tick-long stalls: back-to-back catch-up
+        lags.append(x)
+    gap = 20_000
+    d = _deliveries(lags, gap, rate, b, duration)
+    cal = PacingLagCalibrator().fit([(d, rate, b)])
+    assert cal.params_["gap_s"] == pytest.approx(gap / 1e9)
+    assert cal.params_["n_batches"] == 2 * n
+    got = np.sort(cal.params_["wake_lag_s"])
+    expect = np.sort(np.concatenate([_used_lags(x, rate, b, duration, gap) for x in lags])) / 1e9
+    assert got.shape == expect.shape and np.allclose(got, expect, atol=1e-12)
+    assert cal.params_["lag_p99_s"] == pytest.approx(np.quantile(expect, 0.99))
+
+
+def _used_lags(lags, rate, b, duration, gap):
+    """The lateness values the loop consumed (one per sleep)."""
+    send = batch_send_times_ns(rate, b, duration, wake_lag_ns=lags, gap_ns=gap)
+    due = batch_due_ns(rate, b, duration)[: len(send)]
+    ready = np.r_[-(10**18), send[:-1] + gap]
+    slept = ready < due
+    return (send - due)[slept]
+
+
+def test_pacing_file_round_trip_and_twin_draws(tmp_path):
+    lag = PacingLag(wake_lag_s=(1e-5, 2e-5, 4e-3), gap_s=2e-5, source="test")
+    write_pacing(tmp_path / "p.json", lag)
+    back = read_pacing(tmp_path / "p.json")
+    assert back == lag
+    (t,) = back.send_times_s(2000.0, 2, 0.5, np.random.default_rng(0))
+    due = batch_due_ns(2000.0, 2, 0.5)[: len(t)] / 1e9
+    assert np.all(t >= due) and np.all(np.diff(t) >= 2e-5 - 1e-12)
+    zero = PacingLag(wake_lag_s=(0.0,), gap_s=0.0)
+    (t0,) = zero.send_times_s(2000.0, 2, 0.5, np.random.default_rng(0))
+    assert np.array_equal(t0, batch_due_ns(2000.0, 2, 0.5) / 1e9)
+    with pytest.raises(ConfigError, match="wake_lag_s"):
+        PacingLag(wake_lag_s=(), gap_s=0.0)
+
+
+def test_one_publisher_on_the_shared_core_is_the_loop():
+    rng = np.random.default_rng(2)
+    lags = rng.integers(0, 2_000_000, 2000)
+    (one,) = shared_core_send_times_ns(1500.0, 2, 0.5, [lags], 25_000)
+    assert np.array_equal(one, batch_send_times_ns(1500.0, 2, 0.5, wake_lag_ns=lags, gap_ns=25_000))
+
+
+def test_publishers_sharing_the_core_send_one_after_another():
+    # hand timeline: 1000 msg/s each, b = 1, due at 0, 1, 2 ms; a send takes 0.1 ms of the core
+    gap = 100_000
+    a, b = shared_core_send_times_ns(1000.0, 1, 0.003, [[0, 0, 0], [0, 50_000, 2_500_000]], gap)
+    assert list(a) == [0, 1_000_000, 2_000_000]
+    # batch 0: due with publisher 0, waits for its send; batch 1: wakes 50 us late, the core is
+    # free again at 1.1 ms; batch 2 wakes 2.5 ms late, at 4.5 ms: after the run's end, not sent
+    assert list(b) == [100_000, 1_100_000]
