@@ -150,9 +150,7 @@ def test_request_on_a_cpu_without_least_cost_refused_in_one_line():
 def test_smart_grid_request_reply_shares_the_senders_pi():
     """The smart-grid pair's sender encodes its requests and decodes the replies on one
     Raspberry Pi: its CPU station runs both (one request outstanding: they never overlap)."""
-    res = load_scenario(ROOT / "experiments/papers/smart-grid-pair/reqrep.yaml").simulate(
-        duration_s=0.3, warmup_s=0.05
-    )
+    res = load_scenario(ROOT / "experiments/papers/smart-grid-pair/reqrep.yaml").simulate(duration_s=0.3, warmup_s=0.05)
     st = res.stations().set_index("station")
     parts = st.loc["encode:sender", "served"] + st.loc["subscriber:sender.reply", "served"]
     assert st.loc["cpu:pi-a", "served"] == pytest.approx(parts, abs=2)
