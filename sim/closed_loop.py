@@ -41,15 +41,17 @@ __all__ = ["closed_loop_bounds"]
 
 
 def closed_loop_bounds(net: Network, components: Components) -> tuple[dict[int, float], float]:
-    """``(d, L)``: per-station least lookahead from the roots, and the chunk bound L, s."""
-    if any(cyclic for _, cyclic, _ in components):
-        raise ConfigError(
-            "topology",
-            "brokers forwarding in both directions",
-            "an acyclic route graph with request/reply (closed-loop) clients",
-        )
+    """``(d, L)``: per-station least lookahead from the roots, and the chunk bound L, s.
+
+    A cycle of stations (brokers forwarding both ways; a host's CPU that a
+    request's route visits twice, :mod:`pubsim.models.mechanisms.hosts.cpu`) is
+    advanced by conservative rounds inside each round, every member up to its
+    own ``T + d[s]``; it needs a delay > 0 around every cycle."""
     plan = net.plan
     look = [st.lookahead_s for st in net.stations]
+    for _, cyclic, sub in components:
+        if cyclic and sub is not None:
+            _check_delay_around(net, sub, look)
     g = nx.DiGraph()
     g.add_nodes_from(range(len(net.stations)))
     for u, v in plan.station_edges():
@@ -85,3 +87,16 @@ def closed_loop_bounds(net: Network, components: Components) -> tuple[dict[int, 
             "a latency > 0 on request/reply paths (the round trip bounds the closed loop's lookahead)",
         )
     return dist, step
+
+
+def _check_delay_around(net: Network, sub: nx.DiGraph, look: list[float]) -> None:
+    """One-line error if a cycle of ``sub`` has no delay (every member's lookahead 0):
+    conservative rounds could not advance it."""
+    zero = nx.DiGraph([(u, v) for u, v in sub.edges if not look[u] > 0])
+    if zero.number_of_edges() and not nx.is_directed_acyclic_graph(zero):
+        names = sorted(net.stations[u].name for u, _ in nx.find_cycle(zero))
+        raise ConfigError(
+            "topology",
+            f"stations {names} in a cycle with zero delay",
+            "a delay > 0 around every cycle of request/reply routes (a link's or a host's loopback latency)",
+        )

@@ -202,9 +202,12 @@ class BatchDriver:
         while t < until_s:
             t = min(t + min(step, chunk_s), until_s)
             self._publish(t)
-            for members, _, _ in self._components:
-                s = members[0]
-                self._process_station(s, min(t + dist[s], until_s))
+            for members, cyclic, sub in self._components:
+                if cyclic and sub is not None:  # every member up to its own bound (:mod:`.closed_loop`),
+                    order = sorted(members, key=lambda s: (dist[s], s))  # swept nearest the roots first
+                    self._conservative_cycle(order, sub, np.array([min(t + dist[s], until_s) for s in order]))
+                else:
+                    self._process_station(members[0], min(t + dist[members[0]], until_s))
             if progress:
                 progress(t, until_s)
         if drain:
@@ -315,22 +318,25 @@ class BatchDriver:
                     self.inbox[dest].append(packets)
         return True
 
-    def _conservative_cycle(self, members: list[int], sub: nx.DiGraph, horizon: float) -> None:
+    def _conservative_cycle(self, members: list[int], sub: nx.DiGraph, horizon: float | np.ndarray) -> None:
         """Advance a strongly connected component to ``horizon`` by conservative rounds.
 
         Gauss-Seidel sweeps: each member is processed up to its current bound
         ``h[u] = min(horizon, min_s pend[s] + D[s, u])`` (``D`` the least
         lookahead sum over paths s -> ... -> u, :func:`_lookahead_closure`),
         recomputed after every member that advanced, so a sweep carries the
-        progress of earlier members to later ones."""
+        progress of earlier members to later ones. ``horizon`` may be one per
+        member (closed loops: each up to its own lookahead bound from the roots,
+        which no member's pending work can undercut)."""
         dist, succ = self._cycle_tables(members, sub)
         pend = np.array([self._pending_s(s) for s in members])
-        while pend.min() < horizon:
+        limit = np.broadcast_to(np.asarray(horizon, dtype=float), pend.shape)
+        while (pend < limit).any():
             progressed = False
             for i, s in enumerate(members):
-                if pend[i] >= horizon:
+                if pend[i] >= limit[i]:
                     continue
-                h = min(horizon, float((pend + dist[:, i]).min()))
+                h = min(float(limit[i]), float((pend + dist[:, i]).min()))
                 if pend[i] >= h:
                     continue
                 progressed |= self._process_station(s, h)

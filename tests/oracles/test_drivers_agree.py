@@ -17,10 +17,13 @@ from pubsim.models.params.bridge import BridgeParams
 from pubsim.models.params.broker import BrokerParams
 from pubsim.models.params.client import PublisherParams, SubscriberParams
 from pubsim.models.params.disk import DiskParams
+from pubsim.models.params.host import HostParams
 from pubsim.models.params.io import IoParams
 from pubsim.models.params.link import LinkParams
 from pubsim.models.params.relay import RelayParams
+from pubsim.models.params.serialization import SerializationParams
 from pubsim.models.params.store import StoreParams
+from pubsim.models.params.zmq import ZmqSocketParams
 from pubsim.run import simulate
 from pubsim.scenario import load_scenario
 from pubsim.sim.closed_kernel import eligible
@@ -862,3 +865,94 @@ def test_confirm_paced_producers_publish_alike(case):
 def test_closed_loop_outside_the_compiled_class_runs_in_rounds():
     """Open-loop traffic or a limited queue beside the clients: not compiled (the rounds run it)."""
     assert not eligible(build_network(request_reply_with_background(), seed=11))
+
+
+def zmq_on_shared_hosts():
+    """Brokerless ZeroMQ with every socket on a shared host's CPU (issue 13): two publishers
+    (encode stage, batched sockets) and a subscriber on a 2-core host, one publisher and a
+    subscriber on a 1-core host, a subscriber elsewhere; exponential costs, loopback and cards."""
+    codec = SerializationParams(encode_cost_s=5e-5)
+    sock = ZmqSocketParams(
+        send_cost_s=Exponential(mean_value=8e-5),
+        copy_cost_s=Constant(value=1e-5),
+        per_byte_cost_s=1e-9,
+        idle_wakeup_cost_s=6e-6,
+        batch_max_messages=16,
+        batch_max_bytes=4096,
+        batch_fixed_cost_s=2e-5,
+    )
+    pubs = {
+        f"p{i}": PublisherParams(
+            topics=(f"t/{i % 2}",), rate_per_s=1200.0, size_bytes=Uniform(low=50, high=900), serialization=codec
+        )
+        for i in range(3)
+    }
+    subs = {
+        "near": SubscriberParams(subscriptions=("t/",), processing_s=Exponential(mean_value=6e-5)),
+        "edge": SubscriberParams(subscriptions=("t/1",), processing_s=Exponential(mean_value=1e-4)),
+        "far": SubscriberParams(subscriptions=("t/0",)),
+    }
+    return T.brokerless(
+        publishers=pubs,
+        subscribers=subs,
+        socket=sock,
+        link=LinkParams(latency_s=1e-4, jitter_s=Exponential(mean_value=2e-5), queue_messages=40),
+        handoff=LinkParams(latency_s=2e-6),
+        protocol="zmq",
+        hosts={
+            "srv": HostParams(cores=2, loopback_latency_s=2.7e-5, card_Bps=12.5e6),
+            "edge": HostParams(loopback_latency_s=3e-5, card_Bps=5e6, card_latency_s=1e-5),
+            "y": HostParams(),
+        },
+        placement={"p0": "srv", "p1": "srv", "near": "srv", "p2": "edge", "edge": "edge", "far": "y"},
+    )
+
+
+def request_reply_on_shared_hosts():
+    """Request/reply clients whose round trips pass their host's CPU twice (issue 13): the
+    server and two clients on a 2-core host (encode, server, reply processing), a third
+    client alone on a 1-core host with a card; random CPU costs with a least value > 0
+    (a request starts on the CPU: the rounds need its lookahead), jittery links."""
+    codec = SerializationParams(encode_cost_s=4e-5)
+    pubs = {
+        f"c{i}": PublisherParams(topics=(f"rr/c{i}",), arrival="closed_loop", window_requests=w, serialization=codec)
+        for i, w in enumerate((1, 2, 3))
+    }
+    subs = {
+        f"c{i}.reply": SubscriberParams(subscriptions=(f"rr/c{i}",), processing_s=Uniform(low=2e-5, high=8e-5))
+        for i in range(3)
+    }
+    broker = BrokerParams(workers=2, ingress_cost_s=Uniform(low=4e-5, high=1.6e-4))
+    link = LinkParams(latency_s=2e-4, jitter_s=Exponential(mean_value=3e-5), overhead_bytes=40)
+    return T.star(
+        broker=broker,
+        publishers=pubs,
+        subscribers=subs,
+        link=link,
+        hosts={
+            "srv": HostParams(cores=2, loopback_latency_s=3e-5),
+            "edge": HostParams(card_Bps=10e6, card_latency_s=1e-5),
+        },
+        placement={"broker": "srv", "c0": "srv", "c0.reply": "srv", "c1": "srv", "c1.reply": "srv"}
+        | {"c2": "edge", "c2.reply": "edge"},
+    )
+
+
+CASES["zmq-on-shared-hosts"] = (zmq_on_shared_hosts, 0.3)
+CASES["request-reply-on-shared-hosts"] = (request_reply_on_shared_hosts, 0.3)
+
+
+@pytest.mark.parametrize("case", ["zmq-on-shared-hosts", "request-reply-on-shared-hosts"])
+def test_shared_host_cases_agree_on_hosts(case):
+    """Both drivers give the same records (these cases are appended after
+    test_batch_equals_reference's parameters were collected) and hosts() table; the
+    cases put their sockets / clients on the hosts' CPU stations."""
+    build, duration = CASES[case]
+    runs = [simulate(build(), duration_s=duration, warmup_s=0.05, seed=11, driver=d) for d in ("batch", "reference")]
+    for a, b in zip(_frames(runs[0]), _frames(runs[1])):
+        pd.testing.assert_frame_equal(a, b, check_exact=True)
+    pd.testing.assert_frame_equal(runs[0].hosts(), runs[1].hosts(), check_exact=False, rtol=1e-12)
+    assert len(runs[0].deliveries()) > 100
+    st = runs[0].stations().set_index("station")
+    assert "cpu:srv" in st.index and "cpu:edge" in st.index
+    assert st.loc["cpu:srv", "served"] > 200

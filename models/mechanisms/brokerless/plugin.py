@@ -45,7 +45,10 @@ class Brokerless:
         for k in ctx.sockets:
             params = ctx.params(k)
             ctx.add_station(
-                StationKey.socket(k), SocketStation(f"socket:{k}", params, streams=ctx.streams, window=ctx.window)
+                StationKey.socket(k),
+                SocketStation(
+                    f"socket:{k}", params, streams=ctx.streams, window=ctx.window, cpu_shared=k in ctx.shared_cpu
+                ),
             )
             for s in ctx.subscribers:
                 if g.has_edge(s, k):

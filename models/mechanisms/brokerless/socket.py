@@ -25,7 +25,9 @@ instead of one broker. Stations: the publisher's hand-off link, the socket
 
 from __future__ import annotations
 
-from ....sim.disciplines import Overflow
+import numpy as np
+
+from ....sim.disciplines import FifoDiscipline, Overflow
 from ...stations.core import ModelStation, _batch, make_discipline
 
 __all__ = ["SocketStation", "socket_link_limits"]
@@ -40,31 +42,57 @@ class SocketStation(ModelStation):
     params : ZmqSocketParams
     streams : sim.rng.StreamFactory
     window : (float, float)
+    cpu_shared : bool
+        Its host's CPU is shared (:mod:`pubsim.models.mechanisms.hosts.cpu`): the
+        host's CPU station runs its demand (:meth:`demand_s`) on the socket's I/O
+        thread, in its batches; a visit here then takes no time.
     """
 
-    def __init__(self, name, params, *, streams, window):
-        disc = make_discipline(
-            servers=1,
-            capacity_messages=None,
-            capacity_bytes=None,
-            overflow=Overflow.DROP_NEWEST,
-            idle_extra_s=params.idle_wakeup_cost_s,
-            batch=_batch(params),
-        )
+    def __init__(self, name, params, *, streams, window, cpu_shared=False):
+        self.cpu_shared = bool(cpu_shared)
+        if cpu_shared:
+            disc = FifoDiscipline(servers=1, capacity_messages=None, overflow=Overflow.DROP_NEWEST)
+        else:
+            disc = make_discipline(
+                servers=1,
+                capacity_messages=None,
+                capacity_bytes=None,
+                overflow=Overflow.DROP_NEWEST,
+                idle_extra_s=params.idle_wakeup_cost_s,
+                batch=_batch(params),
+            )
         super().__init__(name, "socket", disc, window=window)
         self.params = params
         self.send = streams.draws(params.send_cost_s, name, "send")
         self.copy = streams.draws(params.copy_cost_s, name, "copy")
 
     def service_s(self, packets):
+        return np.zeros(len(packets)) if self.cpu_shared else self.demand_s(packets)
+
+    def demand_s(self, packets):
+        """CPU demand of each message's visit, s (draws this socket's cost streams)."""
         n = len(packets)
         copies = self.plan.n_children[packets.visit]
         demand = self.send.take(n) + copies * self.copy.take(n)
         return demand + self.params.per_byte_cost_s * (packets.size * copies)
 
     @property
-    def lookahead_s(self):
+    def min_demand_s(self):
+        """Least CPU demand of a visit, s."""
         return self.params.send_cost_s.min_value
+
+    @property
+    def batch_rule(self):
+        """``(max_messages, max_bytes, fixed_s)`` of its I/O thread's writes, or None
+        without batching (as :func:`pubsim.models.stations.core.make_discipline`)."""
+        p = self.params
+        if p.batch_max_messages <= 1:
+            return None
+        return p.batch_max_messages, _batch(p)["batch_max_bytes"], p.batch_fixed_cost_s
+
+    @property
+    def lookahead_s(self):
+        return 0.0 if self.cpu_shared else self.min_demand_s
 
 
 def socket_link_limits(link, params):

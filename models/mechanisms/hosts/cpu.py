@@ -2,11 +2,12 @@
 
 A host is *shared* when two or more processes on it spend CPU: brokers (an
 ILDM node with its broker counts as a second process), publishers' encode
-stages, subscribers that take time (processing or decoding). Its CPU is then
-one station ``cpu:<host>``: a multi-server FIFO queue with ``c = min(cores,
-threads)`` servers (threads: each broker's and node's workers, one per
-encode stage and per subscriber), and every CPU stage of those processes is a
-visit of it. In routes the CPU visit comes just before the process's own
+stages, ZeroMQ sockets, subscribers that take time (processing or decoding;
+request/reply clients' replies too). Its CPU is then one station
+``cpu:<host>``: a multi-server FIFO queue with ``c = min(cores, threads)``
+servers (threads: each broker's and node's workers, one per encode stage,
+socket and subscriber), and every CPU stage of those processes is a visit of
+it. In routes the CPU visit comes just before the process's own
 visit (:mod:`.plugin`), whose station is built with ``cpu_shared=True``: it
 keeps its role (a broker's copies, per-client queues, disks; a subscriber's
 delivery) and takes no time. The demand of a CPU visit is the process's own
@@ -20,6 +21,21 @@ threads are fewer than the servers, the station's discipline is
 :class:`.pool.CappedPoolDiscipline` (FIFO across processes, a process at its
 thread limit skipped; event-driven), else the plain multi-server FIFO
 (every process could use every server: the same queue, by arithmetic).
+
+A ZeroMQ socket (:mod:`pubsim.models.mechanisms.brokerless.socket`) is one
+process of one thread: its context's I/O thread (libzmq starts
+``ZMQ_IO_THREADS_DFLT`` = 1 I/O thread per context, include/zmq.h and
+src/ctx.cpp; each publisher process has its own context). The thread writes
+what is queued in a pipe in one ``send()`` of up to ``out_batch_size`` = 8192
+bytes (src/stream_engine_base.cpp ``out_event``, the default in
+src/options.cpp; libzmq 6b708e4, 2026-07-20), so its stages are served in
+batches (``fixed + sum of demands``, all departing at the batch's end) with
+its own wake-up time, as the socket's own server does off a shared host
+(:class:`pubsim.sim.disciplines.BatchDiscipline`); a host with a socket
+always takes the event-driven pool. Simplification kept from the socket's
+model: its whole demand (libzmq's ``send`` and per-pipe copy run on the
+application thread, the encoding and the write on the I/O thread) is the
+I/O thread's.
 
 Why a shared multi-server FIFO and not processor sharing. Both are
 work-conserving, so a host's throughput, utilization and saturation point are
@@ -44,10 +60,16 @@ Each process keeps its own waiting room: a broker's ingress queue limit
 limit for encode stages and subscribers. Not
 modelled on a shared host (one-line errors, :mod:`.plugin`): a broker's CPU
 quota, batching, restarts or priority scheduling; a subscriber's
-``buffer_messages``. A ZeroMQ socket keeps its own server, and so does every
-process of a topology with request/reply clients (:mod:`.sharing`). A
-subscriber served inside its downlink (QoS > 0, frame channels) keeps its
-processing there.
+``buffer_messages``. A subscriber served inside its downlink (QoS > 0, frame
+channels) keeps its processing there; a request/reply server stage
+(:mod:`pubsim.models.mechanisms.patterns.server`) keeps its own workers.
+
+A request/reply client's round trip may visit its host's CPU twice (its
+encode stage, then its reply; or a server on the clients' host): the route
+graph then has a cycle through ``cpu:<host>``, which the batch driver's
+closed-loop rounds advance by conservative rounds, each member up to its own
+lookahead bound (:func:`pubsim.sim.closed_loop.closed_loop_bounds`); such a
+loop is not the compiled closed loop's (:mod:`pubsim.sim.closed_kernel`).
 """
 
 from __future__ import annotations
@@ -109,14 +131,36 @@ class HostCpuStation(ModelStation):
     background_cores : float
         Background load of the host's brokers, cores (< ``servers``).
     window : (float, float)
+    idle : dict of int -> float, optional
+        Processes (by station index) with a wake-up time of their own, s (a ZeroMQ
+        socket's I/O thread), instead of ``idle_extra_s``.
+    batches : dict of int -> (int, float, float), optional
+        Processes that serve their stages in batches (a ZeroMQ socket's I/O
+        thread): ``(max_messages, max_bytes, fixed_s)`` (:mod:`.pool`).
     """
 
-    def __init__(self, name, processes, *, relays, servers, caps, limits, idle_extra_s, background_cores, window):
+    def __init__(
+        self,
+        name,
+        processes,
+        *,
+        relays,
+        servers,
+        caps,
+        limits,
+        idle_extra_s,
+        background_cores,
+        window,
+        idle=None,
+        batches=None,
+    ):
         self.stretch = 1.0 / (1.0 - background_cores / servers) if background_cores else 1.0
         self._cls = {s: k for k, s in enumerate(processes)}  # station index -> process class
         self._cls_of_station = np.full(max(processes) + 1, -1, dtype=np.int64)
         self._cls_of_station[list(self._cls)] = list(self._cls.values())
-        if len(processes) == 1 or all(caps[s] >= servers and limits[s] is None for s in processes):
+        idle, batches = idle or {}, batches or {}
+        own = bool(idle or batches)  # a process with its own rule: the pool, whatever the caps
+        if not own and (len(processes) == 1 or all(caps[s] >= servers and limits[s] is None for s in processes)):
             (queue,) = set(limits.values()) if len(processes) == 1 else (None,)
             room = None if queue is None else queue + servers
             disc = FifoDiscipline(
@@ -131,6 +175,8 @@ class HostCpuStation(ModelStation):
                 caps=[caps[s] for s in processes],
                 limits=[None if limits[s] is None else limits[s] + caps[s] for s in processes],
                 idle_extra_s=idle_extra_s * self.stretch,
+                idle=[idle[s] * self.stretch if s in idle else None for s in processes] if idle else None,
+                batches=[_stretched(batches.get(s), self.stretch) for s in processes] if batches else None,
             )
         super().__init__(name, "host_cpu", disc, servers=servers, window=window)
         self.processes = dict(processes)
@@ -201,12 +247,24 @@ class HostCpuStation(ModelStation):
                 self._demand_ticks += (
                     np.bincount(pending.relay_who[r], pending.relay_demand[r], minlength=size) * self.stretch
                 )
+        self._count_extra()
         gone = np.concatenate([at, np.searchsorted(pending.key, served.dropped.order_key(n_visits))])
         if len(gone):
             keep = np.ones(len(pending.key), dtype=bool)
             keep[gone] = False
             self._pending = pending.take(keep)
         return super().after_service(served)
+
+    def _count_extra(self):
+        """Add the batches' fixed and wake-up times of processes with their own rule
+        (starting in the window) to those processes' demand."""
+        log = getattr(self.discipline, "extra_log", None)
+        if not log:
+            return
+        start, cls, extra = (np.array(c) for c in zip(*log))
+        log.clear()
+        inside = self.stats._in_window(start)
+        self._demand_ticks += np.bincount(cls[inside], extra[inside], minlength=len(self._names))
 
     @property
     def lookahead_s(self):
@@ -215,3 +273,11 @@ class HostCpuStation(ModelStation):
             relay = self.relays.get(s)
             least.append(proc.min_demand_s + (0.0 if relay is None else relay.lookahead_s))
         return min(least) * self.stretch
+
+
+def _stretched(batch, stretch):
+    """A batch rule with its fixed time stretched by the background load (None stays None)."""
+    if batch is None:
+        return None
+    max_messages, max_bytes, fixed_s = batch
+    return max_messages, max_bytes, fixed_s * stretch

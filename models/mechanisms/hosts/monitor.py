@@ -11,7 +11,8 @@ bound). CPU % of one core = cores x 100; of the host = cores / host cores x 100.
 
 The processes of a shared host run on its CPU station (:mod:`.cpu`): each
 process's share of its busy time is its demand of the messages starting in
-the window over all of theirs (wake-ups spread in proportion); a background
+the window over all of theirs (a ZeroMQ socket's includes its batches' fixed
+and wake-up times; other wake-ups spread in proportion); a background
 load ``B`` of ``c`` servers stretched that busy time by ``1 / (1 - B / c)``, so
 the busy time counts at ``1 - B / c`` and each broker adds its own
 background. A host's CPU is then at most its servers' (<= its cores, 100 %

@@ -128,7 +128,37 @@ class Hosts:
         with no delay in between (a cycle the drivers cannot advance)."""
         if ctx.shared_cpu:
             _check_zero_delay_cycles(ctx, [root for _, _, root in flows])
+            _check_closed_loops(ctx, flows)
         return {}
+
+
+def _check_closed_loops(ctx: CompileContext, flows) -> None:
+    """A request/reply client whose request starts on a shared CPU (its encode stage) and
+    whose reply is processed there, on a CPU with no least delay: the closed-loop rounds
+    would have no lookahead (a new request may reach the CPU at once). One-line error."""
+    pubs = ctx.publishers
+    closed = [root for p, _, root in flows if getattr(ctx.params(pubs[p]), "arrival", None) == "closed_loop"]
+    cpus = {ctx.index_of(cpu_key(h)): h for h in set(ctx.shared_cpu.values())}
+    roots = {root.station for _, _, root in flows}
+    for i, h in cpus.items():
+        if i in roots and not ctx.stations[i].lookahead_s > 0 and any(_delivers_after(r, i) for r in closed):
+            raise ConfigError(
+                f"host {h!r}",
+                "CPU costs with a least value of 0",
+                "a least CPU cost > 0 (e.g. constant or uniform costs) of the processes on a CPU where "
+                "request/reply clients encode their requests and process their replies",
+            )
+
+
+def _delivers_after(hop: Hop, cpu: int) -> bool:
+    """Does a visit of station ``cpu`` in the route below ``hop`` lead straight to a delivery?"""
+    stack = [hop]
+    while stack:
+        h = stack.pop()
+        if h.station == cpu and any(c.subscriber >= 0 for c in h.children):
+            return True
+        stack.extend(h.children)
+    return False
 
 
 def _check_zero_delay_cycles(ctx: CompileContext, roots) -> None:
@@ -151,6 +181,13 @@ def _check_zero_delay_cycles(ctx: CompileContext, roots) -> None:
         if found and (len(component) > 1 or graph.has_edge(found[0], found[0])):
             h = cpus[found[0]]
             names = sorted(ctx.stations[i].name for i in component)
+            handoff = [i for i in component if _is_handoff(ctx, i)]
+            if handoff:  # a publisher's encode stage and its ZeroMQ socket, both on the host's CPU
+                raise ConfigError(
+                    "handoff.latency_s",
+                    ctx.stations[handoff[0]].params.latency_s,
+                    f"> 0 or CPU costs > 0 (stations {names} form a cycle with zero delay through host {h!r}'s CPU)",
+                )
             raise ConfigError(
                 f"host {h!r}.loopback_latency_s",
                 T.hosts(ctx.graph)[h].loopback_latency_s,
@@ -192,13 +229,16 @@ def _add_cards(ctx: CompileContext) -> None:
 def _cpu_station(ctx: CompileContext, h) -> HostCpuStation:
     """The CPU station of shared host ``h`` (:mod:`.cpu`)."""
     nodes = [n for n, host in ctx.shared_cpu.items() if host == h]
-    processes, relays, caps, limits = {}, {}, {}, {}
+    processes, relays, caps, limits, idle, batches = {}, {}, {}, {}, {}, {}
     brokers = [n for n in nodes if n in ctx.tables]
     for n in nodes:
         key = _process_key(ctx, n)
         idx = ctx.index_of(key)
         processes[idx] = ctx.stations[idx]
         caps[idx] = ctx.params(n).workers if n in ctx.tables else 1
+        if key.kind is StationKind.SOCKET:  # its context's one I/O thread, its own wake-up and writes
+            idle[idx] = ctx.params(n).idle_wakeup_cost_s
+            batches[idx] = ctx.stations[idx].batch_rule
         if n in ctx.relays:
             relays[idx] = ctx.station(StationKey.relay(n))
             caps[idx] += ctx.relays[n].workers
@@ -218,7 +258,15 @@ def _cpu_station(ctx: CompileContext, h) -> HostCpuStation:
         idle_extra_s=max((ctx.params(b).idle_wakeup_cost_s for b in brokers), default=0.0),
         background_cores=background,
         window=ctx.window,
+        idle=idle,
+        batches={i: b for i, b in batches.items() if b is not None},
     )
+
+
+def _is_handoff(ctx: CompileContext, i: int) -> bool:
+    """Is station ``i`` the in-process hand-off from a publisher to its ZeroMQ socket?"""
+    ends = connection_ends(ctx, ctx.keys[i])
+    return ends is not None and _in_process(ctx.graph, *ends)
 
 
 def _process_key(ctx: CompileContext, n) -> StationKey:
@@ -227,11 +275,13 @@ def _process_key(ctx: CompileContext, n) -> StationKey:
         return StationKey.broker(n)
     if n in ctx.publishers:
         return StationKey.encode(n)
+    if n in ctx.sockets:
+        return StationKey.socket(n)
     return StationKey.subscriber(n)
 
 
 #: Stations whose work a shared host's CPU station charges (the visit before theirs).
-_ON_CPU = (StationKind.RELAY, StationKind.BROKER, StationKind.ENCODE, StationKind.SUBSCRIBER)
+_ON_CPU = (StationKind.RELAY, StationKind.BROKER, StationKind.ENCODE, StationKind.SUBSCRIBER, StationKind.SOCKET)
 
 
 def _with_cards(ctx: CompileContext, hop: Hop) -> Hop:

@@ -1,13 +1,10 @@
 """Which processes of a host spend CPU, and what a shared host's CPU refuses (:mod:`.cpu`).
 
 A process spends CPU if it has a CPU stage of its own: a broker (and its ILDM
-node, a second process), a publisher's encode stage, a subscriber whose
-station takes time (processing or decoding, and not served inside its
-downlink). A host with two or more of them is shared. Not on the shared CPU
-(stated limits): a ZeroMQ socket's I/O thread keeps its own server (its
-batched writes are not modelled on a shared CPU), and a topology with
-request/reply (closed-loop) clients shares no host (a round trip through one
-host's CPU would make the route graph cyclic, which closed loops need acyclic).
+node, a second process), a publisher's encode stage, a ZeroMQ socket (its
+context's I/O thread, :mod:`.cpu`), a subscriber whose station takes time
+(processing or decoding, and not served inside its downlink; a request/reply
+client's reply too). A host with two or more of them is shared.
 """
 
 from __future__ import annotations
@@ -45,15 +42,12 @@ def _weight(ctx: CompileContext, n) -> int:
         return int(codec is not None and codec.has_encode)
     if kind == T.NodeKind.SUBSCRIBER:
         return int(_subscriber_spends(ctx, n))
-    return 0  # a ZeroMQ socket keeps its own server
+    return int(kind == T.NodeKind.SOCKET)  # a ZeroMQ socket: its context's I/O thread
 
 
 def cpu_users(ctx: CompileContext) -> dict:
-    """``{host: {node: (kind, processes)}}``: the nodes of each host that spend CPU, in graph
-    order (none with request/reply clients)."""
+    """``{host: {node: (kind, processes)}}``: the nodes of each host that spend CPU, in graph order."""
     users: dict = {}
-    if any(getattr(ctx.params(p), "arrival", None) == "closed_loop" for p in ctx.publishers):
-        return users
     for n in ctx.graph:
         h = T.host_of(ctx.graph, n)
         w = _weight(ctx, n) if h is not None else 0
