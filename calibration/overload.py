@@ -104,13 +104,17 @@ class SocketBufferCalibrator:
             )
         payload = rows["payload_bytes"].to_numpy(dtype=float)
         if self.fit_overhead and np.unique(payload).size < 2:
-            raise ConfigError("measurements.payload_bytes", float(payload[0]), "two payload sizes or more to fit the overhead")
+            raise ConfigError(
+                "measurements.payload_bytes", float(payload[0]), "two payload sizes or more to fit the overhead"
+            )
         backlog = backlog_per_connection(rows, self.egress_column)
         if self.fit_overhead:
             x = np.column_stack([payload, np.ones_like(payload)])
             (inv_b, h_over_b), _ = nnls(x * backlog[:, None], np.ones_like(backlog))
             if not inv_b > 0:
-                raise ConfigError("measurements.latency_p50_s", "no payload dependence", "backlogs that fall with payload")
+                raise ConfigError(
+                    "measurements.latency_p50_s", "no payload dependence", "backlogs that fall with payload"
+                )
             buffer_b, overhead = 1.0 / inv_b, h_over_b / inv_b
         else:
             overhead = self.overhead_bytes
@@ -135,7 +139,8 @@ class SocketBufferCalibrator:
                 source=Source.MEASURED,
                 reference=reference,
                 date=date,
-                note=note or f"SocketBufferCalibrator on {p['n_runs']} flow-controlled runs (min lag {self.min_lag_s:g} s)",
+                note=note
+                or f"SocketBufferCalibrator on {p['n_runs']} flow-controlled runs (min lag {self.min_lag_s:g} s)",
             ),
         )
 

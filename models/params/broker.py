@@ -27,8 +27,8 @@ from ...sim.errors import ConfigError
 from .disk import DiskParams
 from .features import refuse
 from .io import IoParams
-from .overload import OverloadParams
 from .mapping import MAX_WORKERS, check_fields
+from .overload import OverloadParams
 from .patterns import ReplyParams
 from .provenance import ASSUMED, Provenance
 from .store import StoreParams

@@ -19,8 +19,14 @@ def _table(buffer_bytes=BUFFER, overhead=OVERHEAD, noise=0.0, seed=0):
     """Runs past the limit: p50 = backlog per connection x connections / throughput."""
     rng = np.random.default_rng(seed)
     rows = []
-    for payload, pubs, fanout, rate in [(64, 1, 1, 11_000), (1024, 1, 1, 9_000), (16384, 1, 1, 3_000),
-                                        (64, 8, 1, 8_000), (256, 2, 2, 7_000), (64, 1, 4, 4_000)]:
+    for payload, pubs, fanout, rate in [
+        (64, 1, 1, 11_000),
+        (1024, 1, 1, 9_000),
+        (16384, 1, 1, 3_000),
+        (64, 8, 1, 8_000),
+        (256, 2, 2, 7_000),
+        (64, 1, 4, 4_000),
+    ]:
         for lag in (0.01, 1.5, 3.0):
             backlog = buffer_bytes / (payload + overhead)
             p50 = backlog * pubs / rate * (1.0 + noise * rng.standard_normal())

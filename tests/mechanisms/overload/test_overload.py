@@ -57,9 +57,7 @@ def test_hand_timeline():
 
 def test_overhead_counts_in_the_buffer():
     # 100 B payload + 50 B overhead: 300 B hold two messages, not three
-    r = simulate(
-        _star(OverloadParams(socket_buffer_bytes=300, message_overhead_bytes=50), [0.0] * 4), duration_s=10.0
-    )
+    r = simulate(_star(OverloadParams(socket_buffer_bytes=300, message_overhead_bytes=50), [0.0] * 4), duration_s=10.0)
     assert _delivered(r)[0].tolist() == [0.0, 0.0, 1.0, 2.0]
 
 
@@ -85,7 +83,9 @@ def test_past_the_limit_latency_levels_off_and_ingress_falls():
     times = np.arange(8000) * 0.5e-3
     kw = {"cost_s": 1e-3}
     plain = simulate(_star(None, times, **kw), duration_s=4.0, warmup_s=1.0, cooldown_s=0.5)
-    flow = simulate(_star(OverloadParams(socket_buffer_bytes=5000), times, **kw), duration_s=4.0, warmup_s=1.0, cooldown_s=0.5)
+    flow = simulate(
+        _star(OverloadParams(socket_buffer_bytes=5000), times, **kw), duration_s=4.0, warmup_s=1.0, cooldown_s=0.5
+    )
     sp, sf = plain.summary(), flow.summary()
     assert sp["egress_per_s"] == pytest.approx(1000, rel=0.01)
     assert sf["egress_per_s"] == pytest.approx(1000, rel=0.01)
