@@ -69,9 +69,10 @@ def main():
         table = compare_past_limit(rows, profile, overload, seed=args.seed)
         print(f"\n== {kind}, split {args.split}: measured vs simulated at 1.25 / 2 / 3 x the measured limit ==")
         print(table.drop(columns=["split"]).round(3).to_string(index=False))
-        for tag in ("plain", "overload"):
-            err = table[f"egress_error_{tag}_pct"]
-            print(f"egress error {tag}: median {err.median():+.1f} %, range {err.min():+.1f} .. {err.max():+.1f} %")
+        for what in ("egress", "ingress", "p50"):
+            for tag in ("plain", "overload"):
+                err = table[f"{what}_error_{tag}_pct"]
+                print(f"{what} error {tag}: median {err.median():+.1f} %, range {err.min():+.1f} .. {err.max():+.1f} %")
 
 
 if __name__ == "__main__":

@@ -178,6 +178,10 @@ def past_limit_runs(runs, saturation, fractions=(1.25, 2.0, 3.0), tolerance=0.02
     return out.reset_index(drop=True)
 
 
+def _pct(sim, measured):
+    return 100.0 * (sim / measured - 1.0) if measured else math.nan
+
+
 def compare_past_limit(rows, profile, overload, *, seed=0):
     """Measured vs simulated egress, ingress and p50 latency of each run, without and with ``overload``.
 
@@ -195,7 +199,7 @@ def compare_past_limit(rows, profile, overload, *, seed=0):
         Per run: ``config``, ``split``, ``fraction``, measured and simulated
         (``_plain``: no flow control; ``_overload``: with it) egress (copies/s
         within the window), ingress (messages sent in the window per s) and
-        p50 latency (s), and egress errors in %.
+        p50 latency (s), and their errors in % (``*_error_plain_pct``, ``*_error_overload_pct``).
     """
     plain, flow = with_overload(profile, None), with_overload(profile, overload)
     out = []
@@ -212,6 +216,8 @@ def compare_past_limit(rows, profile, overload, *, seed=0):
             rec[f"egress_{tag}"] = sim["egress_rate_per_s"]
             rec[f"ingress_{tag}"] = sim["ingress_rate_per_s"]
             rec[f"p50_{tag}_s"] = sim["latency_p50_s"]
-            rec[f"egress_error_{tag}_pct"] = 100.0 * (sim["egress_rate_per_s"] / row["egress_received_per_s"] - 1.0)
+            rec[f"egress_error_{tag}_pct"] = _pct(sim["egress_rate_per_s"], row["egress_received_per_s"])
+            rec[f"ingress_error_{tag}_pct"] = _pct(sim["ingress_rate_per_s"], row["ingress_rate_per_s"])
+            rec[f"p50_error_{tag}_pct"] = _pct(sim["latency_p50_s"], row["latency_p50_s"])
         out.append(rec)
     return pd.DataFrame(out)

@@ -7,7 +7,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from pubsim.calibration.overload import SocketBufferCalibrator, backlog_per_connection, past_limit_runs, with_overload
+from pubsim.calibration.overload import (
+    SocketBufferCalibrator,
+    backlog_per_connection,
+    compare_past_limit,
+    past_limit_runs,
+    with_overload,
+)
 from pubsim.models.params.overload import OverloadParams
 from pubsim.models.params.provenance import Source
 from pubsim.sim.errors import ConfigError
@@ -107,3 +113,35 @@ def test_past_limit_runs_and_profile():
     assert with_overload(prof, p)["broker"]["m"]["overload"] is p
     assert "overload" not in with_overload(with_overload(prof, p), None)["broker"]["m"]
     assert "overload" not in prof["broker"]["m"]
+
+
+def test_compare_past_limit_on_a_known_broker():
+    # 1 ms per message (1000 msg/s) offered 2000 msg/s; a 5000 B connection holds 50 messages of 100 B
+    row = {
+        "broker": "m",
+        "config": "a",
+        "split": "holdout",
+        "fraction": 2.0,
+        "payload_bytes": 100,
+        "publishers": 1,
+        "subscribers": 1,
+        "topics": 1,
+        "fanout": 1,
+        "rate_per_s": 2000.0,
+        "offered_per_s": 2000.0,
+        "duration_s": 2.0,
+        "warmup_s": 0.5,
+        "cooldown_s": 0.2,
+        "cpu_cap_fraction": float("nan"),
+        "egress_received_per_s": 1000.0,
+        "ingress_rate_per_s": 1000.0,
+        "latency_p50_s": 0.05,
+    }
+    prof = {"broker": {"m": {"ingress_cost_s": "1ms"}}, "link": {"l": {"latency_s": 0.0}}}
+    t = compare_past_limit(pd.DataFrame([row]), prof, OverloadParams(socket_buffer_bytes=5000)).iloc[0]
+    assert t["egress_plain"] == pytest.approx(1000, rel=0.02) and t["egress_overload"] == pytest.approx(1000, rel=0.02)
+    assert t["ingress_plain"] == pytest.approx(2000, rel=0.02)
+    assert t["ingress_overload"] == pytest.approx(1000, rel=0.02)
+    assert t["p50_overload_s"] == pytest.approx(0.05, rel=0.05)
+    assert t["p50_plain_s"] > 0.4  # the backlog grows with the run
+    assert t["p50_error_overload_pct"] == pytest.approx(100 * (t["p50_overload_s"] / 0.05 - 1))
