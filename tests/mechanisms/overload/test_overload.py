@@ -10,6 +10,7 @@ import pytest
 from pubsim.models import topology as T
 from pubsim.models.params.broker import BrokerParams
 from pubsim.models.params.client import PublisherParams, SubscriberParams
+from pubsim.models.params.host import HostParams
 from pubsim.models.params.io import IoParams
 from pubsim.models.params.link import LinkParams
 from pubsim.models.params.mapping import from_mapping
@@ -137,3 +138,18 @@ def test_bad_combinations(broker, field):
         simulate(_star(OverloadParams(socket_buffer_bytes=1000), [0.0], **broker), duration_s=1.0)
     assert err.value.field == field
     assert "\n" not in str(err.value)
+
+
+def test_refused_on_a_shared_host_cpu():
+    b = BrokerParams(ingress_cost_s=Constant(value=1e-3), overload=OverloadParams(socket_buffer_bytes=1000))
+    g = T.star(
+        broker=b,
+        publishers={"p": _schedule([0.0])},
+        subscribers={"s": SubscriberParams(subscriptions=("t",), processing_s=Constant(value=1e-4))},
+        link=LinkParams(latency_s=0.0),
+        hosts={"h": HostParams()},
+        placement={"broker": "h", "s": "h"},
+    )
+    with pytest.raises(ConfigError) as err:
+        simulate(g, duration_s=1.0)
+    assert err.value.field == "broker.overload" and "\n" not in str(err.value)
