@@ -18,6 +18,7 @@ from ..mechanisms.frames import FRAMES
 from ..mechanisms.hosts import HOSTS
 from ..mechanisms.ildm import ILDM
 from ..mechanisms.iothreads import IOTHREADS
+from ..mechanisms.overload import OVERLOAD
 from ..mechanisms.patterns.plugin import REQREP
 from ..mechanisms.persistence import PERSISTENCE
 from ..mechanisms.priority import PRIORITY
@@ -32,6 +33,7 @@ __all__ = ["MECHANISMS", "Mechanism", "HOOKS", "hooks"]
 MECHANISMS: tuple[Mechanism, ...] = (
     BROKERS,  # uplinks, brokers, subscription tables, flow routes, plain broker hops
     IOTHREADS,  # brokers with io: the same broker station, served in I/O cycles
+    OVERLOAD,  # brokers with overload: the same broker station behind bounded publisher sockets
     ILDM,  # control plane, relays, bridges (both directions), forwarding
     BROKERLESS,  # ZeroMQ sockets and their pipes, socket hops
     DELIVERY,  # downlinks and subscriber stations

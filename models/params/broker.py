@@ -28,6 +28,7 @@ from .disk import DiskParams
 from .features import refuse
 from .io import IoParams
 from .mapping import MAX_WORKERS, check_fields
+from .overload import OverloadParams
 from .patterns import ReplyParams
 from .provenance import ASSUMED, Provenance
 from .store import StoreParams
@@ -188,6 +189,14 @@ class BrokerParams:
         None (default) = the plain FIFO worker. Needs one worker, FIFO
         scheduling, an unlimited ingress queue, no batching and no restarts.
         In scenario files a mapping of IoParams fields.
+    overload : OverloadParams or None
+        TCP flow control past the broker's limit: each publisher connection
+        holds a bounded socket buffer, a publisher whose buffer is full waits
+        (back-pressure) and its messages are stamped when sent
+        (:mod:`pubsim.models.mechanisms.overload`); None (default) = an
+        unlimited ingress queue, publishers never wait. Needs one worker,
+        FIFO scheduling, no ingress queue limits, no batching, no restarts
+        and no ``io``. In scenario files a mapping of OverloadParams fields.
     provenance : Provenance
     """
 
@@ -230,6 +239,7 @@ class BrokerParams:
     shared_dispatch: str = field(default="round_robin", metadata={"unit": "choice", "choices": SHARED_DISPATCH})
     reply: ReplyParams | None = field(default=None, metadata={"unit": "params", "cls": ReplyParams, "preset": "reply"})
     io: IoParams | None = field(default=None, metadata={"unit": "params", "cls": IoParams})
+    overload: OverloadParams | None = field(default=None, metadata={"unit": "params", "cls": OverloadParams})
     provenance: Provenance = field(default=ASSUMED, metadata={"unit": "provenance"})
 
     def __post_init__(self) -> None:

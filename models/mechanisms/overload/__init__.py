@@ -1,0 +1,28 @@
+"""Overload: TCP flow control between publishers and a broker past its limit (issues 13, 18).
+
+A broker with ``BrokerParams.overload`` set
+(:class:`pubsim.models.params.overload.OverloadParams`) takes its publishers'
+messages through bounded socket buffers: what it has not served yet stays in
+its publishers' TCP connections, at most ``socket_buffer_bytes`` per
+connection; a publisher whose buffer is full waits (its blocking ``send``),
+so past the limit ingress falls to what the broker serves, nothing is lost,
+the broker keeps serving at its CPU limit, and the latency of messages
+stamped when sent levels off near one buffer's worth of messages over the
+broker's throughput instead of growing with the run.
+
+Measured on Mosquitto 2.0.11 (``calibration/README.md``, "Past the limit"),
+read in its source (:mod:`pubsim.models.params.overload`). Fitted by
+:class:`pubsim.calibration.overload.SocketBufferCalibrator`.
+
+Approximations: the connections of a broker are pooled into one FIFO buffer
+of ``connections x socket_buffer_bytes`` (exact for publishers sending at
+equal rates; Mosquitto reads its readable connections in turn, one packet
+each per pass); a message frees its bytes when its service ends, not when
+it is read (one message's difference); copies arriving from other brokers
+share the buffer but keep their publish times.
+"""
+
+from .plugin import OVERLOAD, Overload, check_overload
+from .station import FlowControlBrokerStation
+
+__all__ = ["OVERLOAD", "Overload", "FlowControlBrokerStation", "check_overload"]
