@@ -17,6 +17,7 @@ shared with other jobs the figures are noisy; compare them within one run.
 from __future__ import annotations
 
 import argparse
+import resource
 import time
 from pathlib import Path
 
@@ -35,6 +36,21 @@ def main(argv=None):
     ap.add_argument("--warmup", type=float, default=0.5, help="s per probe")
     ap.add_argument("--start", type=float, default=0.5e-3, help="first publish interval, s")
     ap.add_argument("--forwarding", nargs="+", choices=["sf", "pf"], default=["sf", "pf"])
+    ap.add_argument(
+        "--cycles",
+        nargs="+",
+        choices=["compiled", "optimistic"],
+        default=["compiled"],
+        help="how the chain's cycle runs (optimistic: the path before the compiled loop)",
+    )
+    ap.add_argument("--modes", nargs="+", choices=["serial", "workers"], default=["serial", "workers"])
+    ap.add_argument(
+        "--refine",
+        nargs="+",
+        choices=["full", "upward"],
+        default=["full", "upward"],
+        help="measure the whole refine grid, or from below until the first sustainable point",
+    )
     args = ap.parse_args(argv)
     ok = True
     for path in (ILDM / f"placement_b_{fw}.yaml" for fw in args.forwarding):
@@ -49,20 +65,51 @@ def main(argv=None):
             steps=20,
         )
         results = {}
-        for label, executor in (("serial", None), (f"{args.workers} workers", LocalExecutor(args.workers))):
-            t = time.perf_counter()
-            results[label] = s = saturation_search(scenario, executor=executor, **kw)
-            wall = time.perf_counter() - t
-            print(
-                f"{path.name:22s} {label:10s} {wall:7.1f} s wall  limit {s.limit_per_s:10,.1f} msg/s "
-                f"± {s.error_bound_pct:.1f} %  interval {s.interval_s * 1e3:.4g} ms  "
-                f"{len(s.probes)} probes  bottleneck {s.bottleneck} ({s.bottleneck_utilization:.0%})"
+        modes = {"serial": None, "workers": LocalExecutor(args.workers)}
+        runs = [(c, r, m) for c in args.cycles for r in args.refine for m in args.modes]
+        for cycles, refine, mode in runs:
+            label = f"{cycles} {refine} {mode if mode == 'serial' else f'{args.workers} workers'}"
+            t, cpu = time.perf_counter(), _cpu_s()
+            results[label] = s = saturation_search(
+                scenario,
+                executor=modes[mode],
+                batch_options={"cycles": cycles},
+                stop_at_first_success=refine == "upward",
+                **kw,
             )
-        a, b = results.values()
-        same = a.limit_per_s == b.limit_per_s and a.interval_s == b.interval_s and a.probes.equals(b.probes)
-        print(f"{path.name:22s} limits and probe tables agree: {same}")
-        ok &= same
+            wall, cpu = time.perf_counter() - t, _cpu_s() - cpu
+            print(
+                f"{path.name:22s} {label:30s} {wall:7.1f} s wall {cpu:7.1f} s CPU  limit "
+                f"{s.limit_per_s:10,.1f} msg/s ± {s.error_bound_pct:.1f} %  interval {s.interval_s * 1e3:.4g} ms  "
+                f"{len(s.probes)} probes  bottleneck {s.bottleneck} ({s.bottleneck_utilization:.0%})",
+                flush=True,
+            )
+        ok &= _agree(path.name, results)
     return 0 if ok else 1
+
+
+def _agree(name, results):
+    """Limit, error, bottleneck equal across runs; probe rows equal to the first run's at the same intervals."""
+    first_label, first = next(iter(results.items()))
+    ref = first.probes.set_index("interval_s")
+    ok = True
+    for label, b in list(results.items())[1:]:
+        rows = b.probes.set_index("interval_s")
+        same = (
+            (first.limit_per_s, first.error_bound_pct, first.bottleneck, first.bottleneck_utilization)
+            == (b.limit_per_s, b.error_bound_pct, b.bottleneck, b.bottleneck_utilization)
+            and rows.index.isin(ref.index).all()
+            and rows.equals(ref.loc[rows.index])
+        )
+        print(f"{name:22s} {label} agrees with {first_label} (limit, error, bottleneck, probe rows): {same}")
+        ok &= same
+    return ok
+
+
+def _cpu_s():
+    """CPU seconds of this process (a pool's workers are forkserver children: not counted)."""
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    return own.ru_utime + own.ru_stime
 
 
 if __name__ == "__main__":

@@ -1,0 +1,454 @@
+"""A strongly connected component of FIFO stations in one compiled event loop (numba).
+
+Why. The ILDM chain's relays and bridge links form a cycle (copies flow both
+ways). The optimistic solver (:mod:`pubsim.sim.optimistic`) runs it fast at
+light load, but near saturation (every probe of the SYSTEMS.md §4 search)
+busy periods chain across directions, windows need many sweeps and the
+dense ones go to the conservative rounds, which call every member from
+Python once per lookahead (5 ms bridges: about 2,000 station calls per
+simulated second). Measured on placement B SF at the §4 limit (59k msg/s,
+one probe of 1.5 s + 0.5 s warm-up; ``benchmarks/saturation_benchmark.py``):
+see the figures in that benchmark's docstring. This module runs the whole
+component for a whole chunk in one call instead: there are no windows, no
+sweeps and no Python work per lookahead.
+
+How. A component qualifies (:func:`eligible`) when every member describes
+itself by :meth:`pubsim.sim.station.Station.compiled_spec` as a relay (one
+FIFO worker with no buffer limit, demand from its cost draws,
+:class:`pubsim.models.mechanisms.ildm.relay.RelayStation`) or a plain link
+(one FIFO transmitter with no buffer limit, service from the packet,
+``latency + jitter`` kept in order, no loss), no visit at a member is a
+delivery or a choice, and child visits are numbered after their parents.
+Then every arrival's departure is known the moment it is served (FIFO by arithmetic),
+so the component is a plain discrete-event simulation: arrivals are taken
+in (time, message x visits + visit) order, the order in which every driver
+hands a station its batch, from two sources merged on the fly: the sorted
+external arrivals (what upstream stations sent, in the members' inboxes)
+and a heap of the copies the members send each other. Every child copy is
+later than its parent by at least the member's lookahead (>= 0) and, at
+the same time, has a larger key (a child visit is numbered after its
+parent), so no copy can arrive before one already taken. Arrivals at or
+after the horizon stay for the next call (back into the inboxes).
+
+Each step is :func:`pubsim.sim.kernels._open_run` (``start = max(arrival,
+free)``, the idle extra when idle) and, for links,
+:func:`pubsim.sim.kernels.propagate`, with the same operations in the same
+order; the relay's demand is
+:meth:`pubsim.models.mechanisms.ildm.relay.RelayStation.service_s`'s sum in
+its order, and the link's service is the station's own
+:meth:`service_s` on each (visit, size) pair, tabulated per call. Draws come
+from the stations' own streams, looked ahead in blocks and then consumed by
+exactly the number used (as :mod:`pubsim.sim.closed_kernel` does), and the
+stations' statistics get every served arrival: the records are identical to
+the other paths' (``tests/oracles/test_cycles.py``).
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import numpy as np
+from numba import njit
+
+from . import kernels as K
+from .closed_kernel import _ev_pop, _ev_push  # the heap of (time, key, slot), same order
+from .disciplines import Served
+from .network import Network
+from .packets import Packets
+
+__all__ = ["CompiledCycle", "eligible"]
+
+RELAY, LINK = 0, 1
+DONE, NEED_DRAWS, NEED_OUT, NEED_ROOM, BACKWARDS = range(5)
+# counters (int64[5]): next external arrival, heap size, served rows out, departure rows out,
+# member out of draws
+C_EXT, C_HEAP, C_EV, C_DEP, C_DRAWS = range(5)
+# member constants (float64[6]): idle extra, link delay (constant jitter) or latency, acks per copy,
+# table entry cost, table match cost; flags (int64[2]): relay has per-visit load, link draws jitter
+M_IDLE, M_DELAY, M_ACKS, M_ENTRY, M_MATCH = range(5)
+F_LOAD, F_JITTER = range(2)
+# member state (float64[4]): server free time, work, served, last arrival after propagation
+S_FREE, S_WORK, S_SERVED, S_LAST = range(4)
+
+MAX_TABLE = 2**22  # visits x distinct payload sizes tabulated; more: the component is not compiled this call
+
+
+@njit(cache=True)
+def cycle_run(
+    horizon: float,
+    nv: int,
+    vmember: np.ndarray,
+    child_ptr: np.ndarray,
+    child_idx: np.ndarray,
+    vout: np.ndarray,
+    vcopies: np.ndarray,
+    vload: np.ndarray,
+    svc_tab: np.ndarray,
+    mkind: np.ndarray,
+    mconst: np.ndarray,
+    mflag: np.ndarray,
+    mstate: np.ndarray,
+    draws: np.ndarray,
+    dpos: np.ndarray,
+    et: np.ndarray,
+    ek: np.ndarray,
+    eslot: np.ndarray,
+    ht: np.ndarray,
+    hk: np.ndarray,
+    hs: np.ndarray,
+    psize: np.ndarray,
+    ppub: np.ndarray,
+    cnt: np.ndarray,
+    o_ev: np.ndarray,
+    o_evv: np.ndarray,
+    o_dep: np.ndarray,
+    o_depi: np.ndarray,
+) -> int:
+    """Serve every arrival before ``horizon``, or stop when a buffer runs out.
+
+    External arrivals ``et``/``ek``/``eslot`` (time, ``msg * nv + visit``,
+    row of ``psize``/``ppub``) are sorted; ``cnt[C_EXT]`` is the next one.
+    Copies between members wait in the heap ``ht``/``hk``/``hs``. Rows of
+    ``psize``/``ppub``: size index (column of ``svc_tab``) and publish time
+    of each packet; a copy sent to another member takes its parent's row
+    (``hs`` keeps it), so rows are never freed during a call. Returns
+    ``DONE`` or what ran out (the state is consistent: call again after
+    making room or refilling the draws).
+    """
+    n_ext = et.shape[0]
+    kd = draws.shape[2]
+    while True:
+        n_heap = cnt[C_HEAP]
+        e = cnt[C_EXT]
+        from_heap = n_heap > 0 and (e >= n_ext or ht[0] < et[e] or (ht[0] == et[e] and hk[0] < ek[e]))
+        if from_heap:
+            t, key, slot = ht[0], hk[0], hs[0]
+        elif e < n_ext:
+            t, key, slot = et[e], ek[e], eslot[e]
+        else:
+            return DONE
+        if not t < horizon:
+            return DONE
+        v = key % nv
+        m = vmember[v]
+        if dpos[m] >= kd:
+            cnt[C_DRAWS] = m
+            return NEED_DRAWS
+        if cnt[C_EV] >= o_ev.shape[0] or cnt[C_DEP] >= o_dep.shape[0]:
+            return NEED_OUT
+        n_child = child_ptr[v + 1] - child_ptr[v]
+        if n_heap + n_child > ht.shape[0]:
+            return NEED_ROOM
+        if from_heap:
+            _ev_pop(ht, hk, hs, n_heap)
+            n_heap -= 1
+        else:
+            cnt[C_EXT] = e + 1
+        k = dpos[m]
+        if mkind[m] == RELAY:
+            dpos[m] = k + 1
+            control = draws[m, 2, k]
+            per_copy = draws[m, 1, k] + mconst[m, M_ACKS] * control
+            svc = draws[m, 0, k] + vcopies[v] * per_copy
+            if mflag[m, F_LOAD]:
+                svc = svc + vload[v, 0] * control
+                svc = svc + vload[v, 1] * mconst[m, M_ENTRY]
+                svc = svc + vload[v, 2] * mconst[m, M_MATCH]
+        else:
+            svc = svc_tab[v, psize[slot]]
+        f = mstate[m, S_FREE]
+        start = t
+        if f > t:
+            start = f
+        else:
+            svc = svc + mconst[m, M_IDLE]
+        mstate[m, S_WORK] += svc
+        mstate[m, S_SERVED] += 1.0
+        dep = start + svc
+        mstate[m, S_FREE] = dep
+        nxt = dep
+        if mkind[m] == LINK:
+            if mflag[m, F_JITTER]:
+                dpos[m] = k + 1
+                nxt = dep + (mconst[m, M_DELAY] + draws[m, 0, k])
+            else:
+                nxt = dep + mconst[m, M_DELAY]
+            if nxt < mstate[m, S_LAST]:
+                nxt = mstate[m, S_LAST]
+            mstate[m, S_LAST] = nxt
+        if not nxt >= t:
+            return BACKWARDS
+        i = cnt[C_EV]
+        o_ev[i, 0], o_ev[i, 1], o_ev[i, 2] = t, start, dep
+        o_evv[i] = v
+        cnt[C_EV] = i + 1
+        msg = key // nv
+        if vout[v]:
+            i = cnt[C_DEP]
+            o_dep[i, 0], o_dep[i, 1] = nxt, ppub[slot]
+            o_depi[i, 0], o_depi[i, 1], o_depi[i, 2] = msg, v, psize[slot]
+            cnt[C_DEP] = i + 1
+        for j in range(child_ptr[v], child_ptr[v + 1]):
+            c = child_idx[j]
+            if vmember[c] >= 0:
+                _ev_push(ht, hk, hs, n_heap, nxt, msg * nv + c, slot)
+                n_heap += 1
+        cnt[C_HEAP] = n_heap
+
+
+def _member_spec(station: Any) -> dict[str, Any] | None:
+    spec = station.compiled_spec()
+    if spec is None or spec.get("kind") not in ("relay", "link"):
+        return None
+    return spec
+
+
+def eligible(network: Network, members: list[int]) -> bool:
+    """Can :class:`CompiledCycle` run this component (see the module docstring)?"""
+    if network.has_closed_loop:
+        return False
+    stations = [network.stations[s] for s in members]
+    if any(_member_spec(st) is None for st in stations):
+        return False
+    plan = network.plan
+    at_member = np.isin(plan.station, np.asarray(members, dtype=np.int64))
+    if np.any(plan.is_delivery[at_member]) or np.any(plan.choice[at_member]):
+        return False
+    parent = np.repeat(np.arange(plan.n_visits), np.diff(plan.child_ptr))
+    return bool(np.all(plan.child_idx > parent))  # so a copy sent at no delay still comes after its parent
+
+
+class CompiledCycle:
+    """Advances an :func:`eligible` component in :func:`cycle_run`, one call per horizon.
+
+    Parameters
+    ----------
+    network : Network
+    members : list of int
+        Station indices of the component.
+    block : int
+        Draws looked ahead per member and refill, and output rows per flush.
+    """
+
+    def __init__(self, network: Network, members: list[int], block: int = 65536) -> None:
+        self.net = network
+        self.members = list(members)
+        self.block = int(block)
+        plan = network.plan
+        nv = plan.n_visits
+        ns = len(network.stations)
+        self.specs = [_member_spec(network.stations[s]) for s in self.members]
+        if any(sp is None for sp in self.specs):
+            raise ValueError("the component is not one the compiled cycle runs (see eligible())")
+        member_of = np.full(ns, -1, dtype=np.int64)
+        member_of[self.members] = np.arange(len(self.members))
+        self.vmember = member_of[np.asarray(plan.station, dtype=np.int64)]
+        self.outside = member_of < 0
+        self.child_ptr = np.asarray(plan.child_ptr, dtype=np.int64)
+        self.child_idx = np.asarray(plan.child_idx, dtype=np.int64)
+        child_station = np.asarray(plan.station, dtype=np.int64)[self.child_idx]
+        parent = np.repeat(np.arange(nv), np.diff(self.child_ptr))
+        self.vout = np.zeros(nv, dtype=np.bool_)
+        self.vout[parent[self.outside[child_station]]] = True
+        self.vcopies = (plan.n_children - 1).astype(np.float64)
+        nm = len(self.members)
+        self.mkind = np.array([RELAY if sp["kind"] == "relay" else LINK for sp in self.specs], dtype=np.int64)
+        self.mconst = np.zeros((nm, 5))
+        self.mflag = np.zeros((nm, 2), dtype=np.int64)
+        self.vload = np.zeros((nv, 3))
+        for m, sp in enumerate(self.specs):
+            self.mconst[m, M_IDLE] = sp["idle_extra_s"]
+            if sp["kind"] == "relay":
+                self.mconst[m, M_ACKS] = sp["acks"]
+                self.mconst[m, M_ENTRY], self.mconst[m, M_MATCH] = sp["table_entry_s"], sp["table_match_s"]
+                load = sp["load"]
+                if load is not None:
+                    self.mflag[m, F_LOAD] = 1
+                    at = np.flatnonzero(self.vmember == m)
+                    for j, name in enumerate(("inbound_acks", "table_entries", "table_matches")):
+                        self.vload[at, j] = np.asarray(load[name])[at]
+            else:
+                jitter = sp["jitter"]
+                self.mflag[m, F_JITTER] = 0 if jitter.dist.is_constant else 1
+                # LinkStation.after_service: latency + the constant jitter (one sum), or latency + each draw
+                self.mconst[m, M_DELAY] = (
+                    sp["latency_s"] + jitter.dist.mean if jitter.dist.is_constant else sp["latency_s"]
+                )
+        self._sizes = np.zeros(0, dtype=np.int64)
+        self._svc_tab = np.zeros((nv, 0))
+
+    # --- per-call inputs -----------------------------------------------------
+    def _streams(self, m: int) -> list[Any]:
+        sp = self.specs[m]
+        if sp["kind"] == "relay":
+            return list(sp["draws"])
+        return [sp["jitter"]] if self.mflag[m, F_JITTER] else []
+
+    def _refill(self, draws: np.ndarray, dpos: np.ndarray, members: Any) -> None:
+        """Consume the draws the ``members`` used so far and look their next block ahead."""
+        for m in members:
+            for j, stream in enumerate(self._streams(m)):
+                if dpos[m]:
+                    stream.take(int(dpos[m]))
+                draws[m, j] = copy.deepcopy(stream).take(draws.shape[2])
+            dpos[m] = 0
+
+    def _consume(self, dpos: np.ndarray) -> None:
+        for m in range(len(self.members)):
+            for stream in self._streams(m):
+                if dpos[m]:
+                    stream.take(int(dpos[m]))
+            dpos[m] = 0
+
+    def _table(self, sizes: np.ndarray) -> bool:
+        """Link service of every member link visit at each payload size in ``sizes`` (a
+        superset of the last table's sizes keeps it); False with too many sizes."""
+        if np.all(np.isin(sizes, self._sizes)):
+            return True
+        sizes = np.union1d(self._sizes, sizes)
+        nv = self.net.plan.n_visits
+        if nv * len(sizes) > MAX_TABLE:
+            return False
+        tab = np.zeros((nv, len(sizes)))
+        for m, sp in enumerate(self.specs):
+            if sp["kind"] != "link":
+                continue
+            at = np.flatnonzero(self.vmember == m)
+            if not len(at):
+                continue
+            visit = np.repeat(at, len(sizes))
+            size = np.tile(sizes, len(at))
+            n = len(visit)
+            fake = Packets(np.zeros(n), np.zeros(n, np.int64), visit, size, np.zeros(n))
+            tab[at] = np.asarray(sp["service"](fake), dtype=np.float64).reshape(len(at), len(sizes))
+        self._sizes, self._svc_tab = sizes, tab
+        return True
+
+    # --- running -------------------------------------------------------------
+    def advance(self, inbox: list[list[Packets]], horizon: float) -> list[tuple[int, Packets]] | None:
+        """Serve every arrival before ``horizon`` at the members (their inboxes are
+        replaced by what is left); returns the child copies sent outside, by
+        station, or None (nothing done) when the payload sizes are too many to
+        tabulate."""
+        parts = [p for s in self.members for p in inbox[s] if len(p)]
+        if not parts:
+            return []
+        ext = Packets.concat(parts)
+        if not self._table(np.unique(ext.size)):
+            return None
+        for s in self.members:
+            inbox[s] = []
+        plan = self.net.plan
+        nv = plan.n_visits
+        key = ext.msg * nv + ext.visit
+        order = np.lexsort((key, ext.t))
+        et, ek = ext.t[order], key[order]
+        n_ext = len(et)
+        psize = np.searchsorted(self._sizes, ext.size[order]).astype(np.int64)
+        ppub = ext.pub_t[order]
+        eslot = np.arange(n_ext, dtype=np.int64)
+        nm = len(self.members)
+        # draws looked ahead per member: about a call's arrivals, at most ``block``, at most 4M in all
+        b = int(min(self.block, max(1024, n_ext), max(1024, 2**22 // (3 * nm))))
+        draws, dpos = np.zeros((nm, 3, b)), np.zeros(nm, dtype=np.int64)
+        self._refill(draws, dpos, range(nm))
+        mstate = np.zeros((nm, 4))
+        for m, sp in enumerate(self.specs):
+            disc, last = sp["discipline"], sp.get("last")
+            mstate[m] = (disc.free[0], disc.fs[K.WORK], disc.fs[K.SERVED], 0.0 if last is None else last[0])
+        cap = 4096
+        ht, hk, hs = np.zeros(cap), np.zeros(cap, dtype=np.int64), np.zeros(cap, dtype=np.int64)
+        cnt = np.zeros(5, dtype=np.int64)
+        rows = min(self.block, 4 * n_ext + 16)
+        o_ev, o_evv = np.zeros((rows, 3)), np.zeros(rows, dtype=np.int64)
+        o_dep, o_depi = np.zeros((rows, 2)), np.zeros((rows, 3), dtype=np.int64)
+        departed: list[Packets] = []
+        while True:
+            status = cycle_run(
+                float(horizon), nv, self.vmember, self.child_ptr, self.child_idx, self.vout, self.vcopies,
+                self.vload, self._svc_tab, self.mkind, self.mconst, self.mflag, mstate, draws, dpos,
+                et, ek, eslot, ht, hk, hs, psize, ppub, cnt, o_ev, o_evv, o_dep, o_depi,
+            )  # fmt: skip
+            self._flush(cnt, o_ev, o_evv, o_dep, o_depi, departed)
+            if status == DONE:
+                break
+            if status == BACKWARDS:
+                raise RuntimeError("a station of a cycle sent a copy earlier than it arrived (negative service)")
+            if status == NEED_DRAWS:
+                self._refill(draws, dpos, [int(cnt[C_DRAWS])])
+            elif status == NEED_ROOM:
+                ht, hk, hs = (np.concatenate([a, np.empty_like(a)]) for a in (ht, hk, hs))
+        self._consume(dpos)
+        for m, sp in enumerate(self.specs):  # the stations' state, as if they had served the batches
+            disc, last = sp["discipline"], sp.get("last")
+            disc.free[0], disc.fs[K.WORK], disc.fs[K.SERVED] = mstate[m, S_FREE], mstate[m, S_WORK], mstate[m, S_SERVED]
+            if last is not None:
+                last[0] = mstate[m, S_LAST]
+        self._leave(inbox, ext, order, cnt, ht, hk, hs, psize, ppub)
+        out = Packets.concat(departed)
+        return plan.children_by_station(out, self.outside) if len(out) else []
+
+    def _flush(
+        self,
+        cnt: np.ndarray,
+        o_ev: np.ndarray,
+        o_evv: np.ndarray,
+        o_dep: np.ndarray,
+        o_depi: np.ndarray,
+        departed: list[Packets],
+    ) -> None:
+        """Hand the served rows to the members' statistics and keep the departures."""
+        plan, stations = self.net.plan, self.net.stations
+        k = int(cnt[C_EV])
+        if k:
+            visit = o_evv[:k]
+            member = self.vmember[visit]
+            order = np.argsort(member, kind="stable")  # by member, serving order kept
+            visit, times, member = visit[order], o_ev[:k][order], member[order]
+            cuts = np.flatnonzero(np.diff(member)) + 1
+            for a, z in zip(np.concatenate([[0], cuts]).tolist(), np.concatenate([cuts, [k]]).tolist()):
+                t = times[a:z, 0].copy()
+                n = z - a
+                served = Served(
+                    Packets(t, np.zeros(n, np.int64), visit[a:z], np.zeros(n, np.int64), t),
+                    t,
+                    times[a:z, 1],
+                    times[a:z, 2],
+                    Packets.empty(),
+                    np.empty(0),
+                    np.empty(0, dtype=np.int64),
+                )
+                st = stations[self.members[int(member[a])]]
+                st.stats.add(t, plan.ingress[visit[a:z]], served, np.empty(0), np.empty(0, np.int64))
+        k = int(cnt[C_DEP])
+        if k:
+            d, di = o_dep[:k], o_depi[:k]
+            departed.append(
+                Packets(d[:, 0].copy(), di[:, 0].copy(), di[:, 1].copy(), self._sizes[di[:, 2]], d[:, 1].copy())
+            )
+        cnt[C_EV] = cnt[C_DEP] = 0
+
+    def _leave(
+        self,
+        inbox: list[list[Packets]],
+        ext: Packets,
+        order: np.ndarray,
+        cnt: np.ndarray,
+        ht: np.ndarray,
+        hk: np.ndarray,
+        hs: np.ndarray,
+        psize: np.ndarray,
+        ppub: np.ndarray,
+    ) -> None:
+        """Arrivals not served (at or after the horizon) back into the members' inboxes."""
+        nv = self.net.plan.n_visits
+        rest = order[int(cnt[C_EXT]) :]
+        n_heap = int(cnt[C_HEAP])
+        left = [ext.take(rest)] if len(rest) else []
+        if n_heap:
+            key, slot = hk[:n_heap], hs[:n_heap]
+            left.append(Packets(ht[:n_heap].copy(), key // nv, key % nv, self._sizes[psize[slot]], ppub[slot]))
+        if left:
+            for s, packets in self.net.plan.group_by_station(Packets.concat(left)):
+                inbox[s].append(packets)
