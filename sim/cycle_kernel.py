@@ -6,11 +6,22 @@ light load, but near saturation (every probe of the SYSTEMS.md §4 search)
 busy periods chain across directions, windows need many sweeps and the
 dense ones go to the conservative rounds, which call every member from
 Python once per lookahead (5 ms bridges: about 2,000 station calls per
-simulated second). Measured on placement B SF at the §4 limit (59k msg/s,
-one probe of 1.5 s + 0.5 s warm-up; ``benchmarks/saturation_benchmark.py``):
-see the figures in that benchmark's docstring. This module runs the whole
-component for a whole chunk in one call instead: there are no windows, no
-sweeps and no Python work per lookahead.
+simulated second). This module runs the whole component for a whole chunk
+in one call instead: there are no windows, no sweeps and no Python work per
+lookahead. Measured (25 Nov 2026, the shared 2-core machine at load 7-16,
+so CPU time; one §4 probe on placement B SF, 1.5 s with 0.5 s warm-up,
+drained): at the limit (0.85 ms per publisher, 59k msg/s) the optimistic
+solver with its conservative rounds took 3.4 s CPU, this loop 0.42 s (the
+loop itself 0.13 s, the rest the brokers, downlinks and build); at twice
+the limit's load (0.5 ms, 100k msg/s) 5.9 s against 0.70 s.
+
+Why per-member queues and not one heap of every copy in flight (the
+closed loop's design): a saturated member's copies wait for departures far
+ahead, so a global heap grows with its backlog and pays a cache miss per
+level; a member's outputs are already in time order, so a queue per member
+and a heap of the members' heads (13 entries on the chain) do. Measured the
+same way, the loop itself: 0.56 -> 0.21 s CPU at 0.5 ms, 0.21 -> 0.13 s at
+0.85 ms, records unchanged.
 
 How. A component qualifies (:func:`eligible`) when every member describes
 itself by :meth:`pubsim.sim.station.Station.compiled_spec` as a relay (one
@@ -24,7 +35,9 @@ so the component is a plain discrete-event simulation: arrivals are taken
 in (time, message x visits + visit) order, the order in which every driver
 hands a station its batch, from two sources merged on the fly: the sorted
 external arrivals (what upstream stations sent, in the members' inboxes)
-and a heap of the copies the members send each other. Every child copy is
+and the copies the members send each other, in one time-ordered queue per
+sending member (a FIFO's departures and a link's order-keeping arrivals
+never go back in time) merged by a heap of the queues' heads. Every child copy is
 later than its parent by at least the member's lookahead (>= 0) and, at
 the same time, has a larger key (a child visit is numbered after its
 parent), so no copy can arrive before one already taken. Arrivals at or
@@ -52,7 +65,6 @@ import numpy as np
 from numba import njit
 
 from . import kernels as K
-from .closed_kernel import _ev_pop, _ev_push  # the heap of (time, key, slot), same order
 from .disciplines import Served
 from .network import Network
 from .packets import Packets
@@ -72,6 +84,46 @@ F_LOAD, F_JITTER = range(2)
 S_FREE, S_WORK, S_SERVED, S_LAST = range(4)
 
 MAX_TABLE = 2**22  # visits x distinct payload sizes tabulated; more: the component is not compiled this call
+
+
+@njit(cache=True, inline="always")
+def _q_less(qt: np.ndarray, qk: np.ndarray, qh: np.ndarray, a: int, b: int) -> bool:
+    """Is the head of member ``a``'s queue earlier than the head of ``b``'s, in (time, key) order?"""
+    ta, tb = qt[a, qh[a]], qt[b, qh[b]]
+    return ta < tb or (ta == tb and qk[a, qh[a]] < qk[b, qh[b]])
+
+
+@njit(cache=True, inline="always")
+def _h_swap(heap: np.ndarray, hpos: np.ndarray, i: int, j: int) -> None:
+    heap[i], heap[j] = heap[j], heap[i]
+    hpos[heap[i]] = i
+    hpos[heap[j]] = j
+
+
+@njit(cache=True, inline="always")
+def _h_up(heap: np.ndarray, hpos: np.ndarray, qt: np.ndarray, qk: np.ndarray, qh: np.ndarray, i: int) -> None:
+    while i > 0:
+        p = (i - 1) // 2
+        if not _q_less(qt, qk, qh, heap[i], heap[p]):
+            break
+        _h_swap(heap, hpos, i, p)
+        i = p
+
+
+@njit(cache=True, inline="always")
+def _h_down(heap: np.ndarray, hpos: np.ndarray, qt: np.ndarray, qk: np.ndarray, qh: np.ndarray, n: int) -> None:
+    i = 0
+    while True:
+        a, b = 2 * i + 1, 2 * i + 2
+        m = i
+        if a < n and _q_less(qt, qk, qh, heap[a], heap[m]):
+            m = a
+        if b < n and _q_less(qt, qk, qh, heap[b], heap[m]):
+            m = b
+        if m == i:
+            break
+        _h_swap(heap, hpos, i, m)
+        i = m
 
 
 @njit(cache=True)
@@ -94,9 +146,13 @@ def cycle_run(
     et: np.ndarray,
     ek: np.ndarray,
     eslot: np.ndarray,
-    ht: np.ndarray,
-    hk: np.ndarray,
-    hs: np.ndarray,
+    qt: np.ndarray,
+    qk: np.ndarray,
+    qs: np.ndarray,
+    qh: np.ndarray,
+    qn: np.ndarray,
+    heap: np.ndarray,
+    hpos: np.ndarray,
     psize: np.ndarray,
     ppub: np.ndarray,
     cnt: np.ndarray,
@@ -109,21 +165,33 @@ def cycle_run(
 
     External arrivals ``et``/``ek``/``eslot`` (time, ``msg * nv + visit``,
     row of ``psize``/``ppub``) are sorted; ``cnt[C_EXT]`` is the next one.
-    Copies between members wait in the heap ``ht``/``hk``/``hs``. Rows of
-    ``psize``/``ppub``: size index (column of ``svc_tab``) and publish time
-    of each packet; a copy sent to another member takes its parent's row
-    (``hs`` keeps it), so rows are never freed during a call. Returns
-    ``DONE`` or what ran out (the state is consistent: call again after
-    making room or refilling the draws).
+    Copies between members wait in their sender's queue ``qt``/``qk``/``qs``
+    (row = member; ``qh`` its head, ``qn`` its length): a member's output
+    times never decrease (a FIFO server's departures, a link's order-keeping
+    propagation), so each queue is sorted by appending (ties in time put in
+    key order), and the next copy is the head of the queue whose head is
+    earliest, kept in the small ``heap`` of non-empty queues (``hpos``:
+    each member's place in it, -1 when out; ``cnt[C_HEAP]`` its size; why:
+    the module docstring). Rows of ``psize``/``ppub``: size index (column of
+    ``svc_tab``) and publish time of each packet; a copy sent to another
+    member takes its parent's row, so rows are never freed during a call.
+    Returns ``DONE`` or what ran out (the state is consistent: call again
+    after making room or refilling the draws).
     """
     n_ext = et.shape[0]
     kd = draws.shape[2]
+    qcap = qt.shape[1]
     while True:
         n_heap = cnt[C_HEAP]
         e = cnt[C_EXT]
-        from_heap = n_heap > 0 and (e >= n_ext or ht[0] < et[e] or (ht[0] == et[e] and hk[0] < ek[e]))
-        if from_heap:
-            t, key, slot = ht[0], hk[0], hs[0]
+        r = heap[0]
+        from_q = False
+        if n_heap > 0:
+            h = qh[r]
+            from_q = e >= n_ext or qt[r, h] < et[e] or (qt[r, h] == et[e] and qk[r, h] < ek[e])
+        if from_q:
+            h = qh[r]
+            t, key, slot = qt[r, h], qk[r, h], qs[r, h]
         elif e < n_ext:
             t, key, slot = et[e], ek[e], eslot[e]
         else:
@@ -138,11 +206,29 @@ def cycle_run(
         if cnt[C_EV] >= o_ev.shape[0] or cnt[C_DEP] >= o_dep.shape[0]:
             return NEED_OUT
         n_child = child_ptr[v + 1] - child_ptr[v]
-        if n_heap + n_child > ht.shape[0]:
-            return NEED_ROOM
-        if from_heap:
-            _ev_pop(ht, hk, hs, n_heap)
-            n_heap -= 1
+        if qh[m] + qn[m] + n_child > qcap:
+            if qh[m] > 0:  # move the queue to the front of its row
+                h0, n0 = qh[m], qn[m]
+                for j in range(n0):
+                    qt[m, j], qk[m, j], qs[m, j] = qt[m, h0 + j], qk[m, h0 + j], qs[m, h0 + j]
+                qh[m] = 0
+            if qn[m] + n_child > qcap:
+                cnt[C_DRAWS] = m
+                return NEED_ROOM
+            continue
+        if from_q:
+            qh[r] += 1
+            qn[r] -= 1
+            if qn[r] == 0:  # the queue leaves the heap
+                qh[r] = 0
+                n_heap -= 1
+                hpos[r] = -1
+                if n_heap > 0:
+                    heap[0] = heap[n_heap]
+                    hpos[heap[0]] = 0
+                    _h_down(heap, hpos, qt, qk, qh, n_heap)
+            else:
+                _h_down(heap, hpos, qt, qk, qh, n_heap)
         else:
             cnt[C_EXT] = e + 1
         k = dpos[m]
@@ -191,9 +277,25 @@ def cycle_run(
             cnt[C_DEP] = i + 1
         for j in range(child_ptr[v], child_ptr[v + 1]):
             c = child_idx[j]
-            if vmember[c] >= 0:
-                _ev_push(ht, hk, hs, n_heap, nxt, msg * nv + c, slot)
+            if vmember[c] < 0:
+                continue
+            ck = msg * nv + c
+            h = qh[m]
+            i = h + qn[m]
+            if qn[m] > 0 and not qt[m, i - 1] <= nxt:
+                return BACKWARDS  # an output earlier than the member's last one
+            while i > h and qt[m, i - 1] == nxt and qk[m, i - 1] > ck:  # ties in time: key order
+                qt[m, i], qk[m, i], qs[m, i] = qt[m, i - 1], qk[m, i - 1], qs[m, i - 1]
+                i -= 1
+            qt[m, i], qk[m, i], qs[m, i] = nxt, ck, slot
+            qn[m] += 1
+            if hpos[m] < 0:  # the queue joins the heap
+                heap[n_heap] = m
+                hpos[m] = n_heap
                 n_heap += 1
+                _h_up(heap, hpos, qt, qk, qh, hpos[m])
+            elif i == h:  # a new head, earlier than the old one
+                _h_up(heap, hpos, qt, qk, qh, hpos[m])
         cnt[C_HEAP] = n_heap
 
 
@@ -228,7 +330,9 @@ class CompiledCycle:
     members : list of int
         Station indices of the component.
     block : int
-        Draws looked ahead per member and refill, and output rows per flush.
+        Most draws looked ahead per member and refill, output rows per
+        flush, and first room of each member's queue (small values exercise
+        the refills in tests).
     """
 
     def __init__(self, network: Network, members: list[int], block: int = 65536) -> None:
@@ -238,9 +342,10 @@ class CompiledCycle:
         plan = network.plan
         nv = plan.n_visits
         ns = len(network.stations)
-        self.specs = [_member_spec(network.stations[s]) for s in self.members]
-        if any(sp is None for sp in self.specs):
+        specs = [_member_spec(network.stations[s]) for s in self.members]
+        if any(sp is None for sp in specs):
             raise ValueError("the component is not one the compiled cycle runs (see eligible())")
+        self.specs: list[dict[str, Any]] = [sp for sp in specs if sp is not None]
         member_of = np.full(ns, -1, dtype=np.int64)
         member_of[self.members] = np.arange(len(self.members))
         self.vmember = member_of[np.asarray(plan.station, dtype=np.int64)]
@@ -351,14 +456,17 @@ class CompiledCycle:
         nm = len(self.members)
         # draws looked ahead per member: about a call's arrivals, at most ``block``, at most 4M in all
         b = int(min(self.block, max(1024, n_ext), max(1024, 2**22 // (3 * nm))))
+        b = max(b, 1)
         draws, dpos = np.zeros((nm, 3, b)), np.zeros(nm, dtype=np.int64)
         self._refill(draws, dpos, range(nm))
         mstate = np.zeros((nm, 4))
         for m, sp in enumerate(self.specs):
             disc, last = sp["discipline"], sp.get("last")
             mstate[m] = (disc.free[0], disc.fs[K.WORK], disc.fs[K.SERVED], 0.0 if last is None else last[0])
-        cap = 4096
-        ht, hk, hs = np.zeros(cap), np.zeros(cap, dtype=np.int64), np.zeros(cap, dtype=np.int64)
+        qcap = int(min(self.block, max(1024, n_ext // 4), max(1024, 2**21 // nm)))  # per member; doubles if short
+        qt, qk, qs = np.zeros((nm, qcap)), np.zeros((nm, qcap), dtype=np.int64), np.zeros((nm, qcap), dtype=np.int64)
+        qh, qn = np.zeros(nm, dtype=np.int64), np.zeros(nm, dtype=np.int64)
+        heap, hpos = np.zeros(nm, dtype=np.int64), np.full(nm, -1, dtype=np.int64)
         cnt = np.zeros(5, dtype=np.int64)
         rows = min(self.block, 4 * n_ext + 16)
         o_ev, o_evv = np.zeros((rows, 3)), np.zeros(rows, dtype=np.int64)
@@ -368,7 +476,7 @@ class CompiledCycle:
             status = cycle_run(
                 float(horizon), nv, self.vmember, self.child_ptr, self.child_idx, self.vout, self.vcopies,
                 self.vload, self._svc_tab, self.mkind, self.mconst, self.mflag, mstate, draws, dpos,
-                et, ek, eslot, ht, hk, hs, psize, ppub, cnt, o_ev, o_evv, o_dep, o_depi,
+                et, ek, eslot, qt, qk, qs, qh, qn, heap, hpos, psize, ppub, cnt, o_ev, o_evv, o_dep, o_depi,
             )  # fmt: skip
             self._flush(cnt, o_ev, o_evv, o_dep, o_depi, departed)
             if status == DONE:
@@ -377,15 +485,15 @@ class CompiledCycle:
                 raise RuntimeError("a station of a cycle sent a copy earlier than it arrived (negative service)")
             if status == NEED_DRAWS:
                 self._refill(draws, dpos, [int(cnt[C_DRAWS])])
-            elif status == NEED_ROOM:
-                ht, hk, hs = (np.concatenate([a, np.empty_like(a)]) for a in (ht, hk, hs))
+            elif status == NEED_ROOM:  # a member's queue is full: twice the room for every member
+                qt, qk, qs = (np.concatenate([a, np.empty_like(a)], axis=1) for a in (qt, qk, qs))
         self._consume(dpos)
         for m, sp in enumerate(self.specs):  # the stations' state, as if they had served the batches
             disc, last = sp["discipline"], sp.get("last")
             disc.free[0], disc.fs[K.WORK], disc.fs[K.SERVED] = mstate[m, S_FREE], mstate[m, S_WORK], mstate[m, S_SERVED]
             if last is not None:
                 last[0] = mstate[m, S_LAST]
-        self._leave(inbox, ext, order, cnt, ht, hk, hs, psize, ppub)
+        self._leave(inbox, ext, order, cnt, qt, qk, qs, qh, qn, psize, ppub)
         out = Packets.concat(departed)
         return plan.children_by_station(out, self.outside) if len(out) else []
 
@@ -404,7 +512,8 @@ class CompiledCycle:
         if k:
             visit = o_evv[:k]
             member = self.vmember[visit]
-            order = np.argsort(member, kind="stable")  # by member, serving order kept
+            small = member.astype(np.uint16) if len(self.members) < 2**16 else member
+            order = np.argsort(small, kind="stable")  # by member, serving order kept (radix sort)
             visit, times, member = visit[order], o_ev[:k][order], member[order]
             cuts = np.flatnonzero(np.diff(member)) + 1
             for a, z in zip(np.concatenate([[0], cuts]).tolist(), np.concatenate([cuts, [k]]).tolist()):
@@ -435,20 +544,22 @@ class CompiledCycle:
         ext: Packets,
         order: np.ndarray,
         cnt: np.ndarray,
-        ht: np.ndarray,
-        hk: np.ndarray,
-        hs: np.ndarray,
+        qt: np.ndarray,
+        qk: np.ndarray,
+        qs: np.ndarray,
+        qh: np.ndarray,
+        qn: np.ndarray,
         psize: np.ndarray,
         ppub: np.ndarray,
     ) -> None:
         """Arrivals not served (at or after the horizon) back into the members' inboxes."""
         nv = self.net.plan.n_visits
         rest = order[int(cnt[C_EXT]) :]
-        n_heap = int(cnt[C_HEAP])
         left = [ext.take(rest)] if len(rest) else []
-        if n_heap:
-            key, slot = hk[:n_heap], hs[:n_heap]
-            left.append(Packets(ht[:n_heap].copy(), key // nv, key % nv, self._sizes[psize[slot]], ppub[slot]))
+        for m in np.flatnonzero(qn).tolist():  # copies in flight between members
+            at = slice(int(qh[m]), int(qh[m] + qn[m]))
+            key, slot = qk[m, at], qs[m, at]
+            left.append(Packets(qt[m, at].copy(), key // nv, key % nv, self._sizes[psize[slot]], ppub[slot]))
         if left:
             for s, packets in self.net.plan.group_by_station(Packets.concat(left)):
                 inbox[s].append(packets)

@@ -92,6 +92,9 @@ class BatchDriver:
     cycle_dense_arrivals : float
         Above this many arrivals per cycle lookahead, conservative rounds
         are cheaper and used (:meth:`pubsim.sim.optimistic.CycleSolver.dense`).
+    cycle_block : int
+        Draws looked ahead, output rows and first queue room per member of
+        the compiled cycle (:class:`pubsim.sim.cycle_kernel.CompiledCycle`).
     closed_loop : {"compiled", "rounds"}
         How a request/reply closed loop is run to the end: in one compiled
         event loop when the network qualifies
@@ -109,6 +112,7 @@ class BatchDriver:
         cycle_window_messages: int = 65536,
         cycle_max_sweeps: int = 12,
         cycle_dense_arrivals: float = 150.0,
+        cycle_block: int = 65536,
         closed_loop: str = "compiled",
     ) -> None:
         if cycles not in ("compiled", "optimistic", "conservative"):
@@ -127,7 +131,7 @@ class BatchDriver:
         for members, cyclic, sub in self._components:
             stations = [network.stations[s] for s in members]
             if cyclic and cycles == "compiled" and cycle_eligible(network, members):
-                self._compiled[tuple(members)] = CompiledCycle(network, members)
+                self._compiled[tuple(members)] = CompiledCycle(network, members, block=cycle_block)
             if cyclic and sub is not None and cycles != "conservative" and CycleSolver.supported(stations):
                 dist, _ = self._cycle_tables(members, sub)
                 self._solvers[tuple(members)] = CycleSolver(

@@ -224,6 +224,9 @@ def test_compiled_cycle_equals_reference_and_optimistic(case):
     _same(fast, ref)
     _same(opt, ref)
     assert len(fast.deliveries()) > 500
+    # tiny buffers: draws refilled, rows flushed and member queues moved and grown mid-call
+    tiny = simulate(build(), duration_s=duration, warmup_s=0.05, seed=3, batch_options={"cycle_block": 16})
+    _same(tiny, ref)
 
 
 def test_compiled_cycle_is_not_used_where_a_member_does_not_qualify():
