@@ -65,7 +65,6 @@ import numpy as np
 from numba import njit
 
 from . import kernels as K
-from .disciplines import Served
 from .network import Network
 from .packets import Packets
 
@@ -73,8 +72,8 @@ __all__ = ["CompiledCycle", "eligible"]
 
 RELAY, LINK = 0, 1
 DONE, NEED_DRAWS, NEED_OUT, NEED_ROOM, BACKWARDS = range(5)
-# counters (int64[5]): next external arrival, heap size, served rows out, departure rows out,
-# member out of draws
+# counters (int64[5]): next external arrival, heap size, (unused), departure rows out, member out of
+# draws or room
 C_EXT, C_HEAP, C_EV, C_DEP, C_DRAWS = range(5)
 # member constants (float64[6]): idle extra, link delay (constant jitter) or latency, acks per copy,
 # table entry cost, table match cost; flags (int64[2]): relay has per-visit load, link draws jitter
@@ -82,6 +81,9 @@ M_IDLE, M_DELAY, M_ACKS, M_ENTRY, M_MATCH = range(5)
 F_LOAD, F_JITTER = range(2)
 # member state (float64[4]): server free time, work, served, last arrival after propagation
 S_FREE, S_WORK, S_SERVED, S_LAST = range(4)
+# member statistics (int64[7]): arrivals and ingress arrivals in the window, started, wake-ups, busy,
+# waiting and blocked ticks (pubsim.sim.station.StationStats)
+ST_ARRIVALS, ST_INGRESS, ST_STARTED, ST_WAKEUPS, ST_BUSY, ST_WAITING, ST_BLOCKED = range(7)
 
 MAX_TABLE = 2**22  # visits x distinct payload sizes tabulated; more: the component is not compiled this call
 
@@ -156,8 +158,9 @@ def cycle_run(
     psize: np.ndarray,
     ppub: np.ndarray,
     cnt: np.ndarray,
-    o_ev: np.ndarray,
-    o_evv: np.ndarray,
+    ingress: np.ndarray,
+    mwin: np.ndarray,
+    mstat: np.ndarray,
     o_dep: np.ndarray,
     o_depi: np.ndarray,
 ) -> int:
@@ -175,8 +178,12 @@ def cycle_run(
     the module docstring). Rows of ``psize``/``ppub``: size index (column of
     ``svc_tab``) and publish time of each packet; a copy sent to another
     member takes its parent's row, so rows are never freed during a call.
-    Returns ``DONE`` or what ran out (the state is consistent: call again
-    after making room or refilling the draws).
+    Each member's statistics over its window ``mwin[m]`` are summed in
+    ``mstat[m]`` as :meth:`pubsim.sim.station.StationStats.add` sums them
+    (arrivals, ingress arrivals, started, wake-ups, busy, waiting and
+    blocked ticks, each message's intervals rounded to ticks: the totals do
+    not depend on batching). Returns ``DONE`` or what ran out (the state is
+    consistent: call again after making room or refilling the draws).
     """
     n_ext = et.shape[0]
     kd = draws.shape[2]
@@ -203,7 +210,7 @@ def cycle_run(
         if dpos[m] >= kd:
             cnt[C_DRAWS] = m
             return NEED_DRAWS
-        if cnt[C_EV] >= o_ev.shape[0] or cnt[C_DEP] >= o_dep.shape[0]:
+        if cnt[C_DEP] >= o_dep.shape[0]:
             return NEED_OUT
         n_child = child_ptr[v + 1] - child_ptr[v]
         if qh[m] + qn[m] + n_child > qcap:
@@ -265,10 +272,18 @@ def cycle_run(
             mstate[m, S_LAST] = nxt
         if not nxt >= t:
             return BACKWARDS
-        i = cnt[C_EV]
-        o_ev[i, 0], o_ev[i, 1], o_ev[i, 2] = t, start, dep
-        o_evv[i] = v
-        cnt[C_EV] = i + 1
+        w0, w1 = mwin[m, 0], mwin[m, 1]
+        if t >= w0 and t < w1:  # K.window_counts and K.service_window_stats, one message (admitted at t)
+            mstat[m, ST_ARRIVALS] += 1
+            if ingress[v]:
+                mstat[m, ST_INGRESS] += 1
+        if start >= w0 and start < w1:
+            mstat[m, ST_STARTED] += 1
+            if start == t:
+                mstat[m, ST_WAKEUPS] += 1
+        mstat[m, ST_BUSY] += K._ticks(start, dep, w0, w1)
+        mstat[m, ST_WAITING] += K._ticks(t, start, w0, w1)
+        mstat[m, ST_BLOCKED] += K._ticks(t, t, w0, w1)
         msg = key // nv
         if vout[v]:
             i = cnt[C_DEP]
@@ -380,6 +395,8 @@ class CompiledCycle:
                 self.mconst[m, M_DELAY] = (
                     sp["latency_s"] + jitter.dist.mean if jitter.dist.is_constant else sp["latency_s"]
                 )
+        self.ingress = np.asarray(plan.ingress, dtype=np.bool_)
+        self.mwin = np.array([[network.stations[s].stats.w0, network.stations[s].stats.w1] for s in self.members])
         self._sizes = np.zeros(0, dtype=np.int64)
         self._svc_tab = np.zeros((nv, 0))
 
@@ -469,16 +486,17 @@ class CompiledCycle:
         heap, hpos = np.zeros(nm, dtype=np.int64), np.full(nm, -1, dtype=np.int64)
         cnt = np.zeros(5, dtype=np.int64)
         rows = min(self.block, 4 * n_ext + 16)
-        o_ev, o_evv = np.zeros((rows, 3)), np.zeros(rows, dtype=np.int64)
+        mstat = np.zeros((nm, 7), dtype=np.int64)
         o_dep, o_depi = np.zeros((rows, 2)), np.zeros((rows, 3), dtype=np.int64)
         departed: list[Packets] = []
         while True:
             status = cycle_run(
                 float(horizon), nv, self.vmember, self.child_ptr, self.child_idx, self.vout, self.vcopies,
                 self.vload, self._svc_tab, self.mkind, self.mconst, self.mflag, mstate, draws, dpos,
-                et, ek, eslot, qt, qk, qs, qh, qn, heap, hpos, psize, ppub, cnt, o_ev, o_evv, o_dep, o_depi,
+                et, ek, eslot, qt, qk, qs, qh, qn, heap, hpos, psize, ppub, cnt, self.ingress, self.mwin, mstat,
+                o_dep, o_depi,
             )  # fmt: skip
-            self._flush(cnt, o_ev, o_evv, o_dep, o_depi, departed)
+            self._flush(cnt, o_dep, o_depi, departed)
             if status == DONE:
                 break
             if status == BACKWARDS:
@@ -488,6 +506,7 @@ class CompiledCycle:
             elif status == NEED_ROOM:  # a member's queue is full: twice the room for every member
                 qt, qk, qs = (np.concatenate([a, np.empty_like(a)], axis=1) for a in (qt, qk, qs))
         self._consume(dpos)
+        self._add_stats(mstat)
         for m, sp in enumerate(self.specs):  # the stations' state, as if they had served the batches
             disc, last = sp["discipline"], sp.get("last")
             disc.free[0], disc.fs[K.WORK], disc.fs[K.SERVED] = mstate[m, S_FREE], mstate[m, S_WORK], mstate[m, S_SERVED]
@@ -497,46 +516,28 @@ class CompiledCycle:
         out = Packets.concat(departed)
         return plan.children_by_station(out, self.outside) if len(out) else []
 
-    def _flush(
-        self,
-        cnt: np.ndarray,
-        o_ev: np.ndarray,
-        o_evv: np.ndarray,
-        o_dep: np.ndarray,
-        o_depi: np.ndarray,
-        departed: list[Packets],
-    ) -> None:
-        """Hand the served rows to the members' statistics and keep the departures."""
-        plan, stations = self.net.plan, self.net.stations
-        k = int(cnt[C_EV])
-        if k:
-            visit = o_evv[:k]
-            member = self.vmember[visit]
-            small = member.astype(np.uint16) if len(self.members) < 2**16 else member
-            order = np.argsort(small, kind="stable")  # by member, serving order kept (radix sort)
-            visit, times, member = visit[order], o_ev[:k][order], member[order]
-            cuts = np.flatnonzero(np.diff(member)) + 1
-            for a, z in zip(np.concatenate([[0], cuts]).tolist(), np.concatenate([cuts, [k]]).tolist()):
-                t = times[a:z, 0].copy()
-                n = z - a
-                served = Served(
-                    Packets(t, np.zeros(n, np.int64), visit[a:z], np.zeros(n, np.int64), t),
-                    t,
-                    times[a:z, 1],
-                    times[a:z, 2],
-                    Packets.empty(),
-                    np.empty(0),
-                    np.empty(0, dtype=np.int64),
-                )
-                st = stations[self.members[int(member[a])]]
-                st.stats.add(t, plan.ingress[visit[a:z]], served, np.empty(0), np.empty(0, np.int64))
+    def _flush(self, cnt: np.ndarray, o_dep: np.ndarray, o_depi: np.ndarray, departed: list[Packets]) -> None:
+        """Keep the departures written so far."""
         k = int(cnt[C_DEP])
         if k:
             d, di = o_dep[:k], o_depi[:k]
             departed.append(
                 Packets(d[:, 0].copy(), di[:, 0].copy(), di[:, 1].copy(), self._sizes[di[:, 2]], d[:, 1].copy())
             )
-        cnt[C_EV] = cnt[C_DEP] = 0
+        cnt[C_DEP] = 0
+
+    def _add_stats(self, mstat: np.ndarray) -> None:
+        """Add the members' tallies of the call to their statistics."""
+        for m, s in enumerate(self.members):
+            st = self.net.stations[s].stats
+            arrivals, ingress, started, wakeups, busy, waiting, blocked = (int(x) for x in mstat[m])
+            st.arrivals += arrivals
+            st.ingress_arrivals += ingress
+            st.served += started
+            st.wakeups += wakeups
+            st.busy_ticks += busy
+            st.waiting_ticks += waiting
+            st.blocked_ticks += blocked
 
     def _leave(
         self,
