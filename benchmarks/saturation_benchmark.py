@@ -9,9 +9,45 @@ serially and with the probes on a local pool of ``--workers`` processes
 interval per worker; one pool for the whole search); prints the wall time of
 each and checks that the limits (and the probe tables) agree. On a machine
 shared with other jobs the figures are noisy; compare them within one run.
-``--forwarding sf`` runs placement B SF only.
+``--forwarding sf`` runs placement B SF only. ``--cycles`` picks how the
+chain's cycle runs (``compiled``, the default since issue 12's compiled
+cycle, or ``optimistic``, the path before it); ``--refine full`` measures
+the whole 19-point refine grid as §4 says, ``upward`` measures it from the
+bottom until the first sustainable point (``stop_at_first_success``: the
+same limit, error and bottleneck, each probe at its full-search seed); the
+runs' limits, bottlenecks and probe rows are checked against the first.
+Prints wall time and the CPU time of this process (a pool's workers are not
+counted: compare the serial runs' CPU).
+
+Measured on the shared 2-core machine, 25 Nov 2026, load 8-19 (wall times
+are 4-10x the CPU times; the CPU time is about the wall time of an idle
+machine), placement B SF, 21 probes of 1.5 s with 0.5 s warm-up:
+
+* before (optimistic solver, dense windows in conservative rounds), serial
+  full grid: 453.9 s wall, 68.2 s CPU; limit 58,823.5 msg/s ± 2.9 %
+  (0.85 ms), bottleneck relay:n1 (100 %);
+* compiled cycle (first version: one heap of copies in flight), serial
+  full grid: 12.5 s CPU (108.8 s wall under the load), the same limit,
+  error and bottleneck; with 2 workers the same result and probe table;
+  ``upward``: 16 probes, 8.1 s CPU serial, the same limit, error,
+  bottleneck and probe rows. Placement B PF: full 11.4 s CPU, upward
+  9.2 s CPU, limit 58,823.5 msg/s ± 2.9 %, bottleneck relay:n1.
+* compiled cycle as committed (per-member queues, statistics tallied in
+  the loop), at load 16-19: full grid serial 11.1 s CPU (280.5 s wall),
+  2 workers 255.7 s wall, upward serial 16 probes 8.9 s CPU (161.5 s wall);
+  all with limit 58,823.5 msg/s ± 2.9 %, bottleneck relay:n1 (100 %) and
+  the serial full grid's probe rows.
+
+On an idle 2-core machine the serial CPU times stand for the serial wall
+times (about 11 s full, 9 s upward), so 2 workers should bring the full
+grid to about 6 s and ``upward`` to about 5 s; not shown here, the machine
+was never idle. Per probe (one process, CPU): 0.36 s at the limit (0.85 ms),
+0.71 s at twice its load (0.5 ms: the drained backlog), of which the
+compiled loop 0.13-0.21 s, the brokers, downlinks and subscribers about
+0.1 s, the network build 0.03-0.06 s.
 
     python benchmarks/saturation_benchmark.py [--workers 2] [--duration 1.5] [--warmup 0.5] [--forwarding sf pf]
+        [--cycles compiled optimistic] [--refine full upward] [--modes serial workers]
 """
 
 from __future__ import annotations
