@@ -22,7 +22,9 @@ compiled loop 1.39 s CPU (180k msg/s) with the first version (one heap of
 copies in flight, statistics rows handed over per flush), 1.06 s CPU
 (235k msg/s) with per-member queues and statistics tallied in the loop;
 optimistic windows 168k msg/s of CPU, conservative rounds 4.3k, reference
-296. Peak RSS 500 MiB (compiled) against 322 MiB (optimistic): a chunk's
+296. The full benchmark with the committed code (load 16-19; msg/s of CPU,
+compiled / optimistic): B PF 206k / 162k, B SF 203k / 151k, C PF 247k /
+135k, C SF (no cycle: placement C's SF traffic flows one way) 586k / 359k. Peak RSS 500 MiB (compiled) against 322 MiB (optimistic): a chunk's
 departures are handed on at once, not window by window. The 300k msg/s
 target of issue 12 is not reached on this loaded machine; the rest of the
 run (brokers, 50 downlinks, the sink, the route plan) is about half of it.
