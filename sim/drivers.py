@@ -8,7 +8,9 @@ visit). They differ only in how they get there.
   into chunks of publications; a station processes every arrival earlier than
   the chunk's end (its *horizon*) and keeps later ones for the next chunk.
   Stations are visited in topological order of their strongly connected
-  components. A cycle (two brokers forwarding to each other) is advanced by
+  components. A cycle (two brokers forwarding to each other) runs in one
+  compiled event loop per chunk when its members are plain FIFO relays and
+  links (:mod:`pubsim.sim.cycle_kernel`); otherwise it is advanced by
   optimistic windows solved to a fixed point with rollback
   (:mod:`pubsim.sim.optimistic`, which explains the choice), falling back to
   conservative rounds whose horizons come from a lookahead bound (Chandy &
@@ -33,6 +35,8 @@ import simpy
 
 from .closed_kernel import CompiledClosedLoop, eligible
 from .closed_loop import Components, closed_loop_bounds
+from .cycle_kernel import CompiledCycle
+from .cycle_kernel import eligible as cycle_eligible
 from .network import Network
 from .optimistic import CycleSolver, CycleStats, Outcome, split_output
 from .packets import Packets
@@ -75,9 +79,12 @@ class BatchDriver:
     sink : sim.records.RecordSink or sim.records.StreamSink
     chunk_messages : int
         Target publications per chunk; bounds memory for long runs.
-    cycles : {"optimistic", "conservative"}
-        How strongly connected components are advanced: optimistic windows
-        (:mod:`pubsim.sim.optimistic`) or conservative rounds only.
+    cycles : {"compiled", "optimistic", "conservative"}
+        How strongly connected components are advanced: in one compiled
+        event loop per chunk where the members qualify
+        (:mod:`pubsim.sim.cycle_kernel`), else by optimistic windows
+        (:mod:`pubsim.sim.optimistic`); optimistic windows only; or
+        conservative rounds only.
     cycle_window_messages : int
         Arrivals per optimistic window (the window adapts below it).
     cycle_max_sweeps : int
@@ -85,6 +92,9 @@ class BatchDriver:
     cycle_dense_arrivals : float
         Above this many arrivals per cycle lookahead, conservative rounds
         are cheaper and used (:meth:`pubsim.sim.optimistic.CycleSolver.dense`).
+    cycle_block : int
+        Draws looked ahead, output rows and first queue room per member of
+        the compiled cycle (:class:`pubsim.sim.cycle_kernel.CompiledCycle`).
     closed_loop : {"compiled", "rounds"}
         How a request/reply closed loop is run to the end: in one compiled
         event loop when the network qualifies
@@ -98,14 +108,15 @@ class BatchDriver:
         sink: Sink,
         *,
         chunk_messages: int = 250_000,
-        cycles: str = "optimistic",
+        cycles: str = "compiled",
         cycle_window_messages: int = 65536,
         cycle_max_sweeps: int = 12,
         cycle_dense_arrivals: float = 150.0,
+        cycle_block: int = 65536,
         closed_loop: str = "compiled",
     ) -> None:
-        if cycles not in ("optimistic", "conservative"):
-            raise ValueError(f"cycles must be 'optimistic' or 'conservative', got {cycles!r}")
+        if cycles not in ("compiled", "optimistic", "conservative"):
+            raise ValueError(f"cycles must be 'compiled', 'optimistic' or 'conservative', got {cycles!r}")
         if closed_loop not in ("compiled", "rounds"):
             raise ValueError(f"closed_loop must be 'compiled' or 'rounds', got {closed_loop!r}")
         self.closed_compiled = closed_loop == "compiled" and eligible(network)
@@ -116,9 +127,12 @@ class BatchDriver:
         self._components = self._station_components()
         self._cycle_cache: dict[tuple[int, ...], tuple[np.ndarray, list[list[int]]]] = {}
         self._solvers: dict[tuple[int, ...], CycleSolver] = {}
+        self._compiled: dict[tuple[int, ...], CompiledCycle] = {}
         for members, cyclic, sub in self._components:
             stations = [network.stations[s] for s in members]
-            if cyclic and sub is not None and cycles == "optimistic" and CycleSolver.supported(stations):
+            if cyclic and cycles == "compiled" and cycle_eligible(network, members):
+                self._compiled[tuple(members)] = CompiledCycle(network, members, block=cycle_block)
+            if cyclic and sub is not None and cycles != "conservative" and CycleSolver.supported(stations):
                 dist, _ = self._cycle_tables(members, sub)
                 self._solvers[tuple(members)] = CycleSolver(
                     network,
@@ -135,6 +149,12 @@ class BatchDriver:
         """What the optimistic solver did per cyclic component (by member names)."""
         names = [st.name for st in self.net.stations]
         return {tuple(names[s] for s in key): sol.stats for key, sol in self._solvers.items()}
+
+    @property
+    def compiled_cycles(self) -> list[tuple[str, ...]]:
+        """Cyclic components run by the compiled event loop (member names)."""
+        names = [st.name for st in self.net.stations]
+        return [tuple(names[s] for s in key) for key in self._compiled]
 
     def _station_components(self) -> Components:
         g = nx.DiGraph()
@@ -256,7 +276,14 @@ class BatchDriver:
     def _process_cycle(self, members: list[int], sub: nx.DiGraph, horizon: float) -> None:
         """Advance a strongly connected component to ``horizon``: by optimistic
         windows (:mod:`pubsim.sim.optimistic`) if its stations can be rolled
-        back, else by conservative rounds."""
+        back, else by conservative rounds; in one compiled call where it qualifies
+        (:mod:`pubsim.sim.cycle_kernel`)."""
+        compiled = self._compiled.get(tuple(members))
+        if compiled is not None:
+            out = compiled.advance(self.inbox, horizon)
+            if out is not None:
+                self._dispatch(out)
+                return
         solver = self._solvers.get(tuple(members))
         if solver is None:
             self._conservative_cycle(members, sub, horizon)

@@ -1,5 +1,11 @@
 """Optimistic fixed-point solver for a strongly connected component of stations.
 
+(A component whose members are all plain FIFO relays and links, the ILDM
+chains and trees, runs in the compiled event loop of
+:mod:`pubsim.sim.cycle_kernel` instead, which needs no windows; this solver
+takes the others: brokers with queue limits, event-driven queues, windowed
+or lossy links, restarts.)
+
 The batch driver (:mod:`pubsim.sim.drivers`) advances a cyclic component
 (ILDM relays and bridges both ways, brokers bridged to each other) by
 conservative rounds of one lookahead each (a bridge latency): exact, but its

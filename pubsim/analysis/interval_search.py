@@ -120,6 +120,7 @@ def interval_search(
     measure_many=None,
     batch=None,
     on_record=None,
+    stop_at_first_success=False,
 ):
     """Find a broker's limit by the interval search of SYSTEMS.md §4.
 
@@ -163,12 +164,26 @@ def interval_search(
     on_record : callable, optional
         ``on_record(record)`` for every kept record (tagged with
         ``interval_s``, ``phase`` and ``sustainable``), in the serial order.
+    stop_at_first_success : bool
+        Measure the refine grid from ``x/2`` upwards and stop at the first
+        sustainable point. The smallest sustainable interval is the first
+        one found from below, so the limit, its error bound and the
+        unsustainable point just below it are those of measuring the whole
+        grid, with no assumption of monotonicity: only the points above the
+        limit are not measured (they cannot change the result). Each point
+        keeps its position in the full search's serial order (``first`` of
+        ``measure_many`` counts the points of the full grid, so a simulator
+        seeds it as in the full search; then pass ``measure_many``, even
+        serially, with ``batch`` 1); records come in the order measured.
+        ``batch`` points are measured at once (1 when None).
 
     Returns
     -------
     SearchResult
     """
     _check_search(start_interval_s, max_doublings, steps)
+    if stop_at_first_failure and stop_at_first_success:
+        raise ConfigError("stop_at_first_success", True, "not both stop_at_first_failure and stop_at_first_success")
     if batch is not None and not (isinstance(batch, int) and not isinstance(batch, bool) and batch >= 1):
         raise ConfigError("batch", batch, "an integer >= 1 or None")
     records = []
@@ -194,6 +209,21 @@ def interval_search(
                     return flags
         return flags
 
+    def upward(grid, size):
+        """Measure ``grid`` (descending) from its end ``size`` points at a time, each at its position in
+        the full serial order, until the first sustainable point; ``(interval, flag)`` of the kept points."""
+        pos0, kept, hi = len(records), [], len(grid)
+        while hi > 0:
+            lo = max(0, hi - size)
+            part = grid[lo:hi]  # descending: positions pos0 + lo ... pos0 + hi - 1 in the full search
+            measured = [measure(part[0])] if measure_many is None else list(measure_many(part, pos0 + lo))
+            for v, rec in zip(part[::-1], measured[::-1]):  # from the smallest interval up
+                kept.append((v, tag(rec, v, "refine")))
+                if kept[-1][1]:
+                    return kept
+            hi = lo
+        return kept
+
     doubling = [start_interval_s * 2.0**k for k in range(max_doublings + 1)]
     flags = take(doubling, batch if measure_many is not None else None, "doubling", bool)
     if not flags[-1]:
@@ -209,6 +239,17 @@ def interval_search(
     best = x
     if x > start_interval_s:  # [x/2, x]: x/2 already failed, x passed
         grid = [float(v) for v in (x / 2.0 + (x / 2.0) * np.arange(1, steps) / steps)[::-1]]
+        if stop_at_first_success:
+            for interval_s, ok in upward(grid, 1 if measure_many is None else batch or 1):
+                if ok:
+                    best = min(best, interval_s)
+            return SearchResult(
+                interval_s=best,
+                rate_per_s=publishers / best,
+                error_bound=x / 2.0 / steps / best,
+                records=records,
+                limit_reached=True,
+            )
         size = None if measure_many is None else (batch or len(grid)) if stop_at_first_failure else len(grid)
         stop = (lambda ok: not ok) if stop_at_first_failure else (lambda ok: False)
         for interval_s, ok in zip(grid, take(grid, size, "refine", stop)):

@@ -180,7 +180,7 @@ def _factory(source, rerate):
     )
 
 
-def _probe(graph, duration_s, warmup_s, seed, replication, driver) -> dict:
+def _probe(graph, duration_s, warmup_s, seed, replication, driver, batch_options=None) -> dict:
     """One simulated probe: the run summary, rate-weighted ratios and the busiest station.
 
     Top level and of picklable arguments, so that executors can run it in
@@ -194,6 +194,7 @@ def _probe(graph, duration_s, warmup_s, seed, replication, driver) -> dict:
         replication=replication,
         driver=driver,
         record="stream",
+        batch_options=batch_options,
     )
     rec = res.summary()
     owed, published = rec["expected_deliveries"], rec["published"]
@@ -248,6 +249,8 @@ def saturation_search(
     rerate=None,
     executor=None,
     speculate=None,
+    batch_options=None,
+    stop_at_first_success=False,
 ) -> Saturation:
     """Find a simulated system's limit by the interval search of SYSTEMS.md §4.
 
@@ -264,8 +267,13 @@ def saturation_search(
     seed : int
         Probe ``k`` (in the serial order) runs replication ``k`` of this seed
         (reproducible, the same with any executor).
-    steps, max_doublings, stop_at_first_failure
+    steps, max_doublings, stop_at_first_failure, stop_at_first_success
         As :func:`pubsim.analysis.interval_search.interval_search`.
+        ``stop_at_first_success`` measures the refine grid upwards and stops
+        at the first sustainable point: the same limit, error bound and
+        bottleneck as the full grid for the same seed (each point runs the
+        replication it has in the full search), without the probes above
+        the limit.
     driver : str
         ``batch`` or ``reference``.
     progress : bool, str or callable, optional
@@ -289,6 +297,9 @@ def saturation_search(
         dropped unseen) and, with ``stop_at_first_failure``, refine points
         measured at once. Default: the executor's workers (2 when it does
         not say).
+    batch_options : dict, optional
+        More keyword arguments of the batch driver for every probe
+        (:func:`pubsim.run.simulate`), e.g. ``{"cycles": "optimistic"}``.
 
     Returns
     -------
@@ -309,6 +320,8 @@ def saturation_search(
             rerate,
             executor,
             speculate,
+            batch_options,
+            stop_at_first_success,
         )
 
 
@@ -340,6 +353,8 @@ def _search(
     rerate,
     executor,
     speculate,
+    batch_options,
+    stop_at_first_success,
 ):
     make, publishers, kept = _factory(source, rerate)
     batch = _speculation(executor, speculate)
@@ -351,14 +366,22 @@ def _search(
             progress(rec)
 
     def measure(interval_s):
-        return _probe(make(interval_s), duration_s, warmup_s, seed, kept_records["k"], driver)
+        return _probe(make(interval_s), duration_s, warmup_s, seed, kept_records["k"], driver, batch_options)
 
     def measure_many(intervals_s, first):
         # costliest (shortest interval, most messages) first, so that a pool of few workers ends together
         order = sorted(range(len(intervals_s)), key=lambda i: intervals_s[i])
-        jobs = [(i, (make(intervals_s[i]), duration_s, warmup_s, seed, first + i, driver)) for i in order]
+        jobs = [
+            (i, (make(intervals_s[i]), duration_s, warmup_s, seed, first + i, driver, batch_options)) for i in order
+        ]
         out = dict(executor.run(_probe, jobs))
         return [out[i] for i in range(len(intervals_s))]
+
+    def measure_serial(intervals_s, first):  # positions given by the search (stop_at_first_success)
+        return [
+            _probe(make(v), duration_s, warmup_s, seed, first + i, driver, batch_options)
+            for i, v in enumerate(intervals_s)
+        ]
 
     if publishers is None:  # a factory: count its publishers on the first probe
         publishers = len(T.clients(make(start_interval_s), T.NodeKind.PUBLISHER))
@@ -373,9 +396,10 @@ def _search(
             steps=steps,
             stop_at_first_failure=stop_at_first_failure,
             sustainable=_weighted_sustainable,
-            measure_many=measure_many if parallel else None,
-            batch=batch if parallel else None,
+            measure_many=measure_many if parallel else measure_serial if stop_at_first_success else None,
+            batch=batch if parallel else 1 if stop_at_first_success else None,
             on_record=keep,
+            stop_at_first_success=stop_at_first_success,
         )
     probes = pd.DataFrame(found.records)
     probes.insert(1, "rate_per_publisher_per_s", 1.0 / probes["interval_s"])

@@ -126,3 +126,20 @@ def test_bad_speculation_names_the_field(bad):
     g = single_queue(rate_per_s=1000, service=Constant(value=2e-4), n_publishers=2, queue_messages=100)
     with pytest.raises(ConfigError, match="speculate"):
         saturation_search(g, start_interval_s=1e-4, duration_s=1.0, speculate=bad)
+
+
+@pytest.mark.parametrize("executor", [None, "pool"])
+def test_upward_refine_gives_the_full_searchs_limit_bottleneck_and_probes(executor):
+    """``stop_at_first_success``: the full grid's limit, error and bottleneck for the same seed, its
+    probes being the full search's rows at and below the limit (the same replication each)."""
+    g = single_queue(rate_per_s=1000, service=Constant(value=2e-4), n_publishers=2, queue_messages=100)
+    kw = dict(start_interval_s=1e-4, duration_s=1.0, warmup_s=0.2, seed=11, steps=8)
+    full = saturation_search(g, **kw)
+    up = saturation_search(g, executor=LocalExecutor(2) if executor else None, stop_at_first_success=True, **kw)
+    for f in ("limit_per_s", "interval_s", "error_bound_pct", "bottleneck", "bottleneck_utilization"):
+        assert getattr(full, f) == getattr(up, f), f
+    assert up.bottleneck is not None
+    mine = up.probes.set_index("interval_s")
+    pd.testing.assert_frame_equal(mine, full.probes.set_index("interval_s").loc[mine.index])
+    refine = up.probes[up.probes["phase"] == "refine"]
+    assert len(up.probes) < len(full.probes) and refine["interval_s"].max() == full.interval_s

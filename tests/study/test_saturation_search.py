@@ -153,3 +153,55 @@ def test_doubling_bracket_runs_ahead_and_drops_the_rest():
 def test_bad_batch_names_the_field():
     with pytest.raises(ConfigError, match="batch"):
         interval_search(oracle(1e-3), start_interval_s=1e-3, measure_many=lambda v, k: [], batch=0)
+
+
+def noisy(seed_limits):
+    """A non-monotone broker: sustainable at the intervals of ``seed_limits`` (a set of rounded ms) and
+    above the first limit; records carry the point's serial position (``measure_many`` style)."""
+
+    def many(intervals_s, first):
+        return [
+            {
+                "sustainability": 1.0
+                if interval_s >= seed_limits[0] or round(interval_s * 1e4) in seed_limits[1]
+                else 0.5,
+                "position": first + i,
+            }
+            for i, interval_s in enumerate(intervals_s)
+        ]
+
+    return many
+
+
+@pytest.mark.parametrize(
+    "limits", [(5.5e-3, set()), (6.1e-3, {44}), (7.9e-3, {41, 60}), (4.05e-3, set()), (8e-3, set())]
+)
+@pytest.mark.parametrize("batch", [1, 2, 3])
+def test_upward_refine_finds_the_full_grids_limit_and_the_point_below(limits, batch):
+    """Measuring the refine grid upwards until the first sustainable point gives the full grid's
+    limit and its unsustainable point just below (non-monotone outcomes included), measures no point
+    above the limit, and measures every point at its position in the full search."""
+    kw = dict(start_interval_s=1e-3, publishers=3, steps=20)
+    full = interval_search(lambda v: None, measure_many=noisy(limits), batch=batch, **kw)
+    up = interval_search(lambda v: None, measure_many=noisy(limits), batch=batch, stop_at_first_success=True, **kw)
+    for f in ("interval_s", "rate_per_s", "error_bound", "saturated_everywhere", "limit_reached"):
+        assert getattr(full, f) == getattr(up, f), f
+    by_interval = {r["interval_s"]: r for r in full.records}
+    assert all(by_interval[r["interval_s"]] == r for r in up.records)  # same point, same position, same outcome
+    refine = [r["interval_s"] for r in up.records if r["phase"] == "refine"]
+    assert refine == sorted(refine) and all(v <= up.interval_s for v in refine)
+    below = [r for r in full.records if not r["sustainable"] and r["interval_s"] < full.interval_s]
+    assert max(r["interval_s"] for r in below) in {r["interval_s"] for r in up.records}
+    assert len(up.records) <= len(full.records)
+
+
+def test_upward_refine_serially_without_measure_many():
+    calls = []
+    res = interval_search(oracle(5.5e-3, calls), start_interval_s=1e-3, stop_at_first_success=True)
+    assert res.interval_s == interval_search(oracle(5.5e-3), start_interval_s=1e-3).interval_s
+    assert calls[4:] == pytest.approx(4e-3 + 0.2e-3 * np.arange(1, 9))  # 4.2 ... 5.6 ms, then stop
+
+
+def test_upward_and_downward_stops_are_exclusive():
+    with pytest.raises(ConfigError, match="stop_at_first_success"):
+        interval_search(oracle(1e-3), start_interval_s=1e-3, stop_at_first_failure=True, stop_at_first_success=True)

@@ -34,9 +34,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from ....sim import kernels as K
 from ....sim.disciplines import FifoDiscipline, Overflow
 from ...params.relay import SENDER_ACKS
-from ...stations.core import ModelStation
+from ...stations.core import ModelStation, _open_fifo
 
 __all__ = ["RelayStation"]
 
@@ -83,3 +84,20 @@ class RelayStation(ModelStation):
     @property
     def lookahead_s(self):
         return self.params.relay_cost_s.min_value
+
+    def compiled_spec(self):
+        """A relay with one FIFO worker and no queue limit, its demand as in
+        :meth:`service_s` (:mod:`pubsim.sim.cycle_kernel`); None for anything else."""
+        if type(self) is not RelayStation or not _open_fifo(self.discipline):
+            return None
+        p = self.params
+        return {
+            "kind": "relay",
+            "discipline": self.discipline,
+            "idle_extra_s": float(self.discipline.fs[K.IDLE_EXTRA]),
+            "draws": (self.relay, self.forward, self.control),
+            "acks": self.acks,
+            "load": self.load,
+            "table_entry_s": float(p.table_entry_cost_s),
+            "table_match_s": float(p.table_match_cost_s),
+        }
