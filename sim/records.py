@@ -68,8 +68,8 @@ class _Tally:
 
     def add_delivered(self, packets: Packets) -> None:
         """Count (and, by the sink, keep) delivered copies."""
-        retained = packets.msg < 0  # retained copies sent on connect (models.mechanisms.sessions): counted apart
-        if retained.any():
+        if _any_negative(packets.msg):  # retained copies sent on connect (models.mechanisms.sessions): counted apart
+            retained = packets.msg < 0
             self.retained_deliveries += int(self._in(packets.t[retained]).sum())
             self._retained_hook(packets.take(retained))
             packets = packets.take(~retained)
@@ -316,6 +316,15 @@ class StreamSink(_Tally):
 # --- compiled tallies (one pass each instead of a chain of NumPy temporaries) ---
 # Each reproduces the NumPy expression in its docstring exactly: the same IEEE
 # operations (division, product, floor, subtraction) element by element.
+
+
+@njit(cache=True)
+def _any_negative(x: np.ndarray) -> bool:
+    """``(x < 0).any()`` without the mask."""
+    for v in x:
+        if v < 0:
+            return True
+    return False
 
 
 @njit(cache=True)

@@ -29,7 +29,7 @@ from numba import njit
 
 from .packets import Packets
 
-__all__ = ["Hop", "RoutePlan"]
+__all__ = ["Hop", "RoutePlan", "leaf_state", "NO_LEAVES", "ALL_LEAVES", "SOME_LEAVES"]
 
 
 @dataclass
@@ -216,6 +216,32 @@ class RoutePlan:
         order = np.argsort(small, kind="stable")  # radix sort for 16-bit keys
         cuts = np.flatnonzero(np.diff(station[order])) + 1
         return [(int(station[part[0]]), packets.take(part)) for part in np.split(order, cuts)]
+
+
+NO_LEAVES, ALL_LEAVES, SOME_LEAVES = 0, 1, 2
+
+
+@njit(cache=True)
+def leaf_state(visit: np.ndarray, is_delivery: np.ndarray) -> int:
+    """Are the packets at ``visit`` delivered where they leave? ``ALL_LEAVES``,
+    ``NO_LEAVES`` or ``SOME_LEAVES`` (an empty batch: ``ALL_LEAVES``), in one
+    pass without the mask ``is_delivery[visit]``.
+
+    Parameters
+    ----------
+    visit : numpy.ndarray
+        Route visit of each packet (int64).
+    is_delivery : numpy.ndarray
+        Per visit: a copy is delivered when it leaves it (bool).
+    """
+    n = visit.shape[0]
+    if n == 0:
+        return ALL_LEAVES
+    first = is_delivery[visit[0]]
+    for i in range(1, n):
+        if is_delivery[visit[i]] != first:
+            return SOME_LEAVES
+    return ALL_LEAVES if first else NO_LEAVES
 
 
 @njit(cache=True)

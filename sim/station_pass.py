@@ -1,0 +1,279 @@
+"""One compiled pass per FIFO station per batch: queue, statistics and propagation.
+
+The plain path of a station call (:meth:`pubsim.sim.station.Station.process`)
+makes about 25 NumPy passes over a batch: the discipline's output arrays and
+masks (:meth:`pubsim.sim.disciplines.FifoDiscipline.run`), the ingress gather
+and two statistics kernels (:class:`pubsim.sim.station.StationStats`), the
+jitter, loss and code arrays of a link's propagation and the checks of its
+outcome. On the standard star (``benchmarks/star_benchmark.py``) the ten
+downlinks and their subscribers spent about 55 % of the run there.
+
+:func:`fifo_station_pass` does the same work in one loop per batch for the
+commonest stations: one FIFO server with no byte limit and no CPU quota,
+either with no message limit (:func:`pubsim.sim.kernels._open_run`) or
+drop-newest on a message limit (the ring of :func:`pubsim.sim.kernels._ring_run`),
+followed either by nothing (brokers, subscribers: a packet leaves at its
+departure) or by a link's propagation (latency plus a jitter draw, a loss
+draw, delivery order kept: :func:`pubsim.sim.kernels.propagate`). Each
+message goes through the same IEEE operations in the same order as on the
+plain path, and every draw stream gives the same draws (one per served
+message, in arrival order), so records are identical; the batch driver
+uses it, the reference driver keeps the plain path
+(``tests/oracles/test_station_pass.py`` checks both ways against each other).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numba import njit
+
+from . import kernels as K
+from .disciplines import FifoDiscipline
+from .packets import Packets
+
+__all__ = ["Propagation", "NO_PROPAGATION", "fifo_station_pass", "fusable_discipline", "run_pass"]
+
+# tally slots written by fifo_station_pass
+T_ARRIVALS, T_INGRESS, T_STARTED, T_WAKEUPS = 0, 1, 2, 3
+T_BUSY, T_WAITING = 4, 5
+T_QUEUE_DROPS, T_QUEUE_DROPS_IN, T_LOST, T_LOST_IN = 6, 7, 8, 9
+T_LEN = 10
+
+_NO_DRAWS = np.empty(0)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Propagation:
+    """What happens to a packet after service, for :func:`fifo_station_pass`.
+
+    Parameters
+    ----------
+    ordered : bool
+        False: the packet leaves at its departure (no delay, no loss).
+        True: a link's propagation, delivery order kept.
+    latency_s : float
+        Propagation delay added to every jitter draw, s.
+    constant_delay_s : float
+        ``latency_s`` plus the jitter's value when the jitter is constant, s.
+    jitter : sim.rng.DrawStream or None
+        Jitter draws (None: constant jitter, no draws).
+    loss : sim.rng.DrawStream or None
+        U[0, 1) loss draws (None: loss probability 0, no draws).
+    loss_probability : float
+    last : numpy.ndarray or None
+        float64[1], the link's last arrival time (kept between calls).
+    """
+
+    ordered: bool
+    latency_s: float = 0.0
+    constant_delay_s: float = 0.0
+    jitter: Any = None
+    loss: Any = None
+    loss_probability: float = 0.0
+    last: np.ndarray | None = None
+
+
+NO_PROPAGATION = Propagation(ordered=False)
+
+
+def fusable_discipline(disc: object) -> bool:
+    """Can :func:`fifo_station_pass` run this discipline? One FIFO server, no
+    byte limit, no CPU quota, and either no message limit or drop-newest
+    (or reject) on one."""
+    if type(disc) is not FifoDiscipline or len(disc.free) != 1:
+        return False
+    if disc.fs[K.CAP_BYTES] != np.inf or disc.fs[K.QUOTA] != np.inf:
+        return False
+    return bool(disc.ist[K.CAP_MSGS] < 0 or disc.ist[K.POLICY] == K.POLICY_DROP_NEWEST)
+
+
+@njit(cache=True, inline="always")
+def _release_ring(hdep: np.ndarray, head: int, cnt: int, a: float) -> tuple[int, int]:
+    """Departures in the ring up to ``a`` leave: the new ``(head, count)``."""
+    cap = hdep.shape[0]
+    while cnt > 0 and hdep[head] <= a:
+        head += 1
+        if head == cap:
+            head = 0
+        cnt -= 1
+    return head, cnt
+
+
+@njit(cache=True, inline="always")
+def _in(t: float, w0: float, w1: float) -> bool:
+    return t >= w0 and t < w1
+
+
+@njit(cache=True)
+def fifo_station_pass(
+    fs: np.ndarray,
+    ist: np.ndarray,
+    free: np.ndarray,
+    hdep: np.ndarray,
+    arrival: np.ndarray,
+    service: np.ndarray,
+    visit: np.ndarray,
+    ingress: np.ndarray,
+    window: np.ndarray,
+    prop: np.ndarray,
+    jitter: np.ndarray,
+    loss_u: np.ndarray,
+    last: np.ndarray,
+    out_t: np.ndarray,
+    out_code: np.ndarray,
+    tally: np.ndarray,
+) -> None:
+    """Serve an arrival-ordered batch at a one-server FIFO station and propagate it.
+
+    Parameters
+    ----------
+    fs, ist, free, hdep : numpy.ndarray
+        The :class:`pubsim.sim.disciplines.FifoDiscipline` state (see
+        :mod:`pubsim.sim.kernels`), updated in place. ``ist[CAP_MSGS] < 0``:
+        no message limit; else drop-newest on it, departures in the ring
+        ``hdep`` (:func:`pubsim.sim.kernels._ring_offer`).
+    arrival : numpy.ndarray
+        Arrival times, s (non-decreasing).
+    service : numpy.ndarray
+        Service time of each packet, s.
+    visit : numpy.ndarray
+        Route visit of each packet (int64).
+    ingress : numpy.ndarray
+        Per visit: counts as an ingress arrival (bool).
+    window : numpy.ndarray
+        float64[2], the measurement window [w0, w1), s.
+    prop : numpy.ndarray
+        float64[4]: ordered propagation (1.0) or none (0.0), latency (s),
+        latency plus constant jitter (s), loss probability.
+    jitter : numpy.ndarray
+        At least one draw per served packet, in order (s), or empty: constant jitter.
+    loss_u : numpy.ndarray
+        At least one U[0, 1) draw per served packet, or empty: no loss draws.
+    last : numpy.ndarray
+        float64[1], the last arrival time at the next place (ordered propagation).
+    out_t : numpy.ndarray
+        Output, per packet: time it reaches the next place (served and sent),
+        its arrival (dropped by the queue), or its departure (lost), s.
+    out_code : numpy.ndarray
+        Output, per packet: ``OK``, ``DROP_FULL`` or ``DROP_LOSS`` (int64).
+    tally : numpy.ndarray
+        Output, int64[T_LEN]: window counts and tick integrals as
+        :meth:`pubsim.sim.station.StationStats.add` sums them, drops and losses.
+    """
+    w0, w1 = window[0], window[1]
+    ordered = prop[0] != 0.0
+    latency, delay0, p = prop[1], prop[2], prop[3]
+    limit = ist[K.CAP_MSGS]
+    head = ist[K.RING_HEAD]
+    cnt = ist[K.N_HEAP]
+    cap = hdep.shape[0]
+    f = free[0]
+    extra = fs[K.IDLE_EXTRA]
+    work = fs[K.WORK]
+    served = fs[K.SERVED]
+    floor = fs[K.ADMIT_FLOOR]
+    tally[:] = 0
+    j = 0  # served packets so far: the index of their draws
+    t_last = last[0]
+    for i in range(arrival.shape[0]):
+        a = arrival[i]
+        if _in(a, w0, w1):
+            tally[T_ARRIVALS] += 1
+            if ingress[visit[i]]:
+                tally[T_INGRESS] += 1
+        if limit >= 0:
+            head, cnt = _release_ring(hdep, head, cnt, a)
+            if cnt >= limit:
+                out_t[i] = a
+                out_code[i] = K.DROP_FULL
+                tally[T_QUEUE_DROPS] += 1
+                if _in(a, w0, w1):
+                    tally[T_QUEUE_DROPS_IN] += 1
+                continue
+            floor = a
+        svc = service[i]
+        st = a
+        if f > a:
+            st = f
+        else:
+            svc = svc + extra
+        work += svc
+        served += 1.0
+        f = st + svc
+        if limit >= 0:
+            tail = head + cnt
+            if tail >= cap:
+                tail -= cap
+            hdep[tail] = f
+            cnt += 1
+        if _in(st, w0, w1):
+            tally[T_STARTED] += 1
+            if st == a:
+                tally[T_WAKEUPS] += 1
+        tally[T_BUSY] += K._ticks(st, f, w0, w1)
+        tally[T_WAITING] += K._ticks(a, st, w0, w1)  # admitted on arrival: no blocked time
+        out_code[i] = K.OK
+        if not ordered:
+            out_t[i] = f
+        else:
+            if loss_u.shape[0] > 0 and loss_u[j] < p:
+                out_t[i] = f
+                out_code[i] = K.DROP_LOSS
+                tally[T_LOST] += 1
+                if _in(f, w0, w1):
+                    tally[T_LOST_IN] += 1
+            else:
+                x = f + (latency + jitter[j] if jitter.shape[0] > 0 else delay0)
+                if x < t_last:
+                    x = t_last
+                t_last = x
+                out_t[i] = x
+        j += 1
+    last[0] = t_last
+    if limit >= 0:
+        ist[K.RING_HEAD] = head
+        ist[K.N_HEAP] = cnt
+        fs[K.ADMIT_FLOOR] = floor
+    free[0] = f
+    fs[K.WORK] = work
+    fs[K.SERVED] = served
+
+
+def _draws(stream: Any, n: int) -> np.ndarray:
+    """The next ``n`` draws of ``stream`` without consuming them (empty for None)."""
+    return _NO_DRAWS if stream is None else stream.peek(n)
+
+
+def run_pass(
+    disc: FifoDiscipline,
+    packets: Packets,
+    service_s: np.ndarray,
+    ingress: np.ndarray,
+    window: tuple[float, float],
+    prop: Propagation,
+) -> tuple[np.ndarray, np.ndarray, list[int]]:
+    """:func:`fifo_station_pass` over ``packets`` at ``disc`` (see :func:`fusable_discipline`).
+
+    Takes one jitter and one loss draw per served packet, as the plain path
+    does. Returns ``(out_t, out_code, tally)`` as the kernel writes them
+    (``tally`` as Python ints).
+    """
+    n = len(packets)
+    jitter, loss = _draws(prop.jitter, n), _draws(prop.loss, n)
+    out_t = np.empty(n)
+    code = np.empty(n, dtype=np.int64)
+    tally = np.empty(T_LEN, dtype=np.int64)
+    last = prop.last if prop.last is not None else np.zeros(1)
+    params = np.array([float(prop.ordered), prop.latency_s, prop.constant_delay_s, prop.loss_probability])
+    fifo_station_pass(
+        disc.fs, disc.ist, disc.free, disc.hdep, packets.t, service_s, packets.visit, ingress,
+        np.array(window, dtype=np.float64), params, jitter, loss, last, out_t, code, tally,
+    )  # fmt: skip
+    served = n - int(tally[T_QUEUE_DROPS])
+    for stream in (prop.jitter, prop.loss):
+        if stream is not None:
+            stream.skip(served)
+    return out_t, code, tally.tolist()
