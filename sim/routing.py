@@ -261,15 +261,22 @@ def _shared_children(
     for j in range(k):
         dest[j] = station[child_idx[child_ptr[visit[0]] + j]]
     child = np.empty((k, n), dtype=np.int64)
+    checked = np.zeros(child_ptr.shape[0], dtype=np.bool_)  # visits whose children were checked
     for i in range(n):
-        first = child_ptr[visit[i]]
-        if child_ptr[visit[i] + 1] - first != k:
+        v = visit[i]
+        if checked[v]:
+            continue
+        first = child_ptr[v]
+        if child_ptr[v + 1] - first != k:
             return none
         for j in range(k):
-            c = child_idx[first + j]
-            if station[c] != dest[j]:
+            if station[child_idx[first + j]] != dest[j]:
                 return none
-            child[j, i] = c
+        checked[v] = True
+    for j in range(k):  # row by row: sequential writes
+        row = child[j]
+        for i in range(n):
+            row[i] = child_idx[child_ptr[visit[i]] + j]
     return child, dest
 
 

@@ -266,7 +266,9 @@ class Station:
         """:meth:`_serve` in one compiled pass (the same outcome and statistics)."""
         disc = self.discipline
         service = self.pure_service_s(packets)
-        out_t, code, tally = SP.run_pass(disc, packets, service, self.plan.ingress, (self.stats.w0, self.stats.w1), prop)
+        plan = self.plan
+        ingress = plan.ingress if plan.ingress[plan.station == self.index].any() else plan.ingress[:0]
+        out_t, code, tally = SP.run_pass(disc, packets, service, ingress, (self.stats.w0, self.stats.w1), prop)
         queue_code = K.DROP_REJECTED if getattr(disc, "reject", False) else K.DROP_FULL
         self.stats.add_pass(tally, queue_code)
         if tally[SP.T_QUEUE_DROPS] == 0 and tally[SP.T_LOST] == 0:

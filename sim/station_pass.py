@@ -142,7 +142,8 @@ def fifo_station_pass(
     visit : numpy.ndarray
         Route visit of each packet (int64).
     ingress : numpy.ndarray
-        Per visit: counts as an ingress arrival (bool).
+        Per visit: counts as an ingress arrival (bool); empty: none of the
+        station's visits does (``visit`` is then not read).
     window : numpy.ndarray
         float64[2], the measurement window [w0, w1), s.
     prop : numpy.ndarray
@@ -158,7 +159,8 @@ def fifo_station_pass(
         Output, per packet: time it reaches the next place (served and sent),
         its arrival (dropped by the queue), or its departure (lost), s.
     out_code : numpy.ndarray
-        Output, per packet: ``OK``, ``DROP_FULL`` or ``DROP_LOSS`` (int64).
+        Zeros (``OK``) on entry; output: ``DROP_FULL`` or ``DROP_LOSS`` where
+        a packet was dropped (int64; only those entries are written).
     tally : numpy.ndarray
         Output, int64[T_LEN]: window counts and tick integrals as
         :meth:`pubsim.sim.station.StationStats.add` sums them, drops and losses.
@@ -175,23 +177,27 @@ def fifo_station_pass(
     work = fs[K.WORK]
     served = fs[K.SERVED]
     floor = fs[K.ADMIT_FLOOR]
-    tally[:] = 0
+    drawn = jitter.shape[0] > 0
+    counts_ingress = ingress.shape[0] > 0
+    lossy = loss_u.shape[0] > 0
+    n_in = n_ingress = started = wakeups = busy = waiting = 0  # counters in locals (registers)
+    n_full = n_full_in = n_lost = n_lost_in = 0
     j = 0  # served packets so far: the index of their draws
     t_last = last[0]
     for i in range(arrival.shape[0]):
         a = arrival[i]
         if _in(a, w0, w1):
-            tally[T_ARRIVALS] += 1
-            if ingress[visit[i]]:
-                tally[T_INGRESS] += 1
+            n_in += 1
+            if counts_ingress and ingress[visit[i]]:
+                n_ingress += 1
         if limit >= 0:
             head, cnt = _release_ring(hdep, head, cnt, a)
             if cnt >= limit:
                 out_t[i] = a
                 out_code[i] = K.DROP_FULL
-                tally[T_QUEUE_DROPS] += 1
+                n_full += 1
                 if _in(a, w0, w1):
-                    tally[T_QUEUE_DROPS_IN] += 1
+                    n_full_in += 1
                 continue
             floor = a
         svc = service[i]
@@ -210,27 +216,25 @@ def fifo_station_pass(
             hdep[tail] = f
             cnt += 1
         if _in(st, w0, w1):
-            tally[T_STARTED] += 1
+            started += 1
             if st == a:
-                tally[T_WAKEUPS] += 1
-        tally[T_BUSY] += K._ticks(st, f, w0, w1)
-        tally[T_WAITING] += K._ticks(a, st, w0, w1)  # admitted on arrival: no blocked time
-        out_code[i] = K.OK
+                wakeups += 1
+        busy += K._ticks(st, f, w0, w1)
+        waiting += K._ticks(a, st, w0, w1)  # admitted on arrival: no blocked time
         if not ordered:
             out_t[i] = f
+        elif lossy and loss_u[j] < p:
+            out_t[i] = f
+            out_code[i] = K.DROP_LOSS
+            n_lost += 1
+            if _in(f, w0, w1):
+                n_lost_in += 1
         else:
-            if loss_u.shape[0] > 0 and loss_u[j] < p:
-                out_t[i] = f
-                out_code[i] = K.DROP_LOSS
-                tally[T_LOST] += 1
-                if _in(f, w0, w1):
-                    tally[T_LOST_IN] += 1
-            else:
-                x = f + (latency + jitter[j] if jitter.shape[0] > 0 else delay0)
-                if x < t_last:
-                    x = t_last
-                t_last = x
-                out_t[i] = x
+            x = f + (latency + jitter[j] if drawn else delay0)
+            if x < t_last:
+                x = t_last
+            t_last = x
+            out_t[i] = x
         j += 1
     last[0] = t_last
     if limit >= 0:
@@ -240,6 +244,9 @@ def fifo_station_pass(
     free[0] = f
     fs[K.WORK] = work
     fs[K.SERVED] = served
+    tally[T_ARRIVALS], tally[T_INGRESS], tally[T_STARTED], tally[T_WAKEUPS] = n_in, n_ingress, started, wakeups
+    tally[T_BUSY], tally[T_WAITING] = busy, waiting
+    tally[T_QUEUE_DROPS], tally[T_QUEUE_DROPS_IN], tally[T_LOST], tally[T_LOST_IN] = n_full, n_full_in, n_lost, n_lost_in
 
 
 def _draws(stream: Any, n: int) -> np.ndarray:
@@ -264,7 +271,7 @@ def run_pass(
     n = len(packets)
     jitter, loss = _draws(prop.jitter, n), _draws(prop.loss, n)
     out_t = np.empty(n)
-    code = np.empty(n, dtype=np.int64)
+    code = np.zeros(n, dtype=np.int64)  # OK; pages of zeros the pass mostly never touches
     tally = np.empty(T_LEN, dtype=np.int64)
     last = prop.last if prop.last is not None else np.zeros(1)
     params = np.array([float(prop.ordered), prop.latency_s, prop.constant_delay_s, prop.loss_probability])
