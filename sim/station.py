@@ -273,15 +273,11 @@ class Station:
         self.stats.add_pass(tally, queue_code)
         if tally[SP.T_QUEUE_DROPS] == 0 and tally[SP.T_LOST] == 0:
             return StationOutput(packets.with_time(out_t), Packets.empty(), np.empty(0), np.empty(0, dtype=np.int64))
-        ok = code == K.OK
-        lost = code == K.DROP_LOSS
-        queued = ~(ok | lost)
-        return StationOutput(
-            packets.take(ok).with_time(out_t[ok]),
-            Packets.concat([packets.take(queued), packets.take(lost)]),
-            np.concatenate([out_t[queued], out_t[lost]]),
-            np.concatenate([np.full(int(queued.sum()), queue_code, dtype=np.int64), code[lost]]),
-        )
+        n_dropped = tally[SP.T_QUEUE_DROPS] + tally[SP.T_LOST]
+        sent, dropped, drop_t, drop_code = SP.split_outcome(packets, out_t, code, n_dropped)
+        if queue_code != K.DROP_FULL:
+            drop_code[drop_code == K.DROP_FULL] = queue_code
+        return StationOutput(sent, dropped, drop_t, drop_code)
 
     def _serve(self, packets: Packets, horizon: float) -> StationOutput:
         prop = self._fused_propagation()

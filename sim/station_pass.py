@@ -34,7 +34,7 @@ from . import kernels as K
 from .disciplines import FifoDiscipline
 from .packets import Packets
 
-__all__ = ["Propagation", "NO_PROPAGATION", "fifo_station_pass", "fusable_discipline", "run_pass"]
+__all__ = ["Propagation", "NO_PROPAGATION", "fifo_station_pass", "fusable_discipline", "run_pass", "split_outcome"]
 
 # tally slots written by fifo_station_pass
 T_ARRIVALS, T_INGRESS, T_STARTED, T_WAKEUPS = 0, 1, 2, 3
@@ -246,7 +246,12 @@ def fifo_station_pass(
     fs[K.SERVED] = served
     tally[T_ARRIVALS], tally[T_INGRESS], tally[T_STARTED], tally[T_WAKEUPS] = n_in, n_ingress, started, wakeups
     tally[T_BUSY], tally[T_WAITING] = busy, waiting
-    tally[T_QUEUE_DROPS], tally[T_QUEUE_DROPS_IN], tally[T_LOST], tally[T_LOST_IN] = n_full, n_full_in, n_lost, n_lost_in
+    tally[T_QUEUE_DROPS], tally[T_QUEUE_DROPS_IN], tally[T_LOST], tally[T_LOST_IN] = (
+        n_full,
+        n_full_in,
+        n_lost,
+        n_lost_in,
+    )
 
 
 def _draws(stream: Any, n: int) -> np.ndarray:
@@ -284,3 +289,70 @@ def run_pass(
         if stream is not None:
             stream.skip(served)
     return out_t, code, tally.tolist()
+
+
+@njit(cache=True)
+def _partition(
+    code: np.ndarray,
+    out_t: np.ndarray,
+    cols: tuple,
+    kept: tuple,
+    dropped: tuple,
+    drop_t: np.ndarray,
+    drop_code: np.ndarray,
+) -> None:
+    """Kept packets (code ``OK``) and dropped ones (queue drops first, then
+    losses), each in arrival order, in one pass: ``kept`` gets ``(t, msg,
+    visit, size, pub_t)`` with ``t`` from ``out_t``, ``dropped`` the packets
+    as they arrived (``cols = (t, msg, visit, size, pub_t)``), ``drop_t``
+    their ``out_t`` (drop time) and ``drop_code`` their codes."""
+    t, msg, visit, size, pub_t = cols
+    n_queue = 0
+    for i in range(code.shape[0]):
+        if code[i] != K.OK and code[i] != K.DROP_LOSS:
+            n_queue += 1
+    k = 0
+    q = 0
+    m = n_queue
+    for i in range(code.shape[0]):
+        c = code[i]
+        if c == K.OK:
+            kept[0][k] = out_t[i]
+            kept[1][k] = msg[i]
+            kept[2][k] = visit[i]
+            kept[3][k] = size[i]
+            kept[4][k] = pub_t[i]
+            k += 1
+            continue
+        if c == K.DROP_LOSS:
+            o = m
+            m += 1
+        else:
+            o = q
+            q += 1
+        drop_t[o] = out_t[i]
+        drop_code[o] = c
+        dropped[0][o] = t[i]
+        dropped[1][o] = msg[i]
+        dropped[2][o] = visit[i]
+        dropped[3][o] = size[i]
+        dropped[4][o] = pub_t[i]
+
+
+def _columns(k: int) -> tuple[np.ndarray, ...]:
+    """Empty ``(t, msg, visit, size, pub_t)`` arrays of length ``k``."""
+    return (np.empty(k), np.empty(k, np.int64), np.empty(k, np.int64), np.empty(k, np.int64), np.empty(k))
+
+
+def split_outcome(
+    packets: Packets, out_t: np.ndarray, code: np.ndarray, n_dropped: int
+) -> tuple[Packets, Packets, np.ndarray, np.ndarray]:
+    """``(sent, dropped, drop_t, drop_code)`` of a pass with drops: the packets
+    with code ``OK`` at their ``out_t``; the others (queue drops, then losses,
+    each in arrival order) as they arrived, with their drop times and codes."""
+    kept, dropped = _columns(len(packets) - n_dropped), _columns(n_dropped)
+    drop_t = np.empty(n_dropped)
+    drop_code = np.empty(n_dropped, dtype=np.int64)
+    cols = (packets.t, packets.msg, packets.visit, packets.size, packets.pub_t)
+    _partition(code, out_t, cols, kept, dropped, drop_t, drop_code)
+    return Packets(*kept), Packets(*dropped), drop_t, drop_code

@@ -24,9 +24,10 @@ from pubsim.sim.distributions import Constant, Exponential, Uniform
 from pubsim.sim.rng import StreamFactory
 
 
-def lossy_star(overflow="drop_newest", jitter=Exponential(mean_value=3e-4)):
+def lossy_star(overflow="drop_newest", jitter=None):
     """A small standard star: Poisson publishers, a broker with a short queue, downlinks with
     jitter, loss and a 3-message transmit queue, subscribers with a receive buffer."""
+    jitter = Exponential(mean_value=3e-4) if jitter is None else jitter
     broker = BrokerParams(
         ingress_cost_s=Exponential(mean_value=1.5e-4), delivery_cost_s=Exponential(mean_value=1e-5), queue_messages=8
     )
