@@ -20,6 +20,14 @@ plain path, and every draw stream gives the same draws (one per served
 message, in arrival order), so records are identical; the batch driver
 uses it, the reference driver keeps the plain path
 (``tests/oracles/test_station_pass.py`` checks both ways against each other).
+
+Profiled on the standard star at 80 % (CPU seconds of 1M messages): the
+plain path's ``fifo_run`` + ``propagate`` + the two statistics kernels took
+0.23 s, this pass 0.15 s (its first form; the counters have since moved to
+locals and only drop codes are written); the rest of a station call (inbox split and
+concatenation, the broker's sort, routing, the sinks) is outside it.
+A batch with drops is split into sent and dropped packets by
+:func:`split_outcome` in one pass.
 """
 
 from __future__ import annotations
@@ -260,14 +268,15 @@ def _draws(stream: Any, n: int) -> np.ndarray:
 
 
 def run_pass(
-    disc: FifoDiscipline,
+    disc: Any,
     packets: Packets,
     service_s: np.ndarray,
     ingress: np.ndarray,
     window: tuple[float, float],
     prop: Propagation,
 ) -> tuple[np.ndarray, np.ndarray, list[int]]:
-    """:func:`fifo_station_pass` over ``packets`` at ``disc`` (see :func:`fusable_discipline`).
+    """:func:`fifo_station_pass` over ``packets`` at ``disc`` (a
+    :class:`pubsim.sim.disciplines.FifoDiscipline` that :func:`fusable_discipline` accepts).
 
     Takes one jitter and one loss draw per served packet, as the plain path
     does. Returns ``(out_t, out_code, tally)`` as the kernel writes them
