@@ -19,7 +19,9 @@ median (best) of 6 runs each:
 * 80 %: main 1.16M (1.24M), new 1.36M (1.68M);
 * 120 %: main 1.15M (1.40M), new 1.30M (1.62M).
 
-Records were identical in every run (summary, stations, throughput, ECDF;
+Two more rounds at load average 3.5 (CPU msg/s): 80 % main 0.96M and 0.98M,
+new 1.15M and 1.24M; 120 % main 1.01M and 1.01M, new 0.74M (outlier) and 1.26M:
+about 1.2x. Records were identical in every run (summary, stations, throughput, ECDF;
 with ``record="full"`` also every delivery and drop). The 1.5M wall-time
 target is not shown on that machine; measure again on a quiet one.
 """
