@@ -100,6 +100,10 @@ class BatchDriver:
         event loop when the network qualifies
         (:mod:`pubsim.sim.closed_kernel`), else (or with "rounds") by
         conservative rounds one round-trip lookahead long.
+    fused_stations : bool
+        Serve the stations that qualify in one compiled pass per batch
+        (:mod:`pubsim.sim.station_pass`; the same records); False: the
+        plain path everywhere (for comparisons).
     """
 
     def __init__(
@@ -114,6 +118,7 @@ class BatchDriver:
         cycle_dense_arrivals: float = 150.0,
         cycle_block: int = 65536,
         closed_loop: str = "compiled",
+        fused_stations: bool = True,
     ) -> None:
         if cycles not in ("compiled", "optimistic", "conservative"):
             raise ValueError(f"cycles must be 'compiled', 'optimistic' or 'conservative', got {cycles!r}")
@@ -122,6 +127,8 @@ class BatchDriver:
         self.closed_compiled = closed_loop == "compiled" and eligible(network)
         self.net = network
         self.sink = sink
+        for station in network.stations:
+            station.fused_pass = bool(fused_stations)  # one compiled pass where a station qualifies
         self.chunk_messages = int(chunk_messages)
         self.inbox: list[list[Packets]] = [[] for _ in network.stations]
         self._components = self._station_components()
@@ -423,6 +430,8 @@ class ReferenceDriver:
     def __init__(self, network: Network, sink: Sink) -> None:
         self.net = network
         self.sink = sink
+        for station in network.stations:
+            station.fused_pass = False  # the plain path, one message at a time
         self.env = simpy.Environment()
         self.pending: list[tuple[int, int, Packets]] = []
         self._flush_due = False

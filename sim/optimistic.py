@@ -80,6 +80,7 @@ import numpy as np
 
 from .network import Network
 from .packets import Packets
+from .routing import ALL_LEAVES, SOME_LEAVES, leaf_state
 from .station import Station, StationOutput
 
 __all__ = ["CycleSolver", "CycleStats", "Outcome", "route_rest", "split_output", "sweep_order"]
@@ -105,11 +106,12 @@ def split_output(network: Network, out: StationOutput, to: np.ndarray | None = N
     dep = out.departed
     if len(dep) == 0:
         return Outcome(out, None, [])
-    leaf = plan.is_delivery[dep.visit]
-    if leaf.all():
+    state = leaf_state(dep.visit, plan.is_delivery)  # one pass, no mask unless mixed
+    if state == ALL_LEAVES:
         return Outcome(out, dep, [])
     delivered = None
-    if leaf.any():
+    if state == SOME_LEAVES:
+        leaf = plan.is_delivery[dep.visit]
         delivered = dep.take(leaf)
         dep = dep.take(~leaf)
     return Outcome(out, delivered, plan.children_by_station(dep, to), None if to is None else dep)

@@ -131,6 +131,25 @@ class DrawStream:
         memo[id(self)] = new
         return new
 
+    def peek(self, n: int) -> np.ndarray:
+        """The next ``n`` draws without consuming them (a view, not to be
+        written); :meth:`skip` consumes them. Blocks are generated in the same
+        order and sizes as :meth:`take` would generate them, so the stream's
+        draws are the same whichever is used."""
+        if self.dist.is_constant:
+            return np.full(n, self.dist.mean, dtype=float)
+        short = n - (len(self._buf) - self._pos)
+        if short > 0:
+            blocks = [self.dist.sample(self.rng, self.block) for _ in range(-(-short // self.block))]
+            self._buf = np.concatenate([self._buf[self._pos :], *blocks])
+            self._pos = 0
+        return self._buf[self._pos : self._pos + n]
+
+    def skip(self, n: int) -> None:
+        """Consume ``n`` draws already seen with :meth:`peek`."""
+        if not self.dist.is_constant:
+            self._pos += n
+
     def take(self, n: int) -> np.ndarray:
         """Return the next ``n`` draws (a new array)."""
         if self.dist.is_constant:

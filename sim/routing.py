@@ -29,7 +29,7 @@ from numba import njit
 
 from .packets import Packets
 
-__all__ = ["Hop", "RoutePlan"]
+__all__ = ["Hop", "RoutePlan", "leaf_state", "NO_LEAVES", "ALL_LEAVES", "SOME_LEAVES"]
 
 
 @dataclass
@@ -218,6 +218,32 @@ class RoutePlan:
         return [(int(station[part[0]]), packets.take(part)) for part in np.split(order, cuts)]
 
 
+NO_LEAVES, ALL_LEAVES, SOME_LEAVES = 0, 1, 2
+
+
+@njit(cache=True)
+def leaf_state(visit: np.ndarray, is_delivery: np.ndarray) -> int:
+    """Are the packets at ``visit`` delivered where they leave? ``ALL_LEAVES``,
+    ``NO_LEAVES`` or ``SOME_LEAVES`` (an empty batch: ``ALL_LEAVES``), in one
+    pass without the mask ``is_delivery[visit]``.
+
+    Parameters
+    ----------
+    visit : numpy.ndarray
+        Route visit of each packet (int64).
+    is_delivery : numpy.ndarray
+        Per visit: a copy is delivered when it leaves it (bool).
+    """
+    n = visit.shape[0]
+    if n == 0:
+        return ALL_LEAVES
+    first = is_delivery[visit[0]]
+    for i in range(1, n):
+        if is_delivery[visit[i]] != first:
+            return SOME_LEAVES
+    return ALL_LEAVES if first else NO_LEAVES
+
+
 @njit(cache=True)
 def _shared_children(
     visit: np.ndarray, child_ptr: np.ndarray, child_idx: np.ndarray, station: np.ndarray
@@ -235,15 +261,22 @@ def _shared_children(
     for j in range(k):
         dest[j] = station[child_idx[child_ptr[visit[0]] + j]]
     child = np.empty((k, n), dtype=np.int64)
+    checked = np.zeros(child_ptr.shape[0], dtype=np.bool_)  # visits whose children were checked
     for i in range(n):
-        first = child_ptr[visit[i]]
-        if child_ptr[visit[i] + 1] - first != k:
+        v = visit[i]
+        if checked[v]:
+            continue
+        first = child_ptr[v]
+        if child_ptr[v + 1] - first != k:
             return none
         for j in range(k):
-            c = child_idx[first + j]
-            if station[c] != dest[j]:
+            if station[child_idx[first + j]] != dest[j]:
                 return none
-            child[j, i] = c
+        checked[v] = True
+    for j in range(k):  # row by row: sequential writes
+        row = child[j]
+        for i in range(n):
+            row[i] = child_idx[child_ptr[visit[i]] + j]
     return child, dest
 
 

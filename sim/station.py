@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from . import kernels as K
+from . import station_pass as SP
 from .disciplines import Discipline, Served
 from .packets import Packets
 from .routing import RoutePlan
@@ -85,6 +86,21 @@ class StationStats:
             codes, counts = np.unique(dropped_code[self._in_window(dropped_t)], return_counts=True)
             for c, n in zip(codes.tolist(), counts.tolist()):
                 self.drops[c] = self.drops.get(c, 0) + n
+
+    def add_pass(self, tally: list[int], queue_code: int) -> None:
+        """Count a call of :func:`pubsim.sim.station_pass.fifo_station_pass` from
+        its ``tally``: the same sums as :meth:`add` plus a link's losses
+        (``queue_code``: the cause of its queue drops)."""
+        self.arrivals += tally[SP.T_ARRIVALS]
+        self.ingress_arrivals += tally[SP.T_INGRESS]
+        self.served += tally[SP.T_STARTED]
+        self.wakeups += tally[SP.T_WAKEUPS]
+        self.busy_ticks += tally[SP.T_BUSY]
+        self.waiting_ticks += tally[SP.T_WAITING]
+        if tally[SP.T_QUEUE_DROPS_IN]:
+            self.drops[queue_code] = self.drops.get(queue_code, 0) + tally[SP.T_QUEUE_DROPS_IN]
+        if tally[SP.T_LOST]:
+            self.drops[K.DROP_LOSS] = self.drops.get(K.DROP_LOSS, 0) + tally[SP.T_LOST_IN]
 
     def record(self) -> dict[str, Any]:
         """Figures over the window: utilization, mean queue, drops by cause."""
@@ -199,6 +215,17 @@ class Station:
         """Time each served packet reaches the next place, and its code."""
         return served.depart, np.zeros(len(served.depart), dtype=np.int64)
 
+    def propagation(self) -> SP.Propagation | None:
+        """What :meth:`after_service` does, for the fused pass
+        (:mod:`pubsim.sim.station_pass`), or None: it is not one of the
+        forms the pass knows (the plain path runs). Here: the packet leaves at
+        its departure, unless a subclass changed :meth:`after_service`."""
+        return SP.NO_PROPAGATION if type(self).after_service is Station.after_service else None
+
+    def pure_service_s(self, packets: Packets) -> np.ndarray:
+        """:meth:`service_s` when :meth:`buffer_bytes` will not be asked (the fused pass)."""
+        return self.service_s(packets)
+
     @property
     def lookahead_s(self) -> float:
         """Lower bound of (time at next place - arrival), s."""
@@ -210,6 +237,11 @@ class Station:
         return None
 
     # --- driver interface ------------------------------------------------
+    fused_pass = False
+    """May :meth:`process` serve a batch in one compiled pass
+    (:mod:`pubsim.sim.station_pass`) when the station qualifies? The batch
+    driver sets it; the reference driver keeps the plain path."""
+
     def process(self, packets: Packets, horizon: float) -> StationOutput:
         """Serve an arrival-ordered batch; advance event-driven state to ``horizon``."""
         packets, early = self.before_service(packets)
@@ -224,7 +256,33 @@ class Station:
             np.concatenate([early[2], out.drop_code]),
         )
 
+    def _fused_propagation(self) -> SP.Propagation | None:
+        """The propagation of the fused pass, or None: the plain path runs."""
+        if not self.fused_pass or type(self).before_run is not Station.before_run:
+            return None
+        return self.propagation() if SP.fusable_discipline(self.discipline) else None
+
+    def _serve_fused(self, packets: Packets, prop: SP.Propagation) -> StationOutput:
+        """:meth:`_serve` in one compiled pass (the same outcome and statistics)."""
+        disc = self.discipline
+        service = self.pure_service_s(packets)
+        plan = self.plan
+        ingress = plan.ingress if plan.ingress[plan.station == self.index].any() else plan.ingress[:0]
+        out_t, code, tally = SP.run_pass(disc, packets, service, ingress, (self.stats.w0, self.stats.w1), prop)
+        queue_code = K.DROP_REJECTED if getattr(disc, "reject", False) else K.DROP_FULL
+        self.stats.add_pass(tally, queue_code)
+        if tally[SP.T_QUEUE_DROPS] == 0 and tally[SP.T_LOST] == 0:
+            return StationOutput(packets.with_time(out_t), Packets.empty(), np.empty(0), np.empty(0, dtype=np.int64))
+        n_dropped = tally[SP.T_QUEUE_DROPS] + tally[SP.T_LOST]
+        sent, dropped, drop_t, drop_code = SP.split_outcome(packets, out_t, code, n_dropped)
+        if queue_code != K.DROP_FULL:
+            drop_code[drop_code == K.DROP_FULL] = queue_code
+        return StationOutput(sent, dropped, drop_t, drop_code)
+
     def _serve(self, packets: Packets, horizon: float) -> StationOutput:
+        prop = self._fused_propagation()
+        if prop is not None:
+            return self._serve_fused(packets, prop)
         disc = self.discipline
         service = self.service_s(packets)
         size = self.buffer_bytes(packets)

@@ -13,6 +13,7 @@ from ...sim.disciplines import BatchDiscipline, FifoDiscipline, Overflow, QueueD
 from ...sim.distributions import Constant
 from ...sim.restart import RestartQueueDiscipline
 from ...sim.station import Station
+from ...sim.station_pass import Propagation
 from ..protocol import needs_topic, wire_bytes
 from .wiring import Wiring
 
@@ -223,6 +224,23 @@ class LinkStation(ModelStation):
         K.propagate(self._last, served.depart, code, delay, lost, arrive)
         return arrive, code
 
+    def propagation(self):
+        """:meth:`after_service` for the fused pass (:mod:`pubsim.sim.station_pass`):
+        latency plus jitter, loss, delivery order kept; None if a subclass changed it."""
+        if type(self).after_service is not LinkStation.after_service:
+            return None
+        jitter = self.jitter.dist
+        p = self.params.loss_probability
+        return Propagation(
+            ordered=True,
+            latency_s=self.params.latency_s,
+            constant_delay_s=self.params.latency_s + jitter.mean if jitter.is_constant else 0.0,
+            jitter=None if jitter.is_constant else self.jitter,
+            loss=self.loss if p > 0.0 else None,
+            loss_probability=p,
+            last=self._last,
+        )
+
     @property
     def lookahead_s(self):
         p = self.params
@@ -243,10 +261,10 @@ class LinkStation(ModelStation):
             "latency_s": float(self.params.latency_s),
             "jitter": self.jitter,
             "last": self._last,
-            "service": self._pure_service,
+            "service": self.pure_service_s,
         }
 
-    def _pure_service(self, packets):
+    def pure_service_s(self, packets):
         """:meth:`service_s` without leaving the wire-bytes cache set."""
         out = self.service_s(packets)
         self._wire = None
