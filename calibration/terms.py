@@ -52,7 +52,8 @@ def busy_identified(rows):
     Terms are added in the order ingress, delivery, per byte, connections
     while the rank of their columns over the configurations grows
     (columns scaled to unit norm, singular values below ``1e-8`` of the
-    largest count as zero).
+    largest count as zero; a term beyond the number of configurations is
+    not identified either).
 
     Returns
     -------
@@ -79,15 +80,23 @@ def busy_identified(rows):
             continue
         base = np.column_stack([cols[k] for k in kept] + [x])
         sv = np.linalg.svd(base / np.linalg.norm(base, axis=0), compute_uv=False)
-        if sv[-1] <= _RANK_TOL * sv[0]:
+        if len(sv) < base.shape[1] or sv[-1] <= _RANK_TOL * sv[0]:  # fewer configurations than terms, or collinear
             status[name] = (
                 f"not identified: its column is a combination of {', '.join(kept)} over the "
-                f"{len(c)} training configurations (they hold its share)"
+                f"{len(c)} training configurations (they hold its share)" + _why_collinear(name, c)
             )
             continue
         kept.append(name)
         status[name] = None
     return status
+
+
+def _why_collinear(name, c):
+    """The campaign's shape behind a collinear connection column, if it is the usual one."""
+    pubs = c.publishers.to_numpy()
+    if name == "connection_cost_s" and np.ptp(pubs) == 0 and (c.subscribers == c.fanout).all():
+        return f"; every one has {pubs[0]} publisher(s) and one subscriber per copy (connections = {pubs[0]} + fan-out)"
+    return ""
 
 
 def _resample(rows, rng):

@@ -108,6 +108,9 @@ def test_one_publisher_campaign_does_not_identify_the_term():
     assert status["ingress_cost_s"] is status["delivery_cost_s"] is status["per_byte_cost_s"] is None
     assert status["connection_cost_s"].startswith("not identified: its column is a combination of")
     assert busy_identified(synthetic_runs(WIDE, np.random.default_rng(0)))["connection_cost_s"] is None
+    # the committed loopback campaign's three training shapes: more terms than configurations
+    status = busy_identified(synthetic_runs(ONE_PUBLISHER[:1] + ONE_PUBLISHER[1:3], np.random.default_rng(0)))
+    assert status["per_byte_cost_s"] is None and status["connection_cost_s"].startswith("not identified")
 
 
 def test_unknown_form_is_refused():

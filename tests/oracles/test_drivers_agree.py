@@ -888,3 +888,9 @@ def test_connection_cost_cases_pay_their_connections():
     assert with_cost > without
     st = simulate(connection_cost_star(), duration_s=0.3, seed=11).stations().set_index("station")
     assert st.loc["broker:broker", "utilization"] > 0.2
+
+
+@pytest.mark.parametrize("case", ["connection-cost-star", "connection-cost-closed-loop"])
+def test_connection_cost_batch_equals_reference(case):
+    """The per-connection cases (added after the parametrized list above was built) agree too."""
+    test_batch_equals_reference(case)
