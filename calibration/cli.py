@@ -43,6 +43,7 @@ from .accuracy import VALIDATION_FILE, campaign_accuracy, record_accuracy, with_
 from .campaign import load_campaign, read_results, run_campaign
 from .evidence import evidence_from_results, is_evidence_file, read_evidence, write_evidence
 from .evidence_fit import TERMS, EvidenceCalibrator, demand_rows, evidence_profile
+from .fit import CONNECTION_FORMS
 from .iofit import fit_io_profiles
 from .profile import profile_yaml
 from .report import accuracy_table, cdf_figure, saturation_figure
@@ -80,7 +81,8 @@ def _measure(args, console):
 def _fitted(args):
 
     runs, sat, lat, meta = read_results(args.results)
-    profiles = fit_profiles(runs, meta, variability=args.variability)
+    form = None if args.connection_form == "none" else args.connection_form
+    profiles = fit_profiles(runs, meta, variability=args.variability, connection_form=form)
     if args.io_cycles:  # the named brokers with the I/O-cycle structure (pubsim.calibration.iofit)
         profiles.update(fit_io_profiles(runs, meta, kinds=args.io_cycles.split(",")))
     return runs, sat, lat, meta, profiles
@@ -241,6 +243,7 @@ def _validate(args, console):
         "p90_error_pct": "p90 err %",
         "p99_error_pct": "p99 err %",
         "ks_distance": "KS",
+        "cpu_error_pct": "cpu err %",
         "shortfall_error_pp": "short. pp",
     }
     shown = acc[[c for c in cols if c in acc]].rename(columns=cols)
@@ -268,6 +271,13 @@ def _variability_flag(parser):
         default="",
         help="comma-separated broker kinds fitted with the I/O-cycle structure instead of the plain "
         "worker (e.g. nats,zmq-proxy; pubsim.calibration.iofit)",
+    )
+    parser.add_argument(
+        "--connection-form",
+        choices=(*CONNECTION_FORMS, "none"),
+        default="per_message",
+        help="form of the per-connection cost, fitted where the training configurations identify it "
+        "(pubsim.calibration.fit.CONNECTION_FORMS); none: not fitted (default per_message)",
     )
     parser.add_argument(
         "--no-variability",

@@ -9,7 +9,7 @@ one whole core), ``ingress_rate_per_s``, ``egress_rate_per_s``,
 utilization law); for the latency floor ``latency_p01_s``,
 ``latency_p50_s``, ``latency_p90_s``; for the knee fit ``config``;
 optionally ``wakeups_per_ingress`` (voluntary context switches per ingress
-message).
+message); for a per-connection term ``publishers`` and ``subscribers``.
 
 Broker demand model (see :mod:`pubsim.models.params.broker`)::
 
@@ -23,7 +23,9 @@ pays a wake-up per message when idle. ``P(idle at arrival)`` is estimated per
 run either as ``1 - U`` with ``U = ingress_rate * demand / cap`` (PASTA) or,
 with ``wake_regressor="wakeups"``, as the measured voluntary context switches
 per ingress message. An optional fifth term ``background / rate`` absorbs a
-constant background CPU load. The model is linear in its costs, so they are fitted
+constant background CPU load, and an optional sixth term charges each
+client connection of the broker (:data:`CONNECTION_FORMS`, issue 18). The
+model is linear in its costs, so they are fitted
 by non-negative least squares (Lawson & Hanson 1974, ``scipy.optimize.nnls``)
 with rows weighted by 1 / demand (relative errors).
 """
@@ -39,10 +41,39 @@ from scipy.stats import gamma
 
 from ..sim.errors import ConfigError
 
-__all__ = ["BrokerDemandCalibrator", "LatencyFloorCalibrator", "REQUIRED_COLUMNS"]
+__all__ = [
+    "BrokerDemandCalibrator",
+    "LatencyFloorCalibrator",
+    "REQUIRED_COLUMNS",
+    "CONNECTION_FORMS",
+    "CONNECTION_TERMS",
+    "connections_of",
+]
 
 REQUIRED_COLUMNS = ("payload_bytes", "fanout", "ingress_rate_per_s", "demand_s_per_ingress")
-COSTS = ("ingress_cost_s", "delivery_cost_s", "per_byte_cost_s", "idle_wakeup_cost_s", "background_cpu_fraction")
+COSTS = (
+    "ingress_cost_s",
+    "delivery_cost_s",
+    "per_byte_cost_s",
+    "idle_wakeup_cost_s",
+    "background_cpu_fraction",
+    "connection_cost_s",
+    "connection_wakeup_cost_s",
+)
+BUSY = ("ingress_cost_s", "delivery_cost_s", "per_byte_cost_s", "connection_cost_s")  # paid by a busy broker too
+#: Forms of the per-connection term (issue 18): its regressor per ingress message.
+CONNECTION_FORMS = {
+    "per_message": "client connections (publishers + subscribers): every message costs each connection",
+    "per_wakeup": "client connections x wake-ups per message: a wake-up costs each connection",
+}
+#: The fitted parameter of each form.
+CONNECTION_TERMS = {"per_message": "connection_cost_s", "per_wakeup": "connection_wakeup_cost_s"}
+
+
+def connections_of(measurements):
+    """Client connections of the broker per run (publishers + subscribers)."""
+    m = measurements
+    return m["publishers"].to_numpy(dtype=float) + m["subscribers"].to_numpy(dtype=float)
 
 
 def relative_nnls(x, y, names):
@@ -104,24 +135,43 @@ class BrokerDemandCalibrator:
         housekeeping, ``$SYS`` updates) that adds ``B / rate`` to the demand
         per message; without it, the inflated demand of the slowest runs is
         wrongly charged to the per-message costs.
+    connection_form : str or None
+        Also fit a per-connection cost in this form (a key of
+        :data:`CONNECTION_FORMS`: ``connection_cost_s`` per message or
+        ``connection_wakeup_cost_s`` per wake-up, :data:`CONNECTION_TERMS`;
+        needs runs with different numbers of connections that are not a
+        combination of the other terms' columns); None (default): not
+        fitted, 0.
 
     Attributes
     ----------
     params_ : dict
         ``ingress_cost_s``, ``delivery_cost_s``, ``per_byte_cost_s``,
-        ``idle_wakeup_cost_s``, ``background_cpu_fraction`` (s, s, s/byte, s,
-        cores) and ``n_runs``.
+        ``idle_wakeup_cost_s``, ``background_cpu_fraction``,
+        ``connection_cost_s``, ``connection_wakeup_cost_s`` (s, s, s/byte,
+        s, cores, s, s) and ``n_runs``.
     residuals_ : pandas.Series
         Measured minus fitted demand per run, s.
     """
 
-    def __init__(self, *, wake_regressor="idle_fraction", fit_per_byte=True, fit_delivery=True, fit_background=False):
+    def __init__(
+        self,
+        *,
+        wake_regressor="idle_fraction",
+        fit_per_byte=True,
+        fit_delivery=True,
+        fit_background=False,
+        connection_form=None,
+    ):
         if wake_regressor not in ("idle_fraction", "wakeups"):
             raise ConfigError("wake_regressor", wake_regressor, "idle_fraction or wakeups")
+        if connection_form is not None and connection_form not in CONNECTION_FORMS:
+            raise ConfigError("connection_form", connection_form, f"None or one of {sorted(CONNECTION_FORMS)}")
         self.wake_regressor = wake_regressor
         self.fit_per_byte = fit_per_byte
         self.fit_delivery = fit_delivery
         self.fit_background = fit_background
+        self.connection_form = connection_form
 
     def _design(self, m):
         fanout = m["fanout"].to_numpy(dtype=float)
@@ -133,13 +183,19 @@ class BrokerDemandCalibrator:
             busy = m["ingress_rate_per_s"].to_numpy(dtype=float) * demand / cap_of(m)
             idle = np.clip(1.0 - busy, 0.0, 1.0)
         rate = m["ingress_rate_per_s"].to_numpy(dtype=float)
-        cols = [np.ones_like(fanout), fanout, payload * (1 + fanout), idle, 1.0 / rate]
+        conn = connections_of(m) if self.connection_form is not None else np.zeros_like(fanout)
+        form = self.connection_form
+        cols = [np.ones_like(fanout), fanout, payload * (1 + fanout), idle, 1.0 / rate, conn, conn * idle]
         keep = [True, self.fit_delivery, self.fit_per_byte, True, self.fit_background]
+        keep += [form == "per_message", form == "per_wakeup"]
         return np.column_stack([c for c, k in zip(cols, keep) if k]), [n for n, k in zip(COSTS, keep) if k]
 
-    def fit(self, measurements):
+    def _columns(self):
         cols = REQUIRED_COLUMNS + (("wakeups_per_ingress",) if self.wake_regressor == "wakeups" else ())
-        _check(measurements, cols)
+        return cols + (("publishers", "subscribers") if self.connection_form is not None else ())
+
+    def fit(self, measurements):
+        _check(measurements, self._columns())
         m = measurements.reset_index(drop=True)
         x, names = self._design(m)
         y = m["demand_s_per_ingress"].to_numpy(dtype=float)
@@ -155,10 +211,11 @@ class BrokerDemandCalibrator:
         x, names = self._design(measurements.reset_index(drop=True))
         return x @ np.array([self.params_[n] for n in names])
 
-    def capacity_per_s(self, *, payload_bytes, fanout, cap=1.0, workers=1):
+    def capacity_per_s(self, *, payload_bytes, fanout, cap=1.0, workers=1, connections=0):
         """Ingress rate at which the workers are always busy (no wake-ups), msg/s."""
         p = self.params_
         busy = p["ingress_cost_s"] + fanout * p["delivery_cost_s"] + payload_bytes * (1 + fanout) * p["per_byte_cost_s"]
+        busy += connections * p["connection_cost_s"]
         return math.inf if busy <= 0 else max(cap * workers - p["background_cpu_fraction"], 0.0) / busy
 
 
@@ -309,14 +366,13 @@ class KneeDemandCalibrator(BrokerDemandCalibrator):
         self.rounds = rounds
 
     def fit(self, measurements):
-        cols = REQUIRED_COLUMNS + ("config",) + (("wakeups_per_ingress",) if self.wake_regressor == "wakeups" else ())
-        _check(measurements, cols)
+        _check(measurements, self._columns() + ("config",))
         m = measurements.reset_index(drop=True)
         x, names = self._design(m)
         y = m["demand_s_per_ingress"].to_numpy(dtype=float)
         w = 1.0 / np.maximum(y, 1e-12)
-        busy = [i for i, n in enumerate(names) if n in COSTS[:3]]
-        rest = [i for i, n in enumerate(names) if n not in COSTS[:3]]
+        busy = [i for i, n in enumerate(names) if n in BUSY]
+        rest = [i for i, n in enumerate(names) if n not in BUSY]
         knee = m.groupby("config")["ingress_rate_per_s"].rank(ascending=False, method="first") <= self.knee_runs
         knee = knee.to_numpy()
         if knee.sum() < len(busy):

@@ -87,7 +87,16 @@ def _cost(mean_s, cv):
 
 
 def build_profile(
-    *, name, broker_kind, demand_params, link_params, metadata, service_cv=0.0, evidence=None, accuracy=None
+    *,
+    name,
+    broker_kind,
+    demand_params,
+    link_params,
+    metadata,
+    service_cv=0.0,
+    evidence=None,
+    accuracy=None,
+    terms=None,
 ):
     """The preset mapping of one calibrated broker and its loopback link.
 
@@ -121,6 +130,12 @@ def build_profile(
         The broker's ``provenance.accuracy`` (:mod:`pubsim.calibration.accuracy`:
         validation errors per split and the fitted range, or an evidence
         fit's intervals); None: not recorded.
+    terms : dict or None
+        Each demand term's value with its bootstrap interval, or why it is
+        not identified (:func:`pubsim.calibration.terms.terms_record`):
+        written as the profile's top-level ``fit_terms`` mapping (preset
+        loading ignores it). ``metadata`` may carry ``connections`` (a
+        sentence on the per-connection term, added to the note).
     """
     model = BROKER_MODELS[broker_kind]
     where = (
@@ -136,11 +151,16 @@ def build_profile(
         f"{demand_params.get('background_cpu_fraction', 0.0):.3g} core, simulated as a constant "
         f"load that takes its share of the CPU first); "
         f"{metadata.get('variability', 'constant per-message costs (variability not fitted)')}; "
-        f"costs are CPU seconds of a whole "
+        + (f"{metadata['connections']}; " if metadata.get("connections") else "")
+        + "costs are CPU seconds of a whole "
         f"core: set cpu_fraction for a capped broker. {where}. Workers, topic syntax "
         f"and overflow from the broker's design: {model['why']}."
     )
-    extra = {k: float(f"{demand_params[k]:.6g}") for k in ("filter_scan_cost_s", "ack_cost_s") if k in demand_params}
+    extra = {
+        k: float(f"{demand_params[k]:.6g}")
+        for k in ("filter_scan_cost_s", "ack_cost_s", "connection_cost_s", "connection_wakeup_cost_s")
+        if k in demand_params and (demand_params[k] or k == "connection_cost_s")  # 0 per wake-up: left out
+    }
     broker = {
         "workers": model["workers"],
         "ingress_cost_s": _cost(demand_params["ingress_cost_s"], service_cv),
@@ -159,8 +179,9 @@ def build_profile(
             **({"accuracy": accuracy} if accuracy is not None else {}),
         },
     }
+    tail = {**({"evidence": evidence} if evidence else {}), **({"fit_terms": terms} if terms else {})}
     if link_params is None:
-        return {"broker": {name: broker}, **({"evidence": evidence} if evidence else {})}
+        return {"broker": {name: broker}, **tail}
     jitter = (
         f"gamma({link_params['jitter_mean_s']:.6g}, cv={max(link_params['jitter_cv'], 1e-3):.4g})"
         if link_params["jitter_mean_s"] > 0
@@ -184,11 +205,7 @@ def build_profile(
             ),
         },
     }
-    return {
-        "broker": {name: broker},
-        "link": {f"loopback-{name}": link},
-        **({"evidence": evidence} if evidence else {}),
-    }
+    return {"broker": {name: broker}, "link": {f"loopback-{name}": link}, **tail}
 
 
 def check_profile(profile):
@@ -237,7 +254,11 @@ def _readable(profile):
         if isinstance(prov, dict) and isinstance(prov.get("accuracy"), dict):
             fields = {**fields, "provenance": {**prov, "accuracy": _compact(prov["accuracy"])}}
         brokers[name] = fields
-    return {**profile, "broker": brokers} if "broker" in profile else profile
+    out = {**profile, "broker": brokers} if "broker" in profile else profile
+    if isinstance(profile.get("fit_terms"), dict) and isinstance(profile["fit_terms"].get("terms"), dict):
+        terms = {k: _Flow(v) if isinstance(v, dict) else v for k, v in profile["fit_terms"]["terms"].items()}
+        out = {**out, "fit_terms": {**profile["fit_terms"], "terms": terms}}
+    return out
 
 
 def profile_yaml(profile):
@@ -248,6 +269,8 @@ def profile_yaml(profile):
     )
     if any(isinstance((f.get("provenance") or {}).get("accuracy"), dict) for f in profile.get("broker", {}).values()):
         head += "# provenance.accuracy: validation errors per split and the fitted range (`pubsim accuracy`).\n"
+    if "fit_terms" in profile:
+        head += "# fit_terms: each demand term with its bootstrap interval, or why it is not identified.\n"
     if "evidence" in profile:
         head = (
             "# Calibrated by `pubsim calibrate TABLE` from an evidence table (see provenance and evidence:\n"

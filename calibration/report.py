@@ -14,7 +14,8 @@ __all__ = ["accuracy_table", "cdf_figure", "saturation_figure"]
 
 
 def accuracy_table(per_pair, per_run):
-    """One row per (broker, config): saturation error, median latency errors, KS, shortfall error."""
+    """One row per (broker, config): saturation error, median latency errors, KS, CPU per message
+    error (median over the runs below saturation), shortfall error."""
     below = per_run[per_run["below_saturation"]]
     above = per_run[~per_run["below_saturation"]]
     agg = {}
@@ -24,6 +25,7 @@ def accuracy_table(per_pair, per_run):
             p90_error_pct=("p90_error_pct", "median"),
             p99_error_pct=("p99_error_pct", "median"),
             ks_distance=("ks_distance", "median"),
+            **({"cpu_error_pct": ("demand_error_pct", "median")} if "demand_error_pct" in below else {}),
             runs_below=("run", "size"),
         )
     table = per_pair.set_index(["broker", "config"])

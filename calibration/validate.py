@@ -8,8 +8,9 @@ reports, per broker and configuration:
 
 - saturation: the interval search of SYSTEMS.md §4 run on the simulator
   against the measured limit (error %);
-- below saturation, per run: latency p50 / p90 / p99 error (%) and the
-  two-sample Kolmogorov-Smirnov distance of the latency distributions;
+- below saturation, per run: latency p50 / p90 / p99 error (%), the
+  two-sample Kolmogorov-Smirnov distance of the latency distributions and
+  the error of the CPU per ingress message (%, ``demand_error_pct``);
 - above saturation, per run: the shortfall ``1 - delivery_ratio`` (deliveries
   missing against what was offered, whether lost or held back by flow
   control) and the loss rate, errors in percentage points.
@@ -29,8 +30,15 @@ from scipy.stats import ks_2samp
 
 from .. import progress as P
 from ..analysis.interval_search import interval_search, is_sustainable
-from .fit import BrokerDemandCalibrator, KneeDemandCalibrator, LatencyFloorCalibrator
+from .fit import (
+    CONNECTION_FORMS,
+    CONNECTION_TERMS,
+    BrokerDemandCalibrator,
+    KneeDemandCalibrator,
+    LatencyFloorCalibrator,
+)
 from .profile import build_profile
+from .terms import busy_identified, terms_record
 from .variability import ServiceVariabilityCalibrator
 from .virtual import VirtualHarness
 
@@ -75,6 +83,8 @@ def fit_profiles(
     cv_grid=(0.0, 0.5, 1.0, 1.5, 2.0),
     seed=0,
     pacing=None,
+    connection_form="per_message",
+    n_boot=200,
 ):
     """One calibrated profile per broker kind, fitted on ``runs[split]``.
 
@@ -92,6 +102,13 @@ def fit_profiles(
     (:class:`pubsim.calibration.variability.ServiceVariabilityCalibrator`; slower),
     the simulated twin paced with ``pacing`` (the load generator's measured
     lateness, :class:`pubsim.calibration.pacing.PacingLag`; None: on time).
+    ``connection_form`` (a form of :data:`pubsim.calibration.fit.CONNECTION_FORMS`,
+    or None) fits the per-connection cost where the training configurations
+    identify it (:func:`pubsim.calibration.terms.busy_identified`); elsewhere
+    it is 0, recorded as not identified. Every profile records each term with
+    a bootstrap interval over runs (``n_boot`` resamples; 0: none) or the
+    reason it is not identified, as its top-level ``fit_terms`` mapping
+    (:func:`pubsim.calibration.terms.terms_record`).
 
     Returns
     -------
@@ -108,17 +125,25 @@ def fit_profiles(
         wake = (
             "wakeups" if "wakeups_per_ingress" in rows and rows.wakeups_per_ingress.notna().all() else "idle_fraction"
         )
+        status = _identified(rows, connection_form)
         demand = calibrator(
             wake_regressor=wake,
             fit_per_byte=rows.payload_bytes.nunique() > 1,
             fit_delivery=rows.fanout.nunique() > 1,
             fit_background=background,
+            connection_form=connection_form
+            if connection_form and status[CONNECTION_TERMS[connection_form]] is None
+            else None,
         ).fit(rows)
         base = {
             "name": kind,
             "broker_kind": kind,
             "demand_params": _within_cap(demand.params_, rows),
-            "metadata": _metadata(rows, meta, kind, split, demand, wake),
+            "metadata": {
+                **_metadata(rows, meta, kind, split, demand, wake),
+                "connections": _connection_text(demand.params_, status, connection_form),
+            },
+            "terms": terms_record(demand, rows, status, n_boot=n_boot, seed=seed) if n_boot else None,
         }
 
         def profile(cv, rows=rows, demand=demand, base=base):
@@ -140,6 +165,33 @@ def fit_profiles(
             )
         profiles[kind] = profile(cv)
     return profiles
+
+
+def _identified(rows, connection_form):
+    """``{term: None or reason}`` for the terms a fit leaves out (see :mod:`pubsim.calibration.terms`)."""
+    status = {}
+    if rows.payload_bytes.nunique() < 2:
+        status["per_byte_cost_s"] = f"not identified: one payload size ({rows.payload_bytes.iloc[0]} B)"
+    if rows.fanout.nunique() < 2:
+        status["delivery_cost_s"] = f"not identified: one fan-out ({rows.fanout.iloc[0]}), folded into ingress"
+    if connection_form is None:
+        reason = "not fitted (connection_form None)"
+    elif not {"publishers", "subscribers"} <= set(rows.columns):
+        reason = "not identified: the runs do not say how many publishers and subscribers"
+    else:
+        reason = busy_identified(rows)["connection_cost_s"]
+    for form, term in CONNECTION_TERMS.items():
+        chosen = connection_form is None or form == connection_form
+        status[term] = reason if chosen else f"not fitted (form {connection_form} chosen)"
+    return status
+
+
+def _connection_text(params, status, form):
+    term = CONNECTION_TERMS.get(form, "connection_cost_s")
+    if status[term]:
+        return f"{term} (per-connection cost) {status[term]}: 0"
+    per = "message" if form == "per_message" else "wake-up"
+    return f"{term} {params[term] * 1e6:.3g} us per client connection per {per} ({CONNECTION_FORMS[form]})"
 
 
 def _within_cap(params, rows):
@@ -257,6 +309,8 @@ def _compare(runs, saturation, latency, profiles, seed, steps, progress, pacing=
                 "measured_egress_per_s": r["egress_rate_per_s"],
                 "simulated_egress_per_s": summ["egress_rate_per_s"],
             }
+            if rec["below_saturation"]:  # CPU per ingress message (utilization law), simulated vs measured
+                rec["demand_error_pct"] = _pct(summ["demand_s_per_ingress"], r["demand_s_per_ingress"])
             if rec["below_saturation"] and lat_meas.size and lat_sim.size:
                 for q in ("p50", "p90", "p99"):
                     m, s = r[f"latency_{q}_s"], summ[f"latency_{q}_s"]

@@ -63,6 +63,16 @@ class BrokerParams:
         number of subscriptions), s.
     idle_wakeup_cost_s : float
         Extra cost of a message that finds its worker idle, s.
+    connection_cost_s : float
+        Cost per client connection of the broker (publishers and
+        subscribers attached to it) per ingress message, s: what more
+        sockets cost each message (issue 18; fitted by
+        :class:`pubsim.calibration.fit.BrokerDemandCalibrator` from
+        measurements that vary the connection counts). Default 0.
+    connection_wakeup_cost_s : float
+        Extra cost per client connection of a message that finds its worker
+        idle (a wake-up that costs more with more sockets), s; the other
+        form of the per-connection cost. Default 0.
     cpu_fraction : float
         CPU quota of the broker, in cores: in (0, 1], or up to its host's
         cores when it is placed on a host (a cgroup CPU quota:
@@ -207,6 +217,8 @@ class BrokerParams:
     per_byte_cost_s: float = field(default=0.0, metadata={"unit": "float"})
     filter_scan_cost_s: float = field(default=0.0, metadata={"unit": "float"})
     idle_wakeup_cost_s: float = field(default=0.0, metadata={"unit": "duration"})
+    connection_cost_s: float = field(default=0.0, metadata={"unit": "duration"})
+    connection_wakeup_cost_s: float = field(default=0.0, metadata={"unit": "duration"})
     cpu_fraction: float = field(default=1.0, metadata={"unit": "cpu_cores"})
     cpu_period_s: float = field(default=0.1, metadata={"unit": "duration"})
     background_cpu_fraction: float = field(default=0.0, metadata={"unit": "cpu_load"})

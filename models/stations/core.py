@@ -317,6 +317,11 @@ def _background_stretch(params):
     return 1.0 / (1.0 - params.background_cpu_fraction / params.workers)
 
 
+def _wakeup_s(params, connections):
+    """Extra cost of a message that finds the worker idle, s: the wake-up and its per-connection part."""
+    return params.idle_wakeup_cost_s + params.connection_wakeup_cost_s * connections
+
+
 def _batch(params):
     """Batch rule of a broker (or socket, disk) parameter object."""
     return {
@@ -344,21 +349,25 @@ class BrokerStation(ModelStation):
         Subscription filters installed on this broker.
     streams : sim.rng.StreamFactory
     window : (float, float)
+    connections : int
+        Client connections of this broker (publishers and subscribers
+        attached to it), for ``connection_cost_s``.
     cpu_shared : bool
         Its CPU is a shared host CPU station that charges this broker's
         demand (:meth:`demand_s`) together with its interworking node's
         (:mod:`pubsim.models.mechanisms.hosts.cpu`): here a visit then takes no time.
     """
 
-    def __init__(self, name, params, *, filters, streams, window, cpu_shared=False):
+    def __init__(self, name, params, *, filters, streams, window, connections=0, cpu_shared=False):
         self.cpu_shared = bool(cpu_shared)
+        self.connections = int(connections)
         cap = None if params.queue_messages is None else params.queue_messages + params.workers
         disc = make_discipline(
             servers=params.workers,
             capacity_messages=cap,
             capacity_bytes=params.queue_bytes,
             overflow=params.overflow,
-            idle_extra_s=0.0 if cpu_shared else params.idle_wakeup_cost_s * _background_stretch(params),
+            idle_extra_s=0.0 if cpu_shared else _wakeup_s(params, connections) * _background_stretch(params),
             priority=params.scheduling == "priority",
             batch=_batch(params),
             restart=_restart(params),
@@ -394,8 +403,15 @@ class BrokerStation(ModelStation):
         demand = demand + p.per_byte_cost_s * (packets.size * (1 + copies))
         if self.ack_packets is not None:
             demand = demand + p.ack_cost_s * self.ack_packets[packets.visit]
-        demand = demand + p.filter_scan_cost_s * self.filters
+        demand = demand + self.constant_s
         return demand if self.stretch == 1.0 else demand * self.stretch
+
+    @property
+    def constant_s(self):
+        """Demand every visit pays whatever it carries, s: installed filters
+        scanned and client connections (``filter_scan_cost_s``, ``connection_cost_s``)."""
+        p = self.params
+        return p.filter_scan_cost_s * self.filters + p.connection_cost_s * self.connections
 
     def priority(self, packets):
         if self.params.scheduling != "priority":
@@ -425,7 +441,7 @@ class BrokerStation(ModelStation):
             "idle_extra_s": float(self.discipline.fs[K.IDLE_EXTRA]),
             "draws": (self.ingress, self.match, self.delivery),
             "per_byte_s": float(p.per_byte_cost_s),
-            "constant_s": p.filter_scan_cost_s * self.filters,
+            "constant_s": self.constant_s,
             "stretch": float(self.stretch),
         }
 

@@ -1001,3 +1001,48 @@ def test_overload_drivers_agree(quota):
     sent = d.loc[d["publisher"] == "burst", "publish_time_s"].to_numpy()
     scheduled = [i * 0.5e-3 for i in range(400)]
     assert (~np.isin(sent, scheduled)).sum() > 10  # the buffers filled: sends moved off the schedule
+
+
+def connection_cost_star():
+    """A capped broker whose every message pays its 9 client connections (issue 18) besides a wake-up."""
+    broker = BrokerParams(
+        ingress_cost_s=Exponential(mean_value=2e-5),
+        delivery_cost_s=Constant(value=3e-6),
+        connection_cost_s=1.5e-6,
+        idle_wakeup_cost_s=1e-5,
+        cpu_fraction=0.5,
+        cpu_period_s=0.01,
+    )
+    pubs = {f"p{i}": PublisherParams(topics=(f"c/{i}",), rate_per_s=1500.0) for i in range(5)}
+    subs = {f"s{i}": SubscriberParams(subscriptions=("c/#",) if i == 0 else (f"c/{i}",)) for i in range(4)}
+    return T.star(broker=broker, publishers=pubs, subscribers=subs, link=LAN)
+
+
+def connection_cost_closed_loop():
+    """The compiled closed loop's broker with a per-connection cost (its constant demand)."""
+    g = closed_loop_variety()
+    b = g.nodes["broker"][T.PARAMS]
+    g.nodes["broker"][T.PARAMS] = dataclasses.replace(b, connection_cost_s=2e-6)
+    return g
+
+
+CASES["connection-cost-star"] = (connection_cost_star, 0.3)
+CASES["connection-cost-closed-loop"] = (connection_cost_closed_loop, 0.3)
+
+
+def test_connection_cost_cases_pay_their_connections():
+    """The per-connection cases charge the cost: the compiled closed loop is still eligible and
+    its records differ from the same network without the cost."""
+    g = connection_cost_closed_loop()
+    assert eligible(build_network(g, seed=11))
+    with_cost = simulate(g, duration_s=0.3, seed=11).deliveries()["latency_s"].mean()
+    without = simulate(closed_loop_variety(), duration_s=0.3, seed=11).deliveries()["latency_s"].mean()
+    assert with_cost > without
+    st = simulate(connection_cost_star(), duration_s=0.3, seed=11).stations().set_index("station")
+    assert st.loc["broker:broker", "utilization"] > 0.2
+
+
+@pytest.mark.parametrize("case", ["connection-cost-star", "connection-cost-closed-loop"])
+def test_connection_cost_batch_equals_reference(case):
+    """The per-connection cases (added after the parametrized list above was built) agree too."""
+    test_batch_equals_reference(case)

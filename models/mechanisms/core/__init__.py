@@ -15,7 +15,21 @@ from ...stations.core import BrokerStation, SubscriberStation
 from ..context import CompileContext
 from ..keys import StationKey
 
-__all__ = ["BROKERS", "DELIVERY", "Brokers", "Delivery", "broker_hop", "delivery_hop", "passthrough"]
+__all__ = [
+    "BROKERS",
+    "DELIVERY",
+    "Brokers",
+    "Delivery",
+    "broker_hop",
+    "client_connections",
+    "delivery_hop",
+    "passthrough",
+]
+
+
+def client_connections(ctx: CompileContext, broker) -> int:
+    """Publishers and subscribers attached to ``broker`` (its client connections)."""
+    return sum(1 for c in ctx.publishers + ctx.subscribers if ctx.home(c) == broker)
 
 
 def passthrough(sub) -> bool:
@@ -87,6 +101,7 @@ class Brokers:
                     filters=len(ctx.tables[b]),
                     streams=ctx.streams,
                     window=ctx.window,
+                    connections=client_connections(ctx, b),
                     cpu_shared=b in ctx.shared_cpu,
                 ),
             )

@@ -33,6 +33,8 @@ CPU_FIELDS: dict[type, tuple[str, ...]] = {
         "idle_wakeup_cost_s",
         "ack_cost_s",
         "batch_fixed_cost_s",
+        "connection_cost_s",
+        "connection_wakeup_cost_s",
     ),
     RelayParams: ("relay_cost_s", "forward_cost_s", "control_cost_s"),
     ZmqSocketParams: ("send_cost_s", "copy_cost_s", "per_byte_cost_s", "idle_wakeup_cost_s", "batch_fixed_cost_s"),

@@ -5,6 +5,7 @@ from __future__ import annotations
 from ....sim.disciplines import Overflow
 from ....sim.errors import ConfigError
 from ..context import CompileContext
+from ..core import client_connections
 from ..keys import StationKey
 from .station import CycleBrokerStation
 
@@ -51,7 +52,12 @@ class IoThreads:
             ctx.replace_station(
                 key,
                 CycleBrokerStation(
-                    f"broker:{b}", p, filters=len(ctx.tables[b]), streams=ctx.streams, window=ctx.window
+                    f"broker:{b}",
+                    p,
+                    filters=len(ctx.tables[b]),
+                    streams=ctx.streams,
+                    window=ctx.window,
+                    connections=client_connections(ctx, b),
                 ),
             )
 

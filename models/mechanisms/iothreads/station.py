@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from ...stations.core import BrokerStation, _background_stretch, _quota
+from ...stations.core import BrokerStation, _background_stretch, _quota, _wakeup_s
 from .discipline import CycleDiscipline
 
 __all__ = ["CycleBrokerStation"]
@@ -20,11 +20,11 @@ class CycleBrokerStation(BrokerStation):
     background load like every cost). Parameters as :class:`BrokerStation`.
     """
 
-    def __init__(self, name, params, *, filters, streams, window):
-        super().__init__(name, params, filters=filters, streams=streams, window=window)
+    def __init__(self, name, params, *, filters, streams, window, connections=0):
+        super().__init__(name, params, filters=filters, streams=streams, window=window, connections=connections)
         most = params.io.cycle_max_messages
         self.discipline = CycleDiscipline(
-            idle_extra_s=params.idle_wakeup_cost_s * _background_stretch(params),
+            idle_extra_s=_wakeup_s(params, connections) * _background_stretch(params),
             max_members=math.inf if most is None else float(most),
             **_quota(params),
         )

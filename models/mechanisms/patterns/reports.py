@@ -142,6 +142,8 @@ def _mva_bound(graph, clients):
         and b.delivery_cost_s == zero
         and b.per_byte_cost_s == 0
         and b.filter_scan_cost_s == 0
+        and b.connection_cost_s == 0
+        and b.connection_wakeup_cost_s == 0
         and b.idle_wakeup_cost_s == 0
         and b.cpu_quota_cores is None
         and b.reply is None  # a server stage (reply size, processing) is a second station

@@ -1,0 +1,176 @@
+"""Which demand terms a campaign identifies, and bootstrap intervals of the fitted ones (issues 15, 18).
+
+:func:`pubsim.calibration.validate.fit_profiles` fits the CPU demand per
+ingress message of each broker (:mod:`pubsim.calibration.fit`) on the
+campaign's training runs. A term whose column the training configurations
+do not vary, or vary only together with the other terms (collinear), is not
+identified: it is left at 0 and recorded with the reason, never silently.
+The per-connection term is the case in point: with one publisher in every
+configuration and one subscriber per delivered copy, the connections
+(``1 + subscribers``) move with the fan-out, and the delivery cost holds
+their share.
+
+The fitted terms get percentile intervals from a bootstrap over runs,
+resampled within each configuration (every configuration keeps its runs'
+number, so the runs nearest each limit still exist in every resample).
+"""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+import pandas as pd
+
+from .fit import connections_of
+
+__all__ = ["TERM_UNITS", "busy_identified", "bootstrap_intervals", "terms_record"]
+
+#: Unit of each term of the campaign fit.
+TERM_UNITS = {
+    "ingress_cost_s": "s",
+    "delivery_cost_s": "s",
+    "per_byte_cost_s": "s/B",
+    "idle_wakeup_cost_s": "s",
+    "background_cpu_fraction": "cores",
+    "connection_cost_s": "s",
+    "connection_wakeup_cost_s": "s",
+}
+
+_RANK_TOL = 1e-8
+
+
+def _configurations(rows):
+    """One row per training configuration: fan-out, payload, connections."""
+    cols = ["fanout", "payload_bytes", "publishers", "subscribers"]
+    return rows.drop_duplicates(cols)[cols].reset_index(drop=True)
+
+
+def busy_identified(rows):
+    """Which busy terms the training configurations identify, in order.
+
+    Terms are added in the order ingress, delivery, per byte, connections
+    while the rank of their columns over the configurations grows
+    (columns scaled to unit norm, singular values below ``1e-8`` of the
+    largest count as zero; a term beyond the number of configurations is
+    not identified either).
+
+    Returns
+    -------
+    dict
+        ``{term: None (identified) or the reason it is not}``.
+    """
+    c = _configurations(rows)
+    fan = c.fanout.to_numpy(dtype=float)
+    cols = {
+        "ingress_cost_s": np.ones(len(c)),
+        "delivery_cost_s": fan,
+        "per_byte_cost_s": c.payload_bytes.to_numpy(dtype=float) * (1 + fan),
+        "connection_cost_s": connections_of(c),
+    }
+    what = {
+        "delivery_cost_s": "fan-out",
+        "per_byte_cost_s": "payload size",
+        "connection_cost_s": "connections (publishers + subscribers)",
+    }
+    kept, status = [], {}
+    for name, x in cols.items():
+        if name != "ingress_cost_s" and np.ptp(x) == 0:
+            status[name] = f"not identified: every training configuration has the same {what[name]} ({x[0]:g})"
+            continue
+        base = np.column_stack([cols[k] for k in kept] + [x])
+        sv = np.linalg.svd(base / np.linalg.norm(base, axis=0), compute_uv=False)
+        if len(sv) < base.shape[1] or sv[-1] <= _RANK_TOL * sv[0]:  # fewer configurations than terms, or collinear
+            status[name] = (
+                f"not identified: its column is a combination of {', '.join(kept)} over the "
+                f"{len(c)} training configurations (they hold its share)" + _why_collinear(name, c)
+            )
+            continue
+        kept.append(name)
+        status[name] = None
+    return status
+
+
+def _why_collinear(name, c):
+    """The campaign's shape behind a collinear connection column, if it is the usual one."""
+    pubs = c.publishers.to_numpy()
+    if name == "connection_cost_s" and np.ptp(pubs) == 0 and (c.subscribers == c.fanout).all():
+        return f"; every one has {pubs[0]} publisher(s) and one subscriber per copy (connections = {pubs[0]} + fan-out)"
+    return ""
+
+
+def _resample(rows, rng):
+    """Runs drawn with replacement within each configuration."""
+    parts = []
+    for _, g in rows.groupby("config", sort=True):
+        parts.append(g.iloc[rng.integers(0, len(g), len(g))])
+    return pd.concat(parts).reset_index(drop=True)
+
+
+def bootstrap_intervals(calibrator, rows, *, n_boot=200, level=0.95, seed=0):
+    """Percentile intervals of the fitted terms from a bootstrap over runs.
+
+    Parameters
+    ----------
+    calibrator : BrokerDemandCalibrator
+        Its settings are reused (a fresh copy is fitted per resample).
+    rows : pandas.DataFrame
+        The runs it was fitted on (with ``config``).
+    n_boot : int
+        Resamples.
+    level : float
+        Confidence level.
+    seed : int
+        Seed of the resampling (``numpy.random.default_rng``).
+
+    Returns
+    -------
+    dict
+        ``{term: (low, high)}`` in the term's unit (:data:`TERM_UNITS`).
+    """
+    rng = np.random.default_rng(seed)
+    draws = {name: [] for name in TERM_UNITS}
+    for _ in range(n_boot):
+        cal = copy.copy(calibrator).fit(_resample(rows, rng))
+        for name in TERM_UNITS:
+            draws[name].append(cal.params_.get(name, 0.0))
+    q = [50 * (1 - level), 50 * (1 + level)]
+    return {name: tuple(float(v) for v in np.percentile(d, q)) for name, d in draws.items()}
+
+
+def terms_record(calibrator, rows, status, *, n_boot=200, level=0.95, seed=0):
+    """The profile's ``fit_terms`` mapping: each term's value and interval, or why it is not identified.
+
+    Parameters
+    ----------
+    calibrator : BrokerDemandCalibrator
+        Fitted on ``rows``.
+    rows : pandas.DataFrame
+        The training runs.
+    status : dict
+        ``{term: None or reason}`` for the terms that were not fitted
+        (missing terms count as fitted).
+    n_boot, level, seed
+        As :func:`bootstrap_intervals`.
+    """
+    ci = bootstrap_intervals(calibrator, rows, n_boot=n_boot, level=level, seed=seed)
+    terms = {}
+    for name, unit in TERM_UNITS.items():
+        reason = status.get(name)
+        if reason:
+            terms[name] = {"identifiable": False, "reason": reason, "value": 0.0}
+            continue
+        lo, hi = ci[name]
+        terms[name] = {
+            "value": float(f"{calibrator.params_[name]:.6g}"),
+            "ci": [float(f"{lo:.6g}"), float(f"{hi:.6g}")],
+            "unit": unit,
+        }
+    return {
+        "confidence_level": level,
+        "method": (
+            f"bootstrap over runs within each configuration ({n_boot} resamples, seed {seed}), "
+            f"percentile intervals; not identified terms are left at 0"
+        ),
+        "terms": terms,
+    }
