@@ -30,19 +30,12 @@ from scipy.optimize import nnls
 from ..models.params.overload import OverloadParams
 from ..models.params.provenance import Provenance, Source
 from ..sim.errors import ConfigError
+from .fit import _check
 from .validate import simulate_run
 
 __all__ = ["SocketBufferCalibrator", "with_overload", "past_limit_runs", "compare_past_limit", "BLOCKED_COLUMNS"]
 
 BLOCKED_COLUMNS = ("payload_bytes", "publishers", "fanout", "latency_p50_s", "publisher_lag_max_s")
-
-
-def _check(measurements, columns):
-    if not isinstance(measurements, pd.DataFrame):
-        raise ConfigError("measurements", type(measurements).__name__, "a pandas DataFrame, one row per run")
-    missing = [c for c in columns if c not in measurements.columns]
-    if missing:
-        raise ConfigError(f"measurements.{missing[0]}", None, f"a column (needed: {list(columns)})")
 
 
 class SocketBufferCalibrator:
