@@ -32,6 +32,7 @@ def test_public_names_unchanged():
         "LoadSpec",
         "LoadResult",
         "HarnessError",
+        "SetupTimeout",
         "run_load",
         "subscriber_topics",
         "topic_of",

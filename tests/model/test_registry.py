@@ -11,7 +11,7 @@ from pubsim.sim.rng import StreamFactory
 from tests.oracles.test_drivers_agree import CASES
 
 #: Station order of every compiled network (it orders the records).
-ORDER = [K.UPLINK, K.BROKER, K.RELAY, K.BRIDGE, K.SOCKET, K.DOWNLINK, K.DISK, K.READ, K.ENCODE]
+ORDER = [K.UPLINK, K.BROKER, K.RELAY, K.BRIDGE, K.SOCKET, K.DOWNLINK, K.DISK, K.READ, K.ENCODE, K.CPU, K.CARD]
 RANK = {**{k: i for i, k in enumerate(ORDER)}, K.PIPE: ORDER.index(K.SOCKET), K.SUBSCRIBER: ORDER.index(K.DOWNLINK)}
 
 
