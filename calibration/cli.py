@@ -48,6 +48,7 @@ from .iofit import fit_io_profiles
 from .profile import profile_yaml
 from .report import accuracy_table, cdf_figure, saturation_figure
 from .runner import RealHarness
+from .stalls import TickStallCalibrator
 from .validate import fit_profiles, validate
 
 __all__ = ["add_commands"]
@@ -82,10 +83,22 @@ def _fitted(args):
 
     runs, sat, lat, meta = read_results(args.results)
     form = None if args.connection_form == "none" else args.connection_form
-    profiles = fit_profiles(runs, meta, variability=args.variability, connection_form=form)
+    stalls = _tick_stalls(runs, lat) if getattr(args, "tick_stalls", False) else None
+    profiles = fit_profiles(runs, meta, variability=args.variability, connection_form=form, stalls=stalls)
     if args.io_cycles:  # the named brokers with the I/O-cycle structure (pubsim.calibration.iofit)
         profiles.update(fit_io_profiles(runs, meta, kinds=args.io_cycles.split(",")))
-    return runs, sat, lat, meta, profiles
+    return runs, sat, lat, meta, profiles, stalls
+
+
+def _tick_stalls(runs, latency):
+    """Scheduler-tick stalls fitted on the training split's lightly loaded runs (:mod:`.stalls`)."""
+    train = runs[runs["split"] == "train"]
+    cal = TickStallCalibrator().fit(train, latency)
+    p = cal.params_
+    return cal.stalls(
+        f"{p['n_runs']} training runs below half the cap: {p['late_fraction']:.3%} of messages "
+        f"late by more than {cal.late_s * 1e3:g} ms"
+    )
 
 
 def _target(args):
@@ -166,7 +179,7 @@ def _calibrate(args, console):
         table = evidence_from_results(runs, sat, meta, reference=str(args.results))
         write_evidence(table, args.export_evidence)
         console.print(f"wrote {args.export_evidence} ({len(table)} observations)")
-    *_, profiles = _fitted(args)
+    profiles = _fitted(args)[4]
     if (Path(args.results) / VALIDATION_FILE).is_file():  # the campaign's validation: each profile's accuracy
         blocks = campaign_accuracy(args.results)
         profiles = {k: with_accuracy(p, blocks[k]) if k in blocks else p for k, p in profiles.items()}
@@ -221,7 +234,9 @@ def _table(df, title):
 
 def _validate(args, console):
 
-    runs, sat, lat, meta, profiles = _fitted(args)
+    runs, sat, lat, meta, profiles, stalls = _fitted(args)
+    if stalls is not None:
+        console.print(f"tick stalls: {stalls.rate_per_s:.3g} per s per client link ({stalls.source})")
     with _progress(console) as bar:
         task = bar.add_task("validating", total=len(sat))
         v = validate(
@@ -230,6 +245,7 @@ def _validate(args, console):
             lat,
             profiles,
             progress=lambda d, t, label: bar.update(task, completed=d, total=t, description=label),
+            stalls=stalls,
         )
     acc = accuracy_table(v.per_pair, v.per_run)
     cols = {
@@ -324,5 +340,11 @@ def add_commands(sub):
     v = sub.add_parser("validate", help="compare simulation with a campaign's measurements")
     v.add_argument("results", help="campaign result directory")
     v.add_argument("--report", help="directory for accuracy tables and figures")
+    v.add_argument(
+        "--tick-stalls",
+        action="store_true",
+        help="stall the simulated client links for up to one scheduler tick, at the rate the training "
+        "split's lightly loaded runs show (pubsim.calibration.stalls)",
+    )
     _variability_flag(v)
     v.set_defaults(func=_validate)

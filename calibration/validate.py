@@ -85,6 +85,7 @@ def fit_profiles(
     pacing=None,
     connection_form="per_message",
     n_boot=200,
+    stalls=None,
 ):
     """One calibrated profile per broker kind, fitted on ``runs[split]``.
 
@@ -101,7 +102,9 @@ def fit_profiles(
     ``cv_grid`` by simulating the moderately loaded training runs
     (:class:`pubsim.calibration.variability.ServiceVariabilityCalibrator`; slower),
     the simulated twin paced with ``pacing`` (the load generator's measured
-    lateness, :class:`pubsim.calibration.pacing.PacingLag`; None: on time).
+    lateness, :class:`pubsim.calibration.pacing.PacingLag`; None: on time)
+    and its client links stalled by ``stalls``
+    (:class:`pubsim.calibration.stalls.TickStalls`; None: no stalls).
     ``connection_form`` (a form of :data:`pubsim.calibration.fit.CONNECTION_FORMS`,
     or None) fits the per-connection cost where the training configurations
     identify it (:func:`pubsim.calibration.terms.busy_identified`); elsewhere
@@ -147,13 +150,15 @@ def fit_profiles(
         }
 
         def profile(cv, rows=rows, demand=demand, base=base):
-            floor = LatencyFloorCalibrator().fit(rows, demand_s=demand.predict(rows), service_cv=cv)
+            floor = LatencyFloorCalibrator().fit(rows, demand_s=demand.path_demand_s(rows), service_cv=cv)
             return build_profile(**base, link_params=floor.params_, service_cv=cv)
 
         cv = 0.0
         if variability:
             var = ServiceVariabilityCalibrator(
-                simulate=lambda row, cv, profile=profile: simulate_run(row, profile(cv), seed=seed, pacing=pacing)[0],
+                simulate=lambda row, cv, profile=profile: simulate_run(
+                    row, profile(cv), seed=seed, pacing=pacing, stalls=stalls
+                )[0],
                 cv_grid=cv_grid,
             ).fit(rows)
             cv = var.params_["service_cv"]

@@ -142,3 +142,19 @@ def test_bad_measurements_name_the_column():
         BrokerDemandCalibrator(wake_regressor="magic")
     with pytest.raises(ConfigError, match="at least 4 runs"):
         BrokerDemandCalibrator().fit(synthetic_runs(np.random.default_rng(9)).head(2))
+
+
+def test_latency_floor_leaves_the_background_out():
+    # The background CPU is the broker's timed work, not a step on a message's way:
+    # at 1000 msg/s, 0.01 core of it is 10 us per message that no message waits for.
+    runs = synthetic_runs(np.random.default_rng(11))
+    runs["wakeups_per_ingress"] = 1 - runs.ingress_rate_per_s * runs.demand_s_per_ingress
+    own = runs["demand_s_per_ingress"].to_numpy().copy()
+    runs["demand_s_per_ingress"] += 0.01 / runs["ingress_rate_per_s"]
+    cal = BrokerDemandCalibrator(wake_regressor="wakeups", fit_background=True).fit(runs)
+    assert cal.params_["background_cpu_fraction"] == pytest.approx(0.01, rel=1e-6)
+    np.testing.assert_allclose(cal.path_demand_s(runs), own, rtol=1e-6)
+    floor = LatencyFloorCalibrator(max_utilization=0.05).fit(runs, demand_s=cal.path_demand_s(runs))
+    assert floor.params_["link_latency_s"] == pytest.approx(20e-6, rel=1e-6)
+    charged = LatencyFloorCalibrator(max_utilization=0.05).fit(runs, demand_s=cal.predict(runs))
+    assert charged.params_["link_latency_s"] < 16e-6  # the old rule: background taken out of the links

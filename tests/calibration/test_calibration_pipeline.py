@@ -178,3 +178,20 @@ def test_calibrate_write_goes_to_the_user_preset_folder_never_the_package(tmp_pa
     )
     text = " ".join(show.stdout.replace("│", " ").split())  # the note wraps inside the table's borders
     assert show.returncode == 0 and "shadows the built-in mosquitto" in text
+
+
+def test_tick_stalls_are_fitted_on_the_training_split_only(measured):
+    from pubsim.calibration.cli import _tick_stalls
+
+    runs, _, lat, _ = measured
+    base = _tick_stalls(runs, lat)
+    assert 0 <= base.rate_per_s < 1.0  # the virtual campaign has no stalls
+    held = runs.loc[runs.split == "holdout", "config"].unique()
+    late = lat.copy()
+    sel = late.config.isin(held) & (late.groupby(["config", "run"]).cumcount() % 10 == 0)
+    late.loc[sel, "latency_s"] += 2e-3  # a tenth of every held-out message late by half a tick
+    assert _tick_stalls(runs, late).rate_per_s == base.rate_per_s
+    train = runs.loc[runs.split == "train", "config"].unique()
+    sel = late.config.isin(train) & (late.groupby(["config", "run"]).cumcount() % 10 == 0)
+    late.loc[sel, "latency_s"] += 2e-3
+    assert _tick_stalls(runs, late).rate_per_s > base.rate_per_s + 1.0
