@@ -18,6 +18,7 @@ priority (higher first; YAMI4 uses 0 = lowest .. 2 = highest, any integer is
 accepted), FIFO within a priority, non-preemptive: the message being sent
 finishes first. Priorities only change the order when messages wait (a slow
 receiver, a saturated link); on an idle channel delivery is FIFO.
+``overflow`` is what a full transmit queue does (:class:`pubsim.sim.disciplines.Overflow`).
 
 Who pays the jitter (``jitter_on``): with ``every_packet`` (the default) each
 message leaves at ``max(sent + latency_s + its jitter draw, the previous
@@ -29,8 +30,9 @@ reading) is read with it and arrives at the same time, without a draw of its
 own; only a message that finds the receiver idle (``sent + latency_s >=``
 the previous arrival) pays its draw. One draw is still taken per message in
 both modes (unused when the receiver is busy), so the draw streams, and the
-engines that share them, stay the same.
-``overflow`` is what a full transmit queue does (:class:`pubsim.sim.disciplines.Overflow`).
+engines that share them, stay the same. Connections with QoS > 0 and frame
+channels model their propagation themselves and take ``every_packet`` only
+(refused otherwise: :mod:`pubsim.models.params.features`).
 """
 
 from __future__ import annotations
