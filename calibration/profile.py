@@ -192,6 +192,7 @@ def build_profile(
         "jitter_s": jitter,
         "bandwidth_Bps": "inf",
         "overhead_bytes": 40,
+        "jitter_on": "idle_receiver",
         "provenance": {
             "source": "measured",
             "reference": metadata["data"],
@@ -201,6 +202,10 @@ def build_profile(
                 f"{link_params['n_runs']} lightly loaded runs minus the broker demand; jitter "
                 f"gamma so two links reproduce the measured excess over the 1st percentile. "
                 f"Bandwidth not limiting on loopback (assumption); overhead = IPv4 + TCP headers. "
+                f"Jitter on idle receivers only (jitter_on=idle_receiver, assumption about loopback TCP "
+                f"with blocking readers): the jitter is mostly the receiving process's wake-up, and "
+                f"messages that arrive while it wakes up are read with the one that woke it, not "
+                f"each after a wake-up of its own. "
                 f"{where}."
             ),
         },

@@ -57,7 +57,7 @@ FILTERS = ["a/x", "a/+", "#", "+/x", "b/#"]
 @st.composite
 def topologies(draw, jitter=True, one_worker=False):
     """Random small chains of 1-3 brokers (a star when 1): random workers, costs, queue limits,
-    overflow policies, lossy jittery links, Poisson or constant publishers over :data:`TOPICS`,
+    overflow policies, lossy jittery links (either ``jitter_on``), Poisson or constant publishers over :data:`TOPICS`,
     subscribers with wildcard :data:`FILTERS`, flooding or subscription forwarding."""
     n_brokers = draw(st.integers(1, 3))
     overflow = draw(st.sampled_from(["drop_newest", "drop_oldest", "backpressure"]))
@@ -78,6 +78,7 @@ def topologies(draw, jitter=True, one_worker=False):
         overhead_bytes=draw(st.integers(0, 60)),
         jitter_s=Exponential(mean_value=draw(st.floats(1e-6, 1e-4))) if jitter else Constant(value=0),
         loss_probability=draw(st.sampled_from([0.0, 0.0, 0.05])),
+        jitter_on=draw(st.sampled_from(["every_packet", "idle_receiver"])),
     )
     names = list(brokers)
     pubs = {

@@ -18,10 +18,11 @@ open-loop source; routes that are chains (one child per visit, a delivery
 visit ends its route); stations that describe themselves by
 :meth:`pubsim.sim.station.Station.compiled_spec`: one FIFO server with no
 buffer limit, a link (service from the packet, delay ``latency + jitter``
-kept in order, no loss) or a broker (demand from its cost draws). Draws come
-from the stations' own streams, looked ahead in blocks and then consumed by
-exactly the number used, so every number is the one the other drivers use:
-the records are identical (``tests/oracles/test_drivers_agree.py``).
+kept in order, either ``jitter_on`` mode, no loss) or a broker (demand
+from its cost draws). Draws come from the stations' own streams, looked
+ahead in blocks and then consumed by exactly the number used, so every
+number is the one the other drivers use: the records are identical
+(``tests/oracles/test_drivers_agree.py``).
 
 Each station is the FIFO step of :func:`pubsim.sim.kernels.fifo_offer`
 (one server, no limit: ``start = max(arrival, free)``, the idle extra when
@@ -186,7 +187,9 @@ def closed_run(
     """Run until every release before ``until`` and every event is done, or a buffer runs out.
 
     Station constants ``sconst[s]``: idle extra (s), latency (s; links),
-    cost per byte (s), constant demand (s), stretch (brokers). State
+    cost per byte (s), constant demand (s), stretch (brokers), idle
+    receiver (links: 1.0 when only a packet that finds the receiver idle
+    pays its jitter, ``LinkParams.jitter_on``). State
     ``sstate[s]``: server free time, work (s), messages served, last
     arrival after propagation. ``draws[s, j, k]``: the next draws of the
     station (links: jitter in j = 0; brokers: ingress, match, delivery),
@@ -268,9 +271,7 @@ def closed_run(
         sstate[s, 0] = dep
         nxt = dep
         if skind[s] == LINK:
-            nxt = dep + (sconst[s, 1] + draws[s, 0, k])
-            if nxt < sstate[s, 3]:
-                nxt = sstate[s, 3]
+            nxt = K.ordered_arrival(dep, sconst[s, 1], sconst[s, 1] + draws[s, 0, k], sstate[s, 3], sconst[s, 5] != 0)
             sstate[s, 3] = nxt
         i = cnt[C_EV]
         o_ev[i, 0], o_ev[i, 1], o_ev[i, 2] = t, start, dep
@@ -351,7 +352,7 @@ class CompiledClosedLoop:
         self.vcopies = np.asarray(plan.n_children, dtype=np.int64)
         ns = len(net.stations)
         self.skind = np.array([LINK if sp["kind"] == "link" else BROKER for sp in self.specs], dtype=np.int64)
-        self.sconst = np.zeros((ns, 5))
+        self.sconst = np.zeros((ns, 6))
         for s, sp in enumerate(self.specs):
             self.sconst[s] = (
                 sp["idle_extra_s"],
@@ -359,6 +360,7 @@ class CompiledClosedLoop:
                 sp.get("per_byte_s", 0.0),
                 sp.get("constant_s", 0.0),
                 sp.get("stretch", 1.0),
+                float(sp.get("idle_receiver", False)),
             )
         self.think = np.array([sp["think_s"] for sp in self.sources], dtype=np.float64)
 

@@ -28,8 +28,8 @@ itself by :meth:`pubsim.sim.station.Station.compiled_spec` as a relay (one
 FIFO worker with no buffer limit, demand from its cost draws,
 :class:`pubsim.models.mechanisms.ildm.relay.RelayStation`) or a plain link
 (one FIFO transmitter with no buffer limit, service from the packet,
-``latency + jitter`` kept in order, no loss), no visit at a member is a
-delivery or a choice, and child visits are numbered after their parents.
+``latency + jitter`` kept in order, either ``jitter_on`` mode, no loss),
+no visit at a member is a delivery or a choice, and child visits are numbered after their parents.
 Then every arrival's departure is known the moment it is served (FIFO by arithmetic),
 so the component is a plain discrete-event simulation: arrivals are taken
 in (time, message x visits + visit) order, the order in which every driver
@@ -76,9 +76,10 @@ DONE, NEED_DRAWS, NEED_OUT, NEED_ROOM, BACKWARDS = range(5)
 # draws or room
 C_EXT, C_HEAP, C_EV, C_DEP, C_DRAWS = range(5)
 # member constants (float64[6]): idle extra, link delay (constant jitter) or latency, acks per copy,
-# table entry cost, table match cost; flags (int64[2]): relay has per-visit load, link draws jitter
-M_IDLE, M_DELAY, M_ACKS, M_ENTRY, M_MATCH = range(5)
-F_LOAD, F_JITTER = range(2)
+# table entry cost, table match cost, link latency; flags (int64[3]): relay has per-visit load, link draws
+# jitter, link's jitter paid only by a packet that finds the receiver idle (LinkParams.jitter_on)
+M_IDLE, M_DELAY, M_ACKS, M_ENTRY, M_MATCH, M_LATENCY = range(6)
+F_LOAD, F_JITTER, F_IDLE_RX = range(3)
 # member state (float64[4]): server free time, work, served, last arrival after propagation
 S_FREE, S_WORK, S_SERVED, S_LAST = range(4)
 # member statistics (int64[7]): arrivals and ingress arrivals in the window, started, wake-ups, busy,
@@ -262,13 +263,11 @@ def cycle_run(
         mstate[m, S_FREE] = dep
         nxt = dep
         if mkind[m] == LINK:
+            delay = mconst[m, M_DELAY]
             if mflag[m, F_JITTER]:
                 dpos[m] = k + 1
-                nxt = dep + (mconst[m, M_DELAY] + draws[m, 0, k])
-            else:
-                nxt = dep + mconst[m, M_DELAY]
-            if nxt < mstate[m, S_LAST]:
-                nxt = mstate[m, S_LAST]
+                delay = mconst[m, M_DELAY] + draws[m, 0, k]
+            nxt = K.ordered_arrival(dep, mconst[m, M_LATENCY], delay, mstate[m, S_LAST], mflag[m, F_IDLE_RX] != 0)
             mstate[m, S_LAST] = nxt
         if not nxt >= t:
             return BACKWARDS
@@ -374,8 +373,8 @@ class CompiledCycle:
         self.vcopies = (plan.n_children - 1).astype(np.float64)
         nm = len(self.members)
         self.mkind = np.array([RELAY if sp["kind"] == "relay" else LINK for sp in self.specs], dtype=np.int64)
-        self.mconst = np.zeros((nm, 5))
-        self.mflag = np.zeros((nm, 2), dtype=np.int64)
+        self.mconst = np.zeros((nm, 6))
+        self.mflag = np.zeros((nm, 3), dtype=np.int64)
         self.vload = np.zeros((nv, 3))
         for m, sp in enumerate(self.specs):
             self.mconst[m, M_IDLE] = sp["idle_extra_s"]
@@ -395,6 +394,8 @@ class CompiledCycle:
                 self.mconst[m, M_DELAY] = (
                     sp["latency_s"] + jitter.dist.mean if jitter.dist.is_constant else sp["latency_s"]
                 )
+                self.mconst[m, M_LATENCY] = sp["latency_s"]
+                self.mflag[m, F_IDLE_RX] = 1 if sp.get("idle_receiver", False) else 0
         self.ingress = np.asarray(plan.ingress, dtype=np.bool_)
         self.mwin = np.array([[network.stations[s].stats.w0, network.stations[s].stats.w1] for s in self.members])
         self._sizes = np.zeros(0, dtype=np.int64)

@@ -512,15 +512,45 @@ def service_window_stats(
     return started, wakeups, busy, waiting, blocked
 
 
+@njit(cache=True, inline="always")
+def ordered_arrival(depart: float, latency: float, delay: float, last: float, idle_receiver: bool) -> float:
+    """A link's arrival of a message sent at ``depart``, delivery order kept (TCP).
+
+    ``delay`` is ``latency`` plus the message's jitter draw (one sum, as the
+    callers form it); ``last`` the previous message's arrival. Every packet
+    (``idle_receiver`` False): ``max(depart + delay, last)``. Idle receiver:
+    a message that reaches the far end before ``last`` (``depart + latency
+    < last``: the receiver is still waking up or reading) arrives with the
+    previous one, at ``last``, its draw unused; one that finds the receiver
+    idle arrives at ``max(depart + delay, last)``, as with every packet.
+    """
+    if idle_receiver and depart + latency < last:
+        return last
+    t = depart + delay
+    if t < last:
+        t = last
+    return t
+
+
 @njit(cache=True)
 def propagate(
-    last: np.ndarray, depart: np.ndarray, code: np.ndarray, delay: np.ndarray, lost: np.ndarray, out_arrival: np.ndarray
+    last: np.ndarray,
+    depart: np.ndarray,
+    code: np.ndarray,
+    delay: np.ndarray,
+    lost: np.ndarray,
+    out_arrival: np.ndarray,
+    latency: float = 0.0,
+    idle_receiver: bool = False,
 ) -> None:
     """Propagation after a link's transmitter, keeping delivery order (TCP).
 
     ``out_arrival[i] = max(depart[i] + delay[i], previous arrival)`` for sent
-    messages; lost ones get code ``DROP_LOSS`` and do not advance the order.
-    ``last`` (float64[1]) carries the last arrival time between calls.
+    messages (:func:`ordered_arrival`; with ``idle_receiver``, a message
+    that reaches the far end, ``depart[i] + latency``, before the previous
+    arrival arrives with it); lost ones get code ``DROP_LOSS`` and do not
+    advance the order. ``last`` (float64[1]) carries the last arrival time
+    between calls.
     """
     for i in range(depart.shape[0]):
         if code[i] != OK:
@@ -530,9 +560,7 @@ def propagate(
             code[i] = DROP_LOSS
             out_arrival[i] = -1.0
             continue
-        t = depart[i] + delay[i]
-        if t < last[0]:
-            t = last[0]
+        t = ordered_arrival(depart[i], latency, delay[i], last[0], idle_receiver)
         last[0] = t
         out_arrival[i] = t
 

@@ -73,6 +73,9 @@ class Propagation:
     loss_probability : float
     last : numpy.ndarray or None
         float64[1], the link's last arrival time (kept between calls).
+    idle_receiver : bool
+        Only a packet that finds the receiver idle pays its jitter
+        (:func:`pubsim.sim.kernels.ordered_arrival`).
     """
 
     ordered: bool
@@ -82,6 +85,7 @@ class Propagation:
     loss: Any = None
     loss_probability: float = 0.0
     last: np.ndarray | None = None
+    idle_receiver: bool = False
 
 
 NO_PROPAGATION = Propagation(ordered=False)
@@ -155,8 +159,10 @@ def fifo_station_pass(
     window : numpy.ndarray
         float64[2], the measurement window [w0, w1), s.
     prop : numpy.ndarray
-        float64[4]: ordered propagation (1.0) or none (0.0), latency (s),
-        latency plus constant jitter (s), loss probability.
+        float64[5]: ordered propagation (1.0) or none (0.0), latency (s),
+        latency plus constant jitter (s), loss probability, idle receiver
+        (1.0: only a packet that finds the receiver idle pays its jitter) or
+        every packet (0.0).
     jitter : numpy.ndarray
         At least one draw per served packet, in order (s), or empty: constant jitter.
     loss_u : numpy.ndarray
@@ -176,6 +182,7 @@ def fifo_station_pass(
     w0, w1 = window[0], window[1]
     ordered = prop[0] != 0.0
     latency, delay0, p = prop[1], prop[2], prop[3]
+    idle_receiver = prop[4] != 0.0
     limit = ist[K.CAP_MSGS]
     head = ist[K.RING_HEAD]
     cnt = ist[K.N_HEAP]
@@ -238,9 +245,7 @@ def fifo_station_pass(
             if _in(f, w0, w1):
                 n_lost_in += 1
         else:
-            x = f + (latency + jitter[j] if drawn else delay0)
-            if x < t_last:
-                x = t_last
+            x = K.ordered_arrival(f, latency, latency + jitter[j] if drawn else delay0, t_last, idle_receiver)
             t_last = x
             out_t[i] = x
         j += 1
@@ -288,7 +293,9 @@ def run_pass(
     code = np.zeros(n, dtype=np.int64)  # OK; pages of zeros the pass mostly never touches
     tally = np.empty(T_LEN, dtype=np.int64)
     last = prop.last if prop.last is not None else np.zeros(1)
-    params = np.array([float(prop.ordered), prop.latency_s, prop.constant_delay_s, prop.loss_probability])
+    params = np.array(
+        [float(prop.ordered), prop.latency_s, prop.constant_delay_s, prop.loss_probability, float(prop.idle_receiver)]
+    )
     fifo_station_pass(
         disc.fs, disc.ist, disc.free, disc.hdep, packets.t, service_s, packets.visit, ingress,
         np.array(window, dtype=np.float64), params, jitter, loss, last, out_t, code, tally,

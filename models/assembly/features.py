@@ -56,6 +56,8 @@ class Connection:
         Its queue's effective order and overflow policy.
     subscriptions : tuple
         The filters of the subscriber at its end (downlinks and pipes).
+    jitter_on : str
+        Its link's ``jitter_on``.
     """
 
     link: str
@@ -65,6 +67,7 @@ class Connection:
     scheduling: str
     overflow: str
     subscriptions: tuple = ()
+    jitter_on: str = "every_packet"
 
     @property
     def queue(self) -> str:
@@ -112,6 +115,11 @@ def _bridge_qos(g, x, y, published):
     return max(hop_qos(q, protocol=proto, bridge=bridge, relay=relay) for q in published)
 
 
+def _wake(link):
+    """``{Feature.IDLE_RECEIVER}`` if only a message finding the receiver idle pays the link's jitter."""
+    return object_features(link, "link") & {Feature.IDLE_RECEIVER}
+
+
 def _card(g, a, b):
     """``{Feature.CARD}`` if the connection between ``a`` and ``b`` passes a host's network card."""
     return {Feature.CARD} if T.crosses_card(g, a, b) else set()
@@ -126,16 +134,23 @@ def connections(g: nx.Graph) -> list[Connection]:
         home, link = T.home_broker(g, pub), g.edges[pub, T.home_broker(g, pub)][T.PARAMS]
         q = _qos(g, pub)
         feats = _queue_features(link.scheduling, link.overflow) | ({Feature.QOS} if q else set())
-        feats |= _card(g, pub, home)
-        out.append(Connection(f"link:{pub}->{home}", "", frozenset(feats), q, link.scheduling, link.overflow))
+        feats |= _card(g, pub, home) | _wake(link)
+        out.append(
+            Connection(
+                f"link:{pub}->{home}", "", frozenset(feats), q, link.scheduling, link.overflow, jitter_on=link.jitter_on
+            )
+        )
     published = {g.nodes[pub][T.PARAMS].qos for pub in pubs} | {0}
     for a, b in T.broker_links(g):
         link = g.edges[a, b][T.PARAMS]
-        base = _queue_features(link.scheduling, link.overflow) | _card(g, a, b)
+        base = _queue_features(link.scheduling, link.overflow) | _card(g, a, b) | _wake(link)
         for x, y in ((a, b), (b, a)):
             q = _bridge_qos(g, x, y, published)
             feats = base | ({Feature.QOS} if q else set())
-            out.append(Connection(f"link:{x}->{y}", "", frozenset(feats), q, link.scheduling, link.overflow))
+            name = f"link:{x}->{y}"
+            out.append(
+                Connection(name, "", frozenset(feats), q, link.scheduling, link.overflow, jitter_on=link.jitter_on)
+            )
     for sock in T.sockets(g):
         sp = p(sock)
         for s in subs:
@@ -143,6 +158,7 @@ def connections(g: nx.Graph) -> list[Connection]:
                 link = g.edges[s, sock][T.PARAMS]
                 subp = p(s)
                 feats = _queue_features(link.scheduling, sp.overflow) | {Feature.BROKERLESS} | _card(g, sock, s)
+                feats |= _wake(link)
                 feats |= object_features(subp, "subscriber") & {Feature.SHARED}
                 out.append(
                     Connection(
@@ -153,6 +169,7 @@ def connections(g: nx.Graph) -> list[Connection]:
                         link.scheduling,
                         sp.overflow,
                         tuple(subp.subscriptions),
+                        link.jitter_on,
                     )
                 )
     for s in subs:
@@ -168,9 +185,10 @@ def connections(g: nx.Graph) -> list[Connection]:
         feats |= {Feature.RESTART} if bp.restart_at_s else set()
         feats |= _card(g, b, s)
         feats |= object_features(p(s), "subscriber") & {Feature.SHARED}
-        feats |= _frame_features(bp, link, p(s))
+        feats |= _frame_features(bp, link, p(s)) | _wake(link)
+        subscriptions = tuple(p(s).subscriptions)
         out.append(
-            Connection(f"link:{b}->{s}", s, frozenset(feats), q, scheduling, overflow, tuple(p(s).subscriptions))
+            Connection(f"link:{b}->{s}", s, frozenset(feats), q, scheduling, overflow, subscriptions, link.jitter_on)
         )
     return out
 

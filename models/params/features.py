@@ -65,6 +65,7 @@ class Feature(str, enum.Enum):
     LOSSY = "lossy"  # a link with loss or random jitter
     SEND_MODE = "send_mode"  # a producer waiting for confirms (sync, confirms, transactions)
     PRELOADED = "preloaded"  # a publisher whose messages were stored before the run
+    IDLE_RECEIVER = "idle_receiver"  # a link whose jitter only a message finding the receiver idle pays (jitter_on)
 
 
 F = Feature
@@ -281,6 +282,22 @@ REFUSED: tuple[Refusal, ...] = (
     Refusal(
         "connection",
         F.FRAMES,
+        F.IDLE_RECEIVER,
+        "{link}.jitter_on",
+        "jitter_on",
+        _FRAMES + "on a link with jitter_on=every_packet (the channel's reader is modelled inside it)",
+    ),
+    Refusal(
+        "connection",
+        F.QOS,
+        F.IDLE_RECEIVER,
+        "{link}.jitter_on",
+        "jitter_on",
+        "every_packet on a connection with QoS > 0 (the in-flight window's propagation draws jitter for every packet)",
+    ),
+    Refusal(
+        "connection",
+        F.FRAMES,
         F.SESSIONS,
         "{subscriber}.online_s",
         "subscriber",
@@ -344,6 +361,7 @@ DETECT: dict[str, dict[Feature, Callable[[Any], bool]]] = {
         F.PRIORITY: lambda p: p.scheduling == "priority",
         F.BACKPRESSURE: lambda p: _queue(p.overflow) is F.BACKPRESSURE,
         F.QUEUE_POLICY: lambda p: _queue(p.overflow) is F.QUEUE_POLICY,
+        F.IDLE_RECEIVER: lambda p: p.jitter_on == "idle_receiver",
     },
     "publisher": {
         F.QOS: lambda p: p.qos > 0,

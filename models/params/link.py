@@ -19,6 +19,20 @@ accepted), FIFO within a priority, non-preemptive: the message being sent
 finishes first. Priorities only change the order when messages wait (a slow
 receiver, a saturated link); on an idle channel delivery is FIFO.
 ``overflow`` is what a full transmit queue does (:class:`pubsim.sim.disciplines.Overflow`).
+
+Who pays the jitter (``jitter_on``): with ``every_packet`` (the default) each
+message leaves at ``max(sent + latency_s + its jitter draw, the previous
+message's arrival)``, so a burst of k messages sent together arrives at the
+largest of k draws. With ``idle_receiver`` the jitter is the receiver's
+wake-up: a message that reaches the far end (``sent + latency_s``) while the
+previous one has not arrived yet (the receiver is still waking up or
+reading) is read with it and arrives at the same time, without a draw of its
+own; only a message that finds the receiver idle (``sent + latency_s >=``
+the previous arrival) pays its draw. One draw is still taken per message in
+both modes (unused when the receiver is busy), so the draw streams, and the
+engines that share them, stay the same. Connections with QoS > 0 and frame
+channels model their propagation themselves and take ``every_packet`` only
+(refused otherwise: :mod:`pubsim.models.params.features`).
 """
 
 from __future__ import annotations
@@ -33,7 +47,10 @@ from .features import refuse
 from .mapping import check_fields
 from .provenance import ASSUMED, Provenance
 
-__all__ = ["LinkParams"]
+__all__ = ["LinkParams", "JITTER_ON"]
+
+#: Values of ``LinkParams.jitter_on`` (see the module notes).
+JITTER_ON = ("every_packet", "idle_receiver")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -62,6 +79,10 @@ class LinkParams:
         default), ``reject``, ``drop_oldest``/``ring``, ``update`` or
         ``backpressure`` (FIFO only); see :class:`pubsim.sim.disciplines.Overflow`.
         ``flow_to_disk`` is a broker policy (``BrokerParams.client_overflow``).
+    jitter_on : str
+        ``every_packet`` (default: every message draws its own jitter) or
+        ``idle_receiver`` (only a message that finds the receiver idle pays
+        its jitter; see the module notes).
     provenance : Provenance
     """
 
@@ -74,6 +95,7 @@ class LinkParams:
     queue_bytes: int | None = field(default=None, metadata={"unit": "optional_size"})
     scheduling: str = field(default="fifo", metadata={"unit": "choice", "choices": ("fifo", "priority")})
     overflow: str = field(default=Overflow.DROP_NEWEST, metadata={"unit": "choice", "choices": Overflow.ALL})
+    jitter_on: str = field(default="every_packet", metadata={"unit": "choice", "choices": JITTER_ON})
     provenance: Provenance = field(default=ASSUMED, metadata={"unit": "provenance"})
 
     def __post_init__(self) -> None:
@@ -87,6 +109,11 @@ class LinkParams:
                 "a link policy other than flow_to_disk (a broker's client_overflow can spill to disk)",
             )
         refuse(self, "link")  # pairs of features that do not combine (models.params.features)
+
+    @property
+    def idle_receiver(self) -> bool:
+        """Does only a message that finds the receiver idle pay its jitter (``jitter_on``)?"""
+        return self.jitter_on == "idle_receiver"
 
     def serialization_s(self, wire_bytes: float) -> float:
         """Time to put ``wire_bytes`` on the link, s."""

@@ -29,7 +29,7 @@ _KEYS = {
         "topic_syntax",
         "overflow",
     ),
-    "link": ("latency_s", "jitter_s", "bandwidth_Bps", "overhead_bytes"),
+    "link": ("latency_s", "jitter_s", "bandwidth_Bps", "overhead_bytes", "jitter_on"),
     "serialization": (
         "format",
         "size_ratio",

@@ -221,7 +221,8 @@ class LinkStation(ModelStation):
         lost = self.loss.take(n) < p if p > 0.0 else np.zeros(n, dtype=bool)  # no draw can fall below 0
         code = np.zeros(n, dtype=np.int64)
         arrive = np.empty(n)
-        K.propagate(self._last, served.depart, code, delay, lost, arrive)
+        latency, idle = float(self.params.latency_s), self.params.idle_receiver
+        K.propagate(self._last, served.depart, code, delay, lost, arrive, latency, idle)
         return arrive, code
 
     def propagation(self):
@@ -239,12 +240,14 @@ class LinkStation(ModelStation):
             loss=self.loss if p > 0.0 else None,
             loss_probability=p,
             last=self._last,
+            idle_receiver=self.params.idle_receiver,
         )
 
     @property
     def lookahead_s(self):
         p = self.params
-        return p.latency_s + p.jitter_s.min_value + p.overhead_bytes / p.bandwidth_Bps
+        jitter = 0.0 if p.idle_receiver else p.jitter_s.min_value  # a message read with the one before pays none
+        return p.latency_s + jitter + p.overhead_bytes / p.bandwidth_Bps
 
     def compiled_spec(self):
         """A plain lossless link with one FIFO transmitter and no queue limit
@@ -260,6 +263,7 @@ class LinkStation(ModelStation):
             "idle_extra_s": float(self.discipline.fs[K.IDLE_EXTRA]),
             "latency_s": float(self.params.latency_s),
             "jitter": self.jitter,
+            "idle_receiver": self.params.idle_receiver,
             "last": self._last,
             "service": self.pure_service_s,
         }

@@ -195,3 +195,36 @@ def test_tick_stalls_are_fitted_on_the_training_split_only(measured):
     sel = late.config.isin(train) & (late.groupby(["config", "run"]).cumcount() % 10 == 0)
     late.loc[sel, "latency_s"] += 2e-3
     assert _tick_stalls(runs, late).rate_per_s > base.rate_per_s + 1.0
+
+
+def test_calibrated_link_jitter_is_paid_by_idle_receivers_only():
+    """The fitted loopback link pays its jitter only when the receiver is idle (messages arriving
+    while it wakes up are read with the one that woke it); the twin's links take it from the profile,
+    and a preset written before the field existed loads with every_packet."""
+    from pubsim.calibration.profile import check_profile
+    from pubsim.calibration.virtual import topology_for
+    from pubsim.models import presets
+    from pubsim.models import topology as T
+    from pubsim.models.params.link import LinkParams
+    from pubsim.models.params.mapping import from_mapping
+
+    prof = check_profile(profile())
+    ((_, link),) = prof["link"].items()
+    assert link["jitter_on"] == "idle_receiver"
+    assert "idle_receiver" in link["provenance"]["note"] and "wake" in link["provenance"]["note"]
+    row = {
+        "broker": "mosquitto",
+        "payload_bytes": 64,
+        "publishers": 1,
+        "subscribers": 2,
+        "topics": 1,
+        "fanout": 2,
+        "rate_per_s": 4000.0,
+        "duration_s": 0.2,
+        "cpu_cap_fraction": 0.5,
+    }
+    g = topology_for(row, prof)
+    assert {data[T.PARAMS].jitter_on for _, _, data in g.edges(data=True)} == {"idle_receiver"}
+    old = presets.load("link", "loopback-mosquitto")  # committed before jitter_on existed
+    assert "jitter_on" not in old
+    assert from_mapping(LinkParams, old, "link.loopback-mosquitto").jitter_on == "every_packet"

@@ -173,6 +173,14 @@ CASES = {
         lambda: _star(_framed(), link=LinkParams(loss_probability=0.01)),
         "link:broker->s.loss_probability",
     ),
+    ("connection", F.FRAMES, F.IDLE_RECEIVER): (
+        lambda: _star(_framed(), link=LinkParams(jitter_on="idle_receiver")),
+        "link:broker->s.jitter_on",
+    ),
+    ("connection", F.QOS, F.IDLE_RECEIVER): (
+        lambda: _star(sub=_qos_sub(), link=LinkParams(jitter_s=1e-4, jitter_on="idle_receiver")),
+        "link:broker->s.jitter_on",
+    ),
     ("connection", F.FRAMES, F.SESSIONS): (
         lambda: _star(_framed(), SubscriberParams(subscriptions=("a",), online_s=((0.0, 1.0),))),
         "s.online_s",

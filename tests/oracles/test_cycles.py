@@ -180,7 +180,7 @@ def test_snapshot_restore_replays_the_same_draws():
     assert not np.array_equal(third.departed.t - 1.0, first.departed.t)
 
 
-def open_relay_chain(jitter=True):
+def open_relay_chain(jitter=True, jitter_on="every_packet"):
     """ILDM relays without queue limits in a two-way chain (the compiled loop runs it): random relay
     costs, inter-subscription table costs (the per-visit load terms), plain bridges (hop QoS 0) with
     random jitter, payloads of many sizes."""
@@ -195,7 +195,10 @@ def open_relay_chain(jitter=True):
             table_match_cost_s=7e-6,
         )
     bridge = LinkParams(
-        latency_s=5e-4, bandwidth_Bps=1e6, jitter_s=Exponential(mean_value=5e-5) if jitter else Constant(value=2e-5)
+        latency_s=5e-4,
+        bandwidth_Bps=1e6,
+        jitter_s=Exponential(mean_value=5e-5) if jitter else Constant(value=2e-5),
+        jitter_on=jitter_on,
     )
     for a, b in T.broker_links(g):
         g.edges[a, b][T.PARAMS] = bridge
@@ -207,6 +210,11 @@ def open_relay_chain(jitter=True):
 COMPILED = {
     "open-relay-chain": (open_relay_chain, 0.4),
     "open-relay-chain-constant-jitter": (lambda: open_relay_chain(jitter=False), 0.4),
+    "open-relay-chain-idle-receiver": (lambda: open_relay_chain(jitter_on="idle_receiver"), 0.4),
+    "open-relay-chain-constant-jitter-idle-receiver": (
+        lambda: open_relay_chain(jitter=False, jitter_on="idle_receiver"),
+        0.4,
+    ),
 }
 
 

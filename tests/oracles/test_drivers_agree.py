@@ -608,10 +608,10 @@ def request_reply_clients():
     return T.star(broker=broker, publishers=pubs, subscribers=subs, link=LinkParams(latency_s=5e-4))
 
 
-def closed_loop_variety():
+def closed_loop_variety(jitter_on="every_packet"):
     """Closed-loop clients only, in the compiled closed loop's class (:mod:`pubsim.sim.closed_kernel`)
-    with what it must get right: link jitter, the broker's idle wake-up, per-byte, match and
-    delivery costs, think time, a late start, random request sizes."""
+    with what it must get right: link jitter (paid by ``jitter_on``), the broker's idle wake-up,
+    per-byte, match and delivery costs, think time, a late start, random request sizes."""
     pubs = {
         "a": PublisherParams(
             topics=("rr/a",), arrival="closed_loop", window_requests=3, size_bytes=Uniform(low=50, high=900)
@@ -633,11 +633,18 @@ def closed_loop_variety():
         per_byte_cost_s=1e-9,
         idle_wakeup_cost_s=2e-5,
     )
-    link = LinkParams(latency_s=3e-4, bandwidth_Bps=5e6, jitter_s=Exponential(mean_value=4e-5), overhead_bytes=40)
+    link = LinkParams(
+        latency_s=3e-4,
+        bandwidth_Bps=5e6,
+        jitter_s=Exponential(mean_value=4e-5),
+        overhead_bytes=40,
+        jitter_on=jitter_on,
+    )
     return T.star(broker=broker, publishers=pubs, subscribers=subs, link=link)
 
 
 CASES["closed-loop-compiled"] = (closed_loop_variety, 0.3)
+CASES["closed-loop-compiled-idle-receiver"] = (lambda: closed_loop_variety("idle_receiver"), 0.3)
 CASES["qos1-open-windows"] = (qos1_open_windows, 0.3)
 CASES["priority-overloaded-drop-oldest"] = (lambda: priority_overloaded("drop_oldest"), 0.3)
 CASES["priority-overloaded-update"] = (lambda: priority_overloaded("update"), 0.3)
@@ -698,6 +705,34 @@ def tick_stall_links():
 
 
 CASES["tick-stall-links"] = (tick_stall_links, 0.3)
+
+
+def idle_receiver_bursts():
+    """Publishers writing bursts of 1 to 7 messages at once (the load generator's batches) over links
+    whose jitter only a message finding the receiver idle pays (``jitter_on="idle_receiver"``), a lossy
+    uplink among them, fan-out to three subscribers whose downlinks take the same mode."""
+    wake = LinkParams(
+        latency_s=2e-5, bandwidth_Bps=50e6, jitter_s=Exponential(mean_value=4e-5), jitter_on="idle_receiver"
+    )
+    lossy = dataclasses.replace(wake, loss_probability=0.03)
+    pubs, links = {}, {}
+    for i, burst in enumerate((1, 4, 7)):
+        times = tuple(np.repeat(np.arange(0, 0.3, 1.5e-3) + i * 1e-4, burst).tolist())
+        pubs[f"p{burst}"] = PublisherParams(
+            topics=("w/x",),
+            arrival="schedule",
+            schedule_time_s=times,
+            schedule_size_bytes=(120,) * len(times),
+            schedule_topic=("w/x",) * len(times),
+        )
+        links[f"p{burst}"] = lossy if burst == 4 else wake
+    subs = {f"s{j}": SubscriberParams(subscriptions=("w/#",)) for j in range(3)}
+    links.update(dict.fromkeys(subs, wake))
+    broker = BrokerParams(ingress_cost_s=Exponential(mean_value=1.5e-5), delivery_cost_s=Constant(value=3e-6))
+    return T.star(broker=broker, publishers=pubs, subscribers=subs, link=links)
+
+
+CASES["idle-receiver-bursts"] = (idle_receiver_bursts, 0.3)
 
 
 def _frames(result):
@@ -840,7 +875,9 @@ def test_open_window_case_waits_for_its_windows():
         assert st.loc[s, "resent_packets"] > 0
 
 
-@pytest.mark.parametrize("case", ["closed-loop-compiled", "request-reply-clients"])
+@pytest.mark.parametrize(
+    "case", ["closed-loop-compiled", "closed-loop-compiled-idle-receiver", "request-reply-clients"]
+)
 def test_compiled_closed_loop_equals_rounds(case):
     """The compiled closed loop and the conservative rounds give the same records."""
     build, duration = CASES[case]
