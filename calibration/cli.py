@@ -84,7 +84,9 @@ def _fitted(args):
     runs, sat, lat, meta = read_results(args.results)
     form = None if args.connection_form == "none" else args.connection_form
     stalls = _tick_stalls(runs, lat) if getattr(args, "tick_stalls", False) else None
-    profiles = fit_profiles(runs, meta, variability=args.variability, connection_form=form, stalls=stalls)
+    profiles = fit_profiles(
+        runs, meta, variability=args.variability, connection_form=form, stalls=stalls, jitter_on=args.jitter_on
+    )
     if args.io_cycles:  # the named brokers with the I/O-cycle structure (pubsim.calibration.iofit)
         profiles.update(fit_io_profiles(runs, meta, kinds=args.io_cycles.split(",")))
     return runs, sat, lat, meta, profiles, stalls
@@ -294,6 +296,13 @@ def _variability_flag(parser):
         default="per_message",
         help="form of the per-connection cost, fitted where the training configurations identify it "
         "(pubsim.calibration.fit.CONNECTION_FORMS); none: not fitted (default per_message)",
+    )
+    parser.add_argument(
+        "--jitter-on",
+        choices=("every_packet", "idle_receiver"),
+        default="every_packet",
+        help="the fitted loopback link's jitter: on every message, or only on a message that finds "
+        "its receiver idle (LinkParams.jitter_on; default every_packet)",
     )
     parser.add_argument(
         "--no-variability",

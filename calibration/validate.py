@@ -86,6 +86,7 @@ def fit_profiles(
     connection_form="per_message",
     n_boot=200,
     stalls=None,
+    jitter_on="every_packet",
 ):
     """One calibrated profile per broker kind, fitted on ``runs[split]``.
 
@@ -105,6 +106,8 @@ def fit_profiles(
     lateness, :class:`pubsim.calibration.pacing.PacingLag`; None: on time)
     and its client links stalled by ``stalls``
     (:class:`pubsim.calibration.stalls.TickStalls`; None: no stalls).
+    ``jitter_on`` is the fitted loopback link's jitter mode
+    (:func:`pubsim.calibration.profile.build_profile`).
     ``connection_form`` (a form of :data:`pubsim.calibration.fit.CONNECTION_FORMS`,
     or None) fits the per-connection cost where the training configurations
     identify it (:func:`pubsim.calibration.terms.busy_identified`); elsewhere
@@ -151,7 +154,7 @@ def fit_profiles(
 
         def profile(cv, rows=rows, demand=demand, base=base):
             floor = LatencyFloorCalibrator().fit(rows, demand_s=demand.path_demand_s(rows), service_cv=cv)
-            return build_profile(**base, link_params=floor.params_, service_cv=cv)
+            return build_profile(**base, link_params=floor.params_, service_cv=cv, jitter_on=jitter_on)
 
         cv = 0.0
         if variability:

@@ -139,8 +139,8 @@ def topology_for(row, profile, *, pacing=None, rng=None, stalls=None):
     """The simulated twin of a measured run: a star with the calibrated broker.
 
     Every client link is the profile's loopback link, with its ``jitter_on``
-    (a profile from :func:`pubsim.calibration.profile.build_profile`:
-    ``idle_receiver``; an older one without the field: ``every_packet``).
+    (:func:`pubsim.calibration.profile.build_profile` writes it only when it is
+    ``idle_receiver``; without the field: ``every_packet``).
 
     ``pacing`` and ``rng``: the publishers' measured lateness
     (:class:`pubsim.calibration.pacing.PacingLag`, their loops sharing the

@@ -52,13 +52,14 @@ CAMPAIGN = {
 }
 
 
-def profile(scale=1.0):
+def profile(scale=1.0, jitter_on="every_packet"):
     return build_profile(
         name="mosquitto",
         broker_kind="mosquitto",
         demand_params={k: v * scale for k, v in TRUE.items()},
         link_params=LINK,
         metadata=META,
+        jitter_on=jitter_on,
     )
 
 
@@ -197,10 +198,11 @@ def test_tick_stalls_are_fitted_on_the_training_split_only(measured):
     assert _tick_stalls(runs, late).rate_per_s > base.rate_per_s + 1.0
 
 
-def test_calibrated_link_jitter_is_paid_by_idle_receivers_only():
-    """The fitted loopback link pays its jitter only when the receiver is idle (messages arriving
-    while it wakes up are read with the one that woke it); the twin's links take it from the profile,
-    and a preset written before the field existed loads with every_packet."""
+def test_calibrated_link_jitter_can_be_paid_by_idle_receivers_only():
+    """A fitted loopback link can pay its jitter only when the receiver is idle (messages arriving
+    while it wakes up are read with the one that woke it; opt-in, the default is every_packet); the
+    twin's links take it from the profile, and a preset written before the field existed loads with
+    every_packet."""
     from pubsim.calibration.profile import check_profile
     from pubsim.calibration.virtual import topology_for
     from pubsim.models import presets
@@ -208,7 +210,9 @@ def test_calibrated_link_jitter_is_paid_by_idle_receivers_only():
     from pubsim.models.params.link import LinkParams
     from pubsim.models.params.mapping import from_mapping
 
-    prof = check_profile(profile())
+    ((_, plain),) = profile()["link"].items()
+    assert "jitter_on" not in plain and "idle_receiver" not in plain["provenance"]["note"]  # the default
+    prof = check_profile(profile(jitter_on="idle_receiver"))
     ((_, link),) = prof["link"].items()
     assert link["jitter_on"] == "idle_receiver"
     assert "idle_receiver" in link["provenance"]["note"] and "wake" in link["provenance"]["note"]
