@@ -79,17 +79,16 @@ def _measure(args, console):
     return 0
 
 
-def _fitted(args):
-
-    runs, sat, lat, meta = read_results(args.results)
+def _fitted(args, results=None, stalls=None):
+    """``(runs, saturation, latency, meta, profiles)``; ``results`` as :func:`read_results` gave them, or read."""
+    runs, sat, lat, meta = read_results(args.results) if results is None else results
     form = None if args.connection_form == "none" else args.connection_form
-    stalls = _tick_stalls(runs, lat) if getattr(args, "tick_stalls", False) else None
     profiles = fit_profiles(
         runs, meta, variability=args.variability, connection_form=form, stalls=stalls, jitter_on=args.jitter_on
     )
     if args.io_cycles:  # the named brokers with the I/O-cycle structure (pubsim.calibration.iofit)
         profiles.update(fit_io_profiles(runs, meta, kinds=args.io_cycles.split(",")))
-    return runs, sat, lat, meta, profiles, stalls
+    return runs, sat, lat, meta, profiles
 
 
 def _tick_stalls(runs, latency):
@@ -181,7 +180,7 @@ def _calibrate(args, console):
         table = evidence_from_results(runs, sat, meta, reference=str(args.results))
         write_evidence(table, args.export_evidence)
         console.print(f"wrote {args.export_evidence} ({len(table)} observations)")
-    profiles = _fitted(args)[4]
+    *_, profiles = _fitted(args)
     if (Path(args.results) / VALIDATION_FILE).is_file():  # the campaign's validation: each profile's accuracy
         blocks = campaign_accuracy(args.results)
         profiles = {k: with_accuracy(p, blocks[k]) if k in blocks else p for k, p in profiles.items()}
@@ -236,7 +235,9 @@ def _table(df, title):
 
 def _validate(args, console):
 
-    runs, sat, lat, meta, profiles, stalls = _fitted(args)
+    results = read_results(args.results)
+    stalls = _tick_stalls(results[0], results[2]) if args.tick_stalls else None
+    runs, sat, lat, meta, profiles = _fitted(args, results, stalls)
     if stalls is not None:
         console.print(f"tick stalls: {stalls.rate_per_s:.3g} per s per client link ({stalls.source})")
     with _progress(console) as bar:
