@@ -361,7 +361,7 @@ DETECT: dict[str, dict[Feature, Callable[[Any], bool]]] = {
         F.PRIORITY: lambda p: p.scheduling == "priority",
         F.BACKPRESSURE: lambda p: _queue(p.overflow) is F.BACKPRESSURE,
         F.QUEUE_POLICY: lambda p: _queue(p.overflow) is F.QUEUE_POLICY,
-        F.IDLE_RECEIVER: lambda p: p.jitter_on == "idle_receiver",
+        F.IDLE_RECEIVER: lambda p: p.idle_receiver,
     },
     "publisher": {
         F.QOS: lambda p: p.qos > 0,
