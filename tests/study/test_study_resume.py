@@ -23,7 +23,7 @@ LOADERS = (load_summary, load_latency, load_stations, load_series, load_paramete
 SLOW = study_dict(
     vary={"grid": {RATE: ["10k/s", "15k/s", "20k/s"], "topology.broker.queue_messages": [50, 500]}},
     replications=2,
-    set={"run.duration": "1s"},
+    set={"run.duration": "3s"},  # long enough that a kill or Ctrl-C lands mid-study on a fast, quiet machine
 )
 
 
