@@ -49,6 +49,7 @@ from ...models.protocol.mqtt import (
     encode_subscribe,
     parse_publish,
     patch_packet_ids,
+    record_stamp,
 )
 
 __all__ = [
@@ -91,6 +92,7 @@ __all__ = [
     "encode_subscribe",
     "parse_publish",
     "patch_packet_ids",
+    "record_stamp",
 ]
 
 

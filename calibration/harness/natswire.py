@@ -24,6 +24,8 @@ import struct
 import time
 from typing import NamedTuple
 
+from .mqttwire import record_stamp
+
 __all__ = [
     "PING",
     "PONG",
@@ -193,7 +195,7 @@ class NatsStream:
         del buf[:pos]
         return out
 
-    def feed_records(self, data, t_recv_ns, records, offset, *, header_bytes, stride):
+    def feed_records(self, data, t_recv_ns, records, offset, *, header_bytes, stride, t_kernel_ns=None):
         """Fast path for MSG: copy payload headers into a record buffer.
 
         Same contract as :meth:`MqttStream.feed_records
@@ -205,7 +207,8 @@ class NatsStream:
         buf += data
         others = []
         pos, end = 0, len(buf)
-        pack_t = _PACK_T
+        stamp = record_stamp(t_recv_ns, t_kernel_ns)
+        t_at, t_end = header_bytes, header_bytes + len(stamp)
         find = buf.find
         while pos < end:
             e = find(b"\r\n", pos)
@@ -224,7 +227,7 @@ class NatsStream:
                 if n < header_bytes:
                     raise NatsError(f"MSG payload of {n} bytes, shorter than the {header_bytes}-byte header")
                 records[offset : offset + header_bytes] = buf[p : p + header_bytes]
-                pack_t(records, offset + header_bytes, t_recv_ns)
+                records[offset + t_at : offset + t_end] = stamp
                 offset += stride
                 pos = stop + 2
                 continue
@@ -233,9 +236,6 @@ class NatsStream:
             pos = e + 2
         del buf[:pos]
         return offset, others
-
-
-_PACK_T = struct.Struct("<q").pack_into
 
 
 def _wait(sock, stream, want, deadline):

@@ -67,6 +67,7 @@ __all__ = [
     "PublishTemplate",
     "patch_packet_ids",
     "MqttStream",
+    "record_stamp",
 ]
 
 CONNECT, CONNACK, PUBLISH, PUBACK = 1, 2, 3, 4
@@ -350,13 +351,15 @@ class MqttStream:
         header_bytes: int,
         stride: int,
         ack_ids: list | None = None,
+        t_kernel_ns: int | None = None,
     ) -> tuple[int, list[Packet]]:
         """Fast path for received PUBLISH packets: copy headers into a record buffer.
 
         For every complete PUBLISH, the first ``header_bytes`` bytes of its
         payload go to ``records[offset:offset + header_bytes]`` followed by
-        ``t_recv_ns`` as a little-endian int64; ``offset`` advances by
-        ``stride``. The caller guarantees room for every PUBLISH in ``data``
+        ``t_recv_ns`` as a little-endian int64, then ``t_kernel_ns`` (the
+        kernel's receive time of the read, when given) as a second one;
+        ``offset`` advances by ``stride``. The caller guarantees room for every PUBLISH in ``data``
         (at most ``(pending + len(data)) // (4 + header_bytes)`` of them).
         A payload shorter than ``header_bytes`` raises :class:`MqttError`.
 
@@ -369,7 +372,8 @@ class MqttStream:
         buf += data
         others = []
         pos, end = 0, len(buf)
-        pack_t = _PACK_T
+        stamp = record_stamp(t_recv_ns, t_kernel_ns)
+        t_at, t_end = header_bytes, header_bytes + len(stamp)
         while end - pos >= 2:
             b1 = buf[pos + 1]
             if b1 < 0x80:
@@ -392,7 +396,7 @@ class MqttStream:
                 if stop - p < header_bytes:
                     raise MqttError(f"PUBLISH payload of {stop - p} bytes, shorter than the {header_bytes}-byte header")
                 records[offset : offset + header_bytes] = buf[p : p + header_bytes]
-                pack_t(records, offset + header_bytes, t_recv_ns)
+                records[offset + t_at : offset + t_end] = stamp
                 offset += stride
             else:
                 others.append(decode_packet(head >> 4, head & 0x0F, bytes(buf[start:stop])))
@@ -401,7 +405,15 @@ class MqttStream:
         return offset, others
 
 
-_PACK_T = struct.Struct("<q").pack_into
+_PACK_T = struct.Struct("<q").pack
+_PACK_TT = struct.Struct("<qq").pack
+
+
+def record_stamp(t_recv_ns: int, t_kernel_ns: int | None) -> bytes:
+    """The time bytes of a record: ``<q`` receive time, or ``<qq`` with the kernel's."""
+    return _PACK_T(t_recv_ns) if t_kernel_ns is None else _PACK_TT(t_recv_ns, t_kernel_ns)
+
+
 _PACK_ID = struct.Struct("!H").pack_into
 
 

@@ -53,7 +53,7 @@ def test_each_role_in_its_module():
     assert L.run_load.__module__ == runner.__name__
     assert publisher._publisher_main.__module__ == publisher.__name__
     assert subscriber._subscriber_main.__module__ == subscriber.__name__
-    assert records.RECORD_DTYPE.itemsize == records.STRIDE == records.HEADER_BYTES + 8
+    assert records.RECORD_DTYPE.itemsize == records.STRIDE == records.HEADER_BYTES + 16  # two receive times
 
 
 @pytest.mark.skipif("forkserver" not in mp.get_all_start_methods(), reason="no forkserver here")

@@ -142,10 +142,14 @@ def test_feed_records_split_reads_qos1_and_other_packets():
         acks = []
         off, others1 = s.feed_records(blob[:cut], 111, rec, 0, header_bytes=HEADER_BYTES, stride=STRIDE, ack_ids=acks)
         n1 = off // STRIDE
-        off, others2 = s.feed_records(blob[cut:], 222, rec, off, header_bytes=HEADER_BYTES, stride=STRIDE, ack_ids=acks)
+        off, others2 = s.feed_records(
+            blob[cut:], 222, rec, off, header_bytes=HEADER_BYTES, stride=STRIDE, ack_ids=acks, t_kernel_ns=200
+        )
         arr = np.frombuffer(bytes(rec[:off]), RECORD_DTYPE)
         assert [tuple(int(x) for x in r)[:4] for r in arr] == msgs
         assert list(arr["t_recv_ns"]) == [111] * n1 + [222] * (5 - n1)
+        # the first read gave no kernel time (0: none), the second its own for every message it completed
+        assert list(arr["t_kernel_ns"]) == [0] * n1 + [200] * (5 - n1)
         assert acks == [101, 103]
         assert [p.type for p in others1 + others2] == [mw.PINGRESP]
 
@@ -268,8 +272,11 @@ def test_nats_feed_records():
         s = nw.NatsStream()
         rec = bytearray(8 * STRIDE)
         off, o1 = s.feed_records(blob[:cut], 1, rec, 0, header_bytes=HEADER_BYTES, stride=STRIDE)
-        off, o2 = s.feed_records(blob[cut:], 2, rec, off, header_bytes=HEADER_BYTES, stride=STRIDE)
+        off, o2 = s.feed_records(blob[cut:], 2, rec, off, header_bytes=HEADER_BYTES, stride=STRIDE, t_kernel_ns=-7)
         arr = np.frombuffer(bytes(rec[:off]), RECORD_DTYPE)
         assert [tuple(int(x) for x in r)[:4] for r in arr] == msgs, cut
+        assert set(arr["t_kernel_ns"][arr["t_recv_ns"] == 2]) <= {-7} and set(
+            arr["t_kernel_ns"][arr["t_recv_ns"] == 1]
+        ) <= {0}
         assert [e.op for e in o1 + o2] == ["PING", "PONG"]
         assert s.pending == 0

@@ -2,8 +2,10 @@
 
 The first :data:`HEADER_BYTES` (20) bytes of every payload are the header
 ``<HQQH``: publisher id, sequence number, send time (ns, CLOCK_MONOTONIC),
-topic index. A subscriber keeps one record per received message (the header
-plus the receive time, ns): :data:`RECORD_DTYPE`, :data:`STRIDE` (28) bytes.
+topic index. A subscriber keeps one record per received message (the header,
+the time its code read the message and the kernel's receive time of that
+read, both ns CLOCK_MONOTONIC, the latter 0 where the socket gave none):
+:data:`RECORD_DTYPE`, :data:`STRIDE` (36) bytes.
 """
 
 from __future__ import annotations
@@ -18,10 +20,10 @@ HEADER = struct.Struct("<HQQH")  # publisher id, seq, t_send_ns, topic index
 HEADER_BYTES = HEADER.size  # 20
 RECORD_DTYPE = np.dtype(
     {
-        "names": ["pub", "seq", "t_send_ns", "topic", "t_recv_ns"],
-        "formats": ["<u2", "<u8", "<u8", "<u2", "<i8"],
-        "offsets": [0, 2, 10, 18, 20],
-        "itemsize": 28,
+        "names": ["pub", "seq", "t_send_ns", "topic", "t_recv_ns", "t_kernel_ns"],
+        "formats": ["<u2", "<u8", "<u8", "<u2", "<i8", "<i8"],
+        "offsets": [0, 2, 10, 18, 20, 28],
+        "itemsize": 36,
     }
 )
 STRIDE = RECORD_DTYPE.itemsize

@@ -102,6 +102,13 @@ class LoadSpec:
     mqtt_username, mqtt_password : str or None
         MQTT CONNECT credentials (None: none sent; ejabberd's mod_mqtt
         needs a password even for anonymous login).
+    kernel_timestamps : bool
+        MQTT and NATS subscribers ask the kernel for the receive time of
+        every read (``SO_TIMESTAMPNS``), so that latency is measured to the
+        message's arrival at the subscriber's socket and the subscriber's
+        own delay is reported apart (:mod:`.subscriber`). False: only the
+        time the subscriber's code read the message (the rule before issue
+        18).
     """
 
     protocol: str
@@ -129,6 +136,7 @@ class LoadSpec:
     setup_timeout_s: float = 20.0
     mqtt_username: str | None = None
     mqtt_password: str | None = None
+    kernel_timestamps: bool = True
 
     def __post_init__(self):
         if self.protocol not in PROTOCOLS:
@@ -171,6 +179,8 @@ class LoadSpec:
             raise ConfigError("zmq_hwm", self.zmq_hwm, "an integer >= 0 (0: no limit)")
         if not isinstance(self.host, str) or not self.host:
             raise ConfigError("host", self.host, "a host name or address")
+        if not isinstance(self.kernel_timestamps, bool):
+            raise ConfigError("kernel_timestamps", self.kernel_timestamps, "true or false")
         for name in ("mqtt_username", "mqtt_password"):
             if getattr(self, name) is not None and not isinstance(getattr(self, name), str):
                 raise ConfigError(name, getattr(self, name), "a string or None")

@@ -2,6 +2,18 @@
 
 :func:`_subscriber_main` is the process target; MQTT and NATS read the
 socket with the codecs' ``feed_records`` fast path, ZeroMQ with ``recv_into``.
+
+Two receive times per message (issue 18, "the clients add latency"): the
+time the subscriber's code read it (``t_recv_ns``, after ``recvmsg``
+returned) and the kernel's receive time of that read (``t_kernel_ns``,
+``SO_TIMESTAMPNS``, Linux ``Documentation/networking/timestamping.rst``:
+for TCP, ``tcp_recvmsg`` returns the stamp of the last segment the read
+consumed, and ``tcp_try_coalesce`` gives a segment merged into a queued one
+the later stamp, so a message read together with later ones gets that later
+arrival, never a time after ``t_recv_ns``). Their difference is the subscriber's own delay: its
+wake-up and its wait for the shared client core, which with tens of Python
+clients on one core dominates the light-load latency. ZeroMQ's socket is
+read by libzmq's I/O thread, so ZeroMQ records have no kernel time (0).
 """
 
 from __future__ import annotations
@@ -15,6 +27,7 @@ import numpy as np
 
 from .. import mqttwire as mw
 from .. import natswire as nw
+from ..rxstamp import ANCILLARY_BYTES, RealToMonotonic, enable_kernel_stamps, kernel_time_ns
 from .child import _CONTROL_PERIOD_NS, _READ_BYTES, _child_setup, _report_error, _schedstat
 from .records import HEADER_BYTES, PROBE_SEQ, STRIDE, _flag_records, _Records
 from .spec import IDLE_TOPIC, HarnessError, topic_name
@@ -156,19 +169,27 @@ def _stream_subscriber(spec, index, topics, conn, counters):
     sock.settimeout(_CONTROL_PERIOD_NS / 1e9)
     ack_ids = [] if spec.qos else None
     is_mqtt = spec.protocol == "mqtt"
-    recv = sock.recv
+    stamped = spec.kernel_timestamps and enable_kernel_stamps(sock)
+    recvmsg = sock.recvmsg
+    anc_bytes = ANCILLARY_BYTES if stamped else 0
     clock = time.monotonic_ns
+    offset = RealToMonotonic()
     try:
         while not st.stop:
             data = None
+            ancillary = ()
             if st.disconnected is None:
                 try:
-                    data = recv(_READ_BYTES)
+                    data, ancillary, _, _ = recvmsg(_READ_BYTES, anc_bytes)
                 except TimeoutError:
                     pass
                 except OSError as e:
                     st.disconnected = f"{type(e).__name__}: {e}"
             now = clock()
+            t_kernel = None
+            if ancillary:
+                offset.refresh(now)
+                t_kernel = kernel_time_ns(ancillary, offset.offset_ns)
             if data is not None:
                 if not data:
                     st.disconnected = "closed by the broker"
@@ -176,14 +197,21 @@ def _stream_subscriber(spec, index, topics, conn, counters):
                     rec.ensure((stream.pending + len(data)) // min_msg + 1)
                     if is_mqtt:
                         rec.off, others = stream.feed_records(
-                            data, now, rec.buf, rec.off, header_bytes=HEADER_BYTES, stride=STRIDE, ack_ids=ack_ids
+                            data,
+                            now,
+                            rec.buf,
+                            rec.off,
+                            header_bytes=HEADER_BYTES,
+                            stride=STRIDE,
+                            ack_ids=ack_ids,
+                            t_kernel_ns=t_kernel,
                         )
                         if ack_ids:
                             _send_blocking(sock, b"".join(mw.encode_puback(p) for p in ack_ids))
                             ack_ids.clear()
                     else:
                         rec.off, others = stream.feed_records(
-                            data, now, rec.buf, rec.off, header_bytes=HEADER_BYTES, stride=STRIDE
+                            data, now, rec.buf, rec.off, header_bytes=HEADER_BYTES, stride=STRIDE, t_kernel_ns=t_kernel
                         )
                         for ev in others:
                             if ev.op == "PING":
