@@ -176,6 +176,11 @@ class FifoDiscipline:
     cpu_quota_s, cpu_period_s : float
         CPU quota of the servers together per period, s (inf: none); see
         :mod:`pubsim.sim.kernels`.
+    idle_exit : tuple of (idle times, exit latencies) or None
+        Exit latency of a server by how long it idled, s, points of a
+        piecewise-linear curve (:func:`pubsim.sim.kernels.idle_exit_s`): a
+        message that finds its server idle starts that much later, without
+        using CPU. None: no exit latency.
     """
 
     event_driven = False
@@ -192,6 +197,7 @@ class FifoDiscipline:
         idle_extra_s: float = 0.0,
         cpu_quota_s: float = math.inf,
         cpu_period_s: float = 0.1,
+        idle_exit: tuple | None = None,
     ) -> None:
         policy = {
             Overflow.DROP_NEWEST: K.POLICY_DROP_NEWEST,
@@ -207,6 +213,8 @@ class FifoDiscipline:
             float(cpu_quota_s),
             float(cpu_period_s),
         )
+        if idle_exit is not None:
+            K.set_idle_exit(self.fs, *idle_exit)
         self.ist = np.array([0, _capacity(capacity_messages), policy, 0], dtype=np.int64)
         self.free = np.zeros(int(servers))
         heap_len = max(16, self.ist[K.CAP_MSGS] + 1)

@@ -24,11 +24,21 @@ against 36 and 200 ns for a :func:`fifo_offer` call per message.
 
 State layout (arrays so that numba can mutate them in place)
 
-* ``fs`` float64[10]: admission floor (FIFO admission under back-pressure),
+* ``fs`` float64[27]: admission floor (FIFO admission under back-pressure),
   bytes in station, byte capacity (inf = none), extra service when a message
   finds its server idle (wake-up cost, s); CPU quota per period (s, inf =
   none), quota period (s), index of the current period, CPU used in it (s);
-  total work served (s) and messages served, over the whole run.
+  total work served (s) and messages served, over the whole run; then the
+  idle-exit curve (:func:`idle_exit_s`): its number of points (0 = none),
+  up to :data:`EXIT_MAX_POINTS` idle times (s, increasing) and as many exit
+  latencies (s).
+
+Idle exit. A server that has idled for ``t`` seconds needs ``exit(t)`` to
+leave its idle state before it serves a message (a core's cpuidle exit
+latency; on a VM, the halted vCPU's wake-up through the host). The message
+starts that much later; it is latency, not work: it is neither charged to
+the CPU quota nor counted as work. ``exit`` is piecewise linear through
+``(0, 0)`` and the curve's points, constant after the last one.
 
 CPU quota (Linux CFS bandwidth control, ``cpu.cfs_quota_us`` /
 ``cpu.cfs_period_us``): the servers together may work ``quota`` seconds per
@@ -54,7 +64,10 @@ from numba import njit
 # state indices
 ADMIT_FLOOR, BYTES_IN, CAP_BYTES, IDLE_EXTRA = 0, 1, 2, 3
 QUOTA, PERIOD, PERIOD_IDX, USED, WORK, SERVED = 4, 5, 6, 7, 8, 9
-FS_LEN = 10
+EXIT_N, EXIT_MAX_POINTS = 10, 8  # idle-exit curve: number of points, most points
+EXIT_IDLE = 11  # idle times of the curve's points, s (EXIT_MAX_POINTS slots)
+EXIT_VALUE = EXIT_IDLE + EXIT_MAX_POINTS  # exit latencies of the points, s
+FS_LEN = EXIT_VALUE + EXIT_MAX_POINTS
 N_HEAP, CAP_MSGS, POLICY, RING_HEAD = 0, 1, 2, 3
 
 # overflow policies understood by the arithmetic kernel
@@ -85,6 +98,36 @@ CAUSE_NAMES = {
     DROP_REPLACED: "replaced",
     NOT_OWED: "offline_not_owed",
 }
+
+
+def set_idle_exit(fs: np.ndarray, idle_s, exit_s) -> None:
+    """Store an idle-exit curve (points ``(idle_s[j], exit_s[j])``, s) in a station state ``fs``."""
+    n = len(idle_s)
+    if n != len(exit_s) or n > EXIT_MAX_POINTS:
+        raise ValueError(
+            f"an idle-exit curve has 1..{EXIT_MAX_POINTS} points of (idle, exit), got {n} and {len(exit_s)}"
+        )
+    fs[EXIT_N] = n
+    fs[EXIT_IDLE : EXIT_IDLE + n] = idle_s
+    fs[EXIT_VALUE : EXIT_VALUE + n] = exit_s
+
+
+@njit(cache=True, inline="always")
+def idle_exit_s(fs: np.ndarray, idle: float) -> float:
+    """Exit latency of a server that has idled for ``idle`` s (module docstring, Idle exit), s."""
+    n = int(fs[EXIT_N])
+    x0 = 0.0
+    y0 = 0.0
+    for j in range(n):
+        x1 = fs[EXIT_IDLE + j]
+        y1 = fs[EXIT_VALUE + j]
+        if idle <= x1:
+            if x1 <= x0:
+                return y1
+            return y0 + (y1 - y0) * (idle - x0) / (x1 - x0)
+        x0 = x1
+        y0 = y1
+    return y0
 
 
 @njit(cache=True, inline="always")
@@ -231,6 +274,8 @@ def _ring_offer(
         start = free[0]
     else:
         service = service + fs[IDLE_EXTRA]
+        if fs[EXIT_N] > 0.0:
+            start = arrival + idle_exit_s(fs, arrival - free[0])
     fs[WORK] += service
     fs[SERVED] += 1.0
     if fs[QUOTA] < np.inf and service > 0.0:
@@ -300,6 +345,8 @@ def fifo_offer(
         start = free[k]
     else:
         service = service + fs[IDLE_EXTRA]
+        if fs[EXIT_N] > 0.0:
+            start = admit + idle_exit_s(fs, admit - free[k])
     fs[WORK] += service
     fs[SERVED] += 1.0
     if fs[QUOTA] < np.inf and service > 0.0:
@@ -330,6 +377,7 @@ def _open_run(
     CPU quota, with the state in locals (the same operations in the same order)."""
     f = free[0]
     extra = fs[IDLE_EXTRA]
+    exits = fs[EXIT_N] > 0.0
     work = fs[WORK]
     served = fs[SERVED]
     for i in range(first, arrival.shape[0]):
@@ -340,6 +388,8 @@ def _open_run(
             st = f
         else:
             svc = svc + extra
+            if exits:
+                st = a + idle_exit_s(fs, a - f)
         work += svc
         served += 1.0
         f = st + svc
@@ -373,6 +423,7 @@ def _ring_run(
     cnt = ist[N_HEAP]
     f = free[0]
     extra = fs[IDLE_EXTRA]
+    exits = fs[EXIT_N] > 0.0
     work = fs[WORK]
     served = fs[SERVED]
     floor = fs[ADMIT_FLOOR]
@@ -396,6 +447,8 @@ def _ring_run(
             st = f
         else:
             svc = svc + extra
+            if exits:
+                st = a + idle_exit_s(fs, a - f)
         work += svc
         served += 1.0
         f = st + svc

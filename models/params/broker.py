@@ -26,6 +26,7 @@ from ...sim.distributions import Constant, Distribution
 from ...sim.errors import ConfigError
 from .disk import DiskParams
 from .features import refuse
+from .idle import IdleExitParams
 from .io import IoParams
 from .mapping import MAX_WORKERS, check_fields
 from .overload import OverloadParams
@@ -207,6 +208,14 @@ class BrokerParams:
         unlimited ingress queue, publishers never wait. Needs one worker,
         FIFO scheduling, no ingress queue limits, no batching, no restarts
         and no ``io``. In scenario files a mapping of OverloadParams fields.
+    idle_exit : IdleExitParams or None
+        How long the broker's core takes to leave its idle state, by how
+        long it idled (:mod:`pubsim.models.params.idle`): a message that
+        finds the worker idle starts that much later, without CPU. None
+        (default): at once. Needs FIFO scheduling, drop_newest, reject or
+        backpressure on the ingress queue, no batching, no restarts, no
+        ``io`` and a CPU of its own (not a host CPU shared with other
+        processes). In scenario files a mapping of IdleExitParams fields.
     provenance : Provenance
     """
 
@@ -252,6 +261,7 @@ class BrokerParams:
     reply: ReplyParams | None = field(default=None, metadata={"unit": "params", "cls": ReplyParams, "preset": "reply"})
     io: IoParams | None = field(default=None, metadata={"unit": "params", "cls": IoParams})
     overload: OverloadParams | None = field(default=None, metadata={"unit": "params", "cls": OverloadParams})
+    idle_exit: IdleExitParams | None = field(default=None, metadata={"unit": "params", "cls": IdleExitParams})
     provenance: Provenance = field(default=ASSUMED, metadata={"unit": "provenance"})
 
     def __post_init__(self) -> None:
@@ -262,6 +272,8 @@ class BrokerParams:
         if self.store is not None and self.disk is None:
             raise ConfigError("store", self.store.product or "a store", "a disk with it (store needs disk)")
         refuse(self, "broker")  # pairs of features that do not combine (models.params.features)
+        if self.idle_exit is not None and self.io is not None:
+            raise ConfigError("idle_exit", "set", "unset with io (the I/O-cycle kernel has no idle exit)")
         cpu = self.workers if self.cpu_quota_cores is None else self.cpu_quota_cores
         if self.background_cpu_fraction >= cpu:
             raise ConfigError(

@@ -66,6 +66,7 @@ class Feature(str, enum.Enum):
     SEND_MODE = "send_mode"  # a producer waiting for confirms (sync, confirms, transactions)
     PRELOADED = "preloaded"  # a publisher whose messages were stored before the run
     IDLE_RECEIVER = "idle_receiver"  # a link whose jitter only a message finding the receiver idle pays (jitter_on)
+    IDLE_EXIT = "idle_exit"  # a broker whose core takes time to leave its idle state (idle_exit)
 
 
 F = Feature
@@ -110,6 +111,7 @@ _QOS_FIFO = (
 )
 _FRAMES = "a frame channel (client_frame_bytes) "
 _QUOTA = "1 with priority scheduling or {overflow} (the CPU quota is modelled for FIFO brokers)"
+_IDLE_EXIT = " with idle_exit (the idle exit is modelled for FIFO brokers)"
 
 #: The refused pairs, per scope, in the order they are checked.
 REFUSED: tuple[Refusal, ...] = (
@@ -129,6 +131,12 @@ REFUSED: tuple[Refusal, ...] = (
     Refusal("broker", F.RESTART, F.CPU_QUOTA, "cpu_fraction", "cpu_fraction", "1 with restart_at_s"),
     Refusal(
         "broker", F.RESTART, F.BACKPRESSURE, "overflow", "overflow", "drop_newest or drop_oldest with restart_at_s"
+    ),
+    Refusal("broker", F.IDLE_EXIT, F.BATCHING, "batch_max_messages", "batch_max_messages", "1" + _IDLE_EXIT),
+    Refusal("broker", F.IDLE_EXIT, F.RESTART, "restart_at_s", "restart_at_s", "empty" + _IDLE_EXIT),
+    Refusal("broker", F.IDLE_EXIT, F.PRIORITY, "scheduling", "scheduling", "fifo" + _IDLE_EXIT),
+    Refusal(
+        "broker", F.IDLE_EXIT, F.EVENT_QUEUE, "overflow", "overflow", "drop_newest, reject or backpressure" + _IDLE_EXIT
     ),
     Refusal("broker", F.CPU_QUOTA, F.PRIORITY, "cpu_fraction", "cpu_fraction", _QUOTA),
     Refusal("broker", F.CPU_QUOTA, F.EVENT_QUEUE, "cpu_fraction", "cpu_fraction", _QUOTA),
@@ -356,6 +364,7 @@ DETECT: dict[str, dict[Feature, Callable[[Any], bool]]] = {
         F.CLIENT_BACKPRESSURE: lambda p: p.client_overflow == Overflow.BACKPRESSURE,
         F.DISK: lambda p: p.disk is not None,
         F.FRAMES: lambda p: p.client_frame_bytes is not None,
+        F.IDLE_EXIT: lambda p: p.idle_exit is not None,
     },
     "link": {
         F.PRIORITY: lambda p: p.scheduling == "priority",

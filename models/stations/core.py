@@ -31,12 +31,16 @@ def make_discipline(
     disk_cost_s=0.0,
     batch=None,
     restart=None,
+    idle_exit=None,
     **quota,
 ):
     """FIFO arithmetic unless priorities or the overflow policy
     (``Overflow.EVENT_DRIVEN``) need an event-driven queue.
 
     ``quota``: ``cpu_quota_s`` and ``cpu_period_s`` (FIFO arithmetic only);
+    ``idle_exit``: the idle-exit curve ``(idle_s, exit_s)`` of the servers
+    (FIFO arithmetic only; :class:`pubsim.models.params.idle.IdleExitParams`
+    refuses the others);
     ``disk_cost_s``: extra service of a message spilled by ``flow_to_disk``, s.
     ``batch``: keyword arguments of :class:`BatchDiscipline` (batching with
     more than one message per batch), or None. ``restart``: keyword
@@ -75,6 +79,7 @@ def make_discipline(
         capacity_bytes=capacity_bytes,
         overflow=overflow,
         idle_extra_s=idle_extra_s,
+        idle_exit=idle_exit,
         **quota,
     )
 
@@ -276,13 +281,14 @@ class LinkStation(ModelStation):
 
 
 def _open_fifo(disc):
-    """One FIFO server, no message or byte limit, no CPU quota, drop-newest."""
+    """One FIFO server, no message or byte limit, no CPU quota, no idle exit, drop-newest."""
     return (
         type(disc) is FifoDiscipline
         and len(disc.free) == 1
         and disc.ist[K.CAP_MSGS] < 0
         and disc.fs[K.CAP_BYTES] == np.inf
         and disc.fs[K.QUOTA] == np.inf
+        and disc.fs[K.EXIT_N] == 0
         and not disc.reject
     )
 
@@ -376,6 +382,7 @@ class BrokerStation(ModelStation):
             batch=_batch(params),
             restart=_restart(params),
             disk_cost_s=params.flow_to_disk_cost_s,
+            idle_exit=None if cpu_shared or params.idle_exit is None else params.idle_exit.curve,
             **_quota(params),
         )
         super().__init__(name, "broker", disc, servers=params.workers, window=window)

@@ -11,6 +11,7 @@ from pubsim.models.params.broker import BrokerParams
 from pubsim.models.params.client import PublisherParams, SubscriberParams
 from pubsim.models.params.features import REFUSED, Feature, object_features
 from pubsim.models.params.host import HostParams
+from pubsim.models.params.idle import IdleExitParams
 from pubsim.models.params.link import LinkParams
 from pubsim.models.params.zmq import ZmqSocketParams
 from pubsim.sim.errors import ConfigError
@@ -38,7 +39,16 @@ def _qos_sub():
 
 #: For every refused pair: what builds it (a parameter object, or a small topology
 #: for connections) and the field its error names.
+_EXIT = IdleExitParams(idle_s=(1e-3,), exit_s=(2e-5,))
+
 CASES = {
+    ("broker", F.IDLE_EXIT, F.BATCHING): (
+        lambda: BrokerParams(idle_exit=_EXIT, batch_max_messages=4),
+        "batch_max_messages",
+    ),
+    ("broker", F.IDLE_EXIT, F.RESTART): (lambda: BrokerParams(idle_exit=_EXIT, restart_at_s=(1.0,)), "restart_at_s"),
+    ("broker", F.IDLE_EXIT, F.PRIORITY): (lambda: BrokerParams(idle_exit=_EXIT, scheduling="priority"), "scheduling"),
+    ("broker", F.IDLE_EXIT, F.EVENT_QUEUE): (lambda: BrokerParams(idle_exit=_EXIT, overflow="ring"), "overflow"),
     ("broker", F.BATCHING, F.WORKERS): (lambda: BrokerParams(batch_max_messages=4, workers=2), "workers"),
     ("broker", F.BATCHING, F.CPU_QUOTA): (lambda: BrokerParams(batch_max_messages=4, cpu_fraction=0.5), "cpu_fraction"),
     ("broker", F.BATCHING, F.PRIORITY): (

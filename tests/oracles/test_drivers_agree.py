@@ -19,6 +19,7 @@ from pubsim.models.params.broker import BrokerParams
 from pubsim.models.params.client import PublisherParams, SubscriberParams
 from pubsim.models.params.disk import DiskParams
 from pubsim.models.params.host import HostParams
+from pubsim.models.params.idle import IdleExitParams
 from pubsim.models.params.io import IoParams
 from pubsim.models.params.link import LinkParams
 from pubsim.models.params.overload import OverloadParams
@@ -733,6 +734,40 @@ def idle_receiver_bursts():
 
 
 CASES["idle-receiver-bursts"] = (idle_receiver_bursts, 0.3)
+
+
+def idle_exit_star(workers=1, queue=None, quota=False, overflow="drop_newest"):
+    """A broker whose core takes time to leave its idle state (``idle_exit``): Poisson publishers and one
+    bursty scheduled one, so messages find the broker idle after gaps of every length and queue behind
+    a waking core; one, two workers, a queue limit, a CPU quota, back-pressure."""
+    pubs = {f"p{i}": PublisherParams(topics=("a",), rate_per_s=600.0) for i in range(3)}
+    times = tuple(np.repeat(np.arange(0, 0.3, 7e-3), 3).tolist())
+    pubs["burst"] = PublisherParams(
+        topics=("a",),
+        arrival="schedule",
+        schedule_time_s=times,
+        schedule_size_bytes=(80,) * len(times),
+        schedule_topic=("a",) * len(times),
+    )
+    broker = BrokerParams(
+        workers=workers,
+        ingress_cost_s=Exponential(mean_value=1.2e-4 * workers),
+        idle_wakeup_cost_s=1e-5,
+        queue_messages=queue,
+        overflow=overflow,
+        cpu_fraction=0.6 if quota else 1.0,
+        cpu_period_s=0.01,
+        idle_exit=IdleExitParams(idle_s=(1e-4, 1e-3, 5e-3), exit_s=(5e-6, 4e-5, 1.5e-4)),
+    )
+    subs = {f"s{j}": SubscriberParams(subscriptions=("a",)) for j in range(2)}
+    link = LinkParams(latency_s=3e-5, jitter_s=Exponential(mean_value=1e-5))
+    return T.star(broker=broker, publishers=pubs, subscribers=subs, link=link)
+
+
+CASES["idle-exit-open"] = (idle_exit_star, 0.3)
+CASES["idle-exit-ring-quota"] = (lambda: idle_exit_star(queue=3, quota=True), 0.3)
+CASES["idle-exit-two-workers"] = (lambda: idle_exit_star(workers=2, queue=5), 0.3)
+CASES["idle-exit-backpressure"] = (lambda: idle_exit_star(queue=2, overflow="backpressure"), 0.3)
 
 
 def _frames(result):

@@ -11,6 +11,7 @@ import pytest
 from pubsim.models import topology as T
 from pubsim.models.params.broker import BrokerParams
 from pubsim.models.params.client import PublisherParams, SubscriberParams
+from pubsim.models.params.idle import IdleExitParams
 from pubsim.models.params.link import LinkParams
 from pubsim.run import simulate
 from pubsim.sim.distributions import Constant
@@ -100,6 +101,32 @@ def test_wakeup_cost_only_when_idle(driver):
     # msg1: broker 11->13.5, downlink 13.5->14.5 -> 24.5; msg2: 13.5->15.5 -> 26.5
     r = _run([0.0, 0.001], [1000, 1000], idle_wakeup_cost_s=0.0005, driver=driver)
     assert _times(r) == [0.0245, 0.0265]
+
+
+def test_idle_exit_delays_a_message_that_finds_the_broker_idle(driver):
+    # Exit curve through (0, 0), (10 ms, 1 ms), (20 ms, 3 ms), flat after. Broker 2 ms per message.
+    # msg1 reaches the broker at 11 ms, idle since 0 (11 ms): exit 1 + 2 * 0.1 = 1.2 ms: 12.2->14.2,
+    #   downlink 14.2->15.2, +10 -> 25.2 ms.
+    # msg2 reaches it at 12 ms while msg1 waits for the core: queued, no exit: 14.2->16.2 -> 27.2 ms.
+    # msg3 reaches it at 61 ms, idle since 16.2 (44.8 ms): exit 3 ms (flat): 64->66 -> 77 ms.
+    # msg4 at 67 ms, idle since 66 (1 ms): exit 0.1 ms: 67.1->69.1 -> 80.1 ms.
+    # The exit is latency, not work: the broker's CPU is 4 x 2 ms.
+    exit_ = IdleExitParams(idle_s=(0.010, 0.020), exit_s=(0.001, 0.003))
+    r = _run([0.0, 0.001, 0.050, 0.056], [1000] * 4, idle_exit=exit_, driver=driver)
+    assert _times(r) == [0.0252, 0.0272, 0.077, 0.0801]
+    broker = r.stations().set_index("station").loc["broker:broker"]
+    assert broker["utilization"] == pytest.approx(0.008)  # 8 ms busy in the 1 s window
+    assert broker["mean_waiting"] == pytest.approx((0.0012 + 0.0022 + 0.003 + 0.0001) / 1.0)
+
+
+def test_idle_exit_is_not_charged_to_the_cpu_quota(driver):
+    # quota 0.25 core, period 4 ms: 1 ms of CPU per period; exit 1.5 ms after any idle over 1 ms.
+    # msg1 reaches the broker at 11 ms: exit 11->12.5, then 2 ms of work: the [12,16) budget pays
+    # 12.5->13.5, the [16,20) one 16->17: departs 17 -> downlink 17->18 -> 28 ms. (Without the exit:
+    # 11->12, 12->13 -> 24 ms; the exit charged as work: 11->12, 12->13, 16->17, 20->20.5 -> 31.5 ms.)
+    exit_ = IdleExitParams(idle_s=(0.001,), exit_s=(0.0015,))
+    r = _run([0.0], [1000], cpu_fraction=0.25, cpu_period_s=0.004, idle_exit=exit_, driver=driver)
+    assert _times(r) == [0.028]
 
 
 def test_two_workers_serve_in_parallel(driver):

@@ -50,6 +50,7 @@ class FlowControlBrokerStation(BrokerStation):
             capacity_bytes=ov.buffer_bytes(connections),
             overflow=Overflow.BACKPRESSURE,
             idle_extra_s=params.idle_wakeup_cost_s * _background_stretch(params),
+            idle_exit=None if params.idle_exit is None else params.idle_exit.curve,
             **_quota(params),
         )
 

@@ -1,0 +1,93 @@
+"""How long a broker's core takes to leave its idle state (cpuidle exit latency).
+
+An idle core does not run the broker at once when a message arrives: it
+first leaves its idle state, and the deeper the state the longer that takes.
+Linux's cpuidle governors pick deeper states the longer a core is expected
+to stay idle (each state has a target residency and an exit latency;
+``Documentation/admin-guide/pm/cpuidle.rst``); on a VM whose guest halts
+when idle (``cpuidle-haltpoll`` with ``guest_halt_poll_ns=0``) the halted
+vCPU is woken through the host, which parks it more deeply the longer it
+stays halted. Either way the delay of a message that finds the broker idle
+grows with how long the broker was idle. This is latency, not CPU: the
+broker's process does not run meanwhile (its CPU per message, measured by
+the harness from ``/proc``, does not include it).
+
+On the calibration VM (a KVM guest with ``haltpoll.guest_halt_poll_ns=0``),
+:func:`pubsim.calibration.harness.machine.idle_exit_curve` measured about
+4 us after 0.2 ms of idle, 11 us after 1 ms, 40 us after 5 ms and 60-75 us
+after 20-50 ms (2026-11-27): one reason the latency of a lightly loaded
+broker is higher at 200 msg/s than at 1000 msg/s.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ...sim.errors import ConfigError
+from ...sim.kernels import EXIT_MAX_POINTS
+from ...sim.units import parse_duration_s
+from .mapping import check_fields
+from .provenance import ASSUMED, Provenance
+
+__all__ = ["IdleExitParams"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class IdleExitParams:
+    """Exit latency of an idle core, by how long it idled: a piecewise-linear curve.
+
+    A message that finds its server idle since ``t`` seconds starts
+    ``exit(t)`` later; ``exit`` runs linearly through ``(0, 0)`` and the
+    points ``(idle_s[j], exit_s[j])``, and stays at the last point's value
+    beyond it (:func:`pubsim.sim.kernels.idle_exit_s`).
+
+    Parameters
+    ----------
+    idle_s : tuple of float
+        Idle times of the points, s: 1 to 8 of them, > 0 and increasing.
+        In scenario files a list of durations (``[0.1ms, 1ms, 5ms]``).
+    exit_s : tuple of float
+        Exit latency at each of those idle times, s, >= 0.
+    provenance : Provenance
+    """
+
+    idle_s: tuple = field(metadata={"unit": "raw"})
+    exit_s: tuple = field(metadata={"unit": "raw"})
+    provenance: Provenance = field(default=ASSUMED, metadata={"unit": "provenance"})
+
+    def __post_init__(self) -> None:
+        check_fields(self)
+        idle = _durations(self.idle_s, "idle_s")
+        exit_ = _durations(self.exit_s, "exit_s")
+        if not 1 <= len(idle) <= EXIT_MAX_POINTS:
+            raise ConfigError("idle_s", self.idle_s, f"1 to {EXIT_MAX_POINTS} idle times")
+        if len(exit_) != len(idle):
+            raise ConfigError("exit_s", self.exit_s, f"one exit latency per idle time ({len(idle)})")
+        if any(t <= 0 for t in idle) or any(b <= a for a, b in zip(idle, idle[1:], strict=False)):
+            raise ConfigError("idle_s", self.idle_s, "idle times > 0 s in increasing order")
+        object.__setattr__(self, "idle_s", idle)
+        object.__setattr__(self, "exit_s", exit_)
+
+    @property
+    def curve(self) -> tuple[tuple, tuple]:
+        """``(idle_s, exit_s)``, as :class:`pubsim.sim.disciplines.FifoDiscipline` takes it."""
+        return self.idle_s, self.exit_s
+
+    def exit_at(self, idle_s):
+        """Exit latency after ``idle_s`` seconds of idle (scalar or array), s."""
+        return np.interp(idle_s, (0.0, *self.idle_s), (0.0, *self.exit_s))
+
+
+def _durations(values, name: str) -> tuple:
+    if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__"):
+        raise ConfigError(name, values, "a list of durations")
+    out = []
+    for v in values:
+        t = parse_duration_s(v, name)
+        if not (t >= 0 and math.isfinite(t)):
+            raise ConfigError(name, values, "finite durations >= 0 s")
+        out.append(float(t))
+    return tuple(out)
