@@ -37,7 +37,9 @@ matches the 0.99 rule's 1 % tolerance.
 
 Results are tidy files in one directory: ``runs.csv`` (one row per run),
 ``latency.parquet`` (a random subsample of each run's latencies, for CDFs
-and KS distances), ``saturation.csv`` (one row per pair) and ``meta.json``
+and KS distances: ``latency_s``, and from the real harness since issue 18
+also ``app_latency_s``, the same messages timed at the subscriber code's
+read instead of the kernel's receive), ``saturation.csv`` (one row per pair) and ``meta.json``
 (host, CPU, kernel, broker versions, campaign spec, date). A pair is the
 unit of work: its results are written under ``pairs/`` as soon as it
 finishes, so an interrupted campaign resumes at the first unfinished pair.
@@ -51,6 +53,7 @@ import json
 import math
 import os
 import platform
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -340,7 +343,10 @@ def _measure_pair(campaign, broker, config, measure):
         row = {**spec.as_row(), **row, "run": len(rows)}
         row["sustainable"] = campaign.sustainable(row)
         rows.append(row)
-        samples.append(pd.DataFrame({"run": row["run"], "latency_s": np.asarray(sample, dtype=np.float32)}))
+        columns = sample if isinstance(sample, Mapping) else {"latency_s": sample}
+        samples.append(
+            pd.DataFrame({"run": row["run"], **{k: np.asarray(v, dtype=np.float32) for k, v in columns.items()}})
+        )
         return row
 
     for rate in campaign.light_rates_per_s:
@@ -383,7 +389,9 @@ def run_campaign(campaign, out_dir, measure, *, progress=None, metadata=None):
     out_dir : path
         Result directory (created; finished pairs found there are skipped).
     measure : callable
-        ``measure(RunSpec) -> (row dict, latency sample array)``; rows need
+        ``measure(RunSpec) -> (row dict, latency sample)``: the sample is an
+        array of latencies, s, or a mapping of equal-length arrays (columns
+        of ``latency.parquet``: ``latency_s`` and e.g. ``app_latency_s``); rows need
         ``ingress_rate_per_s``, ``sustainability`` and ``delivery_ratio``.
         The real harness is :func:`pubsim.calibration.runner.measure_run`; tests pass fakes.
     progress : callable or None

@@ -33,10 +33,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
 from ..sim.errors import ConfigError
 
 __all__ = [
+    "PACING_QUANTILES",
+    "pacing_fields",
+    "pacing_from_runs",
     "batch_count",
     "batch_due_ns",
     "batch_send_times_ns",
@@ -50,6 +54,13 @@ __all__ = [
 
 #: A campaign folder's measured pacing lateness (:func:`write_pacing`).
 PACING_FILE = "pacing-lag.json"
+
+#: Quantiles of the wake-up lateness a measured run records (:func:`pacing_fields`).
+PACING_QUANTILES = (0.01, 0.1, 0.25, 0.5, 0.75, 0.9, 0.99, 0.999)
+
+
+def _wake_field(q):
+    return "pacing_wake_q" + f"{q * 100:g}".replace(".", "_") + "_s"
 
 
 def _interval_ns(rate_per_s, b):
@@ -305,3 +316,80 @@ def read_pacing(path):
     """The :class:`PacingLag` written by :func:`write_pacing`."""
     data = json.loads(Path(path).read_text())
     return PacingLag(wake_lag_s=tuple(data["wake_lag_s"]), gap_s=float(data["gap_s"]), source=data.get("source", ""))
+
+
+def pacing_fields(batch_sends):
+    """A measured run's pacing, as row fields: what the generator really sent, summed up.
+
+    ``batch_sends``: per publisher, ``batch``, ``interval_ns`` and the
+    batches' ``send_ns`` after ``t0``
+    (:attr:`pubsim.calibration.harness.loadgen.LoadResult.batch_sends`).
+    :class:`PacingLagCalibrator` on the run gives ``pacing_gap_s`` (a late
+    publisher's time from one batch to the next), ``pacing_batches``,
+    ``pacing_wakeups`` and the lateness of the wake-ups at
+    :data:`PACING_QUANTILES` (``pacing_wake_q50_s``...); NaN where the run
+    had no wake-up. :func:`pacing_from_runs` turns the fields of many runs
+    into the twin's :class:`PacingLag`.
+    """
+    frames, runs = [], []
+    for i, p in enumerate(batch_sends):
+        b = int(p["batch"])
+        send = np.asarray(p["send_ns"], dtype=np.int64)
+        if send.size == 0:
+            continue
+        seq = np.arange(send.size, dtype=np.int64) * b
+        frames.append((i, seq, send / 1e9))
+        runs.append(b * 1e9 / float(p["interval_ns"]))
+    out = {"pacing_gap_s": math.nan, "pacing_batches": 0, "pacing_wakeups": 0}
+    out.update({_wake_field(q): math.nan for q in PACING_QUANTILES})
+    if not frames:
+        return out
+    d = pd.DataFrame(
+        {
+            "publisher": np.concatenate([np.full(len(f[1]), f[0]) for f in frames]),
+            "seq": np.concatenate([f[1] for f in frames]),
+            "t_send_s": np.concatenate([f[2] for f in frames]),
+        }
+    )
+    b = int(batch_sends[0]["batch"])
+    try:
+        fit = PacingLagCalibrator(min_wakeups=1).fit([(d, runs[0], b)]).params_
+    except ConfigError:
+        return out
+    lag = fit["wake_lag_s"]
+    out.update(pacing_gap_s=fit["gap_s"], pacing_batches=fit["n_batches"], pacing_wakeups=fit["n_wakeups"])
+    out.update({_wake_field(q): float(v) for q, v in zip(PACING_QUANTILES, np.quantile(lag, PACING_QUANTILES))})
+    return out
+
+
+def pacing_from_runs(runs, *, values_per_run=200, source=""):
+    """The twin's :class:`PacingLag` from measured runs' :func:`pacing_fields`, or None without them.
+
+    Sustainable runs only (where a ``sustainable`` column says so): past
+    the limit TCP flow control holds the publishers back, which is the
+    broker's doing, not the generator's lateness. Runs with one publisher
+    only, where there are any: there no other publisher holds the client
+    core, whose sharing the twin adds itself
+    (:func:`shared_core_send_times_ns`). Each run gives ``values_per_run``
+    lateness values, its quantile function (linear between the recorded
+    quantiles, their end values beyond them) at evenly spaced
+    probabilities; the gap is the median of the runs' gaps among those that
+    sent batches back to back.
+    """
+    cols = [_wake_field(q) for q in PACING_QUANTILES]
+    if not set(cols) <= set(runs.columns):
+        return None
+    rows = runs[runs[cols].notna().all(axis=1) & (runs["pacing_wakeups"] > 0)]
+    if "sustainable" in rows:
+        rows = rows[rows["sustainable"].astype(bool)]
+    if "publishers" in rows and (rows["publishers"] == 1).any():
+        rows = rows[rows["publishers"] == 1]
+    if rows.empty:
+        return None
+    u = (np.arange(values_per_run) + 0.5) / values_per_run
+    lag = np.concatenate([np.interp(u, PACING_QUANTILES, r) for r in rows[cols].to_numpy(dtype=float)])
+    back = rows[rows["pacing_batches"] > rows["pacing_wakeups"]]
+    gap = float(np.median(back["pacing_gap_s"])) if len(back) else 0.0
+    return PacingLag(
+        wake_lag_s=tuple(np.clip(lag, 0.0, None)), gap_s=gap, source=source or f"{len(rows)} measured runs"
+    )

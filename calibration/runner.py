@@ -30,6 +30,7 @@ fanout``).
 
 from __future__ import annotations
 
+import datetime
 import math
 import os
 import tempfile
@@ -42,7 +43,8 @@ from .harness import procfs
 from .harness.brokers import BrokerSpec, install_signal_cleanup, read_mosquitto_sys, start_broker
 from .harness.cpu import CpuCap, detect_cpu_control
 from .harness.loadgen import LoadSpec, SetupTimeout, run_load
-from .harness.machine import machine_reference
+from .harness.machine import idle_exit_curve, machine_reference
+from .pacing import pacing_fields
 from .virtual import latency_fields
 
 __all__ = ["RealHarness"]
@@ -139,7 +141,19 @@ class RealHarness:
                 else "default CPU weight (no cgroup control, or the harness was not entered)"
             ),
             "machine_reference": machine_reference(),
+            "idle_exit": self._idle_exit(),
         }
+
+    def _idle_exit(self):
+        """The broker core's idle-exit curve (:func:`~pubsim.calibration.harness.machine.idle_exit_curve`)
+        on the campaign's cores, or ``{"error": ...}`` where it could not be measured."""
+        broker = self.campaign.broker_cpus[0] if self.campaign.broker_cpus else None
+        client = self.campaign.client_cpus[0] if self.campaign.client_cpus else None
+        try:
+            curve = idle_exit_curve(broker_cpu=broker, client_cpu=client)
+        except OSError as err:
+            return {"error": f"{type(err).__name__}: {err}"}
+        return {**curve, "date": datetime.date.today().isoformat()}
 
     # -- one run ----------------------------------------------------------
     def _load_spec(self, spec, broker):
@@ -184,9 +198,11 @@ class RealHarness:
         row["broker_restarted"] = restarted
         row["broker_dropped"] = self._broker_dropped(broker)
         row["host_load_1min"] = os.getloadavg()[0]  # shared machine: how busy the other cores were
-        lat = np.asarray(result.latencies_s())
-        if lat.size > self.sample:
-            lat = self.rng.choice(lat, self.sample, replace=False)
+        lat = {c: np.asarray(result.latencies_s(c)) for c in ("latency_s", "app_latency_s")}
+        n = lat["latency_s"].size
+        if n > self.sample:
+            keep = np.sort(self.rng.choice(n, self.sample, replace=False))
+            lat = {c: x[keep] for c, x in lat.items()}
         if self.on_run is not None:
             self.on_run(spec, row)
         return row, lat
@@ -265,6 +281,8 @@ class RealHarness:
             "latency_trend_s_per_s": latency_trend_s_per_s(d["t_send_s"], d["latency_s"]) if len(d) else 0.0,
         }
         row.update(latency_fields(d["latency_s"].to_numpy()))
+        row.update({k: s[k] for k in s if k == "latency_clock" or k.startswith(("app_latency_", "client_delay_"))})
+        row.update(pacing_fields(result.batch_sends))
         return row
 
 

@@ -15,9 +15,12 @@ from __future__ import annotations
 import os
 import socket
 import statistics
+import struct
 import time
 
-__all__ = ["loopback_round_trips_per_s", "machine_reference"]
+from .rxstamp import ANCILLARY_BYTES, RealToMonotonic, enable_kernel_stamps, kernel_time_ns
+
+__all__ = ["EXIT_GAPS_S", "idle_exit_curve", "idle_wakeup_latency", "loopback_round_trips_per_s", "machine_reference"]
 
 
 def loopback_round_trips_per_s(duration_s: float = 0.3) -> float:
@@ -89,3 +92,217 @@ def machine_reference(repeats: int = 3, duration_s: float = 0.3) -> dict:
         "method": f"one-byte TCP ping-pong on 127.0.0.1 between two processes, {duration_s} s x {repeats}",
         "load_average": [round(x, 2) for x in os.getloadavg()],
     }
+
+
+_WAKE_MSG = struct.Struct("<qq")  # send time (CLOCK_MONOTONIC ns), sequence number
+
+
+def idle_wakeup_latency(
+    gaps_s=(0.0001, 0.0003, 0.001, 0.002, 0.005, 0.02),
+    *,
+    messages: int = 100,
+    sender_cpu: int | None = 0,
+    receiver_cpu: int | None = 1,
+) -> list[dict]:
+    """One-way loopback latency after the receiver has idled for a given time.
+
+    A receiver process, pinned to ``receiver_cpu``, blocks in ``recvmsg`` on
+    a TCP loopback socket; the sender, pinned to ``sender_cpu``, sends a
+    16-byte message after each pause of ``gap_s``, so that the receiver's
+    core has idled for about that long. Per message the receiver records
+    the latency to the kernel's receive time (``SO_TIMESTAMPNS``: stamped
+    in the sender's softirq, before any wake-up of the receiver's core) and
+    to its own read; their difference is the receiver's wake-up: the time
+    its core takes to leave its idle state and run it. On a VM whose
+    guest halts at once when idle (``haltpoll.guest_halt_poll_ns=0``) a
+    longer idle lets the host park the vCPU more deeply, and waking it
+    costs more.
+
+    Parameters
+    ----------
+    gaps_s : sequence of float
+        Pauses between messages, s (``time.sleep``: the real pause is
+        recorded, a little longer).
+    messages : int
+        Messages per pause.
+    sender_cpu, receiver_cpu : int or None
+        Cores to pin the two processes to (None: not pinned).
+
+    Returns
+    -------
+    list of dict
+        One record per message: ``gap_s`` (target pause), ``idle_s`` (time
+        since the previous send), ``kernel_latency_s``, ``wakeup_s``
+        (receiver's read minus kernel receive time), ``latency_s`` (to the
+        receiver's read).
+    """
+    total = len(gaps_s) * messages
+    with socket.create_server(("127.0.0.1", 0)) as server:
+        port = server.getsockname()[1]
+        results_r, results_w = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the receiver: never returns
+            os.close(results_r)
+            _wake_receiver(port, total, receiver_cpu, results_w)
+        os.close(results_w)
+        conn, _ = server.accept()
+    records = []
+    affinity = os.sched_getaffinity(0)  # the caller's, restored after: only the probe is pinned
+    try:
+        if sender_cpu is not None:
+            os.sched_setaffinity(0, {sender_cpu})
+        conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        conn.recv(1)  # the receiver is ready
+        sent = []
+        last = time.monotonic_ns()
+        for gap in gaps_s:
+            for _ in range(messages):
+                time.sleep(gap)
+                now = time.monotonic_ns()
+                conn.sendall(_WAKE_MSG.pack(now, len(sent)))
+                sent.append((gap, (now - last) / 1e9))
+                last = now
+        raw = b""
+        with os.fdopen(results_r, "rb") as f:
+            raw = f.read()
+    finally:
+        os.sched_setaffinity(0, affinity)
+        conn.close()
+        os.waitpid(pid, 0)
+    got = struct.iter_unpack("<qqq", raw)  # seq, kernel latency ns (-1: none), app latency ns
+    for seq, kernel_ns, app_ns in got:
+        gap, idle = sent[seq]
+        kernel = kernel_ns / 1e9 if kernel_ns >= 0 else float("nan")
+        records.append(
+            {
+                "gap_s": gap,
+                "idle_s": idle,
+                "kernel_latency_s": kernel,
+                "wakeup_s": app_ns / 1e9 - kernel,
+                "latency_s": app_ns / 1e9,
+            }
+        )
+    return records
+
+
+def _wake_receiver(port, total, cpu, results_w):
+    code = 0
+    try:
+        if cpu is not None:
+            os.sched_setaffinity(0, {cpu})
+        out = bytearray()
+        clocks = RealToMonotonic()
+        with socket.create_connection(("127.0.0.1", port)) as s:
+            s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            enable_kernel_stamps(s)
+            s.sendall(b"r")
+            buf = b""
+            for _ in range(total):
+                while len(buf) < _WAKE_MSG.size:
+                    data, anc, _, _ = s.recvmsg(4096, ANCILLARY_BYTES)
+                    now = time.monotonic_ns()
+                    if not data:
+                        raise OSError("the sender closed the connection")
+                    clocks.refresh(now)
+                    t_kernel = kernel_time_ns(anc, clocks.offset_ns)
+                    buf += data
+                t_send, seq = _WAKE_MSG.unpack_from(buf)
+                buf = buf[_WAKE_MSG.size :]
+                out += struct.pack("<qqq", seq, t_kernel - t_send if t_kernel is not None else -1, now - t_send)
+        with os.fdopen(results_w, "wb") as f:
+            f.write(out)
+    except OSError:
+        code = 1
+    os._exit(code)
+
+
+#: The idle times the curve of :func:`idle_exit_curve` is measured at, s (:data:`pubsim.sim.kernels.EXIT_MAX_POINTS`).
+EXIT_GAPS_S = (0.0001, 0.0003, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05)
+
+
+def idle_exit_curve(
+    *, broker_cpu: int | None = 1, client_cpu: int | None = 0, gaps_s=EXIT_GAPS_S, messages: int = 40
+) -> dict:
+    """The broker core's idle-exit curve (:class:`pubsim.models.params.idle.IdleExitParams`), measured.
+
+    :func:`idle_wakeup_latency` twice, from the client core to the broker
+    core: once with the broker core idle between messages, once with it
+    kept busy by a spinning process of the lowest priority (``SCHED_IDLE``,
+    which the receiver preempts at once), so that its core never enters
+    an idle state. The receiver's wake-up with the core busy is the
+    scheduler's and the reader's own path; what an idle core adds to it is
+    the exit latency: per pause, the median wake-up on the idle core minus
+    the median on the busy one, at the median measured idle time, clipped
+    at 0 and made non-decreasing (a longer idle never wakes faster; the
+    clip and the running maximum absorb noise of a few microseconds).
+
+    Returns
+    -------
+    dict
+        ``idle_s`` and ``exit_s`` (the curve, s), ``wake_idle_s`` and
+        ``wake_busy_s`` (the medians it came from, s), ``messages``,
+        ``method``, ``broker_cpu``, ``client_cpu``.
+    """
+    idle = _by_gap(idle_wakeup_latency(gaps_s, messages=messages, sender_cpu=client_cpu, receiver_cpu=broker_cpu))
+    with _spinning(broker_cpu):
+        busy = _by_gap(idle_wakeup_latency(gaps_s, messages=messages, sender_cpu=client_cpu, receiver_cpu=broker_cpu))
+    idle_s, exit_s, level = [], [], 0.0
+    for gap in gaps_s:
+        level = max(level, idle[gap]["wakeup_s"] - busy[gap]["wakeup_s"], 0.0)
+        idle_s.append(idle[gap]["idle_s"])
+        exit_s.append(level)
+    return {
+        "idle_s": idle_s,
+        "exit_s": exit_s,
+        "wake_idle_s": [idle[g]["wakeup_s"] for g in gaps_s],
+        "wake_busy_s": [busy[g]["wakeup_s"] for g in gaps_s],
+        "messages": messages,
+        "broker_cpu": broker_cpu,
+        "client_cpu": client_cpu,
+        "method": (
+            "one-way loopback TCP, client core -> broker core, a 16-byte message after each pause; "
+            "median wake-up (read minus the kernel's SO_TIMESTAMPNS receive time) with the broker "
+            "core idle minus the same with it kept busy by a SCHED_IDLE spinner, per pause, "
+            "clipped at 0 and non-decreasing (calibration.harness.machine.idle_exit_curve)"
+        ),
+        "load_average": [round(x, 2) for x in os.getloadavg()],
+    }
+
+
+def _by_gap(records):
+    """Median ``idle_s`` and ``wakeup_s`` per target pause."""
+    out = {}
+    for gap in sorted({r["gap_s"] for r in records}):
+        rows = [r for r in records if r["gap_s"] == gap and r["wakeup_s"] == r["wakeup_s"]]
+        out[gap] = {
+            "idle_s": statistics.median(r["idle_s"] for r in rows),
+            "wakeup_s": statistics.median(r["wakeup_s"] for r in rows),
+        }
+    return out
+
+
+class _spinning:
+    """A busy-looping child at ``SCHED_IDLE`` priority pinned to ``cpu`` while the block runs."""
+
+    def __init__(self, cpu):
+        self.cpu = cpu
+        self.pid = None
+
+    def __enter__(self):
+        self.pid = os.fork()
+        if self.pid == 0:
+            try:
+                if self.cpu is not None:
+                    os.sched_setaffinity(0, {self.cpu})
+                os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
+                while True:
+                    pass
+            finally:
+                os._exit(0)
+        time.sleep(0.05)
+        return self
+
+    def __exit__(self, *exc):
+        os.kill(self.pid, 9)
+        os.waitpid(self.pid, 0)
+        return False

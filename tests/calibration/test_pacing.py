@@ -22,6 +22,8 @@ from pubsim.calibration.pacing import (
     batch_count,
     batch_due_ns,
     batch_send_times_ns,
+    pacing_fields,
+    pacing_from_runs,
     read_pacing,
     shared_core_send_times_ns,
     write_pacing,
@@ -173,3 +175,54 @@ def test_publishers_sharing_the_core_send_one_after_another():
     # batch 0: due with publisher 0, waits for its send; batch 1: wakes 50 us late, the core is
     # free again at 1.1 ms; batch 2 wakes 2.5 ms late, at 4.5 ms: after the run's end, not sent
     assert list(b) == [100_000, 1_100_000]
+
+
+def test_a_runs_pacing_fields_are_the_calibrators_on_its_batches():
+    """The row fields of a measured run: the calibrator on its publishers' batch send times."""
+    rng = np.random.default_rng(11)
+    rate, b, duration = 2000.0, 2, 1.0
+    n = batch_count(rate, b, duration)
+    lags = [rng.exponential(70_000, n).astype(np.int64) for _ in range(2)]
+    lags[0][rng.random(n) < 0.03] = 2_500_000
+    sends = [batch_send_times_ns(rate, b, duration, wake_lag_ns=x, gap_ns=30_000) for x in lags]
+    interval = b * 1e9 / rate
+    f = pacing_fields([{"batch": b, "interval_ns": interval, "send_ns": s} for s in sends])
+    cal = PacingLagCalibrator().fit([(_deliveries(lags, 30_000, rate, b, duration), rate, b)]).params_
+    assert f["pacing_gap_s"] == pytest.approx(cal["gap_s"]) == pytest.approx(30e-6)
+    assert f["pacing_wakeups"] == cal["n_wakeups"] and f["pacing_batches"] == 2 * n
+    assert f["pacing_wake_q50_s"] == pytest.approx(np.quantile(cal["wake_lag_s"], 0.5))
+    assert f["pacing_wake_q99_9_s"] == pytest.approx(np.quantile(cal["wake_lag_s"], 0.999))
+    assert np.isnan(pacing_fields([])["pacing_gap_s"])
+
+
+def test_the_twins_pacing_comes_from_one_publisher_runs():
+    """Quantile functions resampled evenly, one-publisher runs only; the gap among runs that caught up."""
+    cols = {f"pacing_wake_q{q}_s": v for q, v in zip(("1", "10", "25", "50", "75", "90", "99", "99_9"), range(1, 9))}
+    runs = pd.DataFrame(
+        [
+            {"publishers": 1, "pacing_wakeups": 100, "pacing_batches": 120, "pacing_gap_s": 3e-5, **cols},
+            {"publishers": 1, "pacing_wakeups": 100, "pacing_batches": 100, "pacing_gap_s": 0.0, **cols},
+            {
+                "publishers": 8,
+                "pacing_wakeups": 100,
+                "pacing_batches": 150,
+                "pacing_gap_s": 9e-5,
+                **{k: 100.0 for k in cols},
+            },
+            {  # held back by the broker (TCP flow control), not late
+                "publishers": 1,
+                "pacing_wakeups": 100,
+                "pacing_batches": 900,
+                "pacing_gap_s": 1e-4,
+                **{k: 50.0 for k in cols},
+                "sustainable": False,
+            },
+        ]
+    )
+    runs["sustainable"] = runs["sustainable"].fillna(True).astype(bool)
+    lag = pacing_from_runs(runs, values_per_run=10)
+    assert len(lag.wake_lag_s) == 20 and max(lag.wake_lag_s) <= 8.0  # the 8-publisher run left out
+    assert lag.gap_s == pytest.approx(3e-5)  # the run with no back-to-back batch has no gap to tell
+    # evenly spaced probabilities 0.05, 0.15, ...: 0.05 lies between q1 (1) and q10 (2)
+    assert lag.wake_lag_s[0] == pytest.approx(1 + (0.05 - 0.01) / 0.09)
+    assert pacing_from_runs(runs.drop(columns=["pacing_wake_q50_s"])) is None

@@ -18,6 +18,7 @@ import time
 import numpy as np
 import pytest
 
+from pubsim.calibration.harness import rxstamp
 from pubsim.calibration.harness.loadgen import (
     PROBE_SEQ,
     RECORD_DTYPE,
@@ -210,6 +211,87 @@ def test_unreachable_broker_raises_and_leaves_no_child():
     assert mp.active_children() == []
 
 
+def _tcp_pair():
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen()
+    a = socket.create_connection(srv.getsockname())
+    b, _ = srv.accept()
+    srv.close()
+    return a, b
+
+
+@pytest.mark.parametrize("stamped", [True, False])
+def test_kernel_receive_time_excludes_the_readers_own_delay(stamped):
+    """A reader that sleeps 30 ms before reading: the kernel's time is the arrival, not the read.
+
+    The control (no SO_TIMESTAMPNS) gets no ancillary data, so no kernel time.
+    """
+    a, b = _tcp_pair()
+    try:
+        assert rxstamp.enable_kernel_stamps(b) if stamped else True
+        t_send = time.monotonic_ns()
+        a.sendall(b"x" * 64)
+        time.sleep(0.03)
+        data, ancillary, _, _ = b.recvmsg(65536, rxstamp.ANCILLARY_BYTES if stamped else 0)
+        now = time.monotonic_ns()
+        clocks = rxstamp.RealToMonotonic()
+        clocks.refresh(now)
+        t_kernel = rxstamp.kernel_time_ns(ancillary, clocks.offset_ns)
+    finally:
+        a.close()
+        b.close()
+    assert data == b"x" * 64
+    if not stamped:
+        assert t_kernel is None
+        return
+    assert t_send <= t_kernel + 1_000  # ns: the two clocks are matched to well under a microsecond
+    assert t_kernel - t_send < 0.01e9  # arrived long before the read
+    assert now - t_kernel >= 0.029e9  # the reader's own delay, seen as such
+
+
+def test_clock_offset_ignores_a_reading_split_by_a_preemption(monkeypatch):
+    """Three (monotonic, realtime, monotonic) triples; the first is split by a 20 us preemption.
+
+    True offset 1e9 ns. The tight triple gives it; a single reading taken
+    across the preemption would be 20 us off (negative latencies seen on the
+    shared client core before this rule).
+    """
+    mono = iter([1_000, 21_100, 30_000, 30_100, 40_000, 40_300])  # gaps 20.1 us, 100 ns, 300 ns
+    real = iter([1_000_000_000 + 21_050, 1_000_000_000 + 30_050, 1_000_000_000 + 40_150])
+    monkeypatch.setattr(rxstamp.time, "monotonic_ns", lambda: next(mono))
+    monkeypatch.setattr(rxstamp.time, "time_ns", lambda: next(real))
+    clocks = rxstamp.RealToMonotonic()
+    clocks.refresh(0)
+    assert clocks.offset_ns == 1_000_000_000
+    clocks.refresh(1)  # within the period: not re-read (the iterators are exhausted)
+    assert clocks.offset_ns == 1_000_000_000
+
+
+def test_two_sends_read_at_once_carry_the_later_arrival():
+    """TCP merges the second segment into the queued first: one read, the later time (``tcp_try_coalesce``)."""
+    a, b = _tcp_pair()
+    try:
+        rxstamp.enable_kernel_stamps(b)
+        a.sendall(b"a" * 10)
+        time.sleep(0.02)
+        t_second = time.monotonic_ns()
+        a.sendall(b"b" * 10)
+        time.sleep(0.02)
+        data = b""
+        while len(data) < 20:
+            chunk, ancillary, _, _ = b.recvmsg(65536, rxstamp.ANCILLARY_BYTES)
+            data += chunk
+        clocks = rxstamp.RealToMonotonic()
+        clocks.refresh(time.monotonic_ns())
+        t_kernel = rxstamp.kernel_time_ns(ancillary, clocks.offset_ns)
+    finally:
+        a.close()
+        b.close()
+    assert data == b"a" * 10 + b"b" * 10
+    assert t_kernel >= t_second - 1_000
+
+
 # ---------------------------------------------------------------------------------------------
 # Real brokers
 
@@ -224,11 +306,20 @@ def _check(result, fanout):
     assert s["lost"] == 0 and s["duplicates"] == 0 and s["loss_rate"] == 0.0
     assert not s["generator_behind"] and not s["generator_saturated"]
     assert s["drain_complete"]
-    assert (d["latency_s"] > 0).all()
+    assert (d["latency_s"] > 0).all(), d.loc[d["latency_s"] <= 0].to_string()
     assert 0 < s["latency_p50_s"] <= s["latency_p99_s"] < 0.05
     assert s["ingress_rate_per_s"] == pytest.approx(2000, rel=0.01)
     assert s["egress_rate_per_s"] == pytest.approx(s["ingress_rate_per_s"] * fanout)
     assert list(d.columns[:7]) == ["subscriber", "publisher", "seq", "topic", "t_send_s", "t_recv_s", "latency_s"]
+    if result.spec.protocol in ("mqtt", "nats"):
+        # every read carried the kernel's receive time, which comes before the code's read
+        assert s["latency_clock"] == "kernel_rx"
+        assert (d["t_kernel_s"] <= d["t_recv_s"] + 1e-6).all()
+        assert (d["latency_s"] <= d["app_latency_s"] + 1e-6).all()
+        assert 0 <= s["client_delay_p50_s"] <= s["client_delay_p99_s"]
+    else:
+        assert s["latency_clock"] == "app" and d["t_kernel_s"].isna().all()
+        assert (d["latency_s"] == d["app_latency_s"]).all()
     # each subscriber got exactly the messages of its topics
     topics = subscriber_topics(result.spec)
     for j, ks in enumerate(topics):

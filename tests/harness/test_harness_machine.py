@@ -1,8 +1,17 @@
 """The machine reference recorded with every campaign (issue 18)."""
 
 import math
+import os
 
-from pubsim.calibration.harness.machine import loopback_round_trips_per_s, machine_reference
+import pytest
+
+from pubsim.calibration.harness.machine import (
+    idle_exit_curve,
+    idle_wakeup_latency,
+    loopback_round_trips_per_s,
+    machine_reference,
+)
+from pubsim.models.params.idle import IdleExitParams
 
 
 def test_loopback_ping_pong_counts_round_trips():
@@ -16,3 +25,30 @@ def test_machine_reference_is_the_median_of_its_samples():
     assert len(ref["samples"]) == 3
     assert ref["loopback_round_trips_per_s"] == sorted(ref["samples"])[1]
     assert "ping-pong" in ref["method"]
+
+
+def _cpus():
+    n = len(os.sched_getaffinity(0))
+    return (0, 1) if n >= 2 else (None, None)
+
+
+def test_idle_wakeup_records_one_message_per_pause_and_the_wakeup_after_the_kernel_stamp():
+    sender, receiver = _cpus()
+    before = os.sched_getaffinity(0)
+    recs = idle_wakeup_latency((0.0002, 0.003), messages=8, sender_cpu=sender, receiver_cpu=receiver)
+    assert os.sched_getaffinity(0) == before  # the caller is not left pinned to the sender's core
+    assert [r["gap_s"] for r in recs] == [0.0002] * 8 + [0.003] * 8
+    for r in recs:
+        assert r["idle_s"] >= 0.9 * r["gap_s"]  # the sender slept at least the pause
+        assert 0 <= r["kernel_latency_s"] <= r["latency_s"] < 0.5
+        assert r["wakeup_s"] == pytest.approx(r["latency_s"] - r["kernel_latency_s"])
+
+
+def test_idle_exit_curve_is_a_valid_broker_curve():
+    """The probe's curve builds an IdleExitParams (increasing idle times, exits >= 0, non-decreasing)."""
+    sender, receiver = _cpus()
+    c = idle_exit_curve(broker_cpu=receiver, client_cpu=sender, gaps_s=(0.0002, 0.001, 0.004), messages=6)
+    p = IdleExitParams(idle_s=tuple(c["idle_s"]), exit_s=tuple(c["exit_s"]))
+    assert len(p.idle_s) == 3 and all(b >= a for a, b in zip(p.exit_s, p.exit_s[1:]))
+    assert len(c["wake_idle_s"]) == len(c["wake_busy_s"]) == 3
+    assert all(w > 0 for w in c["wake_idle_s"] + c["wake_busy_s"])

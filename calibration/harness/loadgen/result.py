@@ -37,8 +37,12 @@ class LoadResult:
     deliveries : pandas.DataFrame
         One row per received copy of a message sent in the window:
         ``subscriber``, ``publisher``, ``seq``, ``topic``, ``t_send_s``,
-        ``t_recv_s`` (s after ``t0``), ``latency_s``, ``duplicate`` (a
-        second or later copy), ``out_of_order``.
+        ``t_recv_s`` (read by the subscriber's code), ``t_kernel_s`` (the
+        kernel's receive time of that read, NaN where the socket gave none;
+        all s after ``t0``), ``latency_s`` (to ``t_kernel_s`` where known,
+        else to ``t_recv_s``), ``app_latency_s`` (to ``t_recv_s``),
+        ``client_delay_s`` (``t_recv_s - t_kernel_s``: the subscriber's own
+        delay), ``duplicate`` (a second or later copy), ``out_of_order``.
     publishers, subscribers : list of dict
         Per-client figures (batch size, lag, CPU; received, duplicates,
         out-of-order, disconnection).
@@ -47,6 +51,11 @@ class LoadResult:
     drain_complete : bool
         Every copy owed for every message sent (whole run) arrived before
         the drain ended.
+    batch_sends : list of dict
+        Per publisher (in index order): ``batch`` (messages per batch),
+        ``interval_ns`` (pacing interval of its batches) and ``send_ns``
+        (each batch's send time, ns after ``t0``): the arrival process the
+        generator really produced (:mod:`pubsim.calibration.pacing`).
     """
 
     spec: LoadSpec
@@ -62,15 +71,17 @@ class LoadResult:
     wall: dict
     drain_complete: bool
     _scheduled_in_window: int = field(default=0, repr=False)
+    batch_sends: list = field(default_factory=list, repr=False)
 
     @classmethod
     def _build(cls, spec, t0, pub_reports, sub_reports, wall, drain_complete, sub_topics):
         w0 = t0 + int(round(spec.warmup_s * 1e9))
         w1 = t0 + int(round((spec.duration_s - spec.cooldown_s) * 1e9))
-        sent, in_window, send_windows, publishers = [], [], [], []
+        sent, in_window, send_windows, publishers, batch_sends = [], [], [], [], []
         scheduled = 0
         for r in sorted(pub_reports, key=lambda r: r["index"]):
             ts = r["batch_t_send_ns"]
+            batch_sends.append({"batch": r["batch"], "interval_ns": r["interval_ns"], "send_ns": ts - t0})
             lo, hi = np.searchsorted(ts, [w0, w1], side="left")
             sent.append(r["sent"])
             in_window.append(int(hi - lo) * r["batch"])
@@ -104,7 +115,11 @@ class LoadResult:
             m = (ts >= w0) & (ts < w1)
             sel = rec[m]
             tr = sel["t_recv_ns"].astype(np.int64)
+            tk = sel["t_kernel_ns"].astype(np.int64)
             tsw = ts[m]
+            t_kernel_s = np.where(tk != 0, (tk - t0) / 1e9, np.nan)
+            app_s = (tr - tsw) / 1e9
+            kernel_s = np.where(tk != 0, (tk - tsw) / 1e9, np.nan)
             frames.append(
                 pd.DataFrame(
                     {
@@ -114,7 +129,10 @@ class LoadResult:
                         "topic": sel["topic"].astype(np.int32),
                         "t_send_s": (tsw - t0) / 1e9,
                         "t_recv_s": (tr - t0) / 1e9,
-                        "latency_s": (tr - tsw) / 1e9,
+                        "latency_s": np.where(np.isnan(kernel_s), app_s, kernel_s),
+                        "t_kernel_s": t_kernel_s,
+                        "app_latency_s": app_s,
+                        "client_delay_s": app_s - kernel_s,
                         "duplicate": r["duplicate"][m],
                         "out_of_order": r["out_of_order"][m],
                     }
@@ -151,12 +169,27 @@ class LoadResult:
             wall=dict(wall),
             drain_complete=drain_complete,
             _scheduled_in_window=scheduled,
+            batch_sends=batch_sends,
         )
 
-    def latencies_s(self) -> np.ndarray:
-        """Latency of the first copy of every delivery in the window, s."""
+    def latencies_s(self, column: str = "latency_s") -> np.ndarray:
+        """Latency of the first copy of every delivery in the window, s.
+
+        ``column``: ``"latency_s"`` (to the kernel's receive time where
+        known), ``"app_latency_s"`` (to the subscriber code's read) or
+        ``"client_delay_s"`` (their difference).
+        """
         d = self.deliveries
-        return d.loc[~d["duplicate"], "latency_s"].to_numpy()
+        return d.loc[~d["duplicate"], column].to_numpy()
+
+    @property
+    def latency_clock(self) -> str:
+        """``"kernel_rx"`` when every first copy has a kernel receive time, ``"app"`` when none has,
+        ``"mixed"`` otherwise (``latency_s`` then mixes the two)."""
+        known = ~np.isnan(self.latencies_s("client_delay_s"))
+        if known.all() and known.size:
+            return "kernel_rx"
+        return "mixed" if known.any() else "app"
 
     def summary(self) -> dict:
         """Headline figures over the measurement window.
@@ -171,7 +204,10 @@ class LoadResult:
         window, whenever sent, / window (the egress of SYSTEMS.md §4 and of
         the simulator's summary);
         ``sustainability`` = egress / (ingress x fanout); ``delivery_ratio``
-        = egress / (offered x fanout). Latency figures use first copies.
+        = egress / (offered x fanout). Latency figures use first copies:
+        ``latency_*`` to the kernel's receive time where the socket gave
+        one (``latency_clock`` says which), ``app_latency_*`` to the
+        subscriber code's read, ``client_delay_*`` the difference.
         ``generator_behind``: fewer than 98 % of the messages due in the
         window were sent in it (less two batches per publisher);
         ``generator_saturated``: behind while the publishers were runnable
@@ -228,6 +264,7 @@ class LoadResult:
             )
         else:
             out.update({f"latency_{k}_s": math.nan for k in ("mean", "std", "p01", "p50", "p90", "p99", "max")})
+        out.update(self._client_fields())
         out.update(
             {
                 "publisher_lag_max_s": max(p["lag_max_s"] for p in self.publishers),
@@ -251,4 +288,20 @@ class LoadResult:
                 "wall_total_s": self.wall.get("total_s", math.nan),
             }
         )
+        return out
+
+    def _client_fields(self):
+        """``latency_clock``, app-side latency and the subscribers' own delay (p50 / p99 / mean, s)."""
+        out = {"latency_clock": self.latency_clock}
+        for name, column in (("app_latency", "app_latency_s"), ("client_delay", "client_delay_s")):
+            x = self.latencies_s(column)
+            x = x[~np.isnan(x)]
+            q = np.quantile(x, [0.5, 0.99]) if x.size else (math.nan, math.nan)
+            out.update(
+                {
+                    f"{name}_p50_s": float(q[0]),
+                    f"{name}_p99_s": float(q[1]),
+                    f"{name}_mean_s": float(x.mean()) if x.size else math.nan,
+                }
+            )
         return out
