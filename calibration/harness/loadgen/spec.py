@@ -103,12 +103,14 @@ class LoadSpec:
         MQTT CONNECT credentials (None: none sent; ejabberd's mod_mqtt
         needs a password even for anonymous login).
     kernel_timestamps : bool
-        MQTT and NATS subscribers ask the kernel for the receive time of
-        every read (``SO_TIMESTAMPNS``), so that latency is measured to the
-        message's arrival at the subscriber's socket and the subscriber's
-        own delay is reported apart (:mod:`.subscriber`). False: only the
-        time the subscriber's code read the message (the rule before issue
-        18).
+        MQTT, NATS and ZeroMQ-proxy subscribers ask the kernel for the
+        receive time of every read (``SO_TIMESTAMPNS``), so that latency is
+        measured to the message's arrival at the subscriber's socket and the
+        subscriber's own delay is reported apart (:mod:`.subscriber`; the
+        ZeroMQ subscribers then speak ZMTP themselves,
+        :mod:`pubsim.calibration.harness.zmtpwire`, instead of through
+        pyzmq). False: only the time the subscriber's code read the message,
+        with pyzmq SUB sockets (the rule before issue 18).
     """
 
     protocol: str

@@ -13,7 +13,9 @@ the later stamp, so a message read together with later ones gets that later
 arrival, never a time after ``t_recv_ns``). Their difference is the subscriber's own delay: its
 wake-up and its wait for the shared client core, which with tens of Python
 clients on one core dominates the light-load latency. ZeroMQ's socket is
-read by libzmq's I/O thread, so ZeroMQ records have no kernel time (0).
+read by libzmq's I/O thread, so a subscriber of the ZeroMQ proxy speaks ZMTP
+itself (:mod:`..zmtpwire`) to have them; in direct mode (pyzmq SUB sockets
+that bind) ZeroMQ records have no kernel time (0).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ import numpy as np
 
 from .. import mqttwire as mw
 from .. import natswire as nw
+from .. import zmtpwire as zw
 from ..rxstamp import ANCILLARY_BYTES, RealToMonotonic, enable_kernel_stamps, kernel_time_ns
 from .child import _CONTROL_PERIOD_NS, _READ_BYTES, _child_setup, _report_error, _schedstat
 from .records import HEADER_BYTES, PROBE_SEQ, STRIDE, _flag_records, _Records
@@ -36,7 +39,7 @@ from .spec import IDLE_TOPIC, HarnessError, topic_name
 def _subscriber_main(spec, index, topics, counters, conn):
     try:
         _child_setup(spec.sub_cpus)
-        if spec.protocol == "zmq":
+        if spec.protocol == "zmq" and not _raw_zmtp(spec):
             _zmq_subscriber(spec, index, topics, conn, counters)
         else:
             _stream_subscriber(spec, index, topics, conn, counters)
@@ -44,6 +47,12 @@ def _subscriber_main(spec, index, topics, counters, conn):
         _report_error(conn, "subscriber", index)
     finally:
         conn.close()
+
+
+def _raw_zmtp(spec):
+    """A ZeroMQ subscriber of the proxy speaks ZMTP itself (:mod:`..zmtpwire`) to read the kernel's receive
+    times; direct mode (the SUB binds, the publishers connect) and ``kernel_timestamps=False`` keep pyzmq."""
+    return spec.protocol == "zmq" and spec.zmq_mode == "proxy" and spec.kernel_timestamps
 
 
 def _expected_records(spec, topics):
@@ -159,6 +168,10 @@ def _stream_subscriber(spec, index, topics, conn, counters):
         )
         mw.subscribe(sock, stream, names, qos=spec.qos, timeout_s=spec.setup_timeout_s)
         min_msg = 4 + HEADER_BYTES
+    elif spec.protocol == "zmq":
+        prefixes = [n.encode() + b"\0" for n in names]
+        sock, stream = zw.connect(port, prefixes, host=spec.host, timeout_s=spec.setup_timeout_s)
+        min_msg = 2 + 1 + HEADER_BYTES
     else:
         sock, stream, _ = nw.connect(port, host=spec.host, name=f"pubsim-sub{index}", timeout_s=spec.setup_timeout_s)
         nw.subscribe(sock, stream, [nw.subject_for(n) for n in names], timeout_s=spec.setup_timeout_s)
