@@ -336,6 +336,7 @@ def _pair_id(broker, config):
 def _measure_pair(campaign, broker, config, measure):
     """All runs of one pair: light runs, interval search, fractions of the limit."""
     rows, samples = [], []
+    facts = measure.pair_facts(broker, config) if hasattr(measure, "pair_facts") else None
 
     def run(rate_per_s, phase):
         spec = campaign.run_spec(broker, config, rate_per_s, phase)
@@ -377,7 +378,7 @@ def _measure_pair(campaign, broker, config, measure):
         "saturated_everywhere": result.saturated_everywhere,
         "limit_ingress_per_s": max((r["ingress_rate_per_s"] for r in rows if r.get("sustainable")), default=math.nan),
     }
-    return rows, samples, sat
+    return rows, samples, sat, facts
 
 
 def run_campaign(campaign, out_dir, measure, *, progress=None, metadata=None):
@@ -389,7 +390,11 @@ def run_campaign(campaign, out_dir, measure, *, progress=None, metadata=None):
     out_dir : path
         Result directory (created; finished pairs found there are skipped).
     measure : callable
-        ``measure(RunSpec) -> (row dict, latency sample)``: the sample is an
+        ``measure(RunSpec) -> (row dict, latency sample)``; if it has a
+        ``pair_facts(broker, config)`` method, that is called before each
+        pair's runs and its mapping kept (``meta.json`` ``pair_facts``,
+        ``broker/config`` -> facts: the real harness measures the broker
+        core's idle-exit curve there, since it drifts). The sample is an
         array of latencies, s, or a mapping of equal-length arrays (columns
         of ``latency.parquet``: ``latency_s`` and e.g. ``app_latency_s``); rows need
         ``ingress_rate_per_s``, ``sustainability`` and ``delivery_ratio``.
@@ -411,14 +416,15 @@ def run_campaign(campaign, out_dir, measure, *, progress=None, metadata=None):
         pid = _pair_id(broker, config)
         done = out / "pairs" / f"{pid}.json"
         if not done.exists():
-            rows, samples, sat = _measure_pair(campaign, broker, config, measure)
+            rows, samples, sat, facts = _measure_pair(campaign, broker, config, measure)
             for r in rows:
                 r["split"] = config.split
             pd.concat(samples, ignore_index=True).assign(broker=broker, config=config.name).to_parquet(
                 out / "pairs" / f"{pid}.latency.parquet", index=False
             )
             tmp = done.with_suffix(".tmp")
-            tmp.write_text(json.dumps({"runs": rows, "saturation": sat}, default=_json_default))
+            record = {"runs": rows, "saturation": sat, **({"facts": facts} if facts else {})}
+            tmp.write_text(json.dumps(record, default=_json_default))
             tmp.replace(done)  # atomic: a pair is either finished or not
         if progress is not None:
             progress(i + 1, len(pairs), pid)
@@ -439,18 +445,22 @@ def _json_default(value):
 
 
 def _write_tables(out, campaign, metadata):
-    runs, sats, lats = [], [], []
+    runs, sats, lats, facts = [], [], [], {}
     for broker, config in campaign.pairs():
         pid = _pair_id(broker, config)
         data = json.loads((out / "pairs" / f"{pid}.json").read_text())
         runs.extend(data["runs"])
         sats.append(data["saturation"])
+        if data.get("facts"):
+            facts[f"{broker}/{config.name}"] = data["facts"]
         lats.append(pd.read_parquet(out / "pairs" / f"{pid}.latency.parquet"))
     pd.DataFrame(runs).to_csv(out / "runs.csv", index=False)
     pd.DataFrame(sats).to_csv(out / "saturation.csv", index=False)
     pd.concat(lats, ignore_index=True).to_parquet(out / "latency.parquet", index=False)
     old = json.loads((out / "meta.json").read_text()) if (out / "meta.json").exists() else {}
     meta = {**host_metadata(), **metadata, "campaign": campaign.name, "spec": campaign.spec}
+    if facts:  # what the measure callable recorded of the machine before each pair's runs
+        meta["pair_facts"] = facts
     # a resumed campaign starts only the brokers it still measures: keep the others' versions
     meta["versions"] = {**old.get("versions", {}), **metadata.get("versions", {})}
     (out / "meta.json").write_text(json.dumps(meta, indent=2, default=_json_default))

@@ -144,6 +144,13 @@ class RealHarness:
             "idle_exit": self._idle_exit(),
         }
 
+    def pair_facts(self, broker, config):
+        """The machine before a pair's runs (:func:`pubsim.calibration.campaign.run_campaign`): the
+        broker core's idle-exit curve, measured with no broker running (it drifts within a
+        campaign: on 2026-11-27 the exit after 5 ms of idle went from 40 to 76 us in an hour)."""
+        self.close_broker()
+        return {"idle_exit": self._idle_exit()}
+
     def _idle_exit(self):
         """The broker core's idle-exit curve (:func:`~pubsim.calibration.harness.machine.idle_exit_curve`)
         on the campaign's cores, or ``{"error": ...}`` where it could not be measured."""

@@ -139,3 +139,32 @@ def test_interrupted_campaign_resumes_without_remeasuring(tmp_path):
     b = read_results(tmp_path / "resumed")[0]
     assert a.equals(b)
     assert json.loads((tmp_path / "resumed" / "meta.json").read_text())["campaign"] == "fake"
+
+
+class FactfulBroker(FakeBroker):
+    """A fake harness that also records a machine fact before each pair, and a latency table of two columns."""
+
+    def __init__(self):
+        super().__init__()
+        self.facts = []
+
+    def pair_facts(self, broker, config):
+        self.facts.append((broker, config.name, len(self.calls)))
+        return {"idle_exit": {"idle_s": [1e-3], "exit_s": [len(self.facts) * 1e-6]}}
+
+    def __call__(self, spec):
+        row, lat = super().__call__(spec)
+        return row, {"latency_s": lat, "app_latency_s": lat + 5e-5}
+
+
+def test_pair_facts_are_taken_before_each_pairs_runs_and_kept_per_pair(tmp_path):
+    fake = FactfulBroker()
+    run_campaign(parse_campaign(SPEC), tmp_path, fake)
+    runs, _, lat, meta = read_results(tmp_path)
+    pairs = [(b, c.name) for b, c in parse_campaign(SPEC).pairs()]
+    assert [(b, c) for b, c, _ in fake.facts] == pairs
+    # each taken before any run of its pair: the run count then is the runs of the earlier pairs
+    counts = runs.groupby(["broker", "config"], sort=False).size()
+    assert [n for *_, n in fake.facts] == [0, *np.cumsum([counts[p] for p in pairs])[:-1]]
+    assert meta["pair_facts"]["zmq-proxy/small"]["idle_exit"]["exit_s"] == [2e-6]
+    assert (lat["app_latency_s"] - lat["latency_s"]).round(9).eq(5e-5).all()
