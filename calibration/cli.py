@@ -35,6 +35,7 @@ from __future__ import annotations
 import datetime
 from pathlib import Path
 
+import numpy as np
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
@@ -45,11 +46,12 @@ from .evidence import evidence_from_results, is_evidence_file, read_evidence, wr
 from .evidence_fit import TERMS, EvidenceCalibrator, demand_rows, evidence_profile
 from .fit import CONNECTION_FORMS
 from .iofit import fit_io_profiles
+from .pacing import pacing_from_runs
 from .profile import profile_yaml
 from .report import accuracy_table, cdf_figure, saturation_figure
 from .runner import RealHarness
 from .stalls import TickStallCalibrator
-from .validate import fit_profiles, validate
+from .validate import fit_profiles, pair_machine, validate
 
 __all__ = ["add_commands"]
 
@@ -79,12 +81,27 @@ def _measure(args, console):
     return 0
 
 
-def _fitted(args, results=None, stalls=None):
+def _pacing(args, runs):
+    """The load generator's measured pacing (:func:`pacing_from_runs` on the training split), unless
+    ``--no-pacing`` or the campaign did not record it (None: the twin's publishers send on time)."""
+    if not args.pacing:
+        return None
+    return pacing_from_runs(runs[runs["split"] == "train"], source="the campaign's training runs")
+
+
+def _fitted(args, results=None, stalls=None, pacing=None):
     """``(runs, saturation, latency, meta, profiles)``; ``results`` as :func:`read_results` gave them, or read."""
     runs, sat, lat, meta = read_results(args.results) if results is None else results
     form = None if args.connection_form == "none" else args.connection_form
     profiles = fit_profiles(
-        runs, meta, variability=args.variability, connection_form=form, stalls=stalls, jitter_on=args.jitter_on
+        runs,
+        meta,
+        variability=args.variability,
+        connection_form=form,
+        stalls=stalls,
+        jitter_on=args.jitter_on,
+        idle_exit_on=args.idle_exit,
+        pacing=pacing,
     )
     if args.io_cycles:  # the named brokers with the I/O-cycle structure (pubsim.calibration.iofit)
         profiles.update(fit_io_profiles(runs, meta, kinds=args.io_cycles.split(",")))
@@ -180,7 +197,8 @@ def _calibrate(args, console):
         table = evidence_from_results(runs, sat, meta, reference=str(args.results))
         write_evidence(table, args.export_evidence)
         console.print(f"wrote {args.export_evidence} ({len(table)} observations)")
-    *_, profiles = _fitted(args)
+    results = read_results(args.results)
+    *_, profiles = _fitted(args, results, pacing=_pacing(args, results[0]))
     if (Path(args.results) / VALIDATION_FILE).is_file():  # the campaign's validation: each profile's accuracy
         blocks = campaign_accuracy(args.results)
         profiles = {k: with_accuracy(p, blocks[k]) if k in blocks else p for k, p in profiles.items()}
@@ -237,9 +255,16 @@ def _validate(args, console):
 
     results = read_results(args.results)
     stalls = _tick_stalls(results[0], results[2]) if args.tick_stalls else None
-    runs, sat, lat, meta, profiles = _fitted(args, results, stalls)
+    pacing = _pacing(args, results[0])
+    runs, sat, lat, meta, profiles = _fitted(args, results, stalls, pacing)
     if stalls is not None:
         console.print(f"tick stalls: {stalls.rate_per_s:.3g} per s per client link ({stalls.source})")
+    if pacing is not None:
+        lag = np.quantile(pacing.wake_lag_s, [0.5, 0.99])
+        console.print(
+            f"pacing: wake-up lateness p50 {lag[0] * 1e6:.3g} us, p99 {lag[1] * 1e6:.3g} us, "
+            f"back-to-back gap {pacing.gap_s * 1e6:.3g} us ({pacing.source})"
+        )
     with _progress(console) as bar:
         task = bar.add_task("validating", total=len(sat))
         v = validate(
@@ -249,6 +274,8 @@ def _validate(args, console):
             profiles,
             progress=lambda d, t, label: bar.update(task, completed=d, total=t, description=label),
             stalls=stalls,
+            pacing=pacing,
+            machine=pair_machine(meta) if args.idle_exit else None,
         )
     acc = accuracy_table(v.per_pair, v.per_run)
     cols = {
@@ -304,6 +331,20 @@ def _variability_flag(parser):
         default="every_packet",
         help="the fitted loopback link's jitter: on every message, or only on a message that finds "
         "its receiver idle (LinkParams.jitter_on; default every_packet)",
+    )
+    parser.add_argument(
+        "--no-pacing",
+        dest="pacing",
+        action="store_false",
+        help="let the twin's publishers send on time instead of with the lateness and back-to-back gaps "
+        "the campaign measured (runs.csv pacing_* fields; pubsim.calibration.pacing)",
+    )
+    parser.add_argument(
+        "--no-idle-exit",
+        dest="idle_exit",
+        action="store_false",
+        help="leave the brokers' idle exit out even where the campaign measured one (meta.json idle_exit; "
+        "pubsim.models.params.idle), and fit the link on the demand instead of the simulated path",
     )
     parser.add_argument(
         "--no-variability",

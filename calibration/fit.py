@@ -292,6 +292,24 @@ class LatencyFloorCalibrator:
     millisecond outliers (scheduler, timer interrupts) that would inflate a
     moment fit for every message.
 
+    With ``path`` (the simulated broker path of each run: the twin with
+    zero-latency links, :func:`pubsim.calibration.validate.fit_profiles`),
+    the links are what the measured latency adds to the path's median: with
+    ``r = latency - path_p50`` per run (medians over runs), both links'
+    fixed part is ``max(r_p01, 0)`` and their jitter a gamma whose median
+    and 90th percentile are ``r_p50`` and ``r_p50 + upper`` less that, where
+    ``upper`` is the measured spread from p50 to p90 less the path's own, in
+    quadrature. So the twin's p50 and p90 are the measured ones by
+    construction on these runs. Anchored at the path's median, not its 1st
+    percentile: a real path varies more than the simulated one (an idle
+    core wakes sooner or later than the curve's median), and its 1st
+    percentile lies below the simulated one, so a floor from the 1st
+    percentiles came out negative (clipped to 0 on the 2026-11-27
+    campaign). That is what a broker whose latency is
+    not its demand alone needs: one whose idle core takes time to wake
+    (``BrokerParams.idle_exit``, longer at lower rates), or copies of a
+    fan-out that leave one after another.
+
     Parameters
     ----------
     max_utilization : float
@@ -312,13 +330,17 @@ class LatencyFloorCalibrator:
     def __init__(self, *, max_utilization=0.1):
         self.max_utilization = max_utilization
 
-    def fit(self, measurements, demand_s=None, service_cv=0.0):
+    def fit(self, measurements, demand_s=None, service_cv=0.0, path=None):
         """Fit from runs; ``demand_s`` overrides the measured demand per run (s).
 
         With ``service_cv`` > 0 the broker's own spread (gamma costs of that
         coefficient of variation) is taken out of the measured excess first,
         in quadrature (independent parts; exact for variances, an
         approximation for quantiles), so that it is not charged to the links.
+        ``path``: a callable ``path(runs) -> DataFrame`` of the simulated
+        path's ``latency_p01_s``, ``latency_p50_s``, ``latency_p90_s`` per
+        run (class docstring), called with the lightly loaded runs only;
+        None: the demand stands for the path.
         """
         _check(measurements, self.COLUMNS)
         m = measurements.reset_index(drop=True)
@@ -328,14 +350,31 @@ class LatencyFloorCalibrator:
         if not low.any():
             low = util <= util.min()
         q = {k: m[f"latency_{k}_s"].to_numpy(dtype=float)[low] for k in ("p01", "p50", "p90")}
-        floor = q["p01"] - demand[low]
-        one_way = max(float(np.median(floor)) / 2.0, 0.0)
+        if path is not None:
+            return self._fit_on_path(m, low, q, path(m[low]))
         ex50, ex90 = q["p50"] - q["p01"], q["p90"] - q["p01"]
+        floor = q["p01"] - demand[low]
         if service_cv > 0:
             s50, s90 = _gamma_excess(demand[low], service_cv)
             ex50 = np.sqrt(np.clip(ex50**2 - s50**2, 0.0, None))
             ex90 = np.sqrt(np.clip(ex90**2 - s90**2, 0.0, None))
+        one_way = max(float(np.median(floor)) / 2.0, 0.0)
         shape2, scale = gamma_from_quantiles(float(np.median(ex50)), float(np.median(ex90)))
+        return self._set(shape2, scale, one_way, low, floor)
+
+    def _fit_on_path(self, m, low, q, sim):
+        """The links from the measured latency over the simulated path's (class docstring)."""
+        p = {k: sim[f"latency_{k}_s"].to_numpy(dtype=float) for k in ("p01", "p50", "p90")}
+        r01 = q["p01"] - p["p50"]
+        r50 = q["p50"] - p["p50"]
+        upper = np.sqrt(np.clip((q["p90"] - q["p50"]) ** 2 - (p["p90"] - p["p50"]) ** 2, 0.0, None))
+        fixed = max(float(np.median(r01)), 0.0)  # both links' fixed part
+        mid = float(np.median(r50))
+        shape2, scale = gamma_from_quantiles(mid - fixed, mid + float(np.median(upper)) - fixed)
+        return self._set(shape2, scale, fixed / 2.0, low, r01)
+
+    def _set(self, shape2, scale, one_way, low, floor):
+        """Record the fit: each link's jitter is gamma(shape2 / 2, scale) (two links sum to ``shape2``)."""
         k = shape2 / 2.0
         self.params_ = {
             "link_latency_s": one_way,

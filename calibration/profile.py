@@ -106,6 +106,7 @@ def build_profile(
     accuracy=None,
     terms=None,
     jitter_on="every_packet",
+    idle_exit=None,
 ):
     """The preset mapping of one calibrated broker and its loopback link.
 
@@ -152,6 +153,11 @@ def build_profile(
         campaign of 2026-11-26 ``idle_receiver`` did not do better on the
         training split (mean absolute p50 error over its six configurations
         26.8 % against 25.8 %, p99 27.4 % against 25.7 %), so it is not the default.
+    idle_exit : dict or None
+        The broker's ``idle_exit`` mapping (``idle_s``, ``exit_s``,
+        ``provenance``; :class:`pubsim.models.params.idle.IdleExitParams`),
+        measured on the campaign's machine
+        (:func:`pubsim.calibration.harness.machine.idle_exit_curve`); None: none.
     """
     model = BROKER_MODELS[broker_kind]
     where = (
@@ -187,6 +193,7 @@ def build_profile(
         "background_cpu_fraction": float(f"{demand_params.get('background_cpu_fraction', 0.0):.4g}"),
         "topic_syntax": model["topic_syntax"],
         "overflow": model["overflow"],
+        **({"idle_exit": idle_exit} if idle_exit is not None else {}),
         "provenance": {
             "source": metadata.get("source", "measured"),
             "reference": metadata["data"],
@@ -214,10 +221,22 @@ def build_profile(
             "reference": metadata["data"],
             "date": metadata["date"],
             "note": (
-                f"one-way loopback including the harness's client stack, from the latency of "
-                f"{link_params['n_runs']} lightly loaded runs minus the broker demand; jitter "
-                f"gamma so two links reproduce the measured excess over the 1st percentile. "
-                f"Bandwidth not limiting on loopback (assumption); overhead = IPv4 + TCP headers. "
+                "one-way loopback "
+                + (
+                    "to the kernel's receive time at the subscriber's socket (the subscriber's own delay left out), "
+                    if metadata.get("latency_clock") == "kernel_rx"
+                    else "including the harness's client stack, "
+                )
+                + f"from the latency of {link_params['n_runs']} lightly loaded runs "
+                + (
+                    "over the broker path's median (the twin with zero-latency links, its idle exit "
+                    "and the generator's pacing, simulated per run): fixed part from the 1st "
+                    "percentile, gamma jitter so that two links give the measured p50 and p90. "
+                    if idle_exit is not None
+                    else "minus the broker demand; jitter gamma so two links reproduce the measured "
+                    "excess over the 1st percentile. "
+                )
+                + "Bandwidth not limiting on loopback (assumption); overhead = IPv4 + TCP headers. "
                 + (_IDLE_RECEIVER_NOTE if jitter_on == "idle_receiver" else "")
                 + f"{where}."
             ),

@@ -42,7 +42,7 @@ from .terms import busy_identified, terms_record
 from .variability import ServiceVariabilityCalibrator
 from .virtual import VirtualHarness
 
-__all__ = ["fit_profiles", "simulate_run", "validate", "Validation", "TARGETS"]
+__all__ = ["fit_profiles", "idle_exit_preset", "pair_machine", "simulate_run", "validate", "Validation", "TARGETS"]
 
 # Accuracy targets on held-out configurations (issue #3).
 TARGETS = {"saturation_error_pct": 10.0, "p50_error_pct": 25.0, "p99_error_pct": 25.0}
@@ -53,7 +53,9 @@ _WAKE_TEXT = {"wakeups": "measured voluntary context switches per message", "idl
 
 def _metadata(rows, meta, kind, split, demand, wake):
     caps = sorted({c for c in rows.cpu_cap_fraction.fillna(1.0)})
+    clocks = set(rows["latency_clock"].dropna()) if "latency_clock" in rows else set()
     return {
+        "latency_clock": clocks.pop() if len(clocks) == 1 else "app",
         "data": f"calibration/data/{meta.get('campaign', 'campaign')}/runs.csv (split={split})",
         "date": meta.get("date", ""),
         "host": meta.get("host", "?"),
@@ -87,6 +89,7 @@ def fit_profiles(
     n_boot=200,
     stalls=None,
     jitter_on="every_packet",
+    idle_exit_on=True,
 ):
     """One calibrated profile per broker kind, fitted on ``runs[split]``.
 
@@ -114,7 +117,11 @@ def fit_profiles(
     it is 0, recorded as not identified. Every profile records each term with
     a bootstrap interval over runs (``n_boot`` resamples; 0: none) or the
     reason it is not identified, as its top-level ``fit_terms`` mapping
-    (:func:`pubsim.calibration.terms.terms_record`).
+    (:func:`pubsim.calibration.terms.terms_record`). With ``idle_exit_on``
+    and an idle-exit curve measured on the campaign's machine (``meta``'s
+    ``idle_exit``, :func:`idle_exit_preset`), every broker carries it and
+    the loopback link is fitted on the simulated broker path
+    (:class:`pubsim.calibration.fit.LatencyFloorCalibrator`'s ``path``).
 
     Returns
     -------
@@ -127,6 +134,7 @@ def fit_profiles(
     # owes part of what it was sent, so only sustainable runs are fitted.
     train = runs[(runs["split"] == split) & (runs["ingress_rate_per_s"] > 0) & runs["sustainable"].astype(bool)]
     calibrator = KneeDemandCalibrator if method == "knee" else BrokerDemandCalibrator
+    idle_exit = idle_exit_preset(meta) if idle_exit_on else None
     for kind, rows in train.groupby("broker"):
         wake = (
             "wakeups" if "wakeups_per_ingress" in rows and rows.wakeups_per_ingress.notna().all() else "idle_fraction"
@@ -153,8 +161,16 @@ def fit_profiles(
         }
 
         def profile(cv, rows=rows, demand=demand, base=base):
-            floor = LatencyFloorCalibrator().fit(rows, demand_s=demand.path_demand_s(rows), service_cv=cv)
-            return build_profile(**base, link_params=floor.params_, service_cv=cv, jitter_on=jitter_on)
+            path = None
+            if idle_exit is not None:  # the broker's path is no longer its demand: simulate it
+                bare = build_profile(**base, link_params=_NO_LINK, service_cv=cv, idle_exit=idle_exit)
+                path = _simulated_path(bare, seed=seed, pacing=pacing, machine=pair_machine(meta))
+            floor = LatencyFloorCalibrator(max_utilization=_LINK_RUNS_UTILIZATION[path is not None]).fit(
+                rows, demand_s=demand.path_demand_s(rows), service_cv=cv, path=path
+            )
+            return build_profile(
+                **base, link_params=floor.params_, service_cv=cv, jitter_on=jitter_on, idle_exit=idle_exit
+            )
 
         cv = 0.0
         if variability:
@@ -173,6 +189,104 @@ def fit_profiles(
             )
         profiles[kind] = profile(cv)
     return profiles
+
+
+_NO_LINK = {"link_latency_s": 0.0, "jitter_mean_s": 0.0, "jitter_cv": 0.0, "n_runs": 0}
+
+# Runs the link is fitted on: broker utilization up to 0.1 of the cap with the demand standing for the
+# path (queueing must be negligible), up to 0.3 over the simulated path (which queues and stalls as the
+# twin does). Chosen on the training split of the 2026-11-27 Mosquitto campaign: 0.1 / 0.3 / 0.5 gave
+# mean absolute p50 errors of 30 / 6 / 5 % and p99 of 43 / 7 / 7 % over its five one-publisher
+# configurations (medians over each one's sustainable runs), and 0.1 left only the 200 msg/s runs,
+# whose idle core is the slowest to wake; 0.3, the lighter of the two that fit, is kept.
+_LINK_RUNS_UTILIZATION = {False: 0.1, True: 0.3}
+
+
+def _valid_curve(curve):
+    return (
+        isinstance(curve, dict) and bool(curve.get("idle_s")) and len(curve["idle_s"]) == len(curve.get("exit_s", ()))
+    )
+
+
+def _pair_curves(meta):
+    """``{"broker/config": curve}`` measured before each pair's runs (``meta.json`` ``pair_facts``)."""
+    facts = meta.get("pair_facts") or {}
+    return {k: f["idle_exit"] for k, f in facts.items() if _valid_curve(f.get("idle_exit"))}
+
+
+def _exit_mapping(curve, meta, where):
+    med = ", ".join(
+        f"{i * 1e3:.3g} ms: {e * 1e6:.3g} us" for i, e in zip(curve["idle_s"], curve["exit_s"], strict=True)
+    )
+    return {
+        "idle_s": [float(f"{x:.6g}") for x in curve["idle_s"]],
+        "exit_s": [float(f"{x:.6g}") for x in curve["exit_s"]],
+        "provenance": {
+            "source": "measured",
+            "reference": f"calibration/data/{meta.get('campaign', 'campaign')}/meta.json ({where})",
+            "date": str(curve.get("date", meta.get("date", ""))),
+            "note": f"{curve.get('method', 'measured')}; {curve.get('messages', '?')} messages per pause; "
+            f"exit by idle time {med}",
+        },
+    }
+
+
+def idle_exit_preset(meta):
+    """The broker's ``idle_exit`` mapping from a campaign's ``meta.json``, or None when it was not measured.
+
+    The pointwise median of the curves measured before each pair's runs
+    (``pair_facts``: the machine's idle behaviour drifts within a campaign),
+    else the one measured when the campaign started (``idle_exit``); by
+    :func:`pubsim.calibration.harness.machine.idle_exit_curve`.
+    """
+    curves = list(_pair_curves(meta).values())
+    n = max((len(c["idle_s"]) for c in curves), default=0)
+    curves = [c for c in curves if len(c["idle_s"]) == n]
+    if curves:
+        med = {
+            "idle_s": np.median([c["idle_s"] for c in curves], axis=0).tolist(),
+            "exit_s": np.median([c["exit_s"] for c in curves], axis=0).tolist(),
+            "method": curves[0].get("method", "measured"),
+            "messages": curves[0].get("messages", "?"),
+            "date": curves[0].get("date", meta.get("date", "")),
+        }
+        return _exit_mapping(med, meta, f"pair_facts: median of {len(curves)} curves, one before each pair")
+    curve = meta.get("idle_exit")
+    return _exit_mapping(curve, meta, "idle_exit") if _valid_curve(curve) else None
+
+
+def pair_machine(meta):
+    """``machine(profile, kind, config)`` for :func:`validate`: the profile with the idle-exit curve
+    measured just before that pair's runs, where the profile has one and the pair was measured so."""
+    curves = _pair_curves(meta)
+
+    def machine(profile, kind, config):
+        curve = curves.get(f"{kind}/{config}")
+        return profile if curve is None else _with_exit(profile, _exit_mapping(curve, meta, f"pair_facts {config}"))
+
+    return machine
+
+
+def _with_exit(profile, mapping):
+    """``profile`` with its broker's ``idle_exit`` replaced (unchanged if it has none)."""
+    ((name, fields),) = profile["broker"].items()
+    if "idle_exit" not in fields:
+        return profile
+    return {**profile, "broker": {name: {**fields, "idle_exit": mapping}}}
+
+
+def _simulated_path(profile, *, seed, pacing, machine):
+    """``path(runs)`` for :class:`LatencyFloorCalibrator`: each run on the twin with zero-latency links
+    (and the machine as it was when the run's pair was measured: ``machine``, see :func:`pair_machine`)."""
+
+    def path(runs):
+        rows = [
+            simulate_run(r, machine(profile, r["broker"], r["config"]), seed=seed, sample=1, pacing=pacing)[0]
+            for r in runs.to_dict("records")
+        ]
+        return pd.DataFrame(rows)
+
+    return path
 
 
 def _identified(rows, connection_form):
@@ -263,13 +377,18 @@ class Validation:
     simulated_latency: dict
 
 
-def validate(runs, saturation, latency, profiles, *, seed=0, steps=10, progress=None, pacing=None, stalls=None):
+def validate(
+    runs, saturation, latency, profiles, *, seed=0, steps=10, progress=None, pacing=None, stalls=None, machine=None
+):
     """Compare simulation with measurement (see the module docstring).
 
     ``pacing``: the load generator's measured lateness for the simulated
     twin (:class:`pubsim.calibration.pacing.PacingLag`; None: on time);
     ``stalls``: the machine's scheduler-tick stalls on its client links
-    (:class:`pubsim.calibration.stalls.TickStalls`; None: none).
+    (:class:`pubsim.calibration.stalls.TickStalls`; None: none);
+    ``machine``: ``machine(profile, kind, config) -> profile``, the machine
+    as it was when a pair was measured (:func:`pair_machine`: the idle-exit
+    curve measured before its runs); None: every pair with its profile.
 
     ``progress``: True (or a label) shows a bar of the (broker, config)
     pairs done (tqdm: a widget in Jupyter, text on stderr elsewhere;
@@ -277,15 +396,15 @@ def validate(runs, saturation, latency, profiles, *, seed=0, steps=10, progress=
     after each pair; None shows nothing.
     """
     with P.steps(progress, desc="validating", unit="config") as notify:
-        return _compare(runs, saturation, latency, profiles, seed, steps, notify, pacing, stalls)
+        return _compare(runs, saturation, latency, profiles, seed, steps, notify, pacing, stalls, machine)
 
 
-def _compare(runs, saturation, latency, profiles, seed, steps, progress, pacing=None, stalls=None):
+def _compare(runs, saturation, latency, profiles, seed, steps, progress, pacing=None, stalls=None, machine=None):
     pairs, per_run, samples = [], [], {}
     groups = [(k, g) for k, g in runs.groupby(["broker", "config"], sort=False) if k[0] in profiles]
     sat = saturation.set_index(["broker", "config"])
     for done, ((kind, config), rows) in enumerate(groups):
-        profile = profiles[kind]
+        profile = profiles[kind] if machine is None else machine(profiles[kind], kind, config)
         samples[(kind, config)] = {}
         meas_limit = sat.loc[(kind, config), "limit_rate_per_s"]
         sim = _simulated_limit(rows, profile, seed, steps, pacing, stalls)

@@ -158,3 +158,41 @@ def test_latency_floor_leaves_the_background_out():
     assert floor.params_["link_latency_s"] == pytest.approx(20e-6, rel=1e-6)
     charged = LatencyFloorCalibrator(max_utilization=0.05).fit(runs, demand_s=cal.predict(runs))
     assert charged.params_["link_latency_s"] < 16e-6  # the old rule: background taken out of the links
+
+
+def test_latency_floor_on_a_simulated_path_is_anchored_at_its_median():
+    """Runs whose path is demand plus an idle exit that varies (a real core wakes sooner or later).
+
+    The simulated path has the exit's median (40 us) for every message, the
+    real one 10 us at its 1st percentile: a floor from the 1st percentiles
+    would be negative. Over the path's median the links' fixed part is
+    (p01 - path median) = 10 us for both, and their jitter makes the twin's
+    median and 90th percentile the measured ones.
+    """
+    from pubsim.sim.distributions import Gamma
+
+    runs = synthetic_runs(np.random.default_rng(12))
+    exit_p01, exit_p50 = 10e-6, 40e-6
+    runs["latency_p01_s"] += exit_p01
+    runs["latency_p50_s"] += exit_p50
+    runs["latency_p90_s"] += exit_p50
+    asked = []
+
+    def path(rows):
+        asked.append(len(rows))
+        d = rows["demand_s_per_ingress"].to_numpy() + exit_p50
+        return pd.DataFrame({"latency_p01_s": d, "latency_p50_s": d, "latency_p90_s": d})
+
+    cal = LatencyFloorCalibrator(max_utilization=0.05).fit(runs, path=path)
+    p = cal.params_
+    assert asked == [p["n_runs"]]  # simulated for the lightly loaded runs only
+    assert p["link_latency_s"] == pytest.approx(5e-6, rel=1e-6)
+    g = Gamma(mean_value=p["jitter_mean_s"], cv=p["jitter_cv"])
+    both = (
+        2 * p["link_latency_s"]
+        + g.sample(np.random.default_rng(0), 400_000)
+        + g.sample(np.random.default_rng(1), 400_000)
+    )
+    # the twin's latency is the path's median plus both links: the measured p50 and p90 over it
+    assert np.quantile(both, 0.5) == pytest.approx(40e-6 + EXCESS_P50, rel=0.01)
+    assert np.quantile(both, 0.9) == pytest.approx(40e-6 + EXCESS_P90, rel=0.01)
