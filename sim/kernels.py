@@ -58,6 +58,8 @@ servers whose services overlap a period boundary this is an approximation.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 from numba import njit
 
@@ -100,7 +102,7 @@ CAUSE_NAMES = {
 }
 
 
-def set_idle_exit(fs: np.ndarray, idle_s, exit_s) -> None:
+def set_idle_exit(fs: np.ndarray, idle_s: Sequence[float], exit_s: Sequence[float]) -> None:
     """Store an idle-exit curve (points ``(idle_s[j], exit_s[j])``, s) in a station state ``fs``."""
     n = len(idle_s)
     if n != len(exit_s) or n > EXIT_MAX_POINTS:

@@ -76,12 +76,13 @@ class IdleExitParams:
         """``(idle_s, exit_s)``, as :class:`pubsim.sim.disciplines.FifoDiscipline` takes it."""
         return self.idle_s, self.exit_s
 
-    def exit_at(self, idle_s):
+    def exit_at(self, idle_s: float | np.ndarray) -> float | np.ndarray:
         """Exit latency after ``idle_s`` seconds of idle (scalar or array), s."""
-        return np.interp(idle_s, (0.0, *self.idle_s), (0.0, *self.exit_s))
+        out: float | np.ndarray = np.interp(idle_s, (0.0, *self.idle_s), (0.0, *self.exit_s))
+        return out
 
 
-def _durations(values, name: str) -> tuple:
+def _durations(values: object, name: str) -> tuple:
     if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__"):
         raise ConfigError(name, values, "a list of durations")
     out = []
