@@ -121,6 +121,7 @@ def interval_search(
     batch=None,
     on_record=None,
     stop_at_first_success=False,
+    retries=0,
 ):
     """Find a broker's limit by the interval search of SYSTEMS.md §4.
 
@@ -176,6 +177,19 @@ def interval_search(
         seeds it as in the full search; then pass ``measure_many``, even
         serially, with ``batch`` 1); records come in the order measured.
         ``batch`` points are measured at once (1 when None).
+    retries : int
+        A point whose run is unsustainable is measured again, up to this
+        many more times, and counts as sustainable when any of its runs is.
+        Interference from the rest of the machine (another process, a
+        hypervisor) only ever lowers a run's throughput, so the best of a few
+        runs estimates the broker's own capacity, as timing benchmarks keep
+        their fastest run; one spurious failure would otherwise end the
+        doubling phase an interval too late (the limit up to halved) or the
+        refinement too early. Every run is kept as a record with
+        ``attempt`` (0 for the first run of a point) and its own
+        ``sustainable``; ``point_sustainable`` (the point's verdict) is
+        added to the last record of each point. Serial only: not with
+        ``measure_many``.
 
     Returns
     -------
@@ -186,6 +200,10 @@ def interval_search(
         raise ConfigError("stop_at_first_success", True, "not both stop_at_first_failure and stop_at_first_success")
     if batch is not None and not (isinstance(batch, int) and not isinstance(batch, bool) and batch >= 1):
         raise ConfigError("batch", batch, "an integer >= 1 or None")
+    if not (isinstance(retries, int) and not isinstance(retries, bool) and retries >= 0):
+        raise ConfigError("retries", retries, "an integer >= 0")
+    if retries and measure_many is not None:
+        raise ConfigError("retries", retries, "0 with measure_many (retries are for serial measurements)")
     records = []
 
     def tag(rec, interval_s, phase):
@@ -196,14 +214,28 @@ def interval_search(
             on_record(rec)
         return rec["sustainable"]
 
+    def point(interval_s, phase):
+        """Measure one point serially, again after each failure up to ``retries`` times; its verdict."""
+        for attempt in range(retries + 1):
+            ok = tag({**measure(interval_s), "attempt": attempt} if retries else measure(interval_s), interval_s, phase)
+            if ok or attempt == retries:
+                if retries:
+                    records[-1]["point_sustainable"] = ok
+                return ok
+        raise AssertionError("unreachable")
+
     def take(intervals_s, size, phase, stop):
         """Measure ``intervals_s`` ``size`` at a time (``measure`` when None), keep records up to the
         first ``stop(ok)``; the kept points' flags."""
         flags = []
         for lo in range(0, len(intervals_s), size or 1):
             part = intervals_s[lo : lo + (size or 1)]
-            measured = [measure(part[0])] if size is None else list(measure_many(part, len(records)))
-            for v, rec in zip(part, measured):
+            if size is None:
+                flags.append(point(part[0], phase))
+                if stop(flags[-1]):
+                    return flags
+                continue
+            for v, rec in zip(part, measure_many(part, len(records))):
                 flags.append(tag(rec, v, phase))
                 if stop(flags[-1]):
                     return flags
@@ -216,7 +248,13 @@ def interval_search(
         while hi > 0:
             lo = max(0, hi - size)
             part = grid[lo:hi]  # descending: positions pos0 + lo ... pos0 + hi - 1 in the full search
-            measured = [measure(part[0])] if measure_many is None else list(measure_many(part, pos0 + lo))
+            if measure_many is None:
+                kept.append((part[0], point(part[0], "refine")))
+                if kept[-1][1]:
+                    return kept
+                hi = lo
+                continue
+            measured = list(measure_many(part, pos0 + lo))
             for v, rec in zip(part[::-1], measured[::-1]):  # from the smallest interval up
                 kept.append((v, tag(rec, v, "refine")))
                 if kept[-1][1]:

@@ -85,6 +85,9 @@ def test_parse_campaign_defaults_and_pairs():
             "configurations[0].cpu_cap_fraction.nats",
         ),
         ({"run": {"duration": "-1s"}}, "run.duration"),
+        ({"search": {"retry": 1}}, "search.retry"),
+        ({"search": {"retries": -1}}, "search.retries"),
+        ({"search": "fast"}, "search"),
     ],
 )
 def test_bad_campaign_names_the_field(patch, field):
@@ -168,3 +171,37 @@ def test_pair_facts_are_taken_before_each_pairs_runs_and_kept_per_pair(tmp_path)
     assert [n for *_, n in fake.facts] == [0, *np.cumsum([counts[p] for p in pairs])[:-1]]
     assert meta["pair_facts"]["zmq-proxy/small"]["idle_exit"]["exit_s"] == [2e-6]
     assert (lat["app_latency_s"] - lat["latency_s"]).round(9).eq(5e-5).all()
+
+
+class FlakyBroker(FakeBroker):
+    """A FakeBroker whose first run at the highest sustainable search rate fails (interference)."""
+
+    def __init__(self):
+        super().__init__()
+        self.spoiled = False
+
+    def __call__(self, spec):
+        row, sample = super().__call__(spec)
+        if spec.phase == "search" and not self.spoiled and row["delivery_ratio"] >= 0.99:
+            self.spoiled = True
+            row = {**row, "sustainability": 0.6, "delivery_ratio": 0.6}
+        return row, sample
+
+
+def test_search_retries_absorb_a_spurious_failure_and_keep_every_run(tmp_path):
+    spec = {**SPEC, "brokers": ["mosquitto"], "configurations": SPEC["configurations"][:1]}
+    limits = {}
+    for retries in (0, 1):
+        out = tmp_path / str(retries)
+        run_campaign(parse_campaign({**spec, "search": {**SPEC["search"], "retries": retries}}), out, FlakyBroker())
+        runs, sat, _, _ = read_results(out)
+        limits[retries] = sat.limit_rate_per_s.iloc[0]
+        if retries:
+            search = runs[runs.phase.isin(["doubling", "refine"])]
+            again = search[search.attempt == 1]
+            assert len(again) >= 1  # every failing point ran twice, the spoiled one among them
+            assert (search.groupby("rate_per_s").point_sustainable.last().notna()).all()
+    assert 20_000 * 0.9 <= limits[1] <= 20_000
+    # without retries the doubling phase went past the spoiled 16k point to 8k: the limit is refined
+    # in [8k, 16k) and lies below a rate that the broker sustains
+    assert limits[0] < 16_000

@@ -205,3 +205,61 @@ def test_upward_refine_serially_without_measure_many():
 def test_upward_and_downward_stops_are_exclusive():
     with pytest.raises(ConfigError, match="stop_at_first_success"):
         interval_search(oracle(1e-3), start_interval_s=1e-3, stop_at_first_failure=True, stop_at_first_success=True)
+
+
+def spurious(limit_interval_s, fail_once_at, calls):
+    """An oracle whose first run at each interval in ``fail_once_at`` fails (interference)."""
+    hit = set()
+
+    def measure(interval_s):
+        calls.append(interval_s)
+        key = round(interval_s, 12)
+        if any(math.isclose(interval_s, v) for v in fail_once_at) and key not in hit:
+            hit.add(key)
+            return {"sustainability": 0.5}
+        return {"sustainability": 1.0 if interval_s >= limit_interval_s else 0.9}
+
+    return measure
+
+
+def test_one_spurious_failure_halves_the_limit_without_retries_and_not_with_them():
+    # limit 5.5 ms: doubling passes at 8 ms; a spurious failure there sends the search to 16 ms
+    kw = dict(start_interval_s=1e-3, stop_at_first_failure=True)
+    plain = interval_search(spurious(5.5e-3, [8e-3], []), **kw)
+    assert plain.interval_s > 8e-3
+    calls = []
+    res = interval_search(spurious(5.5e-3, [8e-3], calls), retries=1, **kw)
+    truth = interval_search(oracle(5.5e-3), **kw)
+    assert res.interval_s == truth.interval_s
+    assert calls[:8] == [1e-3, 1e-3, 2e-3, 2e-3, 4e-3, 4e-3, 8e-3, 8e-3]  # failing points measured again
+
+
+def test_retries_keep_every_run_and_mark_the_point_verdict():
+    calls = []
+    res = interval_search(oracle(5.5e-3, calls), start_interval_s=1e-3, retries=2, stop_at_first_failure=True)
+    # each truly failing point is run 3 times: 1, 2, 4 ms in doubling, and the first failure of the refinement
+    assert calls[:7] == [1e-3] * 3 + [2e-3] * 3 + [4e-3]
+    first = [r for r in res.records if r["interval_s"] == 1e-3]
+    assert [r["attempt"] for r in first] == [0, 1, 2]
+    assert "point_sustainable" not in first[0] and first[-1]["point_sustainable"] is False
+    passing = [r for r in res.records if r["interval_s"] == 8e-3]
+    assert len(passing) == 1 and passing[0]["point_sustainable"] is True
+    assert len(calls) == len(res.records)
+    assert res.interval_s == interval_search(oracle(5.5e-3), start_interval_s=1e-3).interval_s
+
+
+def test_retries_in_the_upward_refinement():
+    # grid [4, 8] ms in 0.2 ms steps measured upwards: 5.6 ms is the first sustainable point
+    kw = dict(start_interval_s=1e-3, stop_at_first_success=True)
+    plain = interval_search(spurious(5.5e-3, [5.6e-3], []), **kw)
+    assert plain.interval_s == pytest.approx(5.8e-3)  # the spurious failure moves the limit one step
+    res = interval_search(spurious(5.5e-3, [5.6e-3], []), retries=1, **kw)
+    assert res.interval_s == pytest.approx(5.6e-3)
+
+
+@pytest.mark.parametrize(
+    "kw", [{"retries": -1}, {"retries": 1.5}, {"retries": True}, {"retries": 1, "measure_many": lambda v, first: [{}]}]
+)
+def test_bad_retries_name_the_field(kw):
+    with pytest.raises(ConfigError, match="retries"):
+        interval_search(oracle(2e-3), start_interval_s=1e-3, **kw)
