@@ -64,20 +64,9 @@ class ZmtpStream:
         """Complete ``(flags, body)`` frames in what has been fed so far."""
         buf = self._buf
         buf += data
-        out, pos, end = [], 0, len(buf)
-        while end - pos >= 2:
-            flags = buf[pos]
-            if flags & _LONG:
-                if end - pos < 9:
-                    break
-                n, start = int.from_bytes(buf[pos + 1 : pos + 9], "big"), pos + 9
-            else:
-                n, start = buf[pos + 1], pos + 2
-            if start + n > end:
-                break
-            out.append((flags, bytes(buf[start : start + n])))
-            pos = start + n
-        del buf[:pos]
+        spans, used = _frame_spans(buf)
+        out = [(flags, bytes(buf[start:stop])) for flags, start, stop in spans]
+        del buf[:used]
         return out
 
     def feed_records(self, data, t_recv_ns, records, offset, *, header_bytes, stride, t_kernel_ns=None):
@@ -92,29 +81,38 @@ class ZmtpStream:
         buf += data
         stamp = record_stamp(t_recv_ns, t_kernel_ns)
         t_at, t_end = header_bytes, header_bytes + len(stamp)
-        pos, end = 0, len(buf)
+        spans, used = _frame_spans(buf)
         find = buf.find
-        while end - pos >= 2:
-            flags = buf[pos]
-            if flags & _LONG:
-                if end - pos < 9:
-                    break
-                n, start = int.from_bytes(buf[pos + 1 : pos + 9], "big"), pos + 9
-            else:
-                n, start = buf[pos + 1], pos + 2
-            stop = start + n
-            if stop > end:
-                break
+        for flags, start, stop in spans:
             if not flags & _COMMAND:
                 p = find(0, start, stop) + 1
                 if p == 0 or stop - p < header_bytes:
-                    raise ZmtpError(f"a ZMTP message of {n} bytes without topic, NUL and a {header_bytes}-byte header")
+                    raise ZmtpError(
+                        f"a ZMTP message of {stop - start} bytes without topic, NUL and a {header_bytes}-byte header"
+                    )
                 records[offset : offset + header_bytes] = buf[p : p + header_bytes]
                 records[offset + t_at : offset + t_end] = stamp
                 offset += stride
-            pos = stop
-        del buf[:pos]
+        del buf[:used]
         return offset, []
+
+
+def _frame_spans(buf):
+    """``([(flags, body start, body stop), ...], bytes used)`` of the complete frames at the start of ``buf``."""
+    spans, pos, end = [], 0, len(buf)
+    while end - pos >= 2:
+        flags = buf[pos]
+        if flags & _LONG:
+            if end - pos < 9:
+                break
+            n, start = int.from_bytes(buf[pos + 1 : pos + 9], "big"), pos + 9
+        else:
+            n, start = buf[pos + 1], pos + 2
+        if start + n > end:
+            break
+        spans.append((flags, start, start + n))
+        pos = start + n
+    return spans, pos
 
 
 def _recv_exactly(sock, n, deadline):

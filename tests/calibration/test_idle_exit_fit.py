@@ -16,21 +16,12 @@ from pubsim.calibration.campaign import parse_campaign, read_results, run_campai
 from pubsim.calibration.profile import build_profile
 from pubsim.calibration.validate import fit_profiles, idle_exit_preset, pair_machine, validate
 from pubsim.calibration.virtual import VirtualHarness
+from tests.calibration.virtual import virtual_meta
 
 TRUE = {"ingress_cost_s": 6e-6, "delivery_cost_s": 3e-6, "per_byte_cost_s": 0.0, "idle_wakeup_cost_s": 5e-6}
 LINK = {"link_latency_s": 30e-6, "jitter_mean_s": 4e-6, "jitter_cv": 1.0, "n_runs": 1}
 CURVE = {"idle_s": [1e-4, 5e-4, 5e-3], "exit_s": [1e-6, 5e-6, 6e-5], "method": "truth", "messages": 0}
-META = {
-    "data": "virtual",
-    "date": "",
-    "host": "virtual",
-    "cpu": "-",
-    "kernel": "-",
-    "broker_version": "truth",
-    "cpu_cap_fraction": 0.2,
-    "n_runs": 0,
-    "rms_residual_s": 0.0,
-}
+META = virtual_meta(cpu_cap_fraction=0.2)
 CAMPAIGN = {
     "name": "virtual-exit",
     "brokers": ["mosquitto"],

@@ -17,20 +17,11 @@ from pubsim.calibration.stalls import TickStallCalibrator, TickStalls
 from pubsim.calibration.virtual import VirtualHarness
 from pubsim.sim.distributions import Constant, Gamma, Sporadic, Uniform
 from pubsim.sim.errors import ConfigError
+from tests.calibration.virtual import virtual_meta
 
 COSTS = {"ingress_cost_s": 10e-6, "delivery_cost_s": 5e-6, "per_byte_cost_s": 0.0, "idle_wakeup_cost_s": 0.0}
 LINK = {"link_latency_s": 20e-6, "jitter_mean_s": 0.0, "jitter_cv": 0.0, "n_runs": 1}
-META = {
-    "data": "virtual",
-    "date": "",
-    "host": "virtual",
-    "cpu": "-",
-    "kernel": "-",
-    "broker_version": "truth",
-    "cpu_cap_fraction": 1.0,
-    "n_runs": 0,
-    "rms_residual_s": 0.0,
-}
+META = virtual_meta(cpu_cap_fraction=1.0)
 PROFILE = build_profile(name="mosquitto", broker_kind="mosquitto", demand_params=COSTS, link_params=LINK, metadata=META)
 
 
