@@ -4,7 +4,9 @@
 :func:`pubsim.calibration.campaign.run_campaign`: for each :class:`RunSpec` it makes
 sure the right broker runs (started on a free loopback port under the
 campaign's CPU pinning and cap; restarted when the broker or the cap
-changes), samples the broker's CPU from ``/proc`` before and after, drives
+changes, or when it is still busy with an earlier run's backlog after
+:attr:`RealHarness.SETTLE_TIMEOUT_S`: each run waits until the broker is
+idle, ``broker_settle_s`` in the row), samples the broker's CPU from ``/proc`` before and after, drives
 the load with :func:`pubsim.calibration.harness.loadgen.run_load`, and returns the
 row fields of :data:`pubsim.calibration.virtual.ROW_FIELDS` plus the broker's
 wake-ups and the load generator's own health.
@@ -34,6 +36,7 @@ import datetime
 import math
 import os
 import tempfile
+import time
 from pathlib import Path
 
 import numpy as np
@@ -187,9 +190,46 @@ class RealHarness:
             sub_cpus=cpus,
         )
 
+    #: The broker counts as idle when its CPU over one window is below this share of its cap (cores).
+    SETTLE_SHARE = 0.1
+    SETTLE_WINDOW_S = 0.2
+    SETTLE_TIMEOUT_S = 20.0
+
+    def _settle(self, spec):
+        """Wait until the running broker of ``spec`` is idle; seconds waited, or None if it never was.
+
+        Runs must be independent, but past its limit a broker can still be
+        working off the previous run's backlog when the next run starts
+        (RabbitMQ kept its queues' messages for minutes on 2026-11-27, and
+        every later run of the search failed at rates it sustains). The
+        broker is idle when its CPU over a :attr:`SETTLE_WINDOW_S` window is
+        below :attr:`SETTLE_SHARE` of its cap (of one core when uncapped); a
+        broker that is not idle within :attr:`SETTLE_TIMEOUT_S` is replaced.
+        0 when no broker of ``spec``'s key runs (a fresh one is started).
+        """
+        key = (spec.broker, spec.cpu_cap_fraction, spec.config)
+        if self.broker is None or self._key != key:
+            return 0.0
+        limit = self.SETTLE_SHARE * (spec.cpu_cap_fraction or 1.0)
+        t0 = time.monotonic()
+        while True:
+            before = procfs.sample(self.broker.pid)
+            time.sleep(self.SETTLE_WINDOW_S)
+            after = procfs.sample(self.broker.pid)
+            busy = (after.cpu_run_s - before.cpu_run_s) / max(after.t_s - before.t_s, 1e-9)
+            waited = time.monotonic() - t0
+            if busy < limit:
+                return waited
+            if waited >= self.SETTLE_TIMEOUT_S:
+                return None
+
     def __call__(self, spec):
 
         restarted = False
+        settle_s = self._settle(spec)
+        if settle_s is None:  # still busy with an earlier run's backlog: measure on a fresh broker
+            self.close_broker()
+            restarted, settle_s = True, math.nan
         try:
             broker, result, cpu, cap = self._measure(spec)
         except SetupTimeout:
@@ -203,6 +243,7 @@ class RealHarness:
         row = self._row(spec, result, cpu, rule=self.campaign.egress_rule)
         row.update(cap)
         row["broker_restarted"] = restarted
+        row["broker_settle_s"] = settle_s
         row["broker_dropped"] = self._broker_dropped(broker)
         row["host_load_1min"] = os.getloadavg()[0]  # shared machine: how busy the other cores were
         lat = {c: np.asarray(result.latencies_s(c)) for c in ("latency_s", "app_latency_s")}

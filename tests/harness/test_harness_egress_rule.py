@@ -9,9 +9,14 @@ window are still in flight), i.e. 1,970 at 30 ms: the rule before issue 18
 failed this run (0.985 < 0.99) although the broker kept up.
 """
 
+import dataclasses
+import math
+import types
+
 import numpy as np
 import pytest
 
+from pubsim.calibration import runner
 from pubsim.calibration.campaign import parse_campaign
 from pubsim.calibration.harness.loadgen import RECORD_DTYPE, LoadSpec, SetupTimeout
 from pubsim.calibration.harness.loadgen.result import LoadResult
@@ -120,6 +125,7 @@ def test_a_run_the_busy_broker_cannot_set_up_is_measured_once_more_on_a_fresh_br
     """Past its limit a broker may not answer the next run's clients in time: restart it, once."""
     spec, result = _run(0.001)
     harness = RealHarness(parse_campaign({"brokers": ["mosquitto"], "configurations": [{"name": "x"}]}))
+    monkeypatch.setattr(harness, "_settle", lambda s: 0.0)
     calls, closed = [], []
 
     def measure(run_spec):
@@ -138,3 +144,62 @@ def test_a_run_the_busy_broker_cannot_set_up_is_measured_once_more_on_a_fresh_br
     monkeypatch.setattr(harness, "_measure", lambda s: (_ for _ in ()).throw(SetupTimeout("again")))
     with pytest.raises(SetupTimeout):  # a second failure is not hidden
         harness(spec)
+
+
+class _Clock:
+    """A fake monotonic clock that sleep() advances, and a broker whose CPU use follows ``busy``."""
+
+    def __init__(self, busy):
+        self.t, self.busy, self.cpu = 0.0, busy, 0.0
+
+    def sleep(self, dt):
+        self.cpu += self.busy(self.t) * dt
+        self.t += dt
+
+    def sample(self, pid):
+        return types.SimpleNamespace(t_s=self.t, cpu_run_s=self.cpu)
+
+
+RUN = {"duration": "4s", "warmup": "1s", "cooldown": "1s"}
+
+
+def _settling(monkeypatch, busy, *, running=True):
+    clock = _Clock(busy)
+    monkeypatch.setattr(runner.time, "sleep", clock.sleep)
+    monkeypatch.setattr(runner.time, "monotonic", lambda: clock.t)
+    monkeypatch.setattr(runner.procfs, "sample", clock.sample)
+    campaign = parse_campaign({"brokers": ["mosquitto"], "configurations": [{"name": "x"}], "run": RUN})
+    harness = RealHarness(campaign)
+    spec = campaign.run_spec("mosquitto", campaign.configurations[0], RATE, "light")
+    if running:
+        harness.broker = types.SimpleNamespace(pid=1)
+        harness._key = (spec.broker, spec.cpu_cap_fraction, spec.config)
+    return harness, spec
+
+
+def test_the_next_run_waits_until_the_broker_has_worked_off_the_last_ones_backlog(monkeypatch):
+    # busy at its whole 0.2-core cap for 3 s after the previous run, then idle
+    harness, spec = _settling(monkeypatch, lambda t: 0.2 if t < 3.0 else 0.0)
+    spec = dataclasses.replace(spec, cpu_cap_fraction=0.2)
+    harness._key = (spec.broker, spec.cpu_cap_fraction, spec.config)
+    waited = harness._settle(spec)
+    assert 3.0 <= waited <= 3.0 + 2 * harness.SETTLE_WINDOW_S
+
+
+def test_an_idle_or_new_broker_is_not_waited_for(monkeypatch):
+    harness, spec = _settling(monkeypatch, lambda t: 0.0)
+    assert harness._settle(spec) == pytest.approx(harness.SETTLE_WINDOW_S)  # one window to see it idle
+    fresh, spec = _settling(monkeypatch, lambda t: 1.0, running=False)
+    assert fresh._settle(spec) == 0.0
+
+
+def test_a_broker_that_never_settles_is_replaced_and_the_row_says_so(monkeypatch):
+    harness, spec = _settling(monkeypatch, lambda t: 1.0)
+    assert harness._settle(spec) is None
+    _, result = _run(0.001)
+    closed = []
+    monkeypatch.setattr(harness, "close_broker", lambda: closed.append(True))
+    monkeypatch.setattr(harness, "_measure", lambda s: (None, result, CPU, {}))
+    monkeypatch.setattr(harness, "_broker_dropped", lambda broker: 0)
+    row, _ = harness(spec)
+    assert closed == [True] and row["broker_restarted"] and math.isnan(row["broker_settle_s"])
