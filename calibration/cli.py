@@ -73,8 +73,12 @@ def _measure(args, console):
 
         harness.on_run = lambda spec, row: bar.console.log(
             f"{spec.broker} {spec.config} {spec.phase} {spec.rate_per_s:,.0f} msg/s -> "
-            f"ingress {row['ingress_rate_per_s']:,.0f}/s, delivery ratio {row['delivery_ratio']:.3f}, "
-            f"p50 {row['latency_p50_s'] * 1e6:,.0f} us"
+            + (
+                row["run_error"]
+                if "run_error" in row
+                else f"ingress {row['ingress_rate_per_s']:,.0f}/s, delivery ratio {row['delivery_ratio']:.3f}, "
+                f"p50 {row['latency_p50_s'] * 1e6:,.0f} us"
+            )
         )
         run_campaign(campaign, args.out, harness, progress=step, metadata=harness.metadata())
     console.print(f"results in {args.out}: runs.csv, saturation.csv, latency.parquet, meta.json")

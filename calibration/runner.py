@@ -45,7 +45,7 @@ from ..analysis.interval_search import latency_trend_s_per_s
 from .harness import procfs
 from .harness.brokers import BrokerSpec, install_signal_cleanup, read_mosquitto_sys, start_broker
 from .harness.cpu import CpuCap, detect_cpu_control
-from .harness.loadgen import LoadSpec, SetupTimeout, run_load
+from .harness.loadgen import LoadSpec, PublisherBlocked, SetupTimeout, run_load
 from .harness.machine import idle_exit_curve, machine_reference
 from .pacing import pacing_fields
 from .virtual import latency_fields
@@ -231,15 +231,22 @@ class RealHarness:
             self.close_broker()
             restarted, settle_s = True, math.nan
         try:
-            broker, result, cpu, cap = self._measure(spec)
-        except SetupTimeout:
-            # The broker did not answer a new client in time: it is still working
-            # off the backlog of the previous run (past its limit the publishers'
-            # data sits in its socket buffers). Runs are independent, so measure
-            # this one on a fresh broker, once, and say so in the row.
-            self.close_broker()
-            broker, result, cpu, cap = self._measure(spec)
-            restarted = True
+            try:
+                broker, result, cpu, cap = self._measure(spec)
+            except SetupTimeout:
+                # The broker did not answer a new client in time: it is still working
+                # off the backlog of the previous run (past its limit the publishers'
+                # data sits in its socket buffers). Runs are independent, so measure
+                # this one on a fresh broker, once, and say so in the row.
+                self.close_broker()
+                restarted = True
+                broker, result, cpu, cap = self._measure(spec)
+        except PublisherBlocked as err:
+            self.close_broker()  # it stopped reading its sockets: the next run gets a fresh one
+            row = self._blocked_row(spec, err, settle_s)
+            if self.on_run is not None:
+                self.on_run(spec, row)
+            return row, {"latency_s": np.zeros(0), "app_latency_s": np.zeros(0)}
         row = self._row(spec, result, cpu, rule=self.campaign.egress_rule)
         row.update(cap)
         row["broker_restarted"] = restarted
@@ -254,6 +261,26 @@ class RealHarness:
         if self.on_run is not None:
             self.on_run(spec, row)
         return row, lat
+
+    @staticmethod
+    def _blocked_row(spec, err, settle_s):
+        """The row of a run whose publishers the broker blocked past the run's deadline.
+
+        Nothing was counted (the clients were stopped), so rates and latency
+        are missing; the run is unsustainable by the rule (NaN fails it) and
+        says why in ``run_error``.
+        """
+        return {
+            "offered_per_s": spec.rate_per_s,
+            "ingress_rate_per_s": math.nan,
+            "egress_rate_per_s": math.nan,
+            "sustainability": math.nan,
+            "delivery_ratio": math.nan,
+            "run_error": f"publishers blocked: {err}",
+            "broker_restarted": True,
+            "broker_settle_s": settle_s,
+            "host_load_1min": os.getloadavg()[0],
+        }
 
     def _measure(self, spec):
         """One load run: ``(broker, LoadResult, CPU diff, quota fields)``."""

@@ -16,9 +16,10 @@ import types
 import numpy as np
 import pytest
 
+from pubsim.analysis.interval_search import is_sustainable
 from pubsim.calibration import runner
 from pubsim.calibration.campaign import parse_campaign
-from pubsim.calibration.harness.loadgen import RECORD_DTYPE, LoadSpec, SetupTimeout
+from pubsim.calibration.harness.loadgen import RECORD_DTYPE, LoadSpec, PublisherBlocked, SetupTimeout
 from pubsim.calibration.harness.loadgen.result import LoadResult
 from pubsim.calibration.runner import RealHarness
 from pubsim.sim.errors import ConfigError
@@ -203,3 +204,44 @@ def test_a_broker_that_never_settles_is_replaced_and_the_row_says_so(monkeypatch
     monkeypatch.setattr(harness, "_broker_dropped", lambda broker: 0)
     row, _ = harness(spec)
     assert closed == [True] and row["broker_restarted"] and math.isnan(row["broker_settle_s"])
+
+
+def test_a_run_whose_publishers_the_broker_blocks_is_recorded_unsustainable_and_the_broker_replaced(monkeypatch):
+    """RabbitMQ's memory alarm can block publishers past the run's deadline: record it, don't abort the campaign."""
+    harness, spec = _settling(monkeypatch, lambda t: 0.0)
+    closed, logged = [], []
+
+    def blocked(s):
+        raise PublisherBlocked("publisher 0: no 'result' within the time allowed")
+
+    monkeypatch.setattr(harness, "_measure", blocked)
+    monkeypatch.setattr(harness, "close_broker", lambda: closed.append(True))
+    harness.on_run = lambda s, row: logged.append(row)
+    row, sample = harness(spec)
+    assert closed == [True] and row["broker_restarted"] and "publishers blocked" in row["run_error"]
+    assert not is_sustainable(row) and math.isnan(row["ingress_rate_per_s"])
+    assert logged == [row] and all(len(v) == 0 for v in sample.values())
+
+
+@pytest.mark.parametrize(
+    "role, expect, error",
+    [
+        ("publisher", "result", PublisherBlocked),
+        ("publisher", "connected", SetupTimeout),
+        ("subscriber", "result", None),
+    ],
+)
+def test_a_silent_client_past_its_deadline_raises_the_error_of_its_step(role, expect, error):
+    import multiprocessing
+
+    from pubsim.calibration.harness import loadgen
+    from pubsim.calibration.harness.loadgen.runner import _Child
+
+    child = _Child.__new__(_Child)
+    child.role, child.index = role, 0
+    child.conn, other = multiprocessing.Pipe()
+    child.proc = types.SimpleNamespace(is_alive=lambda: True, exitcode=None)
+    with pytest.raises(loadgen.HarnessError) as err:
+        child.recv(expect, deadline=0.0)
+    assert type(err.value) is (error or loadgen.HarnessError)
+    other.close()

@@ -11,7 +11,7 @@ import types
 from .child import _FLUSH_TIMEOUT_S
 from .publisher import _publisher_main
 from .result import LoadResult
-from .spec import HarnessError, LoadSpec, SetupTimeout, subscriber_topics
+from .spec import HarnessError, LoadSpec, PublisherBlocked, SetupTimeout, subscriber_topics
 from .subscriber import _subscriber_main
 
 _SETUP_STEPS = ("subscribed", "connected", "ready")  # a timeout here is a SetupTimeout
@@ -91,7 +91,13 @@ class _Child:
                     f"while the harness waited for '{expect}'"
                 )
             if time.monotonic() > deadline:
-                error = SetupTimeout if expect in _SETUP_STEPS else HarnessError
+                error = (
+                    SetupTimeout
+                    if expect in _SETUP_STEPS
+                    else PublisherBlocked
+                    if (self.role, expect) == ("publisher", "result")
+                    else HarnessError
+                )
                 raise error(f"{self.role} {self.index}: no '{expect}' within the time allowed")
 
     def send(self, msg):

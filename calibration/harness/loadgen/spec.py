@@ -22,6 +22,7 @@ __all__ = [
     "BATCH_INTERVAL_S",
     "MAX_BATCH",
     "HarnessError",
+    "PublisherBlocked",
     "LoadSpec",
     "topic_of",
     "subscriber_topics",
@@ -39,6 +40,13 @@ MAX_BATCH = 256  # default largest batch, messages
 
 class HarnessError(RuntimeError):
     """A client process failed or did not get ready in time."""
+
+
+class PublisherBlocked(HarnessError):
+    """A publisher did not finish its run within the run's deadline (30 s past
+    its end): the broker stopped reading its socket, e.g. RabbitMQ's memory
+    alarm blocking publishers after a run far past its limit. The load was
+    not sustained."""
 
 
 class SetupTimeout(HarnessError):
