@@ -270,10 +270,16 @@ def idle_exit_curve(
 
 
 def _by_gap(records):
-    """Median ``idle_s`` and ``wakeup_s`` per target pause."""
+    """Median ``idle_s`` and ``wakeup_s`` per target pause.
+
+    Raises ``OSError`` when a pause has no message with a kernel receive
+    time (a caller records the curve as not measured instead of failing).
+    """
     out = {}
     for gap in sorted({r["gap_s"] for r in records}):
         rows = [r for r in records if r["gap_s"] == gap and r["wakeup_s"] == r["wakeup_s"]]
+        if not rows:
+            raise OSError(f"no kernel-stamped wake-up after the {gap * 1e3:g} ms pauses")
         out[gap] = {
             "idle_s": statistics.median(r["idle_s"] for r in rows),
             "wakeup_s": statistics.median(r["wakeup_s"] for r in rows),

@@ -34,6 +34,7 @@ def test_public_names_unchanged():
         "LoadSpec",
         "LoadResult",
         "HarnessError",
+        "PublisherBlocked",
         "SetupTimeout",
         "run_load",
         "subscriber_topics",

@@ -52,3 +52,13 @@ def test_idle_exit_curve_is_a_valid_broker_curve():
     assert len(p.idle_s) == 3 and all(b >= a for a, b in zip(p.exit_s, p.exit_s[1:]))
     assert len(c["wake_idle_s"]) == len(c["wake_busy_s"]) == 3
     assert all(w > 0 for w in c["wake_idle_s"] + c["wake_busy_s"])
+
+
+def test_a_pause_without_any_kernel_stamp_is_an_oserror_the_harness_records():
+    from pubsim.calibration.harness.machine import _by_gap
+
+    nan = float("nan")
+    rows = [{"gap_s": 0.001, "idle_s": 0.001, "wakeup_s": 2e-5}, {"gap_s": 0.002, "idle_s": 0.002, "wakeup_s": nan}]
+    with pytest.raises(OSError, match="2 ms"):
+        _by_gap(rows)
+    assert _by_gap(rows[:1]) == {0.001: {"idle_s": 0.001, "wakeup_s": 2e-5}}
