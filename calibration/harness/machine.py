@@ -248,6 +248,8 @@ def idle_exit_curve(
         busy = _by_gap(idle_wakeup_latency(gaps_s, messages=messages, sender_cpu=client_cpu, receiver_cpu=broker_cpu))
     idle_s, exit_s, level = [], [], 0.0
     for gap in gaps_s:
+        if gap not in idle or gap not in busy:  # the receiver failed: no record of this pause
+            raise OSError(f"no wake-up measured after the {gap * 1e3:g} ms pauses")
         level = max(level, idle[gap]["wakeup_s"] - busy[gap]["wakeup_s"], 0.0)
         idle_s.append(idle[gap]["idle_s"])
         exit_s.append(level)
