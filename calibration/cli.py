@@ -71,18 +71,21 @@ def _measure(args, console):
         def step(done, total, label):
             bar.update(task, completed=done, description=f"{campaign.name}: {label}")
 
-        harness.on_run = lambda spec, row: bar.console.log(
-            f"{spec.broker} {spec.config} {spec.phase} {spec.rate_per_s:,.0f} msg/s -> "
-            + (
-                row["run_error"]
-                if "run_error" in row
-                else f"ingress {row['ingress_rate_per_s']:,.0f}/s, delivery ratio {row['delivery_ratio']:.3f}, "
-                f"p50 {row['latency_p50_s'] * 1e6:,.0f} us"
-            )
-        )
+        harness.on_run = lambda spec, row: bar.console.log(_run_line(spec, row))
         run_campaign(campaign, args.out, harness, progress=step, metadata=harness.metadata())
     console.print(f"results in {args.out}: runs.csv, saturation.csv, latency.parquet, meta.json")
     return 0
+
+
+def _run_line(spec, row):
+    """One measured run as the progress log shows it (a blocked run: why)."""
+    head = f"{spec.broker} {spec.config} {spec.phase} {spec.rate_per_s:,.0f} msg/s -> "
+    if "run_error" in row:
+        return head + row["run_error"]
+    return (
+        head + f"ingress {row['ingress_rate_per_s']:,.0f}/s, delivery ratio {row['delivery_ratio']:.3f}, "
+        f"p50 {row['latency_p50_s'] * 1e6:,.0f} us"
+    )
 
 
 def _pacing(args, runs):

@@ -82,9 +82,14 @@ class RealHarness:
         self._clients = None  # the load generator's top-weight CPU group, while entered
 
     # -- broker lifecycle -------------------------------------------------
+    @staticmethod
+    def _broker_key(spec):
+        """What a running broker must match to serve ``spec``: the broker, its cap and the configuration."""
+        return (spec.broker, spec.cpu_cap_fraction, spec.config)
+
     def _ensure_broker(self, spec):
 
-        key = (spec.broker, spec.cpu_cap_fraction, spec.config)
+        key = self._broker_key(spec)
         if self._key == key and self.broker is not None:
             return self.broker
         self.close_broker()
@@ -207,8 +212,7 @@ class RealHarness:
         broker that is not idle within :attr:`SETTLE_TIMEOUT_S` is replaced.
         0 when no broker of ``spec``'s key runs (a fresh one is started).
         """
-        key = (spec.broker, spec.cpu_cap_fraction, spec.config)
-        if self.broker is None or self._key != key:
+        if self.broker is None or self._key != self._broker_key(spec):
             return 0.0
         limit = self.SETTLE_SHARE * (spec.cpu_cap_fraction or 1.0)
         t0 = time.monotonic()

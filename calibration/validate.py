@@ -135,6 +135,7 @@ def fit_profiles(
     train = runs[(runs["split"] == split) & (runs["ingress_rate_per_s"] > 0) & runs["sustainable"].astype(bool)]
     calibrator = KneeDemandCalibrator if method == "knee" else BrokerDemandCalibrator
     idle_exit = idle_exit_preset(meta) if idle_exit_on else None
+    machine = pair_machine(meta) if idle_exit is not None else None
     for kind, rows in train.groupby("broker"):
         wake = (
             "wakeups" if "wakeups_per_ingress" in rows and rows.wakeups_per_ingress.notna().all() else "idle_fraction"
@@ -164,7 +165,7 @@ def fit_profiles(
             path = None
             if idle_exit is not None:  # the broker's path is no longer its demand: simulate it
                 bare = build_profile(**base, link_params=_NO_LINK, service_cv=cv, idle_exit=idle_exit)
-                path = _simulated_path(bare, seed=seed, pacing=pacing, machine=pair_machine(meta))
+                path = _simulated_path(bare, seed=seed, pacing=pacing, machine=machine)
             floor = LatencyFloorCalibrator(max_utilization=_LINK_RUNS_UTILIZATION[path is not None]).fit(
                 rows, demand_s=demand.path_demand_s(rows), service_cv=cv, path=path
             )

@@ -217,12 +217,13 @@ def interval_search(
     def point(interval_s, phase):
         """Measure one point serially, again after each failure up to ``retries`` times; its verdict."""
         for attempt in range(retries + 1):
-            ok = tag({**measure(interval_s), "attempt": attempt} if retries else measure(interval_s), interval_s, phase)
-            if ok or attempt == retries:
-                if retries:
-                    records[-1]["point_sustainable"] = ok
-                return ok
-        raise AssertionError("unreachable")
+            rec = measure(interval_s)
+            ok = tag({**rec, "attempt": attempt} if retries else rec, interval_s, phase)
+            if ok:
+                break
+        if retries:
+            records[-1]["point_sustainable"] = ok
+        return ok
 
     def take(intervals_s, size, phase, stop):
         """Measure ``intervals_s`` ``size`` at a time (``measure`` when None), keep records up to the

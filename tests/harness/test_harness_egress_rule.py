@@ -245,3 +245,14 @@ def test_a_silent_client_past_its_deadline_raises_the_error_of_its_step(role, ex
         child.recv(expect, deadline=0.0)
     assert type(err.value) is (error or loadgen.HarnessError)
     other.close()
+
+
+def test_the_progress_log_shows_a_measured_run_and_why_a_blocked_one_has_no_figures():
+    from pubsim.calibration.cli import _run_line
+
+    campaign = parse_campaign({"brokers": ["mosquitto"], "configurations": [{"name": "x"}]})
+    spec = campaign.run_spec("mosquitto", campaign.configurations[0], 2000, "refine")
+    row = {"ingress_rate_per_s": 1999.6, "delivery_ratio": 0.9994, "latency_p50_s": 48e-6}
+    assert _run_line(spec, row) == "mosquitto x refine 2,000 msg/s -> ingress 2,000/s, delivery ratio 0.999, p50 48 us"
+    blocked = {**row, "run_error": "publishers blocked: publisher 0: no 'result'"}
+    assert _run_line(spec, blocked).endswith("-> publishers blocked: publisher 0: no 'result'")

@@ -91,13 +91,12 @@ class _Child:
                     f"while the harness waited for '{expect}'"
                 )
             if time.monotonic() > deadline:
-                error = (
-                    SetupTimeout
-                    if expect in _SETUP_STEPS
-                    else PublisherBlocked
-                    if (self.role, expect) == ("publisher", "result")
-                    else HarnessError
-                )
+                if expect in _SETUP_STEPS:
+                    error: type[HarnessError] = SetupTimeout
+                elif (self.role, expect) == ("publisher", "result"):
+                    error = PublisherBlocked
+                else:
+                    error = HarnessError
                 raise error(f"{self.role} {self.index}: no '{expect}' within the time allowed")
 
     def send(self, msg):
