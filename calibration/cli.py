@@ -109,6 +109,7 @@ def _fitted(args, results=None, stalls=None, pacing=None):
         jitter_on=args.jitter_on,
         idle_exit_on=args.idle_exit,
         pacing=pacing,
+        length_bytes=args.length_bytes,
     )
     if args.io_cycles:  # the named brokers with the I/O-cycle structure (pubsim.calibration.iofit)
         profiles.update(fit_io_profiles(runs, meta, kinds=args.io_cycles.split(",")))
@@ -352,6 +353,13 @@ def _variability_flag(parser):
         action="store_false",
         help="leave the brokers' idle exit out even where the campaign measured one (meta.json idle_exit; "
         "pubsim.models.params.idle), and fit the link on the demand instead of the simulated path",
+    )
+    parser.add_argument(
+        "--no-length-bytes",
+        dest="length_bytes",
+        action="store_false",
+        help="leave out the cost per MQTT remaining-length byte (BrokerParams.length_byte_cost_s) even for "
+        "a broker that reads them byte by byte and a campaign whose payloads identify it",
     )
     parser.add_argument(
         "--no-variability",

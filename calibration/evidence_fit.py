@@ -41,7 +41,8 @@ from ..models.mechanisms.qos.rules import handshake_packets
 from ..sim.errors import ConfigError
 from .accuracy import evidence_accuracy
 from .evidence import CONFIG_COLUMNS
-from .profile import build_profile
+from .fit import extra_length_bytes_of
+from .profile import BROKER_MODELS, build_profile
 
 __all__ = ["TERMS", "demand_rows", "EvidenceCalibrator", "evidence_profile"]
 
@@ -50,6 +51,7 @@ TERMS = (
     ("ingress_cost_s", "s", "per ingress message"),
     ("delivery_cost_s", "s", "per delivered copy"),
     ("per_byte_cost_s", "s/B", "per payload byte in and out"),
+    ("length_byte_cost_s", "s", "per MQTT remaining-length byte beyond the first (brokers that read it byte by byte)"),
     ("filter_scan_cost_s", "s", "per installed subscription (linear or log form)"),
     ("ack_cost_s", "s", "per QoS handshake packet"),
     ("background_cpu_fraction", "cores", "constant background CPU"),
@@ -89,7 +91,10 @@ def demand_rows(table):
     return rows.rename(columns={"rate": "rate_per_s"}).reset_index(drop=True)
 
 
-def _columns(rows, sub_form):
+def _columns(rows, sub_form, length_reads=False):
+    """Regressor of each term per row; the length bytes only for a broker that reads them one by one
+    (the evidence form has no topic length: the harness's,
+    :data:`pubsim.calibration.fit.HARNESS_TOPIC_BYTES`)."""
     fan = rows.fanout.to_numpy(dtype=float)
     pay = rows.payload_bytes.to_numpy(dtype=float)
     subs = rows.installed_subscriptions.to_numpy(dtype=float)
@@ -98,6 +103,7 @@ def _columns(rows, sub_form):
         "ingress_cost_s": np.ones(len(rows)),
         "delivery_cost_s": fan,
         "per_byte_cost_s": pay * (1 + fan),
+        "length_byte_cost_s": extra_length_bytes_of(rows) if length_reads else np.zeros(len(rows)),
         "filter_scan_cost_s": subs if sub_form == "linear" else np.log1p(subs),
         "ack_cost_s": hs * (1 + fan),
         "background_cpu_fraction": 1.0 / rows.rate_per_s.to_numpy(dtype=float),
@@ -193,6 +199,12 @@ class EvidenceCalibrator:
         ``"max_relative_error"``, ``"ranges"`` (min / max of the fitted
         configuration columns) and ``"unused"`` (rows without a demand, by
         observation kind).
+    kind_ : str
+        The table's broker kind.
+    length_reads_ : bool
+        Whether that broker reads MQTT remaining lengths byte by byte
+        (``length_reads`` in :data:`pubsim.calibration.profile.BROKER_MODELS`):
+        only then is ``length_byte_cost_s`` fitted.
     residuals_ : pandas.Series
         Observed minus fitted demand per fitted row, relative to the observed.
     rows_ : pandas.DataFrame
@@ -208,8 +220,10 @@ class EvidenceCalibrator:
         self.sub_form = sub_form
 
     def _design(self, rows, form):
-        cols = _columns(rows, form)
+        cols = _columns(rows, form, self.length_reads_)
         status = _identify(cols, rows)
+        if not self.length_reads_:
+            status["length_byte_cost_s"] = f"not fitted: {self.kind_} does not read MQTT lengths byte by byte"
         names = [n for n in NAMES if status[n] is None]
         return np.column_stack([cols[n] for n in names]), names, status
 
@@ -236,6 +250,8 @@ class EvidenceCalibrator:
         """Fit from an evidence table (:func:`pubsim.calibration.evidence.read_evidence`) of one broker."""
         if table["broker"].nunique() != 1:
             raise ConfigError("evidence.broker", sorted(table["broker"].unique()), "one broker kind per fit")
+        self.kind_ = str(table["broker"].iloc[0])
+        self.length_reads_ = BROKER_MODELS.get(self.kind_, {}).get("length_reads") is not None
         rows = demand_rows(table)
         if len(rows) < 1:
             raise ConfigError(
@@ -293,7 +309,7 @@ class EvidenceCalibrator:
     def predict(self, table):
         """Fitted demand per ingress message of the demand rows of ``table``, s."""
         rows = demand_rows(table)
-        cols = _columns(rows, self.params_["subscription_form"])
+        cols = _columns(rows, self.params_["subscription_form"], self.length_reads_)
         return sum(cols[n] * self.params_[n]["value"] for n in self.names_)
 
 

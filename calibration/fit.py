@@ -15,6 +15,7 @@ Broker demand model (see :mod:`pubsim.models.params.broker`)::
 
     demand per ingress message = ingress + fanout * delivery
                                  + payload * (1 + fanout) * per_byte
+                                 [+ extra length bytes * length_byte]
                                  + idle_wakeup * P(worker idle at arrival)
 
 The last term is what makes CPU per message fall with load (issue #3:
@@ -24,8 +25,16 @@ run either as ``1 - U`` with ``U = ingress_rate * demand / cap`` (PASTA) or,
 with ``wake_regressor="wakeups"``, as the measured voluntary context switches
 per ingress message. An optional fifth term ``background / rate`` absorbs a
 constant background CPU load, and an optional sixth term charges each
-client connection of the broker (:data:`CONNECTION_FORMS`, issue 18). The
-model is linear in its costs, so they are fitted
+client connection of the broker (:data:`CONNECTION_FORMS`, issue 18). With
+``fit_length_bytes``, the bytes of the MQTT remaining-length field beyond the
+first (:func:`pubsim.models.protocol.mqtt_length_bytes`: 0 below 128 B of
+remaining length, 1 below 16 KiB, 2 below 2 MiB) are a regressor of their
+own: Mosquitto 2.0 reads each with its own ``read`` system call, a step in
+cost with the payload that a per-byte term spreads over every byte (on the
+2026-11-27 Mosquitto campaigns it charged a 1 KiB message 21 % too little and
+a 32 KiB one 50-74 % too much). The topic length comes from a
+``topic_bytes`` column or, without one, the harness's topic names
+(:func:`pubsim.calibration.workload.topic_name`). The model is linear in its costs, so they are fitted
 by non-negative least squares (Lawson & Hanson 1974, ``scipy.optimize.nnls``)
 with rows weighted by 1 / demand (relative errors).
 """
@@ -39,7 +48,9 @@ import pandas as pd
 from scipy.optimize import brentq, nnls
 from scipy.stats import gamma
 
+from ..models.protocol import mqtt_length_bytes
 from ..sim.errors import ConfigError
+from .workload import topic_name
 
 __all__ = [
     "BrokerDemandCalibrator",
@@ -48,6 +59,8 @@ __all__ = [
     "CONNECTION_FORMS",
     "CONNECTION_TERMS",
     "connections_of",
+    "extra_length_bytes_of",
+    "HARNESS_TOPIC_BYTES",
 ]
 
 REQUIRED_COLUMNS = ("payload_bytes", "fanout", "ingress_rate_per_s", "demand_s_per_ingress")
@@ -59,8 +72,12 @@ COSTS = (
     "background_cpu_fraction",
     "connection_cost_s",
     "connection_wakeup_cost_s",
+    "length_byte_cost_s",
 )
-BUSY = ("ingress_cost_s", "delivery_cost_s", "per_byte_cost_s", "connection_cost_s")  # paid by a busy broker too
+#: Paid by a busy broker too.
+BUSY = ("ingress_cost_s", "delivery_cost_s", "per_byte_cost_s", "connection_cost_s", "length_byte_cost_s")
+#: Topic name length of the harness's runs, bytes ("pubsim/t0"; t10 and above are a byte longer).
+HARNESS_TOPIC_BYTES = len(topic_name(0))
 #: Forms of the per-connection term (issue 18): its regressor per ingress message.
 CONNECTION_FORMS = {
     "per_message": "client connections (publishers + subscribers): every message costs each connection",
@@ -110,6 +127,17 @@ def _check(measurements, columns):
         raise ConfigError("measurements", "0 runs", "at least one run")
 
 
+def extra_length_bytes_of(measurements):
+    """Bytes of each run's PUBLISH remaining-length field beyond the first (QoS 0 sizes).
+
+    The topic length is the ``topic_bytes`` column, or :data:`HARNESS_TOPIC_BYTES` without one.
+    """
+    m = measurements
+    topic = m["topic_bytes"].to_numpy(dtype=float) if "topic_bytes" in m else HARNESS_TOPIC_BYTES
+    payload = m["payload_bytes"].to_numpy(dtype=float)
+    return (mqtt_length_bytes(payload.astype(np.int64), np.asarray(topic).astype(np.int64)) - 1).astype(float)
+
+
 def cap_of(measurements):
     """CPU available to the broker per run, in cores (NaN cap = one core)."""
     if "cpu_cap_fraction" not in measurements:
@@ -142,14 +170,19 @@ class BrokerDemandCalibrator:
         needs runs with different numbers of connections that are not a
         combination of the other terms' columns); None (default): not
         fitted, 0.
+    fit_length_bytes : bool
+        Also fit ``length_byte_cost_s``, the cost per MQTT remaining-length
+        byte beyond the first (module docstring; needs payload sizes on
+        both sides of a step, 128 B or 16 KiB, besides those that identify
+        the per-byte cost). Default False: 0.
 
     Attributes
     ----------
     params_ : dict
         ``ingress_cost_s``, ``delivery_cost_s``, ``per_byte_cost_s``,
         ``idle_wakeup_cost_s``, ``background_cpu_fraction``,
-        ``connection_cost_s``, ``connection_wakeup_cost_s`` (s, s, s/byte,
-        s, cores, s, s) and ``n_runs``.
+        ``connection_cost_s``, ``connection_wakeup_cost_s``,
+        ``length_byte_cost_s`` (s, s, s/byte, s, cores, s, s, s) and ``n_runs``.
     residuals_ : pandas.Series
         Measured minus fitted demand per run, s.
     """
@@ -162,6 +195,7 @@ class BrokerDemandCalibrator:
         fit_delivery=True,
         fit_background=False,
         connection_form=None,
+        fit_length_bytes=False,
     ):
         if wake_regressor not in ("idle_fraction", "wakeups"):
             raise ConfigError("wake_regressor", wake_regressor, "idle_fraction or wakeups")
@@ -172,6 +206,7 @@ class BrokerDemandCalibrator:
         self.fit_delivery = fit_delivery
         self.fit_background = fit_background
         self.connection_form = connection_form
+        self.fit_length_bytes = fit_length_bytes
 
     def _design(self, m):
         fanout = m["fanout"].to_numpy(dtype=float)
@@ -185,9 +220,10 @@ class BrokerDemandCalibrator:
         rate = m["ingress_rate_per_s"].to_numpy(dtype=float)
         conn = connections_of(m) if self.connection_form is not None else np.zeros_like(fanout)
         form = self.connection_form
-        cols = [np.ones_like(fanout), fanout, payload * (1 + fanout), idle, 1.0 / rate, conn, conn * idle]
+        length = extra_length_bytes_of(m) if self.fit_length_bytes else np.zeros_like(fanout)
+        cols = [np.ones_like(fanout), fanout, payload * (1 + fanout), idle, 1.0 / rate, conn, conn * idle, length]
         keep = [True, self.fit_delivery, self.fit_per_byte, True, self.fit_background]
-        keep += [form == "per_message", form == "per_wakeup"]
+        keep += [form == "per_message", form == "per_wakeup", self.fit_length_bytes]
         return np.column_stack([c for c, k in zip(cols, keep) if k]), [n for n, k in zip(COSTS, keep) if k]
 
     def _columns(self):
@@ -226,11 +262,14 @@ class BrokerDemandCalibrator:
         rate = m["ingress_rate_per_s"].to_numpy(dtype=float)
         return self.predict(m) - self.params_["background_cpu_fraction"] / rate
 
-    def capacity_per_s(self, *, payload_bytes, fanout, cap=1.0, workers=1, connections=0):
-        """Ingress rate at which the workers are always busy (no wake-ups), msg/s."""
+    def capacity_per_s(self, *, payload_bytes, fanout, cap=1.0, workers=1, connections=0, topic_bytes=None):
+        """Ingress rate at which the workers are always busy (no wake-ups), msg/s
+        (``topic_bytes`` None: the harness's, :data:`HARNESS_TOPIC_BYTES`)."""
         p = self.params_
         busy = p["ingress_cost_s"] + fanout * p["delivery_cost_s"] + payload_bytes * (1 + fanout) * p["per_byte_cost_s"]
         busy += connections * p["connection_cost_s"]
+        topic = HARNESS_TOPIC_BYTES if topic_bytes is None else topic_bytes
+        busy += p.get("length_byte_cost_s", 0.0) * (int(mqtt_length_bytes(int(payload_bytes), int(topic))) - 1)
         return math.inf if busy <= 0 else max(cap * workers - p["background_cpu_fraction"], 0.0) / busy
 
 

@@ -28,6 +28,8 @@ BROKER_MODELS = {
         "topic_syntax": "mqtt",
         "overflow": "backpressure",
         "why": "single-threaded event loop (mosquitto.conf(5)); TCP flow control slows publishers when it falls behind",
+        "length_reads": "Mosquitto 2.0.11 lib/packet_mosq.c packet__read: one read(2) per byte of a "
+        "packet's remaining length, then one for the rest",
     },
     "nats": {
         "workers": 1,
@@ -174,13 +176,25 @@ def build_profile(
         f"load that takes its share of the CPU first); "
         f"{metadata.get('variability', 'constant per-message costs (variability not fitted)')}; "
         + (f"{metadata['connections']}; " if metadata.get("connections") else "")
+        + (
+            f"length_byte_cost_s {demand_params['length_byte_cost_s'] * 1e6:.3g} us per MQTT remaining-length "
+            f"byte beyond the first ({model['length_reads']}); "
+            if demand_params.get("length_byte_cost_s")
+            else ""
+        )
         + "costs are CPU seconds of a whole "
         f"core: set cpu_fraction for a capped broker. {where}. Workers, topic syntax "
         f"and overflow from the broker's design: {model['why']}."
     )
     extra = {
         k: float(f"{demand_params[k]:.6g}")
-        for k in ("filter_scan_cost_s", "ack_cost_s", "connection_cost_s", "connection_wakeup_cost_s")
+        for k in (
+            "filter_scan_cost_s",
+            "ack_cost_s",
+            "connection_cost_s",
+            "connection_wakeup_cost_s",
+            "length_byte_cost_s",
+        )
         if k in demand_params and (demand_params[k] or k == "connection_cost_s")  # 0 per wake-up: left out
     }
     broker = {

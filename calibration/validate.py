@@ -37,7 +37,7 @@ from .fit import (
     KneeDemandCalibrator,
     LatencyFloorCalibrator,
 )
-from .profile import build_profile
+from .profile import BROKER_MODELS, build_profile
 from .terms import busy_identified, terms_record
 from .variability import ServiceVariabilityCalibrator
 from .virtual import VirtualHarness
@@ -90,6 +90,7 @@ def fit_profiles(
     stalls=None,
     jitter_on="every_packet",
     idle_exit_on=True,
+    length_bytes=True,
 ):
     """One calibrated profile per broker kind, fitted on ``runs[split]``.
 
@@ -122,6 +123,9 @@ def fit_profiles(
     ``idle_exit``, :func:`idle_exit_preset`), every broker carries it and
     the loopback link is fitted on the simulated broker path
     (:class:`pubsim.calibration.fit.LatencyFloorCalibrator`'s ``path``).
+    With ``length_bytes``, a broker that reads MQTT remaining lengths byte
+    by byte (Mosquitto 2.0) gets ``length_byte_cost_s`` where the training
+    payloads identify it (:func:`_identified`).
 
     Returns
     -------
@@ -140,7 +144,7 @@ def fit_profiles(
         wake = (
             "wakeups" if "wakeups_per_ingress" in rows and rows.wakeups_per_ingress.notna().all() else "idle_fraction"
         )
-        status = _identified(rows, connection_form)
+        status = _identified(rows, connection_form, kind if length_bytes else None)
         demand = calibrator(
             wake_regressor=wake,
             fit_per_byte=rows.payload_bytes.nunique() > 1,
@@ -149,6 +153,7 @@ def fit_profiles(
             connection_form=connection_form
             if connection_form and status[CONNECTION_TERMS[connection_form]] is None
             else None,
+            fit_length_bytes=status["length_byte_cost_s"] is None,
         ).fit(rows)
         base = {
             "name": kind,
@@ -290,19 +295,32 @@ def _simulated_path(profile, *, seed, pacing, machine):
     return path
 
 
-def _identified(rows, connection_form):
-    """``{term: None or reason}`` for the terms a fit leaves out (see :mod:`pubsim.calibration.terms`)."""
-    status = {}
+def _identified(rows, connection_form, kind=None):
+    """``{term: None or reason}`` for the terms a fit leaves out (see :mod:`pubsim.calibration.terms`).
+
+    ``length_byte_cost_s`` is fitted only for brokers that read the MQTT
+    remaining length byte by byte (``length_reads`` in
+    :data:`pubsim.calibration.profile.BROKER_MODELS`) and where the training
+    configurations identify it; ``kind`` None: not fitted."""
+    reads = kind is not None and BROKER_MODELS.get(kind, {}).get("length_reads") is not None
+    counted = {"publishers", "subscribers"} <= set(rows.columns)
+    ids = busy_identified(rows, length_bytes=reads) if counted else {}
+    status = {"length_byte_cost_s": ids.get("length_byte_cost_s")}
+    if not reads:
+        why = f"{kind} does not read MQTT lengths byte by byte" if kind else "length bytes not asked for"
+        status["length_byte_cost_s"] = f"not fitted: {why}"
+    elif not counted:
+        status["length_byte_cost_s"] = "not identified: the runs do not say how many publishers and subscribers"
     if rows.payload_bytes.nunique() < 2:
         status["per_byte_cost_s"] = f"not identified: one payload size ({rows.payload_bytes.iloc[0]} B)"
     if rows.fanout.nunique() < 2:
         status["delivery_cost_s"] = f"not identified: one fan-out ({rows.fanout.iloc[0]}), folded into ingress"
     if connection_form is None:
         reason = "not fitted (connection_form None)"
-    elif not {"publishers", "subscribers"} <= set(rows.columns):
+    elif not counted:
         reason = "not identified: the runs do not say how many publishers and subscribers"
     else:
-        reason = busy_identified(rows)["connection_cost_s"]
+        reason = ids["connection_cost_s"]
     for form, term in CONNECTION_TERMS.items():
         chosen = connection_form is None or form == connection_form
         status[term] = reason if chosen else f"not fitted (form {connection_form} chosen)"

@@ -59,6 +59,15 @@ class BrokerParams:
         Cost per outgoing copy, s.
     per_byte_cost_s : float
         Cost per payload byte handled, once on ingress and once per copy, s/byte.
+    length_byte_cost_s : float
+        Cost per byte of an incoming MQTT PUBLISH's remaining-length field
+        beyond the first, s: Mosquitto 2.0 (``lib/packet_mosq.c``
+        ``packet__read``) reads the fixed header's remaining length one
+        byte per ``read`` system call, so a PUBLISH of 128 B to 16 KiB costs
+        one ``read`` more than a smaller one, and one of 16 KiB to 2 MiB two
+        more (:func:`pubsim.models.protocol.mqtt_length_bytes`, QoS 0 sizes):
+        a step with the payload that ``per_byte_cost_s`` cannot express.
+        Default 0 (brokers that read whole buffers).
     filter_scan_cost_s : float
         Cost per installed filter per message (topic matching grows with the
         number of subscriptions), s.
@@ -224,6 +233,7 @@ class BrokerParams:
     match_cost_s: Distribution = field(default=_ZERO, metadata={"unit": "duration_dist"})
     delivery_cost_s: Distribution = field(default=_ZERO, metadata={"unit": "duration_dist"})
     per_byte_cost_s: float = field(default=0.0, metadata={"unit": "float"})
+    length_byte_cost_s: float = field(default=0.0, metadata={"unit": "duration"})
     filter_scan_cost_s: float = field(default=0.0, metadata={"unit": "float"})
     idle_wakeup_cost_s: float = field(default=0.0, metadata={"unit": "duration"})
     connection_cost_s: float = field(default=0.0, metadata={"unit": "duration"})

@@ -21,11 +21,30 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["framing_bytes", "wire_bytes", "needs_topic", "PROTOCOLS"]
+__all__ = ["framing_bytes", "wire_bytes", "needs_topic", "mqtt_length_bytes", "PROTOCOLS"]
 
 
 def _mqtt_remaining_length_bytes(remaining):
     return 1 + (remaining >= 128) + (remaining >= 16_384) + (remaining >= 2_097_152)
+
+
+def mqtt_length_bytes(payload_bytes, topic_bytes, qos=0):
+    """Bytes of a PUBLISH's remaining-length field (1 to 4; int64 array).
+
+    MQTT 3.1.1 §2.2.3: 7 bits per byte, so a remaining length (topic name
+    with its 2-byte length, packet identifier when QoS > 0, payload) below
+    128 B takes one byte, below 16 KiB two, below 2 MiB three.
+
+    Parameters
+    ----------
+    payload_bytes, topic_bytes : int or array of int
+        Payload and topic name sizes, bytes.
+    qos : int
+        QoS of the PUBLISH (a packet identifier when > 0).
+    """
+    payload = np.asarray(payload_bytes, dtype=np.int64)
+    variable = 2 + np.asarray(topic_bytes, dtype=np.int64) + (2 if qos > 0 else 0)
+    return np.asarray(_mqtt_remaining_length_bytes(variable + payload), dtype=np.int64)
 
 
 def mqtt_framing(payload_bytes, topic_bytes, qos=0):

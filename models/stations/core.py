@@ -14,7 +14,7 @@ from ...sim.distributions import Constant
 from ...sim.restart import RestartQueueDiscipline
 from ...sim.station import Station
 from ...sim.station_pass import Propagation
-from ..protocol import needs_topic, wire_bytes
+from ..protocol import mqtt_length_bytes, needs_topic, wire_bytes
 from .wiring import Wiring
 
 __all__ = ["ModelStation", "LinkStation", "BrokerStation", "SubscriberStation", "EncodeStation", "make_discipline"]
@@ -394,9 +394,11 @@ class BrokerStation(ModelStation):
         self.delivery = streams.draws(params.delivery_cost_s, name, "delivery")
         self.ack_packets = None  # QoS handshake packets per visit (models.mechanisms.qos), or None
         self.copies_by_visit = None  # copies made per visit below a disk (models.mechanisms.persistence), or None
+        self.topic_bytes = None  # topic length per flow, for length_byte_cost_s
 
     def wire(self, index, wiring):
-        """Handshake packets per visit, copies per visit below a disk, durable visits."""
+        """Handshake packets per visit, copies per visit below a disk, durable visits, topic bytes."""
+        self.topic_bytes = wiring.flow_topic_bytes
         self.ack_packets = wiring.ack_packets
         self.copies_by_visit = wiring.copies_by_visit.get(index)
         self._wire_durable(index, wiring)
@@ -412,10 +414,16 @@ class BrokerStation(ModelStation):
         copies = (self.plan.n_children if self.copies_by_visit is None else self.copies_by_visit)[packets.visit]
         demand = self.ingress.take(n) + matched * self.match.take(n) + copies * self.delivery.take(n)
         demand = demand + p.per_byte_cost_s * (packets.size * (1 + copies))
+        if p.length_byte_cost_s:
+            demand = demand + p.length_byte_cost_s * self.extra_length_bytes(packets)
         if self.ack_packets is not None:
             demand = demand + p.ack_cost_s * self.ack_packets[packets.visit]
         demand = demand + self.constant_s
         return demand if self.stretch == 1.0 else demand * self.stretch
+
+    def extra_length_bytes(self, packets):
+        """Bytes of each packet's MQTT remaining-length field beyond the first (QoS 0 sizes)."""
+        return mqtt_length_bytes(packets.size, self.topic_bytes[self.plan.flow[packets.visit]]) - 1
 
     @property
     def constant_s(self):
@@ -443,7 +451,7 @@ class BrokerStation(ModelStation):
         cost draws (:mod:`pubsim.sim.closed_kernel`); None for anything else."""
         if type(self) is not BrokerStation or self.cpu_shared or not _open_fifo(self.discipline):
             return None
-        if self.ack_packets is not None or self.copies_by_visit is not None:
+        if self.ack_packets is not None or self.copies_by_visit is not None or self.params.length_byte_cost_s:
             return None
         p = self.params
         return {

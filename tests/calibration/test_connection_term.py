@@ -4,10 +4,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from pubsim.calibration.fit import BrokerDemandCalibrator, KneeDemandCalibrator
+from pubsim.calibration.fit import HARNESS_TOPIC_BYTES, BrokerDemandCalibrator, KneeDemandCalibrator
 from pubsim.calibration.profile import check_profile
 from pubsim.calibration.terms import bootstrap_intervals, busy_identified
 from pubsim.calibration.validate import fit_profiles
+from pubsim.models.protocol import mqtt_length_bytes
 from pubsim.sim.errors import ConfigError
 
 TRUE = {
@@ -30,24 +31,27 @@ ONE_PUBLISHER = WIDE[:4]  # connections = 1 + subscribers = 1 + fan-out: colline
 
 
 def busy(payload, pubs, subs, fanout, p=TRUE):
+    """Busy demand per message, s; the harness's topic names ("pubsim/t0", 9 B) for the length bytes."""
+    length = int(mqtt_length_bytes(payload, HARNESS_TOPIC_BYTES)) - 1
     return (
         p["ingress_cost_s"]
         + fanout * p["delivery_cost_s"]
         + payload * (1 + fanout) * p["per_byte_cost_s"]
-        + (pubs + subs) * p["connection_cost_s"]
+        + (pubs + subs) * p.get("connection_cost_s", 0.0)
+        + length * p.get("length_byte_cost_s", 0.0)
     )
 
 
-def synthetic_runs(configs, rng, noise=0.0, cap=0.2):
+def synthetic_runs(configs, rng, noise=0.0, cap=0.2, truth=TRUE):
     """Sustainable runs of each configuration whose demand follows the model (wake-ups given)."""
     rows = []
     for name, payload, pubs, subs, fanout in configs:
-        b = busy(payload, pubs, subs, fanout)
-        limit = (cap - TRUE["background_cpu_fraction"]) / b
+        b = busy(payload, pubs, subs, fanout, truth)
+        limit = (cap - truth["background_cpu_fraction"]) / b
         for frac in (0.02, 0.1, 0.3, 0.5, 0.7, 0.85, 0.92, 0.96):
             rate = frac * limit
             wake = (1.0 - frac) ** 2 if frac < 0.9 else 0.0  # falls with load; none near the limit
-            d = b + TRUE["idle_wakeup_cost_s"] * wake + TRUE["background_cpu_fraction"] / rate
+            d = b + truth["idle_wakeup_cost_s"] * wake + truth["background_cpu_fraction"] / rate
             rows.append(
                 {
                     "broker": "mosquitto",

@@ -26,6 +26,7 @@ from pubsim.models import presets
 from pubsim.models.mechanisms.qos.rules import handshake_packets
 from pubsim.models.params.broker import BrokerParams
 from pubsim.models.params.mapping import from_mapping
+from pubsim.models.protocol import mqtt_length_bytes
 from pubsim.sim.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -43,8 +44,8 @@ TRUE = {
 }
 
 
-def model_demand_s(payload, fanout, subs, qos):
-    """CPU s per ingress message of the known model."""
+def model_demand_s(payload, fanout, subs, qos, length_byte_cost_s=0.0):
+    """CPU s per ingress message of the known model (remaining-length bytes on the harness's 9-byte topics)."""
     t = TRUE
     return (
         t["ingress_cost_s"]
@@ -52,18 +53,21 @@ def model_demand_s(payload, fanout, subs, qos):
         + payload * (1 + fanout) * t["per_byte_cost_s"]
         + subs * t["filter_scan_cost_s"]
         + int(handshake_packets(qos)) * (1 + fanout) * t["ack_cost_s"]
+        + length_byte_cost_s * (int(mqtt_length_bytes(payload, 9)) - 1)
     )
 
 
-def model_table(*, seed=3, noise=0.02, kinds=("limit", "cpu"), payloads=(64, 1024, 8192)):
+def model_table(
+    *, seed=3, noise=0.02, kinds=("limit", "cpu"), payloads=(64, 1024, 8192), broker="mosquitto", length_byte_cost_s=0.0
+):
     """Rows made from :data:`TRUE`: limits (cap / demand) and CPU % at 30 and 60 % of them, with relative noise."""
     rng = np.random.default_rng(seed)
     rows = []
     grid = itertools.product(payloads, (1, 4), (10, 100, 1000), (0, 1), (0.5, 1.0))
     for payload, fanout, subs, qos, cap in grid:
-        d = model_demand_s(payload, fanout, subs, qos)
+        d = model_demand_s(payload, fanout, subs, qos, length_byte_cost_s)
         config = {
-            "broker": "mosquitto",
+            "broker": broker,
             "version": "model",
             "payload_bytes": payload,
             "subscribers": 4,
@@ -150,6 +154,22 @@ def test_a_table_that_never_varies_payload_reports_per_byte_not_identifiable(cap
     out = capsys.readouterr().out
     line = next(x for x in out.splitlines() if "per_byte_cost_s" in x)
     assert "not identifiable" in line
+
+
+def test_the_length_byte_cost_is_fitted_for_mosquitto_only():
+    """Payloads on both sides of the 128 B and 16 KiB steps identify it beside the per-byte cost;
+    a broker that parses buffered reads (NATS) does not get the term."""
+    table = parse_evidence(model_table(noise=0.0, payloads=(64, 1024, 20000), length_byte_cost_s=2.5e-6))
+    cal = EvidenceCalibrator(n_boot=20).fit(table)
+    assert cal.params_["length_byte_cost_s"]["value"] == pytest.approx(2.5e-6, rel=1e-6)
+    assert cal.params_["per_byte_cost_s"]["value"] == pytest.approx(TRUE["per_byte_cost_s"], rel=1e-6)
+    nats = EvidenceCalibrator(n_boot=20).fit(parse_evidence(model_table(noise=0.0, broker="nats")))
+    assert nats.params_["length_byte_cost_s"]["reason"] == "not fitted: nats does not read MQTT lengths byte by byte"
+    # two payload sizes at one fan-out: the step and the per-byte cost are one column pair of two values
+    one_fanout = [r for r in model_table(noise=0.0, payloads=(64, 1024)) if r["fanout"] == 1]
+    two = EvidenceCalibrator(n_boot=20).fit(parse_evidence(one_fanout))
+    assert two.params_["per_byte_cost_s"]["identifiable"]
+    assert "collinear" in two.params_["length_byte_cost_s"]["reason"]
 
 
 def test_a_table_of_one_fanout_folds_delivery_into_ingress():

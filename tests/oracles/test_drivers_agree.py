@@ -1118,3 +1118,41 @@ def test_connection_cost_cases_pay_their_connections():
 def test_connection_cost_batch_equals_reference(case):
     """The per-connection cases (added after the parametrized list above was built) agree too."""
     test_batch_equals_reference(case)
+
+
+def length_bytes_star():
+    """A capped broker whose PUBLISH reads pay per remaining-length byte (Mosquitto 2.0's bytewise
+    reads), with sizes on both sides of the 128 B and 16 KiB steps, queued past its quota."""
+    broker = BrokerParams(
+        ingress_cost_s=Exponential(mean_value=2e-5),
+        length_byte_cost_s=3e-6,
+        per_byte_cost_s=1e-10,
+        idle_wakeup_cost_s=1e-5,
+        cpu_fraction=0.5,
+        cpu_period_s=0.01,
+    )
+    pubs = {
+        "small": PublisherParams(topics=("l/s",), rate_per_s=4000.0, size_bytes=Uniform(low=20, high=300)),
+        "large": PublisherParams(topics=("l/l",), rate_per_s=2000.0, size_bytes=Uniform(low=8000, high=40000)),
+    }
+    subs = {"s": SubscriberParams(subscriptions=("l/#",))}
+    return T.star(broker=broker, publishers=pubs, subscribers=subs, link=LinkParams(latency_s=1e-4))
+
+
+CASES["length-bytes-star"] = (length_bytes_star, 0.3)
+
+
+def test_length_bytes_case_pays_its_reads():
+    """The case charges the cost: the broker's utilization rises by about 3 us x the extra length
+    bytes per second, 4000/s x P(payload >= 123 B) + 2000/s x (1 + P(payload >= 16,379 B)) = 6,004/s."""
+    g = length_bytes_star()
+    b = g.nodes["broker"][T.PARAMS]
+    busy = simulate(g, duration_s=0.3, seed=11).stations().set_index("station").loc["broker:broker", "utilization"]
+    g.nodes["broker"][T.PARAMS] = dataclasses.replace(b, length_byte_cost_s=0.0)
+    less = simulate(g, duration_s=0.3, seed=11).stations().set_index("station").loc["broker:broker", "utilization"]
+    assert busy - less == pytest.approx(3e-6 * (4000 * 177 / 280 + 2000 * (1 + 23621 / 32000)), rel=0.15)
+
+
+def test_length_bytes_batch_equals_reference():
+    """The length-byte case (added after the parametrized list above was built) agrees too."""
+    test_batch_equals_reference("length-bytes-star")

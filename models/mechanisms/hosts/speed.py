@@ -29,6 +29,7 @@ CPU_FIELDS: dict[type, tuple[str, ...]] = {
         "match_cost_s",
         "delivery_cost_s",
         "per_byte_cost_s",
+        "length_byte_cost_s",
         "filter_scan_cost_s",
         "idle_wakeup_cost_s",
         "ack_cost_s",
