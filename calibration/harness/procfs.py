@@ -24,6 +24,9 @@ exist (or is a zombie) raises :class:`ProcessGone`. :func:`thread_schedstat`
 is the calling thread's own run / wait time (the load generator's clients
 measure themselves with it).
 
+System calls: :func:`io_counters` reads ``/proc/PID/io`` (read and write
+system calls of the whole process, ``syscr`` / ``syscw``; :func:`parse_io`).
+
 Process trees (broker start / stop): :func:`proc_state`, :func:`is_dead`,
 :func:`descendants`, :func:`comm`, :func:`thread_ids`. Sockets:
 :func:`listen_inodes` and :func:`owns_listener` (``/proc/net/tcp{,6}`` and
@@ -46,9 +49,11 @@ __all__ = [
     "comm",
     "descendants",
     "diff",
+    "io_counters",
     "is_dead",
     "listen_inodes",
     "owns_listener",
+    "parse_io",
     "parse_listeners",
     "parse_schedstat",
     "parse_stat",
@@ -150,6 +155,25 @@ def parse_switches(text: str) -> tuple[int, int]:
         elif line.startswith("nonvoluntary_ctxt_switches:"):
             invol = int(line.split()[1])
     return vol, invol
+
+
+def parse_io(text: str) -> dict:
+    """The counters of a ``/proc/PID/io`` text (``rchar``, ``wchar``, ``syscr``, ``syscw``, ...), as ints."""
+    out = {}
+    for line in text.splitlines():
+        key, sep, value = line.partition(":")
+        if sep:
+            out[key.strip()] = int(value)
+    return out
+
+
+def io_counters(pid: int) -> dict:
+    """:func:`parse_io` of ``/proc/PID/io``: ``syscr`` / ``syscw`` count the process's read and write
+    system calls (``read``, ``recv``..., all threads). Raises :class:`ProcessGone` when it does not exist."""
+    try:
+        return parse_io(_read(f"/proc/{pid}/io"))
+    except (FileNotFoundError, ProcessLookupError):
+        raise ProcessGone(f"process {pid} does not exist (exited?)") from None
 
 
 def parse_listeners(text: str, port: int) -> set[str]:
