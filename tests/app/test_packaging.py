@@ -8,6 +8,7 @@ import os
 import re
 import subprocess
 import sys
+import zipfile
 
 import pytest
 import yaml
@@ -129,6 +130,8 @@ def test_wheel_install_runs_a_scenario_with_presets(tmp_path):
     )
     assert build.returncode == 0, build.stderr[-2000:]
     (wheel,) = wheels.glob("pubsim-*.whl")
+    with zipfile.ZipFile(wheel) as zf:  # package data beside the presets: the harness's C microbenchmark
+        assert "pubsim/calibration/harness/native/syscall_costs.c" in zf.namelist()
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
     # reuse this environment's dependencies (no network needed), but not its editable pubsim
