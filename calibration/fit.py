@@ -32,7 +32,9 @@ remaining length, 1 below 16 KiB, 2 below 2 MiB) are a regressor of their
 own: Mosquitto 2.0 reads each with its own ``read`` system call, a step in
 cost with the payload that a per-byte term spreads over every byte (on the
 2026-11-27 Mosquitto campaigns it charged a 1 KiB message 21 % too little and
-a 32 KiB one 50-74 % too much). The topic length comes from a
+a 32 KiB one 50-74 % too much). The fitted step holds whatever changes at
+those sizes: it came out at 2.8-2.9 us, seven times a warm 1-byte ``recv``
+on the same machine (calibration/README.md, "Message size"). The topic length comes from a
 ``topic_bytes`` column or, without one, the harness's topic names
 (:func:`pubsim.calibration.workload.topic_name`). The model is linear in its costs, so they are fitted
 by non-negative least squares (Lawson & Hanson 1974, ``scipy.optimize.nnls``)
