@@ -82,6 +82,7 @@ __all__ = [
     "parse_campaign",
     "run_campaign",
     "read_results",
+    "pool_results",
     "host_metadata",
 ]
 
@@ -495,4 +496,53 @@ def read_results(out_dir):
         pd.read_csv(out / "saturation.csv"),
         pd.read_parquet(out / "latency.parquet"),
         json.loads((out / "meta.json").read_text()),
+    )
+
+
+def pool_results(out_dirs):
+    """Several campaign directories read as one: ``(runs, saturation, latency, meta)``.
+
+    Two campaigns of the same configurations measured at different times
+    give limits that differ by up to a third on a shared machine
+    (calibration/README.md); fitting and validating on both pools that
+    spread. Each directory after the first keeps its runs under
+    configuration names suffixed ``@<directory name>`` (so every run, limit
+    and latency sample stays with its own campaign, and a configuration's
+    split is its own); ``meta`` is the first directory's, with every
+    directory's per-pair facts (renamed alike) and ``pooled``: the
+    directories in order.
+
+    Raises
+    ------
+    ConfigError
+        Fewer than one directory, two with the same name, or campaigns of
+        different broker versions.
+    """
+    dirs = [Path(d) for d in out_dirs]
+    if not dirs:
+        raise ConfigError("results", "none", "one or more campaign directories")
+    names = [d.resolve().name for d in dirs]
+    if len(set(names)) != len(names):
+        raise ConfigError("results", names, "campaign directories with different names (they label the pooled runs)")
+    parts = [read_results(d) for d in dirs]
+    meta = dict(parts[0][3])
+    runs, sats, lats, facts = [], [], [], dict(meta.get("pair_facts") or {})
+    for i, (d, (r, s, lat, m)) in enumerate(zip(dirs, parts)):
+        for broker, version in (m.get("versions") or {}).items():
+            first = (meta.get("versions") or {}).get(broker, version)
+            if version != first:
+                raise ConfigError(f"{d}/meta.json versions.{broker}", version, f"{first}, as in {dirs[0]}")
+        suffix = "" if i == 0 else f"@{names[i]}"
+        runs.append(r.assign(config=r["config"].astype(str) + suffix))
+        sats.append(s.assign(config=s["config"].astype(str) + suffix))
+        lats.append(lat.assign(config=lat["config"].astype(str) + suffix))
+        if i:
+            facts.update({f"{key}{suffix}": value for key, value in (m.get("pair_facts") or {}).items()})
+    meta["pair_facts"] = facts
+    meta["pooled"] = [str(d) for d in dirs]
+    return (
+        pd.concat(runs, ignore_index=True),
+        pd.concat(sats, ignore_index=True),
+        pd.concat(lats, ignore_index=True),
+        meta,
     )

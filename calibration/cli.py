@@ -40,8 +40,9 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from ..models import presets
+from ..sim.errors import ConfigError
 from .accuracy import VALIDATION_FILE, campaign_accuracy, record_accuracy, with_accuracy
-from .campaign import load_campaign, read_results, run_campaign
+from .campaign import load_campaign, pool_results, read_results, run_campaign
 from .evidence import evidence_from_results, is_evidence_file, read_evidence, write_evidence
 from .evidence_fit import TERMS, EvidenceCalibrator, demand_rows, evidence_profile
 from .fit import CONNECTION_FORMS
@@ -196,8 +197,26 @@ def _calibrate_table(args, console):
     return 0
 
 
+def _pooled(args, what):
+    """Several result directories (``pubsim {what} A B ...``): read as one (:func:`pool_results`); None for one."""
+    if len(args.results) == 1:
+        args.results = args.results[0]
+        return None
+    for path in args.results:
+        if is_evidence_file(path):
+            raise ConfigError("results", str(path), f"campaign result directories only when {what} pools several")
+    return pool_results(args.results)
+
+
 def _calibrate(args, console):
 
+    pooled = _pooled(args, "calibrate")
+    if pooled is not None:
+        if args.export_evidence:
+            raise ConfigError("--export-evidence", args.export_evidence, "one result directory, not several")
+        *_, profiles = _fitted(args, pooled, pacing=_pacing(args, pooled[0]))
+        _save(profiles, _target(args), console)
+        return 0
     if is_evidence_file(args.results):
         return _calibrate_table(args, console)
     if args.export_evidence:
@@ -261,7 +280,8 @@ def _table(df, title):
 
 def _validate(args, console):
 
-    results = read_results(args.results)
+    pooled = _pooled(args, "validate")
+    results = read_results(args.results) if pooled is None else pooled
     stalls = _tick_stalls(results[0], results[2]) if args.tick_stalls else None
     pacing = _pacing(args, results[0])
     runs, sat, lat, meta, profiles = _fitted(args, results, stalls, pacing)
@@ -377,7 +397,10 @@ def add_commands(sub):
     m.set_defaults(func=_measure)
     c = sub.add_parser("calibrate", help="fit broker profiles from a campaign's results or an evidence table")
     c.add_argument(
-        "results", help="campaign result directory, or an evidence table (.csv, .yaml: see docs/evidence.md)"
+        "results",
+        nargs="+",
+        help="campaign result directory, or an evidence table (.csv, .yaml: see docs/evidence.md); several "
+        "result directories are pooled (pubsim.calibration.campaign.pool_results)",
     )
     c.add_argument(
         "--export-evidence", metavar="FILE", help="also write a result directory as an evidence table (.csv or .yaml)"
@@ -404,7 +427,12 @@ def add_commands(sub):
     )
     a.set_defaults(func=_accuracy)
     v = sub.add_parser("validate", help="compare simulation with a campaign's measurements")
-    v.add_argument("results", help="campaign result directory")
+    v.add_argument(
+        "results",
+        nargs="+",
+        help="campaign result directory; several are pooled: fitted and validated together, the runs of each "
+        "after the first under configuration names suffixed @<directory name>",
+    )
     v.add_argument("--report", help="directory for accuracy tables and figures")
     v.add_argument(
         "--tick-stalls",
