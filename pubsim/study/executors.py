@@ -25,6 +25,7 @@ import signal
 import threading
 import uuid
 from concurrent.futures import ProcessPoolExecutor, as_completed
+from multiprocessing import forkserver
 
 from ..sim.errors import ConfigError
 
@@ -78,10 +79,13 @@ class LocalExecutor:
         self._pool = None
 
     def _start(self, jobs):
-        with _sigint_ignored():  # workers start now; Ctrl-C is this process's to handle
-            return ProcessPoolExecutor(
-                max_workers=min(self.workers, jobs), mp_context=multiprocessing.get_context("forkserver")
-            )
+        ctx = multiprocessing.get_context("forkserver")
+        # Workers are forked by the forkserver and keep the SIGINT disposition it started with: start it
+        # with Ctrl-C ignored, and every worker ignores it; this process handles it from then on (a Ctrl-C
+        # while submitting jobs could be lost when SIGINT was ignored here around every submission).
+        with _sigint_ignored():
+            forkserver.ensure_running()
+            return ProcessPoolExecutor(max_workers=min(self.workers, jobs), mp_context=ctx)
 
     @staticmethod
     def _stop(pool):
@@ -114,8 +118,7 @@ class LocalExecutor:
         pool = self._pool or self._start(len(jobs))
         futures = {}
         try:
-            with _sigint_ignored():  # workers may start now; Ctrl-C is this process's to handle
-                futures = {pool.submit(fn, *args): key for key, args in jobs}
+            futures = {pool.submit(fn, *args): key for key, args in jobs}
             for fut in as_completed(futures):
                 yield futures[fut], fut.result()
         except BaseException:
