@@ -211,22 +211,18 @@ def _pooled(args, what):
 def _calibrate(args, console):
 
     pooled = _pooled(args, "calibrate")
-    if pooled is not None:
-        if args.export_evidence:
-            raise ConfigError("--export-evidence", args.export_evidence, "one result directory, not several")
-        *_, profiles = _fitted(args, pooled, pacing=_pacing(args, pooled[0]))
-        _save(profiles, _target(args), console)
-        return 0
-    if is_evidence_file(args.results):
+    if pooled is None and is_evidence_file(args.results):
         return _calibrate_table(args, console)
+    if args.export_evidence and pooled is not None:
+        raise ConfigError("--export-evidence", args.export_evidence, "one result directory, not several")
     if args.export_evidence:
         runs, sat, _, meta = read_results(args.results)
         table = evidence_from_results(runs, sat, meta, reference=str(args.results))
         write_evidence(table, args.export_evidence)
         console.print(f"wrote {args.export_evidence} ({len(table)} observations)")
-    results = read_results(args.results)
+    results = read_results(args.results) if pooled is None else pooled
     *_, profiles = _fitted(args, results, pacing=_pacing(args, results[0]))
-    if (Path(args.results) / VALIDATION_FILE).is_file():  # the campaign's validation: each profile's accuracy
+    if pooled is None and (Path(args.results) / VALIDATION_FILE).is_file():  # the campaign's validation
         blocks = campaign_accuracy(args.results)
         profiles = {k: with_accuracy(p, blocks[k]) if k in blocks else p for k, p in profiles.items()}
     _save(profiles, _target(args), console)

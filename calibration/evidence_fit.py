@@ -42,7 +42,7 @@ from ..sim.errors import ConfigError
 from .accuracy import evidence_accuracy
 from .evidence import CONFIG_COLUMNS
 from .fit import extra_length_bytes_of
-from .profile import BROKER_MODELS, build_profile
+from .profile import build_profile, length_reads_reason
 
 __all__ = ["TERMS", "demand_rows", "EvidenceCalibrator", "evidence_profile"]
 
@@ -223,7 +223,7 @@ class EvidenceCalibrator:
         cols = _columns(rows, form, self.length_reads_)
         status = _identify(cols, rows)
         if not self.length_reads_:
-            status["length_byte_cost_s"] = f"not fitted: {self.kind_} does not read MQTT lengths byte by byte"
+            status["length_byte_cost_s"] = length_reads_reason(self.kind_)
         names = [n for n in NAMES if status[n] is None]
         return np.column_stack([cols[n] for n in names]), names, status
 
@@ -251,7 +251,7 @@ class EvidenceCalibrator:
         if table["broker"].nunique() != 1:
             raise ConfigError("evidence.broker", sorted(table["broker"].unique()), "one broker kind per fit")
         self.kind_ = str(table["broker"].iloc[0])
-        self.length_reads_ = BROKER_MODELS.get(self.kind_, {}).get("length_reads") is not None
+        self.length_reads_ = length_reads_reason(self.kind_) is None
         rows = demand_rows(table)
         if len(rows) < 1:
             raise ConfigError(

@@ -19,7 +19,7 @@ from ..models.params.broker import BrokerParams
 from ..models.params.link import LinkParams
 from ..models.params.mapping import from_mapping
 
-__all__ = ["BROKER_MODELS", "build_profile", "profile_yaml", "check_profile"]
+__all__ = ["BROKER_MODELS", "build_profile", "profile_yaml", "check_profile", "length_reads_reason"]
 
 # What the harness cannot fit: the broker's architecture (from its documentation).
 BROKER_MODELS = {
@@ -75,6 +75,14 @@ BROKER_MODELS = {
         "flow control slows publishers",
     },
 }
+
+
+def length_reads_reason(kind):
+    """None if broker ``kind`` reads MQTT remaining lengths byte by byte (``length_reads`` in
+    :data:`BROKER_MODELS`: ``length_byte_cost_s`` may be fitted), else why that term is not fitted."""
+    if BROKER_MODELS.get(kind, {}).get("length_reads") is not None:
+        return None
+    return f"not fitted: {kind} does not read MQTT lengths byte by byte"
 
 
 def _us(x):

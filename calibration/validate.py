@@ -37,7 +37,7 @@ from .fit import (
     KneeDemandCalibrator,
     LatencyFloorCalibrator,
 )
-from .profile import BROKER_MODELS, build_profile
+from .profile import build_profile, length_reads_reason
 from .terms import busy_identified, terms_record
 from .variability import ServiceVariabilityCalibrator
 from .virtual import VirtualHarness
@@ -302,15 +302,11 @@ def _identified(rows, connection_form, kind=None):
     remaining length byte by byte (``length_reads`` in
     :data:`pubsim.calibration.profile.BROKER_MODELS`) and where the training
     configurations identify it; ``kind`` None: not fitted."""
-    reads = kind is not None and BROKER_MODELS.get(kind, {}).get("length_reads") is not None
+    not_read = "not fitted: length bytes not asked for" if kind is None else length_reads_reason(kind)
     counted = {"publishers", "subscribers"} <= set(rows.columns)
-    ids = busy_identified(rows, length_bytes=reads) if counted else {}
-    status = {"length_byte_cost_s": ids.get("length_byte_cost_s")}
-    if not reads:
-        why = f"{kind} does not read MQTT lengths byte by byte" if kind else "length bytes not asked for"
-        status["length_byte_cost_s"] = f"not fitted: {why}"
-    elif not counted:
-        status["length_byte_cost_s"] = "not identified: the runs do not say how many publishers and subscribers"
+    uncounted = "not identified: the runs do not say how many publishers and subscribers"
+    ids = busy_identified(rows, length_bytes=not_read is None) if counted else {}
+    status = {"length_byte_cost_s": not_read or (ids["length_byte_cost_s"] if counted else uncounted)}
     if rows.payload_bytes.nunique() < 2:
         status["per_byte_cost_s"] = f"not identified: one payload size ({rows.payload_bytes.iloc[0]} B)"
     if rows.fanout.nunique() < 2:
@@ -318,7 +314,7 @@ def _identified(rows, connection_form, kind=None):
     if connection_form is None:
         reason = "not fitted (connection_form None)"
     elif not counted:
-        reason = "not identified: the runs do not say how many publishers and subscribers"
+        reason = uncounted
     else:
         reason = ids["connection_cost_s"]
     for form, term in CONNECTION_TERMS.items():

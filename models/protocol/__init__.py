@@ -28,6 +28,11 @@ def _mqtt_remaining_length_bytes(remaining):
     return 1 + (remaining >= 128) + (remaining >= 16_384) + (remaining >= 2_097_152)
 
 
+def _mqtt_variable_header(topic_bytes, qos):
+    """A PUBLISH's variable header: topic name with its 2-byte length, packet identifier when QoS > 0."""
+    return 2 + topic_bytes + (2 if qos > 0 else 0)
+
+
 def mqtt_length_bytes(payload_bytes, topic_bytes, qos=0):
     """Bytes of a PUBLISH's remaining-length field (1 to 4; int64 array).
 
@@ -43,14 +48,13 @@ def mqtt_length_bytes(payload_bytes, topic_bytes, qos=0):
         QoS of the PUBLISH (a packet identifier when > 0).
     """
     payload = np.asarray(payload_bytes, dtype=np.int64)
-    variable = 2 + np.asarray(topic_bytes, dtype=np.int64) + (2 if qos > 0 else 0)
+    variable = _mqtt_variable_header(np.asarray(topic_bytes, dtype=np.int64), qos)
     return np.asarray(_mqtt_remaining_length_bytes(variable + payload), dtype=np.int64)
 
 
 def mqtt_framing(payload_bytes, topic_bytes, qos=0):
-    variable = 2 + topic_bytes + (2 if qos > 0 else 0)
-    remaining = variable + payload_bytes
-    return 1 + _mqtt_remaining_length_bytes(remaining) + variable
+    variable = _mqtt_variable_header(topic_bytes, qos)
+    return 1 + _mqtt_remaining_length_bytes(variable + payload_bytes) + variable
 
 
 def amqp_framing(payload_bytes, topic_bytes, exchange_bytes=9):
