@@ -6,14 +6,31 @@ sure the right broker runs (started on a free loopback port under the
 campaign's CPU pinning and cap; restarted when the broker or the cap
 changes, or when it is still busy with an earlier run's backlog after
 :attr:`RealHarness.SETTLE_TIMEOUT_S`: each run waits until the broker is
-idle, ``broker_settle_s`` in the row), samples the broker's CPU from ``/proc`` before and after, drives
-the load with :func:`pubsim.calibration.harness.loadgen.run_load`, and returns the
-row fields of :data:`pubsim.calibration.virtual.ROW_FIELDS` plus the broker's
-wake-ups and the load generator's own health.
+idle, ``broker_settle_s`` in the row), drives the load with
+:func:`pubsim.calibration.harness.loadgen.run_load`, samples the broker's
+CPU from ``/proc`` when the clients are ready and after the drain, and
+returns the row fields of :data:`pubsim.calibration.virtual.ROW_FIELDS`
+plus the broker's wake-ups and the load generator's own health.
 
-Demand per ingress message is the broker's CPU time over the whole run
-(warm-up and drain included) divided by every message the publishers sent
-in that time (utilization law, U = X D). CPU time is the scheduler's run
+Demand per ingress message is the broker's CPU time from the common start
+to the end of the drain (warm-up and drain included) divided by every
+message the publishers sent in that time (utilization law, U = X D). The
+set-up (connections, subscriptions and the generator's probe rounds, which
+with 32 publishers on 32 topics are about 9,000 PUBLISHes per run) is left
+out and reported as ``broker_setup_cpu_s``: the publishers stop probing,
+the broker is left to work off the probes (a capped broker can be seconds
+behind: the probes of 32 publishers on 32 topics are 51,200 PUBLISHes per
+second), and only then are its counters read and the start time sent.
+Before 2026-11-27 it was counted, which added 70-83 ms of CPU to every 32 + 32 run (+91 % CPU per
+message at 1,000 msg/s, +9 % near the limit) and 3.5 ms to every 8 + 8 run.
+
+Where ``perf stat`` can count the kernel's ``syscalls`` tracepoints
+(:func:`~pubsim.calibration.harness.passes.perf_syscalls_available`; the
+campaign's ``meta.json`` says so in ``syscall_counting``), the broker's
+system calls over the same span are counted too, per message sent:
+``broker_passes_per_ingress`` (``epoll_wait`` and ``epoll_pwait``: passes of
+its event loop), ``broker_reads_per_ingress`` and
+``broker_writes_per_ingress``; NaN elsewhere. CPU time is the scheduler's run
 time from ``/proc/PID/task/*/schedstat`` (nanoseconds); ``utime + stime``
 counts 10 ms ticks, too coarse for short runs at low load.
 
@@ -32,6 +49,7 @@ fanout``).
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import math
 import os
@@ -47,6 +65,7 @@ from .harness.brokers import BrokerSpec, install_signal_cleanup, read_mosquitto_
 from .harness.cpu import CpuCap, detect_cpu_control
 from .harness.loadgen import LoadSpec, PublisherBlocked, SetupTimeout, run_load
 from .harness.machine import idle_exit_curve, machine_reference
+from .harness.passes import SyscallCounter, perf_syscalls_available
 from .pacing import pacing_fields
 from .virtual import latency_fields
 
@@ -80,6 +99,7 @@ class RealHarness:
         self.on_run = None  # optional callback(spec, row), e.g. a progress log
         self._sys_dropped = 0
         self._clients = None  # the load generator's top-weight CPU group, while entered
+        self._syscalls_ok = None  # (bool, reason) once checked: perf counts system calls here
 
     # -- broker lifecycle -------------------------------------------------
     @staticmethod
@@ -150,6 +170,7 @@ class RealHarness:
             ),
             "machine_reference": machine_reference(),
             "idle_exit": self._idle_exit(),
+            "syscall_counting": self._syscalls_note(),
         }
 
     def pair_facts(self, broker, config):
@@ -286,15 +307,47 @@ class RealHarness:
             "host_load_1min": os.getloadavg()[0],
         }
 
+    def _count_syscalls(self):
+        """Whether ``perf stat`` counts the broker's system calls here (checked once)."""
+        if self._syscalls_ok is None:
+            self._syscalls_ok = perf_syscalls_available(SYSCALLS)
+        return self._syscalls_ok[0]
+
+    def _syscalls_note(self):
+        ok, reason = self._syscalls_ok or perf_syscalls_available(SYSCALLS)
+        return "perf stat, syscalls:sys_enter_* tracepoints, from the common start" if ok else f"not counted: {reason}"
+
     def _measure(self, spec):
-        """One load run: ``(broker, LoadResult, CPU diff, quota fields)``."""
+        """One load run: ``(broker, LoadResult, CPU diff, quota fields)``.
+
+        The broker's counters are read when the clients are ready and the
+        broker has worked off the generator's probe rounds (before the
+        common start, :func:`run_load`'s ``on_start``, waiting as
+        :meth:`_settle`: ``broker_probe_settle_s``) and after the drain, so
+        the set-up (connections, subscriptions, probes) is not charged to
+        the run's messages; its CPU time is reported apart
+        (``broker_setup_cpu_s``).
+        """
         broker = self._ensure_broker(spec)
-        cap_before = _cap_stat(broker)
-        before = procfs.sample(broker.pid)
-        result = run_load(self._load_spec(spec, broker))
-        after = procfs.sample(broker.pid)
-        cpu = procfs.diff(before, after)
-        return broker, result, cpu, _cap_fields(cap_before, _cap_stat(broker), cpu["wall_s"])
+        first = procfs.sample(broker.pid)
+        marks = {}
+        counter = SyscallCounter(broker.pid, SYSCALLS, enabled=False) if self._count_syscalls() else None
+
+        def started():  # the probes have stopped: let the broker work them off, then read its counters
+            marks["settle_s"] = self._settle(spec)
+            marks["cap"], marks["cpu"] = _cap_stat(broker), procfs.sample(broker.pid)
+            if counter is not None:
+                counter.enable()
+
+        with counter or contextlib.nullcontext():
+            result = run_load(self._load_spec(spec, broker), on_start=started)
+            after = procfs.sample(broker.pid)
+        cpu = procfs.diff(marks["cpu"], after)
+        cpu["syscalls"] = counter.counts if counter is not None else {}
+        setup = procfs.diff(first, marks["cpu"])
+        cpu["setup_cpu_s"] = setup["run_s"] if setup.get("run_s", 0) > 0 else setup["cpu_time_s"]
+        cpu["probe_settle_s"] = math.nan if marks["settle_s"] is None else marks["settle_s"]
+        return broker, result, cpu, _cap_fields(marks["cap"], _cap_stat(broker), cpu["wall_s"])
 
     def _broker_dropped(self, broker):
         """Messages the broker itself dropped during the run (Mosquitto ``$SYS``), else NaN.
@@ -353,6 +406,9 @@ class RealHarness:
             "demand_s_per_ingress": cpu_s / sent,
             "wakeups_per_ingress": cpu["voluntary_switches"] / sent,
             "broker_cpu_s": cpu_s,
+            "broker_setup_cpu_s": cpu.get("setup_cpu_s", math.nan),
+            "broker_probe_settle_s": cpu.get("probe_settle_s", math.nan),
+            **_syscall_fields(cpu.get("syscalls", {}), sent),
             "broker_cpu_ticks_s": cpu["cpu_time_s"],
             "broker_utilization": cpu_s / cpu["wall_s"] if cpu["wall_s"] > 0 else math.nan,
             "sent_total": sent,
@@ -363,6 +419,23 @@ class RealHarness:
         row.update({k: s[k] for k in s if k == "latency_clock" or k.startswith(("app_latency_", "client_delay_"))})
         row.update(pacing_fields(result.batch_sends))
         return row
+
+
+#: System calls counted per run (:class:`~pubsim.calibration.harness.passes.SyscallCounter`):
+#: event-loop passes (``epoll_wait``; Go's runtime and others call ``epoll_pwait``), reads and writes.
+SYSCALLS = ("epoll_wait", "epoll_pwait", "read", "recvfrom", "readv", "write", "sendto", "writev")
+_SYSCALL_GROUPS = {
+    "broker_passes_per_ingress": ("epoll_wait", "epoll_pwait"),
+    "broker_reads_per_ingress": ("read", "recvfrom", "readv"),
+    "broker_writes_per_ingress": ("write", "sendto", "writev"),
+}
+
+
+def _syscall_fields(counts, sent):
+    """The broker's event-loop passes, reads and writes per message sent (NaN where not counted)."""
+    if not counts:
+        return dict.fromkeys(_SYSCALL_GROUPS, math.nan)
+    return {k: sum(counts.get(c) or 0.0 for c in calls) / sent for k, calls in _SYSCALL_GROUPS.items()}
 
 
 def _client_group():

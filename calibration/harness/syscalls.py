@@ -18,7 +18,7 @@ from ...models.protocol.mqtt import encode_publish
 from . import mqttwire as mw
 from . import procfs
 
-__all__ = ["publish_syscalls"]
+__all__ = ["publish_syscalls", "receive_bytes"]
 
 
 def _counters(pid):
@@ -26,7 +26,8 @@ def _counters(pid):
     return io["syscr"], io["syscw"], procfs.sample(pid).voluntary_switches
 
 
-def _drain(sock, nbytes, timeout_s):
+def receive_bytes(sock, nbytes, timeout_s):
+    """Read and discard ``nbytes`` from ``sock`` (a subscriber's deliveries), within ``timeout_s`` per read."""
     sock.settimeout(timeout_s)
     got = 0
     while got < nbytes:
@@ -73,7 +74,7 @@ def publish_syscalls(port, pid, payload_sizes, *, n=500, topic="pubsim/t0", gap_
             for _ in range(n):
                 pub.sendall(packet)
                 time.sleep(gap_s)
-            _drain(sub, n * len(packet), timeout_s)
+            receive_bytes(sub, n * len(packet), timeout_s)
             time.sleep(0.05)  # the broker's last write is counted before its next read
             after = _counters(pid)
             reads, writes, wakeups = ((a - b) / n for a, b in zip(after, before))

@@ -61,6 +61,16 @@ def test_mosquitto_limit_and_load_dependent_demand(smoke):
     assert mq.wakeups_per_ingress.iloc[0] > mq.wakeups_per_ingress.iloc[-1]
     assert meta["versions"]["mosquitto"].startswith("2.") or meta["versions"]["mosquitto"]
     assert meta["machine_reference"]["loopback_round_trips_per_s"] > 100  # the machine is recorded too
+    # the set-up's CPU is recorded apart, not charged to the run's messages
+    assert (mq.broker_setup_cpu_s > 0).all() and (mq.broker_cpu_s > 0).all()
+    # where perf counts system calls: one publisher, so one pass of the event loop per
+    # message read, and 3 reads per 64 B PUBLISH (command byte, length byte, the rest)
+    if meta["syscall_counting"].startswith("perf"):
+        ok = mq[mq.sustainable]
+        assert ok.broker_passes_per_ingress.between(0.95, 1.3).all(), ok.broker_passes_per_ingress.tolist()
+        assert ok.broker_reads_per_ingress.between(2.95, 3.3).all(), ok.broker_reads_per_ingress.tolist()
+    else:
+        assert mq.broker_passes_per_ingress.isna().all()
 
 
 def test_fit_and_validate_end_to_end(smoke):

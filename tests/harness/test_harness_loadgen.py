@@ -221,6 +221,19 @@ def _tcp_pair():
     return a, b
 
 
+def _first_stamp(a, b, tries=100):
+    """Exchange bytes until the kernel stamps one: when no socket had asked for receive
+    times, Linux turns them on in a deferred work item (``net_enable_timestamp``), so
+    the first packets after ``SO_TIMESTAMPNS`` can arrive unstamped."""
+    for _ in range(tries):
+        a.sendall(b"w")
+        _, ancillary, _, _ = b.recvmsg(16, rxstamp.ANCILLARY_BYTES)
+        if ancillary:
+            return
+        time.sleep(0.01)
+    raise AssertionError("the kernel never stamped a received packet")
+
+
 @pytest.mark.parametrize("stamped", [True, False])
 def test_kernel_receive_time_excludes_the_readers_own_delay(stamped):
     """A reader that sleeps 30 ms before reading: the kernel's time is the arrival, not the read.
@@ -230,6 +243,8 @@ def test_kernel_receive_time_excludes_the_readers_own_delay(stamped):
     a, b = _tcp_pair()
     try:
         assert rxstamp.enable_kernel_stamps(b) if stamped else True
+        if stamped:
+            _first_stamp(a, b)
         t_send = time.monotonic_ns()
         a.sendall(b"x" * 64)
         time.sleep(0.03)

@@ -63,8 +63,11 @@ Run sequence
 3. A subscriber is ready when it has received a probe from every publisher
    on every one of its topics: routing works end to end (this also waits
    out ZeroMQ's slow joiner).
-4. When all are ready the parent sends a common start time ``t0`` (now +
-   0.1 s); publishers stop probing and start at ``t0``.
+4. When all are ready the parent tells the publishers to stop probing
+   (``quiet``) and waits until each has; :func:`run_load`'s ``on_start``
+   runs there (the harness lets the broker work off the probes and reads
+   its counters). Then it sends a common start time ``t0`` (now + 0.1 s)
+   and the publishers start at ``t0``.
 5. Each publisher stops at ``t0 + duration_s``, flushes (MQTT PINGREQ /
    PINGRESP, NATS PING / PONG: the broker has read everything before it)
    and reports its batch send times.

@@ -81,6 +81,7 @@ class _PubControl:
     def __init__(self, conn):
         self.conn = conn
         self.start_ns = None
+        self.quiet = False
         self.abort = False
 
     def poll(self):
@@ -89,6 +90,8 @@ class _PubControl:
                 msg = self.conn.recv()
                 if msg[0] == "start":
                     self.start_ns = msg[1]
+                elif msg[0] == "quiet":
+                    self.quiet = True
                 elif msg[0] == "stop":
                     self.abort = True
         except (EOFError, OSError):
@@ -96,11 +99,18 @@ class _PubControl:
 
 
 def _wait_start(ctl, send_probes, drain):
-    """Send a probe round every 20 ms until the parent sends the start time."""
+    """Send a probe round every 20 ms until the parent says ``quiet`` (every
+    subscriber is ready), answer ``quiet`` once the probes have stopped, and
+    wait for the start time."""
     next_probe = 0
+    told = False
     while ctl.start_ns is None and not ctl.abort:
         now = time.monotonic_ns()
-        if now >= next_probe:
+        if ctl.quiet:
+            if not told:
+                ctl.conn.send(("quiet",))
+                told = True
+        elif now >= next_probe:
             send_probes(now)
             next_probe = now + _PROBE_PERIOD_NS
         drain()
