@@ -21,8 +21,9 @@ out and reported as ``broker_setup_cpu_s``: the publishers stop probing,
 the broker is left to work off the probes (a capped broker can be seconds
 behind: the probes of 32 publishers on 32 topics are 51,200 PUBLISHes per
 second), and only then are its counters read and the start time sent.
-Before 2026-11-27 it was counted, which added 70-83 ms of CPU to every 32 + 32 run (+91 % CPU per
-message at 1,000 msg/s, +9 % near the limit) and 3.5 ms to every 8 + 8 run.
+Before 2026-11-27 it was counted, which added 77-85 ms of CPU to every
+32 + 32 run (+76 % CPU per message at 1,000 msg/s, +9-10 % near the limit)
+and 3.1-3.7 ms to every 8 + 8 run (calibration/README.md).
 
 Where ``perf stat`` can count the kernel's ``syscalls`` tracepoints
 (:func:`~pubsim.calibration.harness.passes.perf_syscalls_available`; the
@@ -314,7 +315,7 @@ class RealHarness:
         return self._syscalls_ok[0]
 
     def _syscalls_note(self):
-        ok, reason = self._syscalls_ok or perf_syscalls_available(SYSCALLS)
+        ok, reason = self._count_syscalls(), self._syscalls_ok[1]
         return "perf stat, syscalls:sys_enter_* tracepoints, from the common start" if ok else f"not counted: {reason}"
 
     def _measure(self, spec):
@@ -344,8 +345,7 @@ class RealHarness:
             after = procfs.sample(broker.pid)
         cpu = procfs.diff(marks["cpu"], after)
         cpu["syscalls"] = counter.counts if counter is not None else {}
-        setup = procfs.diff(first, marks["cpu"])
-        cpu["setup_cpu_s"] = setup["run_s"] if setup.get("run_s", 0) > 0 else setup["cpu_time_s"]
+        cpu["setup_cpu_s"] = _cpu_s(procfs.diff(first, marks["cpu"]))
         cpu["probe_settle_s"] = math.nan if marks["settle_s"] is None else marks["settle_s"]
         return broker, result, cpu, _cap_fields(marks["cap"], _cap_stat(broker), cpu["wall_s"])
 
@@ -386,7 +386,7 @@ class RealHarness:
         }
         egress = counts[rule]
         ingress = s["ingress_rate_per_s"]
-        cpu_s = cpu["run_s"] if cpu.get("run_s", 0) > 0 else cpu["cpu_time_s"]
+        cpu_s = _cpu_s(cpu)
         row = {
             "offered_per_s": spec.rate_per_s,
             "ingress_rate_per_s": ingress,
@@ -421,14 +421,20 @@ class RealHarness:
         return row
 
 
-#: System calls counted per run (:class:`~pubsim.calibration.harness.passes.SyscallCounter`):
+#: System calls counted per run (:class:`~pubsim.calibration.harness.passes.SyscallCounter`), by row field:
 #: event-loop passes (``epoll_wait``; Go's runtime and others call ``epoll_pwait``), reads and writes.
-SYSCALLS = ("epoll_wait", "epoll_pwait", "read", "recvfrom", "readv", "write", "sendto", "writev")
 _SYSCALL_GROUPS = {
     "broker_passes_per_ingress": ("epoll_wait", "epoll_pwait"),
     "broker_reads_per_ingress": ("read", "recvfrom", "readv"),
     "broker_writes_per_ingress": ("write", "sendto", "writev"),
 }
+SYSCALLS = tuple(call for calls in _SYSCALL_GROUPS.values() for call in calls)
+
+
+def _cpu_s(diff):
+    """CPU seconds of a :func:`~pubsim.calibration.harness.procfs.diff`: the scheduler's run
+    time where it counted any, else the coarser ``utime + stime`` ticks."""
+    return diff["run_s"] if diff.get("run_s", 0) > 0 else diff["cpu_time_s"]
 
 
 def _syscall_fields(counts, sent):
