@@ -206,9 +206,13 @@ class BrokerParams:
         I/O cycles of a multi-threaded broker (NATS, ZeroMQ proxy): a fixed
         cost per cycle plus one per connection flushed, paid once per cycle
         rather than per message (:mod:`pubsim.models.mechanisms.iothreads`);
-        None (default) = the plain FIFO worker. Needs one worker, FIFO
-        scheduling, an unlimited ingress queue, no batching and no restarts.
-        In scenario files a mapping of IoParams fields.
+        with ``cycle_max_per_connection: 1``, Mosquitto's event-loop passes
+        (one packet per ready connection per pass, a pass's cost shared by
+        the messages of different connections read in it); None (default)
+        = the plain FIFO worker. Needs one worker, FIFO scheduling, an
+        unlimited ingress queue, no batching and no restarts. In scenario
+        files a mapping of IoParams fields (``cycle_cost_s``,
+        ``flush_cost_s``, ``cycle_max_messages``, ``cycle_max_per_connection``).
     overload : OverloadParams or None
         TCP flow control past the broker's limit: each publisher connection
         holds a bounded socket buffer, a publisher whose buffer is full waits
@@ -282,8 +286,6 @@ class BrokerParams:
         if self.store is not None and self.disk is None:
             raise ConfigError("store", self.store.product or "a store", "a disk with it (store needs disk)")
         refuse(self, "broker")  # pairs of features that do not combine (models.params.features)
-        if self.idle_exit is not None and self.io is not None:
-            raise ConfigError("idle_exit", "set", "unset with io (the I/O-cycle kernel has no idle exit)")
         cpu = self.workers if self.cpu_quota_cores is None else self.cpu_quota_cores
         if self.background_cpu_fraction >= cpu:
             raise ConfigError(

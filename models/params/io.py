@@ -48,18 +48,30 @@ class IoParams:
         Most messages one cycle reads (a read buffer's worth: nats-server
         reads at most 64 KiB, libzmq 8 KiB per batch); later ones open the
         next cycle. None (default) = no limit.
+    cycle_max_per_connection : int or None
+        Most messages one cycle reads from one client connection; a further
+        one waits for the next cycle. Mosquitto 2.0 reads one packet per
+        ready connection per pass of its event loop (``src/mux_epoll.c``
+        ``mux_epoll__handle`` calls ``loop_handle_reads_writes`` once per
+        ready descriptor, which calls ``lib/packet_mosq.c`` ``packet__read``
+        once), so its passes are shared only by messages of different
+        connections: 1. None (default) = no limit (a read takes all that
+        is buffered, as nats-server and libzmq do).
     provenance : Provenance
     """
 
     cycle_cost_s: float = field(default=0.0, metadata={"unit": "duration"})
     flush_cost_s: float = field(default=0.0, metadata={"unit": "duration"})
     cycle_max_messages: int | None = field(default=None, metadata={"unit": "optional_count"})
+    cycle_max_per_connection: int | None = field(default=None, metadata={"unit": "optional_count"})
     provenance: Provenance = field(default=ASSUMED, metadata={"unit": "provenance"})
 
     def __post_init__(self) -> None:
         check_fields(self)
         if self.cycle_max_messages is not None and self.cycle_max_messages < 1:
             raise ConfigError("cycle_max_messages", self.cycle_max_messages, "at least 1 message, or unset")
+        if self.cycle_max_per_connection is not None and self.cycle_max_per_connection < 1:
+            raise ConfigError("cycle_max_per_connection", self.cycle_max_per_connection, "at least 1 message, or unset")
 
     def cost_s(self, copies: Any) -> Any:
         """Cost of a cycle opened by a message with ``copies`` copies (number or array), s."""

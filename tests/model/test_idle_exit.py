@@ -72,10 +72,22 @@ def test_bad_curves_are_refused_naming_the_field(fields, field):
     assert "\n" not in str(err.value)
 
 
-def test_refused_with_io_cycles():
-    with pytest.raises(ConfigError) as err:
-        BrokerParams(idle_exit=EXIT, io=IoParams(cycle_cost_s=1e-5))
-    assert err.value.field == "idle_exit"
+def test_io_cycles_take_the_exit_of_an_idle_server():
+    # own cost 1, cycle cost 3, exit 0.5 after an idle of at least 1 (EXIT-like curve):
+    # 0 finds the server idle since 0: exit(0); 10 finds it idle since 4: starts 10.5
+    from pubsim.models.mechanisms.iothreads.discipline import CycleDiscipline
+    from pubsim.sim.packets import Packets
+
+    disc = CycleDiscipline(idle_exit=((1.0,), (0.5,)))
+    t = np.array([0.0, 10.0])
+    disc.set_cycle_cost(np.full(2, 3.0))
+    served = disc.run(
+        Packets(t, np.arange(2), np.zeros(2, np.int64), np.full(2, 1), t), np.ones(2), np.zeros(2), np.inf
+    )
+    assert served.start.tolist() == [0.0, 10.5]
+    assert served.depart.tolist() == [1.0, 11.5]
+    assert disc.work_s == pytest.approx(2 * 1.0 + 2 * 3.0)  # the exit uses no CPU
+    BrokerParams(idle_exit=EXIT, io=IoParams(cycle_cost_s=1e-5))  # combines
 
 
 def test_refused_on_a_host_cpu_shared_with_other_processes():

@@ -524,15 +524,15 @@ CASES["store-sync-per-message"] = (
 )
 
 
-def io_cycle_star(quota):
-    """A broker served in I/O cycles (NATS-like): Poisson and simultaneous publishers, fan-out 1-3,
-    with and without a CPU quota (stalls)."""
+def io_cycle_star(quota, per_connection=None):
+    """A broker served in I/O cycles (NATS-like; with ``per_connection`` 1, Mosquitto's passes):
+    Poisson and simultaneous publishers, fan-out 1-3, with and without a CPU quota (stalls)."""
 
     broker = BrokerParams(
         ingress_cost_s=Exponential(mean_value=20e-6),
         delivery_cost_s=Constant(value=5e-6),
         overflow="backpressure",
-        io=IoParams(cycle_cost_s=60e-6, flush_cost_s=10e-6),
+        io=IoParams(cycle_cost_s=60e-6, flush_cost_s=10e-6, cycle_max_per_connection=per_connection),
         **({"cpu_fraction": 0.3, "cpu_period_s": 0.01} if quota else {}),
     )
     pubs = {f"p{i}": PublisherParams(topics=(f"t/{i % 3}",), rate_per_s=1500.0) for i in range(4)}
@@ -554,6 +554,7 @@ def io_cycle_star(quota):
 
 CASES["io-cycles"] = (lambda: io_cycle_star(False), 0.3)
 CASES["io-cycles-quota"] = (lambda: io_cycle_star(True), 0.3)
+CASES["io-passes-per-connection"] = (lambda: io_cycle_star(True, per_connection=1), 0.3)
 
 
 @pytest.mark.parametrize("name", ["idle", "slow", "channels"])

@@ -6,10 +6,23 @@ import math
 
 import numpy as np
 
+from ....sim.station import StationStats
 from ...stations.core import BrokerStation, _background_stretch, _quota, _wakeup_s
 from .discipline import CycleDiscipline
 
-__all__ = ["CycleBrokerStation"]
+__all__ = ["CycleBrokerStation", "CycleStats", "arrival_connection"]
+
+
+class CycleStats(StationStats):
+    """Station statistics plus the cycles opened in the window (``cycles``:
+    for Mosquitto's passes, what perf counts as ``epoll_wait`` calls)."""
+
+    def __init__(self, window, servers):
+        super().__init__(window, servers)
+        self.cycles = 0
+
+    def record(self):
+        return {**super().record(), "cycles": self.cycles}
 
 
 class CycleBrokerStation(BrokerStation):
@@ -22,15 +35,38 @@ class CycleBrokerStation(BrokerStation):
 
     def __init__(self, name, params, *, filters, streams, window, connections=0):
         super().__init__(name, params, filters=filters, streams=streams, window=window, connections=connections)
-        most = params.io.cycle_max_messages
+        most, per_connection = params.io.cycle_max_messages, params.io.cycle_max_per_connection
         self.discipline = CycleDiscipline(
             idle_extra_s=_wakeup_s(params, connections) * _background_stretch(params),
             max_members=math.inf if most is None else float(most),
+            max_per_connection=math.inf if per_connection is None else float(per_connection),
+            idle_exit=None if params.idle_exit is None else params.idle_exit.curve,
             **_quota(params),
         )
+        self.stats = CycleStats(window, 1)
+
+    def after_service(self, served):
+        """Count the cycles opened in the window (by their openers' start), then as the broker."""
+        self.stats.cycles += int(self.stats._in_window(served.start[self.discipline.opened]).sum())
+        return super().after_service(served)
 
     def before_run(self, packets, service_s, size_bytes):
-        """Hand the discipline each message's cycle cost, s."""
+        """Hand the discipline each message's cycle cost, s, and, if it needs them, connections."""
         copies = (self.plan.n_children if self.copies_by_visit is None else self.copies_by_visit)[packets.visit]
         cost = self.params.io.cost_s(np.asarray(copies, dtype=np.float64)) * self.stretch
         self.discipline.set_cycle_cost(cost)
+        if self.discipline.per_connection:
+            self.discipline.set_connections(arrival_connection(self.plan, packets.visit))
+
+
+def arrival_connection(plan, visits):
+    """Connection each visit's message arrives on, as an integer >= 0: its
+    publisher's for a message a client published (an ingress visit), else
+    the station it came from (an upstream broker's link), numbered after the
+    publishers."""
+    visits = np.asarray(visits, dtype=np.int64)
+    publisher = plan.flow_publisher[plan.flow[visits]]
+    parent = plan.parent[visits]
+    upstream = plan.station[np.maximum(parent, 0)]
+    first = int(plan.flow_publisher.max()) + 1 if plan.flow_publisher.size else 0
+    return np.where(plan.ingress[visits] | (parent < 0), publisher, first + upstream)

@@ -55,6 +55,95 @@ def test_most_members_per_cycle():
     assert err.value.field == "cycle_max_messages"
 
 
+def _serve_keys(disc, times, keys, cost, cycle_cost):
+    n = len(times)
+    pk = Packets(
+        np.asarray(times, float), np.arange(n), np.zeros(n, np.int64), np.full(n, 100), np.asarray(times, float)
+    )
+    disc.set_cycle_cost(np.full(n, cycle_cost))
+    disc.set_connections(np.asarray(keys))
+    return disc.run(pk, np.full(n, cost), np.zeros(n), np.inf).depart.tolist()
+
+
+def test_one_message_per_connection_per_cycle():
+    # own cost 1, cycle cost 3, one message per connection per cycle (Mosquitto's pass):
+    # A at 0 opens (0-1); the second A waits for the next cycle: cost 1-4, then 4-5;
+    # B at 0 was waiting when that cycle began and is its first B: joins (5-6)
+    disc = CycleDiscipline(max_per_connection=1)
+    assert _serve_keys(disc, [0.0, 0.0, 0.0], [0, 0, 1], 1.0, 3.0) == [1.0, 5.0, 6.0]
+    assert disc.cycles_total == 2
+    assert CycleDiscipline().cycles_total == 0
+
+
+@pytest.mark.parametrize("connections, limit, cycles", [(1, 1, 64), (8, 1, 8), (8, 2, 4), (8, None, 1), (64, 1, 1)])
+def test_backlog_shares_cycles_by_connection(connections, limit, cycles):
+    # 64 messages waiting at once from connections taking turns: one cycle per
+    # `limit` messages of each connection (none: one cycle reads all)
+    disc = CycleDiscipline(max_per_connection=np.inf if limit is None else limit)
+    keys = np.arange(64) % connections
+    if limit is None:
+        disc.set_cycle_cost(np.full(64, 3.0))
+        n = 64
+        pk = Packets(np.zeros(n), np.arange(n), np.zeros(n, np.int64), np.full(n, 100), np.zeros(n))
+        disc.run(pk, np.ones(n), np.zeros(n), np.inf)
+    else:
+        _serve_keys(disc, np.zeros(64), keys, 1.0, 3.0)
+    assert disc.cycles_total == cycles
+    assert disc.work_s == pytest.approx(64 * 1.0 + cycles * 3.0)
+
+
+def test_connections_must_match_the_batch():
+    disc = CycleDiscipline(max_per_connection=1)
+    disc.set_cycle_cost(np.zeros(2))
+    pk = Packets(np.zeros(2), np.arange(2), np.zeros(2, np.int64), np.full(2, 100), np.zeros(2))
+    with pytest.raises(ValueError, match="connections for 0 messages, 2 offered"):
+        disc.run(pk, np.ones(2), np.zeros(2), np.inf)
+    with pytest.raises(ConfigError) as err:
+        IoParams(cycle_max_per_connection=0)
+    assert err.value.field == "cycle_max_per_connection"
+
+
+def _publishers(k, rate_per_s, n_total):
+    """k publishers on one topic sharing ``n_total`` messages at ``rate_per_s`` together, interleaved."""
+    times = np.arange(n_total) / rate_per_s
+    return {
+        f"p{j}": PublisherParams(
+            topics=("t",),
+            arrival="schedule",
+            schedule_time_s=tuple(times[j::k]),
+            schedule_size_bytes=(64,) * len(times[j::k]),
+            schedule_topic=("t",) * len(times[j::k]),
+        )
+        for j in range(k)
+    }
+
+
+@pytest.mark.parametrize("per_connection", [1, None])
+def test_passes_shared_by_publishers_in_the_simulated_broker(per_connection):
+    # 60k msg/s into a broker of 10 us own cost and a 10 us pass: one publisher
+    # pays a pass per message (20 us: overloaded, 50k msg/s at most); eight
+    # publishers share each pass once it backs up (the limit rises towards 100k)
+    io = IoParams(cycle_cost_s=10e-6, cycle_max_per_connection=per_connection)
+    b = BrokerParams(ingress_cost_s=Constant(value=10e-6), io=io, overflow="backpressure")
+    out = {}
+    for k in (1, 8):
+        top = T.star(
+            broker=b,
+            publishers=_publishers(k, 60_000.0, 12_000),
+            subscribers={"s": SubscriberParams(subscriptions=("t",))},
+            link=LinkParams(latency_s=1e-4),
+        )
+        r = simulate(top, duration_s=0.2, warmup_s=0.02, seed=3)
+        broker = r.stations().set_index("station").loc["broker:broker"]
+        out[k] = r.deliveries()["latency_s"].max(), broker["cycles"] / broker["served"]
+    if per_connection is None:  # a read takes everything buffered: the connection count does not matter
+        assert out[1] == pytest.approx(out[8], rel=0.05)
+        assert out[1][1] < 0.7
+    else:  # one publisher: a pass per message, the queue grows through the run; eight: it stays short
+        assert out[1][0] > 0.03 and out[1][1] == 1.0
+        assert out[8][0] < 0.003 and out[8][1] < 0.7
+
+
 def test_hand_timeline_under_quota():
     # quota 0.5 per period 1: 0 runs 0-0.2; 0.3 opens a cycle, so the first cycle's cost 0.5
     # runs 0.2-0.5, stalls, 1.0-1.2, then 1.2-1.4; 1.5 opens one: cost 1.4-1.5, stall,
