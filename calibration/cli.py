@@ -314,6 +314,8 @@ def _validate(args, console):
         "p99_error_pct": "p99 err %",
         "ks_distance": "KS",
         "cpu_error_pct": "cpu err %",
+        "passes_measured": "passes meas",
+        "passes_simulated": "passes sim",
         "shortfall_error_pp": "short. pp",
     }
     shown = acc[[c for c in cols if c in acc]].rename(columns=cols)

@@ -75,18 +75,47 @@ COSTS = (
     "connection_cost_s",
     "connection_wakeup_cost_s",
     "length_byte_cost_s",
+    "pass_cost_s",
 )
 #: Paid by a busy broker too.
-BUSY = ("ingress_cost_s", "delivery_cost_s", "per_byte_cost_s", "connection_cost_s", "length_byte_cost_s")
+BUSY = (
+    "ingress_cost_s",
+    "delivery_cost_s",
+    "per_byte_cost_s",
+    "connection_cost_s",
+    "length_byte_cost_s",
+    "pass_cost_s",
+)
 #: Topic name length of the harness's runs, bytes ("pubsim/t0"; t10 and above are a byte longer).
 HARNESS_TOPIC_BYTES = len(topic_name(0))
 #: Forms of the per-connection term (issue 18): its regressor per ingress message.
 CONNECTION_FORMS = {
     "per_message": "client connections (publishers + subscribers): every message costs each connection",
     "per_wakeup": "client connections x wake-ups per message: a wake-up costs each connection",
+    "per_pass": (
+        "event-loop passes per message (measured, broker_passes_per_ingress): a pass's fixed work is "
+        "shared by the messages read in it, one per ready connection (Mosquitto's src/mux_epoll.c)"
+    ),
 }
 #: The fitted parameter of each form.
-CONNECTION_TERMS = {"per_message": "connection_cost_s", "per_wakeup": "connection_wakeup_cost_s"}
+CONNECTION_TERMS = {
+    "per_message": "connection_cost_s",
+    "per_wakeup": "connection_wakeup_cost_s",
+    "per_pass": "pass_cost_s",
+}
+#: Column of the broker's event-loop passes per ingress message (:mod:`pubsim.calibration.harness.passes`).
+PASSES = "broker_passes_per_ingress"
+
+
+def passes_of(measurements):
+    """Event-loop passes per ingress message of each run: the counted ones
+    (``broker_passes_per_ingress``), else 1 for a run with one publisher
+    (one packet per connection per pass: counted 1.000 at every rate,
+    calibration/README.md, "Loop passes, counted"), else NaN (not known)."""
+    m = measurements
+    one = m["publishers"].to_numpy(dtype=float) == 1
+    counted = m[PASSES].to_numpy(dtype=float) if PASSES in m else np.full(len(m), np.nan)
+    return np.where(np.isnan(counted) & one, 1.0, counted)
 
 
 def connections_of(measurements):
@@ -167,11 +196,13 @@ class BrokerDemandCalibrator:
         wrongly charged to the per-message costs.
     connection_form : str or None
         Also fit a per-connection cost in this form (a key of
-        :data:`CONNECTION_FORMS`: ``connection_cost_s`` per message or
-        ``connection_wakeup_cost_s`` per wake-up, :data:`CONNECTION_TERMS`;
-        needs runs with different numbers of connections that are not a
-        combination of the other terms' columns); None (default): not
-        fitted, 0.
+        :data:`CONNECTION_FORMS`: ``connection_cost_s`` per message,
+        ``connection_wakeup_cost_s`` per wake-up, or ``pass_cost_s`` per
+        event-loop pass, :data:`CONNECTION_TERMS`; needs runs with
+        different numbers of connections that are not a combination of the
+        other terms' columns, or, per pass, runs with different counted
+        passes per message, :func:`passes_of`, the runs whose passes are not
+        known left out); None (default): not fitted, 0.
     fit_length_bytes : bool
         Also fit ``length_byte_cost_s``, the cost per MQTT remaining-length
         byte beyond the first (module docstring; needs payload sizes on
@@ -223,18 +254,27 @@ class BrokerDemandCalibrator:
         conn = connections_of(m) if self.connection_form is not None else np.zeros_like(fanout)
         form = self.connection_form
         length = extra_length_bytes_of(m) if self.fit_length_bytes else np.zeros_like(fanout)
+        passes = passes_of(m) if form == "per_pass" else np.zeros_like(fanout)
         cols = [np.ones_like(fanout), fanout, payload * (1 + fanout), idle, 1.0 / rate, conn, conn * idle, length]
+        cols.append(passes)
         keep = [True, self.fit_delivery, self.fit_per_byte, True, self.fit_background]
-        keep += [form == "per_message", form == "per_wakeup", self.fit_length_bytes]
+        keep += [form == "per_message", form == "per_wakeup", self.fit_length_bytes, form == "per_pass"]
         return np.column_stack([c for c, k in zip(cols, keep) if k]), [n for n, k in zip(COSTS, keep) if k]
 
     def _columns(self):
         cols = REQUIRED_COLUMNS + (("wakeups_per_ingress",) if self.wake_regressor == "wakeups" else ())
         return cols + (("publishers", "subscribers") if self.connection_form is not None else ())
 
+    def _known(self, measurements):
+        """The runs the fit can use: with ``per_pass``, those whose passes are known (:func:`passes_of`)."""
+        m = measurements.reset_index(drop=True)
+        if self.connection_form != "per_pass":
+            return m
+        return m[~np.isnan(passes_of(m))].reset_index(drop=True)
+
     def fit(self, measurements):
         _check(measurements, self._columns())
-        m = measurements.reset_index(drop=True)
+        m = self._known(measurements)
         x, names = self._design(m)
         y = m["demand_s_per_ingress"].to_numpy(dtype=float)
         coef = relative_nnls(x, y, names)
@@ -264,12 +304,15 @@ class BrokerDemandCalibrator:
         rate = m["ingress_rate_per_s"].to_numpy(dtype=float)
         return self.predict(m) - self.params_["background_cpu_fraction"] / rate
 
-    def capacity_per_s(self, *, payload_bytes, fanout, cap=1.0, workers=1, connections=0, topic_bytes=None):
+    def capacity_per_s(
+        self, *, payload_bytes, fanout, cap=1.0, workers=1, connections=0, topic_bytes=None, publishers=1
+    ):
         """Ingress rate at which the workers are always busy (no wake-ups), msg/s
-        (``topic_bytes`` None: the harness's, :data:`HARNESS_TOPIC_BYTES`)."""
+        (``topic_bytes`` None: the harness's, :data:`HARNESS_TOPIC_BYTES`; a
+        pass is shared by one message of each of ``publishers``, all backed up)."""
         p = self.params_
         busy = p["ingress_cost_s"] + fanout * p["delivery_cost_s"] + payload_bytes * (1 + fanout) * p["per_byte_cost_s"]
-        busy += connections * p["connection_cost_s"]
+        busy += connections * p["connection_cost_s"] + p.get("pass_cost_s", 0.0) / max(int(publishers), 1)
         topic = HARNESS_TOPIC_BYTES if topic_bytes is None else topic_bytes
         busy += p.get("length_byte_cost_s", 0.0) * (int(mqtt_length_bytes(int(payload_bytes), int(topic))) - 1)
         return math.inf if busy <= 0 else max(cap * workers - p["background_cpu_fraction"], 0.0) / busy
@@ -462,7 +505,7 @@ class KneeDemandCalibrator(BrokerDemandCalibrator):
 
     def fit(self, measurements):
         _check(measurements, self._columns() + ("config",))
-        m = measurements.reset_index(drop=True)
+        m = self._known(measurements)
         x, names = self._design(m)
         y = m["demand_s_per_ingress"].to_numpy(dtype=float)
         w = 1.0 / np.maximum(y, 1e-12)

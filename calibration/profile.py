@@ -19,7 +19,14 @@ from ..models.params.broker import BrokerParams
 from ..models.params.link import LinkParams
 from ..models.params.mapping import from_mapping
 
-__all__ = ["BROKER_MODELS", "build_profile", "profile_yaml", "check_profile", "length_reads_reason"]
+__all__ = [
+    "BROKER_MODELS",
+    "build_profile",
+    "profile_yaml",
+    "check_profile",
+    "length_reads_reason",
+    "pass_reads_reason",
+]
 
 # What the harness cannot fit: the broker's architecture (from its documentation).
 BROKER_MODELS = {
@@ -30,6 +37,8 @@ BROKER_MODELS = {
         "why": "single-threaded event loop (mosquitto.conf(5)); TCP flow control slows publishers when it falls behind",
         "length_reads": "Mosquitto 2.0.11 lib/packet_mosq.c packet__read: one read(2) per byte of a "
         "packet's remaining length, then one for the rest",
+        "pass_reads": "Mosquitto 2.0.11 src/mux_epoll.c mux_epoll__handle: one epoll_wait per pass of the "
+        "main loop, then one packet__read per ready connection",
     },
     "nats": {
         "workers": 1,
@@ -83,6 +92,33 @@ def length_reads_reason(kind):
     if BROKER_MODELS.get(kind, {}).get("length_reads") is not None:
         return None
     return f"not fitted: {kind} does not read MQTT lengths byte by byte"
+
+
+def pass_reads_reason(kind):
+    """None if broker ``kind`` reads one packet per ready connection per pass of its loop
+    (``pass_reads`` in :data:`BROKER_MODELS`: ``pass_cost_s`` may be fitted), else why that term is not fitted."""
+    if BROKER_MODELS.get(kind, {}).get("pass_reads") is not None:
+        return None
+    return f"not fitted: {kind} is not modelled as reading one packet per connection per pass"
+
+
+def _passes(demand_params, metadata):
+    """``{"io": ...}``: the broker's event-loop passes (I/O cycles of one message per
+    connection, :class:`pubsim.models.params.io.IoParams`) when a pass cost was fitted, else ``{}``."""
+    cost = demand_params.get("pass_cost_s", 0.0)
+    if not cost:
+        return {}
+    note = (
+        f"fitted per event-loop pass on the passes counted per message (perf, broker_passes_per_ingress) "
+        f"of {metadata['data']}; a pass reads one packet per ready connection (Mosquitto 2.0 src/mux_epoll.c)"
+    )
+    return {
+        "io": {
+            "cycle_cost_s": _us(cost),
+            "cycle_max_per_connection": 1,
+            "provenance": {"source": metadata.get("source", "measured"), "reference": metadata["data"], "note": note},
+        }
+    }
 
 
 def _us(x):
@@ -216,6 +252,7 @@ def build_profile(
         "topic_syntax": model["topic_syntax"],
         "overflow": model["overflow"],
         **({"idle_exit": idle_exit} if idle_exit is not None else {}),
+        **_passes(demand_params, metadata),
         "provenance": {
             "source": metadata.get("source", "measured"),
             "reference": metadata["data"],

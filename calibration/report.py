@@ -15,7 +15,8 @@ __all__ = ["accuracy_table", "cdf_figure", "saturation_figure"]
 
 def accuracy_table(per_pair, per_run):
     """One row per (broker, config): saturation error, median latency errors, KS, CPU per message
-    error (median over the runs below saturation), shortfall error."""
+    error and, where counted and simulated, event-loop passes per message (medians over the
+    runs below saturation), shortfall error."""
     below = per_run[per_run["below_saturation"]]
     above = per_run[~per_run["below_saturation"]]
     agg = {}
@@ -26,6 +27,7 @@ def accuracy_table(per_pair, per_run):
             p99_error_pct=("p99_error_pct", "median"),
             ks_distance=("ks_distance", "median"),
             **({"cpu_error_pct": ("demand_error_pct", "median")} if "demand_error_pct" in below else {}),
+            **_passes(below),
             runs_below=("run", "size"),
         )
     table = per_pair.set_index(["broker", "config"])
@@ -42,6 +44,16 @@ def accuracy_table(per_pair, per_run):
         if key in table:
             table[f"meets_{key}"] = table[key].abs() <= limit
     return table
+
+
+def _passes(below):
+    """Median measured and simulated event-loop passes per message, where both are known."""
+    if "measured_passes_per_ingress" not in below:
+        return {}
+    return {
+        "passes_measured": ("measured_passes_per_ingress", "median"),
+        "passes_simulated": ("simulated_passes_per_ingress", "median"),
+    }
 
 
 def cdf_figure(latency, per_run, simulated, *, broker, config, runs=None):

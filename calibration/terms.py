@@ -22,9 +22,9 @@ import copy
 import numpy as np
 import pandas as pd
 
-from .fit import connections_of, extra_length_bytes_of
+from .fit import PASSES, connections_of, extra_length_bytes_of, passes_of
 
-__all__ = ["TERM_UNITS", "busy_identified", "bootstrap_intervals", "terms_record"]
+__all__ = ["TERM_UNITS", "busy_identified", "passes_identified", "bootstrap_intervals", "terms_record"]
 
 #: Unit of each term of the campaign fit.
 TERM_UNITS = {
@@ -36,6 +36,7 @@ TERM_UNITS = {
     "connection_cost_s": "s",
     "connection_wakeup_cost_s": "s",
     "length_byte_cost_s": "s",
+    "pass_cost_s": "s",
 }
 
 _RANK_TOL = 1e-8
@@ -95,6 +96,21 @@ def busy_identified(rows, *, length_bytes=False):
         kept.append(name)
         status[name] = None
     return status
+
+
+def passes_identified(rows, *, min_spread=0.1):
+    """None if the training runs' event-loop passes per message (:func:`pubsim.calibration.fit.passes_of`)
+    identify a cost per pass, else the reason: not counted, or (nearly) the same in every run."""
+    passes = passes_of(rows)
+    known = passes[~np.isnan(passes)]
+    if known.size == 0:
+        return f"not identified: no training run counted its passes ({PASSES}: perf not available)"
+    if np.ptp(known) < min_spread:
+        return (
+            f"not identified: every training run read about one message per pass ({known.min():.3g}-"
+            f"{known.max():.3g} passes per message; one publisher each)"
+        )
+    return None
 
 
 def _why_collinear(name, c):

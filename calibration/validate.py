@@ -37,8 +37,8 @@ from .fit import (
     KneeDemandCalibrator,
     LatencyFloorCalibrator,
 )
-from .profile import build_profile, length_reads_reason
-from .terms import busy_identified, terms_record
+from .profile import build_profile, length_reads_reason, pass_reads_reason
+from .terms import busy_identified, passes_identified, terms_record
 from .variability import ServiceVariabilityCalibrator
 from .virtual import VirtualHarness
 
@@ -144,7 +144,7 @@ def fit_profiles(
         wake = (
             "wakeups" if "wakeups_per_ingress" in rows and rows.wakeups_per_ingress.notna().all() else "idle_fraction"
         )
-        status = _identified(rows, connection_form, kind if length_bytes else None)
+        status = _identified(rows, connection_form, kind if length_bytes else None, broker=kind)
         demand = calibrator(
             wake_regressor=wake,
             fit_per_byte=rows.payload_bytes.nunique() > 1,
@@ -295,13 +295,16 @@ def _simulated_path(profile, *, seed, pacing, machine):
     return path
 
 
-def _identified(rows, connection_form, kind=None):
+def _identified(rows, connection_form, kind=None, broker=None):
     """``{term: None or reason}`` for the terms a fit leaves out (see :mod:`pubsim.calibration.terms`).
 
     ``length_byte_cost_s`` is fitted only for brokers that read the MQTT
     remaining length byte by byte (``length_reads`` in
     :data:`pubsim.calibration.profile.BROKER_MODELS`) and where the training
-    configurations identify it; ``kind`` None: not fitted."""
+    configurations identify it; ``kind`` None: not fitted. ``pass_cost_s``
+    (form ``per_pass``) only for a ``broker`` that reads one packet per
+    connection per pass (``pass_reads``) and where the training runs'
+    counted passes vary."""
     not_read = "not fitted: length bytes not asked for" if kind is None else length_reads_reason(kind)
     counted = {"publishers", "subscribers"} <= set(rows.columns)
     uncounted = "not identified: the runs do not say how many publishers and subscribers"
@@ -315,6 +318,8 @@ def _identified(rows, connection_form, kind=None):
         reason = "not fitted (connection_form None)"
     elif not counted:
         reason = uncounted
+    elif connection_form == "per_pass":
+        reason = pass_reads_reason(broker) or passes_identified(rows)
     else:
         reason = ids["connection_cost_s"]
     for form, term in CONNECTION_TERMS.items():
@@ -327,6 +332,8 @@ def _connection_text(params, status, form):
     term = CONNECTION_TERMS.get(form, "connection_cost_s")
     if status[term]:
         return f"{term} (per-connection cost) {status[term]}: 0"
+    if form == "per_pass":
+        return f"{term} {params[term] * 1e6:.3g} us per event-loop pass ({CONNECTION_FORMS[form]})"
     per = "message" if form == "per_message" else "wake-up"
     return f"{term} {params[term] * 1e6:.3g} us per client connection per {per} ({CONNECTION_FORMS[form]})"
 
@@ -453,6 +460,10 @@ def _compare(runs, saturation, latency, profiles, seed, steps, progress, pacing=
             }
             if rec["below_saturation"]:  # CPU per ingress message (utilization law), simulated vs measured
                 rec["demand_error_pct"] = _pct(summ["demand_s_per_ingress"], r["demand_s_per_ingress"])
+            passes = r.get("broker_passes_per_ingress", math.nan)
+            if passes == passes and summ["broker_passes_per_ingress"] == summ["broker_passes_per_ingress"]:
+                rec["measured_passes_per_ingress"] = passes  # counted by perf, simulated as I/O cycles
+                rec["simulated_passes_per_ingress"] = summ["broker_passes_per_ingress"]
             if rec["below_saturation"] and lat_meas.size and lat_sim.size:
                 for q in ("p50", "p90", "p99"):
                     m, s = r[f"latency_{q}_s"], summ[f"latency_{q}_s"]

@@ -45,6 +45,7 @@ ROW_FIELDS = (
     "latency_max_s",
     "demand_s_per_ingress",
     "wakeups_per_ingress",
+    "broker_passes_per_ingress",
     "broker_utilization",
 )
 
@@ -93,10 +94,18 @@ def result_row(result, *, broker_station="broker:broker"):
         "loss_rate": s["loss_rate"],
         "demand_s_per_ingress": disc.work_s / served if served else math.nan,
         "wakeups_per_ingress": st["wakeups"] / st["served"] if st["served"] else math.nan,
+        "broker_passes_per_ingress": _passes(st),
         "broker_utilization": st["utilization"],
     }
     row.update(latency_fields(window_latencies(result)))
     return row
+
+
+def _passes(st):
+    """Cycles (event-loop passes) per message served in the window, for a broker served in
+    I/O cycles (:mod:`pubsim.models.mechanisms.iothreads`); NaN for the plain worker."""
+    cycles = st.get("cycles", math.nan)
+    return cycles / st["served"] if st["served"] and cycles == cycles else math.nan
 
 
 def paced_publisher(row, index, topics, *, batch_s=None):
