@@ -346,10 +346,11 @@ def _variability_flag(parser):
     )
     parser.add_argument(
         "--connection-form",
-        choices=(*CONNECTION_FORMS, "none"),
-        default="per_message",
+        choices=(*CONNECTION_FORMS, "auto", "none"),
+        default="auto",
         help="form of the per-connection cost, fitted where the training configurations identify it "
-        "(pubsim.calibration.fit.CONNECTION_FORMS); none: not fitted (default per_message)",
+        "(pubsim.calibration.fit.CONNECTION_FORMS); auto (default): per_pass for a broker that reads one "
+        "packet per connection per pass (Mosquitto), per_message for the others; none: not fitted",
     )
     parser.add_argument(
         "--jitter-on",

@@ -85,7 +85,7 @@ def fit_profiles(
     cv_grid=(0.0, 0.5, 1.0, 1.5, 2.0),
     seed=0,
     pacing=None,
-    connection_form="per_message",
+    connection_form="auto",
     n_boot=200,
     stalls=None,
     jitter_on="every_packet",
@@ -113,9 +113,12 @@ def fit_profiles(
     ``jitter_on`` is the fitted loopback link's jitter mode
     (:func:`pubsim.calibration.profile.build_profile`).
     ``connection_form`` (a form of :data:`pubsim.calibration.fit.CONNECTION_FORMS`,
-    or None) fits the per-connection cost where the training configurations
+    ``"auto"`` or None) fits the per-connection cost where the training configurations
     identify it (:func:`pubsim.calibration.terms.busy_identified`); elsewhere
-    it is 0, recorded as not identified. Every profile records each term with
+    it is 0, recorded as not identified. ``"auto"`` (default) takes
+    ``per_pass`` for a broker that reads one packet per connection per pass
+    (``pass_reads`` in :data:`pubsim.calibration.profile.BROKER_MODELS`:
+    Mosquitto) and ``per_message`` for the others. Every profile records each term with
     a bootstrap interval over runs (``n_boot`` resamples; 0: none) or the
     reason it is not identified, as its top-level ``fit_terms`` mapping
     (:func:`pubsim.calibration.terms.terms_record`). With ``idle_exit_on``
@@ -141,18 +144,17 @@ def fit_profiles(
     idle_exit = idle_exit_preset(meta) if idle_exit_on else None
     machine = pair_machine(meta) if idle_exit is not None else None
     for kind, rows in train.groupby("broker"):
+        form = _form(connection_form, kind)
         wake = (
             "wakeups" if "wakeups_per_ingress" in rows and rows.wakeups_per_ingress.notna().all() else "idle_fraction"
         )
-        status = _identified(rows, connection_form, kind if length_bytes else None, broker=kind)
+        status = _identified(rows, form, kind if length_bytes else None, broker=kind)
         demand = calibrator(
             wake_regressor=wake,
             fit_per_byte=rows.payload_bytes.nunique() > 1,
             fit_delivery=rows.fanout.nunique() > 1,
             fit_background=background,
-            connection_form=connection_form
-            if connection_form and status[CONNECTION_TERMS[connection_form]] is None
-            else None,
+            connection_form=form if form and status[CONNECTION_TERMS[form]] is None else None,
             fit_length_bytes=status["length_byte_cost_s"] is None,
         ).fit(rows)
         base = {
@@ -161,7 +163,7 @@ def fit_profiles(
             "demand_params": _within_cap(demand.params_, rows),
             "metadata": {
                 **_metadata(rows, meta, kind, split, demand, wake),
-                "connections": _connection_text(demand.params_, status, connection_form),
+                "connections": _connection_text(demand.params_, status, form),
             },
             "terms": terms_record(demand, rows, status, n_boot=n_boot, seed=seed) if n_boot else None,
         }
@@ -293,6 +295,14 @@ def _simulated_path(profile, *, seed, pacing, machine):
         return pd.DataFrame(rows)
 
     return path
+
+
+def _form(asked, kind):
+    """The connection form fitted for broker ``kind``: ``asked``, or for ``"auto"`` ``per_pass``
+    where the broker reads one packet per connection per pass, else ``per_message``."""
+    if asked != "auto":
+        return asked
+    return "per_pass" if pass_reads_reason(kind) is None else "per_message"
 
 
 def _identified(rows, connection_form, kind=None, broker=None):

@@ -136,7 +136,7 @@ def test_bootstrap_intervals_cover_the_truth_and_shrink_with_less_noise():
 
 def test_fit_profiles_fits_the_term_where_identified_with_intervals():
     runs = synthetic_runs(WIDE, np.random.default_rng(3), noise=0.01)
-    prof = check_profile(fit_profiles(runs, META, n_boot=60)["mosquitto"])
+    prof = check_profile(fit_profiles(runs, META, n_boot=60, connection_form="per_message")["mosquitto"])
     broker = prof["broker"]["mosquitto"]
     assert broker["connection_cost_s"] == pytest.approx(TRUE["connection_cost_s"], rel=0.2)
     terms = prof["fit_terms"]["terms"]
@@ -148,7 +148,7 @@ def test_fit_profiles_fits_the_term_where_identified_with_intervals():
 
 def test_fit_profiles_reports_the_term_not_identified_from_one_publisher():
     runs = synthetic_runs(ONE_PUBLISHER, np.random.default_rng(3))
-    prof = check_profile(fit_profiles(runs, META, n_boot=20)["mosquitto"])
+    prof = check_profile(fit_profiles(runs, META, n_boot=20, connection_form="per_message")["mosquitto"])
     broker = prof["broker"]["mosquitto"]
     assert broker["connection_cost_s"] == 0.0
     term = prof["fit_terms"]["terms"]["connection_cost_s"]

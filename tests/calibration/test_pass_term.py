@@ -122,3 +122,14 @@ def test_not_fitted_for_a_broker_that_reads_whole_buffers():
         "pass_cost_s (per-connection cost) not fitted: nats is not modelled as reading one packet"
         in (prof["broker"]["nats"]["provenance"]["note"])
     )
+
+
+def test_auto_form_fits_passes_for_mosquitto_and_connections_for_the_others():
+    runs = pass_runs(WIDE, np.random.default_rng(3))
+    mosq = fit_profiles(runs, META, n_boot=0)["mosquitto"]["broker"]["mosquitto"]
+    assert mosq["io"]["cycle_max_per_connection"] == 1
+    assert mosq["connection_cost_s"] == 0.0
+    meta = {**META, "versions": {"nats": "2.9.10"}}
+    nats = fit_profiles(runs.assign(broker="nats"), meta, n_boot=0)["nats"]["broker"]["nats"]
+    assert "io" not in nats
+    assert "per client connection per message" in nats["provenance"]["note"]
