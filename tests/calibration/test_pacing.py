@@ -226,3 +226,38 @@ def test_the_twins_pacing_comes_from_one_publisher_runs():
     # evenly spaced probabilities 0.05, 0.15, ...: 0.05 lies between q1 (1) and q10 (2)
     assert lag.wake_lag_s[0] == pytest.approx(1 + (0.05 - 0.01) / 0.09)
     assert pacing_from_runs(runs.drop(columns=["pacing_wake_q50_s"])) is None
+
+
+def test_a_twin_whose_generator_cannot_offer_the_rate_is_not_sustainable():
+    """The twin is judged against the rate asked for, as the real harness judges a run: four
+    publishers whose batches hold the shared client core 1 ms each offer at most 1,000 msg/s."""
+    from pubsim.calibration.profile import build_profile
+    from pubsim.calibration.virtual import VirtualHarness
+
+    from .virtual import virtual_meta
+
+    meta = virtual_meta(cpu_cap_fraction=1.0)
+    demand = {"ingress_cost_s": 5e-6, "delivery_cost_s": 2e-6, "per_byte_cost_s": 0.0, "idle_wakeup_cost_s": 0.0}
+    link = {"link_latency_s": 5e-5, "jitter_mean_s": 0.0, "jitter_cv": 0.0, "n_runs": 1}
+    prof = build_profile(
+        name="mosquitto", broker_kind="mosquitto", demand_params=demand, link_params=link, metadata=meta
+    )
+    row = {
+        "broker": "mosquitto",
+        "config": "c4",
+        "payload_bytes": 64,
+        "publishers": 4,
+        "subscribers": 4,
+        "topics": 4,
+        "fanout": 1,
+        "cpu_cap_fraction": 1.0,
+        "duration_s": 1.0,
+        "warmup_s": 0.2,
+        "cooldown_s": 0.2,
+    }
+    slow = PacingLag(wake_lag_s=(0.0,), gap_s=1e-3)
+    for pacing, rate, saturated in ((None, 4000.0, False), (slow, 800.0, False), (slow, 4000.0, True)):
+        out, _ = VirtualHarness({"mosquitto": prof}, pacing=pacing)({**row, "rate_per_s": rate})
+        assert out["generator_saturated"] is saturated
+        assert out["sustainability"] == pytest.approx(1.0, abs=0.01)  # the broker keeps up with what came
+        assert (out["delivery_ratio"] < 0.5) is saturated  # 1,000 of 4,000 msg/s asked for
