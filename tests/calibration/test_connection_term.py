@@ -42,6 +42,31 @@ def busy(payload, pubs, subs, fanout, p=TRUE):
     )
 
 
+def run_row(run, name, payload, pubs, subs, fanout, cap, rate, demand_s, wake, **extra):
+    """One sustainable training run of the campaign's shape, with demand ``demand_s`` per message."""
+    return {
+        "broker": "mosquitto",
+        "config": name,
+        "split": "train",
+        "run": run,
+        "payload_bytes": payload,
+        "publishers": pubs,
+        "subscribers": subs,
+        "topics": pubs,
+        "fanout": fanout,
+        "cpu_cap_fraction": cap,
+        "rate_per_s": rate,
+        "ingress_rate_per_s": rate,
+        "demand_s_per_ingress": demand_s,
+        "wakeups_per_ingress": wake,
+        "sustainable": True,
+        "latency_p01_s": 60e-6 + demand_s,
+        "latency_p50_s": 70e-6 + demand_s,
+        "latency_p90_s": 90e-6 + demand_s,
+        **extra,
+    }
+
+
 def synthetic_runs(configs, rng, noise=0.0, cap=0.2, truth=TRUE):
     """Sustainable runs of each configuration whose demand follows the model (wake-ups given)."""
     rows = []
@@ -52,28 +77,8 @@ def synthetic_runs(configs, rng, noise=0.0, cap=0.2, truth=TRUE):
             rate = frac * limit
             wake = (1.0 - frac) ** 2 if frac < 0.9 else 0.0  # falls with load; none near the limit
             d = b + truth["idle_wakeup_cost_s"] * wake + truth["background_cpu_fraction"] / rate
-            rows.append(
-                {
-                    "broker": "mosquitto",
-                    "config": name,
-                    "split": "train",
-                    "run": len(rows),
-                    "payload_bytes": payload,
-                    "publishers": pubs,
-                    "subscribers": subs,
-                    "topics": pubs,
-                    "fanout": fanout,
-                    "cpu_cap_fraction": cap,
-                    "rate_per_s": rate,
-                    "ingress_rate_per_s": rate,
-                    "demand_s_per_ingress": d * (1 + noise * rng.standard_normal()),
-                    "wakeups_per_ingress": wake,
-                    "sustainable": True,
-                    "latency_p01_s": 60e-6 + d,
-                    "latency_p50_s": 70e-6 + d,
-                    "latency_p90_s": 90e-6 + d,
-                }
-            )
+            d = d * (1 + noise * rng.standard_normal())
+            rows.append(run_row(len(rows), name, payload, pubs, subs, fanout, cap, rate, d, wake))
     return pd.DataFrame(rows)
 
 

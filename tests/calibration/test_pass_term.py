@@ -11,7 +11,7 @@ from pubsim.calibration.validate import fit_profiles
 from pubsim.models.params.broker import BrokerParams
 from pubsim.models.params.mapping import from_mapping
 
-from .test_connection_term import META, WIDE, busy
+from .test_connection_term import META, WIDE, busy, run_row
 
 TRUE = {
     "ingress_cost_s": 6e-6,
@@ -35,29 +35,9 @@ def pass_runs(configs, rng, noise=0.0, cap=0.2, counted=True):
             passes = 1.0 / pubs + (1.0 - 1.0 / pubs) * (1.0 - frac)  # one per message idle, 1 / pubs backed up
             d = b + TRUE["pass_cost_s"] * passes + TRUE["idle_wakeup_cost_s"] * wake
             d += TRUE["background_cpu_fraction"] / rate
-            rows.append(
-                {
-                    "broker": "mosquitto",
-                    "config": name,
-                    "split": "train",
-                    "run": len(rows),
-                    "payload_bytes": payload,
-                    "publishers": pubs,
-                    "subscribers": subs,
-                    "topics": pubs,
-                    "fanout": fanout,
-                    "cpu_cap_fraction": cap,
-                    "rate_per_s": rate,
-                    "ingress_rate_per_s": rate,
-                    "demand_s_per_ingress": d * (1 + noise * rng.standard_normal()),
-                    "wakeups_per_ingress": wake,
-                    "broker_passes_per_ingress": passes if counted else np.nan,
-                    "sustainable": True,
-                    "latency_p01_s": 60e-6 + d,
-                    "latency_p50_s": 70e-6 + d,
-                    "latency_p90_s": 90e-6 + d,
-                }
-            )
+            d = d * (1 + noise * rng.standard_normal())
+            extra = {"broker_passes_per_ingress": passes if counted else np.nan}
+            rows.append(run_row(len(rows), name, payload, pubs, subs, fanout, cap, rate, d, wake, **extra))
     return pd.DataFrame(rows)
 
 
