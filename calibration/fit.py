@@ -255,8 +255,17 @@ class BrokerDemandCalibrator:
         form = self.connection_form
         length = extra_length_bytes_of(m) if self.fit_length_bytes else np.zeros_like(fanout)
         passes = passes_of(m) if form == "per_pass" else np.zeros_like(fanout)
-        cols = [np.ones_like(fanout), fanout, payload * (1 + fanout), idle, 1.0 / rate, conn, conn * idle, length]
-        cols.append(passes)
+        cols = [
+            np.ones_like(fanout),
+            fanout,
+            payload * (1 + fanout),
+            idle,
+            1.0 / rate,
+            conn,
+            conn * idle,
+            length,
+            passes,
+        ]
         keep = [True, self.fit_delivery, self.fit_per_byte, True, self.fit_background]
         keep += [form == "per_message", form == "per_wakeup", self.fit_length_bytes, form == "per_pass"]
         return np.column_stack([c for c, k in zip(cols, keep) if k]), [n for n, k in zip(COSTS, keep) if k]

@@ -148,7 +148,7 @@ def fit_profiles(
         wake = (
             "wakeups" if "wakeups_per_ingress" in rows and rows.wakeups_per_ingress.notna().all() else "idle_fraction"
         )
-        status = _identified(rows, form, kind if length_bytes else None, broker=kind)
+        status = _identified(rows, form, kind, length_bytes=length_bytes)
         demand = calibrator(
             wake_regressor=wake,
             fit_per_byte=rows.payload_bytes.nunique() > 1,
@@ -305,17 +305,17 @@ def _form(asked, kind):
     return "per_pass" if pass_reads_reason(kind) is None else "per_message"
 
 
-def _identified(rows, connection_form, kind=None, broker=None):
+def _identified(rows, connection_form, kind, *, length_bytes=True):
     """``{term: None or reason}`` for the terms a fit leaves out (see :mod:`pubsim.calibration.terms`).
 
     ``length_byte_cost_s`` is fitted only for brokers that read the MQTT
     remaining length byte by byte (``length_reads`` in
     :data:`pubsim.calibration.profile.BROKER_MODELS`) and where the training
-    configurations identify it; ``kind`` None: not fitted. ``pass_cost_s``
-    (form ``per_pass``) only for a ``broker`` that reads one packet per
-    connection per pass (``pass_reads``) and where the training runs'
-    counted passes vary."""
-    not_read = "not fitted: length bytes not asked for" if kind is None else length_reads_reason(kind)
+    configurations identify it (not at all without ``length_bytes``).
+    ``pass_cost_s`` (form ``per_pass``) only for a broker that reads one
+    packet per connection per pass (``pass_reads``) and where the training
+    runs' counted passes vary."""
+    not_read = length_reads_reason(kind) if length_bytes else "not fitted: length bytes not asked for"
     counted = {"publishers", "subscribers"} <= set(rows.columns)
     uncounted = "not identified: the runs do not say how many publishers and subscribers"
     ids = busy_identified(rows, length_bytes=not_read is None) if counted else {}
@@ -329,7 +329,7 @@ def _identified(rows, connection_form, kind=None, broker=None):
     elif not counted:
         reason = uncounted
     elif connection_form == "per_pass":
-        reason = pass_reads_reason(broker) or passes_identified(rows)
+        reason = pass_reads_reason(kind) or passes_identified(rows)
     else:
         reason = ids["connection_cost_s"]
     for form, term in CONNECTION_TERMS.items():
@@ -471,7 +471,7 @@ def _compare(runs, saturation, latency, profiles, seed, steps, progress, pacing=
             if rec["below_saturation"]:  # CPU per ingress message (utilization law), simulated vs measured
                 rec["demand_error_pct"] = _pct(summ["demand_s_per_ingress"], r["demand_s_per_ingress"])
             passes = r.get("broker_passes_per_ingress", math.nan)
-            if passes == passes and summ["broker_passes_per_ingress"] == summ["broker_passes_per_ingress"]:
+            if not (math.isnan(passes) or math.isnan(summ["broker_passes_per_ingress"])):
                 rec["measured_passes_per_ingress"] = passes  # counted by perf, simulated as I/O cycles
                 rec["simulated_passes_per_ingress"] = summ["broker_passes_per_ingress"]
             if rec["below_saturation"] and lat_meas.size and lat_sim.size:

@@ -114,7 +114,7 @@ def _as_asked(out, rate_per_s):
     than 99 % of the rate asked for.
     """
     offered = out["offered_per_s"]
-    if not rate_per_s > 0 or offered != offered:
+    if not rate_per_s > 0 or math.isnan(offered):
         return out
     return {
         **out,
@@ -127,7 +127,7 @@ def _passes(st):
     """Cycles (event-loop passes) per message served in the window, for a broker served in
     I/O cycles (:mod:`pubsim.models.mechanisms.iothreads`); NaN for the plain worker."""
     cycles = st.get("cycles", math.nan)
-    return cycles / st["served"] if st["served"] and cycles == cycles else math.nan
+    return cycles / st["served"] if st["served"] and not math.isnan(cycles) else math.nan
 
 
 def paced_publisher(row, index, topics, *, batch_s=None):

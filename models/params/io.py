@@ -68,10 +68,10 @@ class IoParams:
 
     def __post_init__(self) -> None:
         check_fields(self)
-        if self.cycle_max_messages is not None and self.cycle_max_messages < 1:
-            raise ConfigError("cycle_max_messages", self.cycle_max_messages, "at least 1 message, or unset")
-        if self.cycle_max_per_connection is not None and self.cycle_max_per_connection < 1:
-            raise ConfigError("cycle_max_per_connection", self.cycle_max_per_connection, "at least 1 message, or unset")
+        for name in ("cycle_max_messages", "cycle_max_per_connection"):
+            value = getattr(self, name)
+            if value is not None and value < 1:
+                raise ConfigError(name, value, "at least 1 message, or unset")
 
     def cost_s(self, copies: Any) -> Any:
         """Cost of a cycle opened by a message with ``copies`` copies (number or array), s."""

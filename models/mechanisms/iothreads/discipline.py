@@ -14,6 +14,7 @@ from .kernel import CYC_COUNT, CYC_LEN, CYC_MAX, CYC_PER_KEY, CYC_START, cycle_r
 __all__ = ["CycleDiscipline"]
 
 _NO_VISITS = np.empty(0, dtype=np.int64)
+_NO_KEYS = np.empty(0, dtype=np.int64)  # connections, when a cycle reads any number per connection
 
 
 class CycleDiscipline:
@@ -98,7 +99,7 @@ class CycleDiscipline:
             raise ValueError(f"cycle costs for {self._cycle_cost.shape[0]} messages, {n} offered")
         if self.per_connection and self._keys.shape[0] != n:
             raise ValueError(f"connections for {self._keys.shape[0]} messages, {n} offered")
-        keys = self._keys if self.per_connection else np.zeros(n, dtype=np.int64)
+        keys = self._keys if self.per_connection else _NO_KEYS
         start, dep, end = np.empty(n), np.empty(n), np.empty(n)
         self.opened = np.empty(n, dtype=np.bool_)
         cycle_run(
