@@ -55,8 +55,12 @@ class IoParams:
         ``mux_epoll__handle`` calls ``loop_handle_reads_writes`` once per
         ready descriptor, which calls ``lib/packet_mosq.c`` ``packet__read``
         once), so its passes are shared only by messages of different
-        connections: 1. None (default) = no limit (a read takes all that
-        is buffered, as nats-server and libzmq do).
+        connections: 1. A pass then reads, from every connection with data
+        at its start, its first message(s); the others wait for later
+        passes, so messages of different connections leave out of arrival
+        order (:class:`pubsim.models.mechanisms.iothreads.passes.PassDiscipline`).
+        None (default) = no limit (a read takes all that is buffered, as
+        nats-server and libzmq do).
     provenance : Provenance
     """
 

@@ -557,6 +557,33 @@ CASES["io-cycles-quota"] = (lambda: io_cycle_star(True), 0.3)
 CASES["io-passes-per-connection"] = (lambda: io_cycle_star(True, per_connection=1), 0.3)
 
 
+def io_pass_bursts():
+    """Mosquitto's passes with publishers that send bursts of three at the same instants, as the
+    load generator's batches: messages wait for later passes and leave out of arrival order."""
+    broker = BrokerParams(
+        ingress_cost_s=Exponential(mean_value=15e-6),
+        overflow="backpressure",
+        io=IoParams(cycle_cost_s=5e-6, cycle_max_per_connection=1),
+        cpu_fraction=0.5,
+        cpu_period_s=0.01,
+    )
+    times = np.repeat(np.arange(200) * 0.5e-3, 3)
+    pubs = {
+        f"p{i}": PublisherParams(
+            topics=("t",),
+            arrival="schedule",
+            schedule_time_s=tuple(times + i * 7e-6),
+            schedule_size_bytes=(64,) * times.size,
+            schedule_topic=("t",) * times.size,
+        )
+        for i in range(5)
+    }
+    return T.star(broker=broker, publishers=pubs, subscribers={"s": SubscriberParams(subscriptions=("t",))}, link=LAN)
+
+
+CASES["io-pass-bursts"] = (io_pass_bursts, 0.1)
+
+
 @pytest.mark.parametrize("name", ["idle", "slow", "channels"])
 def test_yami4_priority_scenarios_agree(name):
     sc = load_scenario(ROOT / "experiments" / f"yami4_priority_{name}.yaml")

@@ -12,6 +12,12 @@ nats-server 2.9.10 (``readLoop`` / ``flushClients`` / ``flushOutbound``) and
 libzmq 4.3.5 (``stream_engine_base::out_event`` batching up to
 ``out_batch_size``).
 
+With ``io.cycle_max_per_connection`` set, the server is Mosquitto's event
+loop instead (:mod:`.pass_kernel`): each pass reads that many messages from
+every connection with data at its start, in arrival order, and the rest
+wait for later passes, so k publishers with a backlog share each pass
+whatever the order their messages arrived in.
+
 Approximations: the routing and the I/O thread(s) are one server sharing the
 broker's CPU; a message leaves when its own routing ends, not at the end of
 its cycle's flush, and the cycle's cost follows its last member (off the

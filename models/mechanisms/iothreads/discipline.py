@@ -9,12 +9,11 @@ import numpy as np
 from ....sim import kernels as K
 from ....sim.disciplines import Served
 from ....sim.packets import Packets
-from .kernel import CYC_COUNT, CYC_LEN, CYC_MAX, CYC_PER_KEY, CYC_START, cycle_run
+from .kernel import CYC_COUNT, CYC_LEN, CYC_MAX, CYC_START, cycle_run
 
 __all__ = ["CycleDiscipline"]
 
 _NO_VISITS = np.empty(0, dtype=np.int64)
-_NO_KEYS = np.empty(0, dtype=np.int64)  # connections, when a cycle reads any number per connection
 
 
 class CycleDiscipline:
@@ -26,29 +25,26 @@ class CycleDiscipline:
         Extra time of a message that finds the server idle, s.
     max_members : float
         Most messages per cycle (inf: no limit).
-    max_per_connection : float
-        Most messages per cycle from one connection (inf: no limit; then the
-        connections of the messages are not needed).
     cpu_quota_s, cpu_period_s : float
         CPU quota per period, s (inf: none), as :class:`pubsim.sim.disciplines.FifoDiscipline`.
     idle_exit : tuple of (idle times, exit latencies) or None
         Exit latency of the idle server, as :class:`pubsim.sim.disciplines.FifoDiscipline`.
 
     The station sets the cycle cost of each message (:meth:`set_cycle_cost`)
-    before each :meth:`run`, and, with a per-connection limit, its
-    connection (:meth:`set_connections`).
+    before each :meth:`run`. A cycle that reads a limited number of messages
+    per connection is :class:`~.passes.PassDiscipline`.
     """
 
     event_driven = False
     uses_priority = False
     uses_key = False
+    per_connection = False
 
     def __init__(
         self,
         *,
         idle_extra_s: float = 0.0,
         max_members: float = math.inf,
-        max_per_connection: float = math.inf,
         cpu_quota_s: float = math.inf,
         cpu_period_s: float = 0.1,
         idle_exit: tuple | None = None,
@@ -65,43 +61,21 @@ class CycleDiscipline:
         self.cyc = np.zeros(CYC_LEN)
         self.cyc[CYC_START] = -math.inf
         self.cyc[CYC_MAX] = float(max_members)
-        self.cyc[CYC_PER_KEY] = float(max_per_connection)
         self.free = np.zeros(1)
         self._cycle_cost = np.empty(0)
-        self._keys = np.empty(0, dtype=np.int64)
-        self.kcycle = np.full(1, -1, dtype=np.int64)  # last cycle that read each connection
-        self.kcount = np.zeros(1, dtype=np.int64)  # messages of each connection it read
-        self.opened = np.empty(0, dtype=np.bool_)  # which messages of the last run opened a cycle
+        self.opened_starts = np.empty(0)  # starts of the cycles the last run opened, s
 
     def set_cycle_cost(self, cycle_cost_s: np.ndarray) -> None:
         """Cost each message of the next :meth:`run` adds if it opens a cycle, s."""
         self._cycle_cost = np.asarray(cycle_cost_s, dtype=np.float64)
-
-    @property
-    def per_connection(self) -> bool:
-        """Does a cycle read a limited number of messages per connection?"""
-        return bool(self.cyc[CYC_PER_KEY] < math.inf)
-
-    def set_connections(self, connection: np.ndarray) -> None:
-        """Connection of each message of the next :meth:`run` (integers >= 0)."""
-        keys = np.asarray(connection, dtype=np.int64)
-        top = int(keys.max()) + 1 if keys.size else 0
-        if top > self.kcycle.shape[0]:
-            grow = top - self.kcycle.shape[0]
-            self.kcycle = np.concatenate([self.kcycle, np.full(grow, -1, dtype=np.int64)])
-            self.kcount = np.concatenate([self.kcount, np.zeros(grow, dtype=np.int64)])
-        self._keys = keys
 
     def run(self, packets: Packets, service_s, size_bytes, horizon_s, priority=None, key=None) -> Served:
         """Serve a batch (every message is settled); only arrival times and service matter."""
         n = len(packets)
         if self._cycle_cost.shape[0] != n:
             raise ValueError(f"cycle costs for {self._cycle_cost.shape[0]} messages, {n} offered")
-        if self.per_connection and self._keys.shape[0] != n:
-            raise ValueError(f"connections for {self._keys.shape[0]} messages, {n} offered")
-        keys = self._keys if self.per_connection else _NO_KEYS
         start, dep, end = np.empty(n), np.empty(n), np.empty(n)
-        self.opened = np.empty(n, dtype=np.bool_)
+        opened = np.empty(n, dtype=np.bool_)
         cycle_run(
             self.fs,
             self.cyc,
@@ -109,16 +83,13 @@ class CycleDiscipline:
             np.asarray(packets.t, dtype=np.float64),
             np.asarray(service_s, dtype=np.float64),
             self._cycle_cost,
-            keys,
-            self.kcycle,
-            self.kcount,
             start,
             dep,
             end,
-            self.opened,
+            opened,
         )
         self._cycle_cost = np.empty(0)
-        self._keys = np.empty(0, dtype=np.int64)
+        self.opened_starts = start[opened]
         no = np.empty(0)
         return Served(
             packets, packets.t.copy(), start, dep, Packets.empty(), no, np.empty(0, np.int64), service_end=end

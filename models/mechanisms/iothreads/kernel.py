@@ -4,9 +4,9 @@ One server, an unlimited FIFO queue, optional CPU quota. A message that
 arrives after the current cycle started opens a new cycle; one that arrived
 before (it was waiting when the cycle began, or arrived with its opener) is
 read by the same cycle, unless the cycle already holds its most members
-(one ``read`` returns at most a buffer's worth), or already holds its
-most messages from the message's connection (Mosquitto reads one packet
-per ready connection per pass), then it opens the next.
+(one ``read`` returns at most a buffer's worth), then it opens the next.
+(A loop that reads a few messages per connection per pass, as Mosquitto's,
+serves out of arrival order: :mod:`.pass_kernel`.)
 The members are routed back to back (their own demands); the cycle's cost
 (flushes, thread hand-offs, parking) follows its last member, as
 nats-server's ``flushClients`` follows the parsing of a whole read buffer.
@@ -24,10 +24,8 @@ idle extra, quota, period, used, work, served, idle-exit curve: a message
 that finds the server idle starts that much later); ``cyc`` float64[2]: start of
 the current cycle (s, -inf before the first), cycles opened so far,
 members of the current cycle, most members per cycle (inf: no limit),
-its cost not yet put on the server (s), most members per connection
-(inf: no limit); ``kcycle`` / ``kcount`` int64[connections]: the last
-cycle that read each connection and how many of its messages it read;
-``free`` float64[1]: when the server is next free, s.
+its cost not yet put on the server (s); ``free`` float64[1]: when the
+server is next free, s.
 """
 
 from __future__ import annotations
@@ -39,8 +37,8 @@ from ....sim import kernels as K
 
 __all__ = ["CYC_START", "CYC_COUNT", "CYC_LEN", "cycle_run"]
 
-CYC_START, CYC_COUNT, CYC_MEMBERS, CYC_MAX, CYC_PENDING, CYC_PER_KEY = 0, 1, 2, 3, 4, 5
-CYC_LEN = 6
+CYC_START, CYC_COUNT, CYC_MEMBERS, CYC_MAX, CYC_PENDING = 0, 1, 2, 3, 4
+CYC_LEN = 5
 
 
 @njit(cache=True, inline="always")
@@ -58,28 +56,20 @@ def cycle_run(
     arrival: np.ndarray,
     service: np.ndarray,
     cycle_cost: np.ndarray,
-    key: np.ndarray,
-    kcycle: np.ndarray,
-    kcount: np.ndarray,
     out_start: np.ndarray,
     out_dep: np.ndarray,
     out_end: np.ndarray,
     out_opens: np.ndarray,
 ) -> None:
     """Serve ``arrival`` (sorted) with own demands ``service`` and, after the
-    last member of a cycle, the ``cycle_cost`` of its opener (s); ``key``: each
-    message's connection (an index into ``kcycle`` / ``kcount``; used only
-    with a per-connection limit); fills start and departure times, and each
+    last member of a cycle, the ``cycle_cost`` of its opener (s); fills start
+    and departure times, and each
     message's departure plus, for an opener, its cycle's cost (so that busy
     time sums to the work), s, and whether it opened a cycle."""
-    per_key = cyc[CYC_PER_KEY] < np.inf
     for i in range(arrival.shape[0]):
         a = arrival[i]
         work = service[i]
         opens = a > cyc[CYC_START] or cyc[CYC_MEMBERS] >= cyc[CYC_MAX]
-        k = key[i] if per_key else 0
-        if per_key and not opens:
-            opens = kcycle[k] == cyc[CYC_COUNT] and kcount[k] >= cyc[CYC_PER_KEY]
         if opens and cyc[CYC_PENDING] > 0.0:  # the previous cycle ended with the last message
             free[0] = _finish(fs, free[0], cyc[CYC_PENDING])
             cyc[CYC_PENDING] = 0.0
@@ -98,11 +88,6 @@ def cycle_run(
             cyc[CYC_MEMBERS] = 0.0
             cyc[CYC_PENDING] = extra
         cyc[CYC_MEMBERS] += 1.0
-        if per_key:
-            if kcycle[k] != cyc[CYC_COUNT]:
-                kcycle[k] = cyc[CYC_COUNT]
-                kcount[k] = 0
-            kcount[k] += 1
         fs[K.WORK] += work + extra
         fs[K.SERVED] += 1.0
         dep = _finish(fs, start, work)

@@ -9,6 +9,7 @@ import numpy as np
 from ....sim.station import StationStats
 from ...stations.core import BrokerStation, _background_stretch, _quota, _wakeup_s
 from .discipline import CycleDiscipline
+from .passes import PassDiscipline
 
 __all__ = ["CycleBrokerStation", "CycleStats", "arrival_connection"]
 
@@ -36,18 +37,21 @@ class CycleBrokerStation(BrokerStation):
     def __init__(self, name, params, *, filters, streams, window, connections=0):
         super().__init__(name, params, filters=filters, streams=streams, window=window, connections=connections)
         most, per_connection = params.io.cycle_max_messages, params.io.cycle_max_per_connection
-        self.discipline = CycleDiscipline(
-            idle_extra_s=_wakeup_s(params, connections) * _background_stretch(params),
-            max_members=math.inf if most is None else float(most),
-            max_per_connection=math.inf if per_connection is None else float(per_connection),
-            idle_exit=None if params.idle_exit is None else params.idle_exit.curve,
+        common = {
+            "idle_extra_s": _wakeup_s(params, connections) * _background_stretch(params),
+            "max_members": math.inf if most is None else float(most),
+            "idle_exit": None if params.idle_exit is None else params.idle_exit.curve,
             **_quota(params),
-        )
+        }
+        if per_connection is None:
+            self.discipline = CycleDiscipline(**common)
+        else:
+            self.discipline = PassDiscipline(max_per_connection=float(per_connection), **common)
         self.stats = CycleStats(window, 1)
 
     def after_service(self, served):
         """Count the cycles opened in the window (by their openers' start), then as the broker."""
-        self.stats.cycles += int(self.stats._in_window(served.start[self.discipline.opened]).sum())
+        self.stats.cycles += int(self.stats._in_window(self.discipline.opened_starts).sum())
         return super().after_service(served)
 
     def before_run(self, packets, service_s, size_bytes):

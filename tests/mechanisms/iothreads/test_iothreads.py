@@ -10,6 +10,7 @@ import pytest
 from pubsim.calibration.iofit import IoCycleCalibrator, cycles_per_ingress
 from pubsim.models import topology as T
 from pubsim.models.mechanisms.iothreads.discipline import CycleDiscipline
+from pubsim.models.mechanisms.iothreads.passes import PassDiscipline
 from pubsim.models.params.broker import BrokerParams
 from pubsim.models.params.client import PublisherParams, SubscriberParams
 from pubsim.models.params.io import IoParams
@@ -55,45 +56,82 @@ def test_most_members_per_cycle():
     assert err.value.field == "cycle_max_messages"
 
 
-def _serve_keys(disc, times, keys, cost, cycle_cost):
+def _serve_keys(disc, times, keys, cost, cycle_cost, *, one_by_one=False):
+    """Departures by message; one by one: each arrival in its own call with the horizon at its
+    time, and calls with no arrival at the discipline's wake times, as the reference driver."""
     n = len(times)
-    pk = Packets(
-        np.asarray(times, float), np.arange(n), np.zeros(n, np.int64), np.full(n, 100), np.asarray(times, float)
-    )
-    disc.set_cycle_cost(np.full(n, cycle_cost))
-    disc.set_connections(np.asarray(keys))
-    return disc.run(pk, np.full(n, cost), np.zeros(n), np.inf).depart.tolist()
+    t = np.asarray(times, float)
+    pk = Packets(t, np.arange(n), np.zeros(n, np.int64), np.full(n, 100), t)
+    parts = [slice(i, i + 1) for i in range(n)] if one_by_one else [slice(None)]
+    dep = {}
+
+    def run(sub, ks, horizon):
+        disc.set_cycle_cost(np.full(len(sub), cycle_cost))
+        disc.set_connections(ks)
+        out = disc.run(sub, np.full(len(sub), cost), np.zeros(len(sub)), horizon)
+        dep.update(zip(out.packets.msg.tolist(), out.depart.tolist()))
+
+    for part in parts:
+        run(pk.take(part), np.asarray(keys)[part], t[part.start] if one_by_one else np.inf)
+        later = t[part.start + 1] if one_by_one and part.start + 1 < n else np.inf
+        while one_by_one and (w := disc.next_wake()) is not None and w < later:
+            run(Packets.empty(), np.empty(0, np.int64), w)
+    return [dep[i] for i in range(n)]
 
 
-def test_one_message_per_connection_per_cycle():
-    # own cost 1, cycle cost 3, one message per connection per cycle (Mosquitto's pass):
-    # A at 0 opens (0-1); the second A waits for the next cycle: cost 1-4, then 4-5;
-    # B at 0 was waiting when that cycle began and is its first B: joins (5-6)
-    disc = CycleDiscipline(max_per_connection=1)
-    assert _serve_keys(disc, [0.0, 0.0, 0.0], [0, 0, 1], 1.0, 3.0) == [1.0, 5.0, 6.0]
+@pytest.mark.parametrize("one_by_one", [False, True])
+def test_one_message_per_connection_per_pass(one_by_one):
+    # own cost 1, pass cost 3, one message per connection per pass (Mosquitto's loop):
+    # the pass opened by A at 0 reads A (0-1) and B, ready at its start (1-2); the
+    # second A waits for the next pass: cost 2-5, then 5-6 (B leaves before it)
+    disc = PassDiscipline(max_per_connection=1)
+    assert _serve_keys(disc, [0.0, 0.0, 0.0], [0, 0, 1], 1.0, 3.0, one_by_one=one_by_one) == [1.0, 6.0, 2.0]
     assert disc.cycles_total == 2
+    assert disc.work_s == pytest.approx(3 * 1.0 + 2 * 3.0)
     assert CycleDiscipline().cycles_total == 0
 
 
-@pytest.mark.parametrize("connections, limit, cycles", [(1, 1, 64), (8, 1, 8), (8, 2, 4), (8, None, 1), (64, 1, 1)])
-def test_backlog_shares_cycles_by_connection(connections, limit, cycles):
-    # 64 messages waiting at once from connections taking turns: one cycle per
-    # `limit` messages of each connection (none: one cycle reads all)
-    disc = CycleDiscipline(max_per_connection=np.inf if limit is None else limit)
-    keys = np.arange(64) % connections
+@pytest.mark.parametrize("one_by_one", [False, True])
+def test_a_pass_reads_what_arrived_by_its_start(one_by_one):
+    # own cost 1, pass cost 3, one per connection: A0 at 0 opens pass 1 (0-1); A1 and
+    # B at 0.5 arrive after its start: pass 2 opens when it ends (cost 1-4) and reads
+    # A1 (4-5) and B (5-6); C at 4.5 arrived after pass 2 began: pass 3 (cost 6-9, 9-10)
+    disc = PassDiscipline(max_per_connection=1)
+    dep = _serve_keys(disc, [0.0, 0.5, 0.5, 4.5], [0, 0, 1, 2], 1.0, 3.0, one_by_one=one_by_one)
+    assert dep == [1.0, 5.0, 6.0, 10.0]
+    assert disc.cycles_total == 3
+
+
+@pytest.mark.parametrize(
+    "keys, limit, cycles",
+    [
+        (np.zeros(64, int), 1, 64),
+        (np.arange(64) % 8, 1, 8),
+        (np.repeat(np.arange(8), 8), 1, 8),  # eight at a time from each: still one pass per round
+        (np.arange(64) % 8, 2, 4),
+        (np.arange(64) % 8, None, 1),
+        (np.arange(64), 1, 1),
+    ],
+)
+def test_backlog_shares_passes_by_connection(keys, limit, cycles):
+    # 64 messages waiting at once: a pass takes `limit` messages of every connection,
+    # in whatever order they arrived (none: one cycle reads all)
     if limit is None:
+        disc = CycleDiscipline()
         disc.set_cycle_cost(np.full(64, 3.0))
-        n = 64
-        pk = Packets(np.zeros(n), np.arange(n), np.zeros(n, np.int64), np.full(n, 100), np.zeros(n))
-        disc.run(pk, np.ones(n), np.zeros(n), np.inf)
+        pk = Packets(np.zeros(64), np.arange(64), np.zeros(64, np.int64), np.full(64, 100), np.zeros(64))
+        disc.run(pk, np.ones(64), np.zeros(64), np.inf)
     else:
-        _serve_keys(disc, np.zeros(64), keys, 1.0, 3.0)
+        disc = PassDiscipline(max_per_connection=limit)
+        dep = _serve_keys(disc, np.zeros(64), keys, 1.0, 3.0)
+        for k in set(keys.tolist()):  # each connection's messages leave in order
+            assert np.all(np.diff([dep[i] for i in np.flatnonzero(keys == k)]) > 0)
     assert disc.cycles_total == cycles
     assert disc.work_s == pytest.approx(64 * 1.0 + cycles * 3.0)
 
 
 def test_connections_must_match_the_batch():
-    disc = CycleDiscipline(max_per_connection=1)
+    disc = PassDiscipline(max_per_connection=1)
     disc.set_cycle_cost(np.zeros(2))
     pk = Packets(np.zeros(2), np.arange(2), np.zeros(2, np.int64), np.full(2, 100), np.zeros(2))
     with pytest.raises(ValueError, match="connections for 0 messages, 2 offered"):
