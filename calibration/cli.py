@@ -35,7 +35,6 @@ from __future__ import annotations
 import datetime
 from pathlib import Path
 
-import numpy as np
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
@@ -47,7 +46,7 @@ from .evidence import evidence_from_results, is_evidence_file, read_evidence, wr
 from .evidence_fit import TERMS, EvidenceCalibrator, demand_rows, evidence_profile
 from .fit import CONNECTION_FORMS
 from .iofit import fit_io_profiles
-from .pacing import pacing_from_runs
+from .pacing import pacing_from_runs, run_pacing_from_runs
 from .profile import profile_yaml
 from .report import accuracy_table, cdf_figure, saturation_figure
 from .runner import RealHarness
@@ -90,11 +89,16 @@ def _run_line(spec, row):
 
 
 def _pacing(args, runs):
-    """The load generator's measured pacing (:func:`pacing_from_runs` on the training split), unless
-    ``--no-pacing`` or the campaign did not record it (None: the twin's publishers send on time)."""
+    """The load generator's measured pacing, unless ``--no-pacing`` or the campaign did not record
+    it (None: the twin's publishers send on time): each run's own (:func:`run_pacing_from_runs`,
+    ``--pacing-from runs``, the default) or the one-publisher model of the training split
+    (:func:`pacing_from_runs`) for every run."""
     if not args.pacing:
         return None
-    return pacing_from_runs(runs[runs["split"] == "train"], source="the campaign's training runs")
+    one = pacing_from_runs(runs[runs["split"] == "train"], source="the campaign's training runs")
+    if args.pacing_from == "one-publisher":
+        return one
+    return run_pacing_from_runs(runs, fallback=one, source="the campaign's runs")
 
 
 def _fitted(args, results=None, stalls=None, pacing=None):
@@ -284,11 +288,7 @@ def _validate(args, console):
     if stalls is not None:
         console.print(f"tick stalls: {stalls.rate_per_s:.3g} per s per client link ({stalls.source})")
     if pacing is not None:
-        lag = np.quantile(pacing.wake_lag_s, [0.5, 0.99])
-        console.print(
-            f"pacing: wake-up lateness p50 {lag[0] * 1e6:.3g} us, p99 {lag[1] * 1e6:.3g} us, "
-            f"back-to-back gap {pacing.gap_s * 1e6:.3g} us ({pacing.source})"
-        )
+        console.print(f"pacing: {pacing.describe()}")
     with _progress(console) as bar:
         task = bar.add_task("validating", total=len(sat))
         v = validate(
@@ -365,6 +365,14 @@ def _variability_flag(parser):
         action="store_false",
         help="let the twin's publishers send on time instead of with the lateness and back-to-back gaps "
         "the campaign measured (runs.csv pacing_* fields; pubsim.calibration.pacing)",
+    )
+    parser.add_argument(
+        "--pacing-from",
+        choices=("runs", "one-publisher"),
+        default="runs",
+        help="the twin of each run replays that run's own measured lateness (runs: its publishers' "
+        "turns on the shared client core included; the default), or every twin draws from the "
+        "training split's one-publisher runs and shares one modelled client core (one-publisher)",
     )
     parser.add_argument(
         "--no-idle-exit",

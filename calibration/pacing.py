@@ -41,6 +41,8 @@ __all__ = [
     "PACING_QUANTILES",
     "pacing_fields",
     "pacing_from_runs",
+    "run_pacing_from_runs",
+    "RunPacing",
     "batch_count",
     "batch_due_ns",
     "batch_send_times_ns",
@@ -192,11 +194,18 @@ class PacingLag:
         A late publisher's time from one batch to the next, s.
     source : str
         Where it was measured (data, date, machine).
+    shared_core : bool
+        True: the lateness is one publisher's, and the twin runs the
+        publishers' loops on one client core (:func:`shared_core_send_times_ns`).
+        False: it was measured with the run's own publishers, so it already
+        holds their waits for that core; each publisher draws it on its own
+        (:func:`batch_send_times_ns`).
     """
 
     wake_lag_s: tuple
     gap_s: float
     source: str = ""
+    shared_core: bool = True
 
     def __post_init__(self):
         lag = np.asarray(self.wake_lag_s, dtype=float)
@@ -206,17 +215,78 @@ class PacingLag:
             raise ConfigError("gap_s", self.gap_s, "a finite time >= 0 s")
         object.__setattr__(self, "wake_lag_s", tuple(lag.tolist()))
 
+    def lag_for(self, row):
+        """The lateness of the run ``row`` (a measurement row): this one, whatever the run."""
+        return self
+
+    def describe(self):
+        """One line for the user: lateness quantiles, gap and source."""
+        lag = np.quantile(self.wake_lag_s, [0.5, 0.99])
+        return (
+            f"wake-up lateness p50 {lag[0] * 1e6:.3g} us, p99 {lag[1] * 1e6:.3g} us, "
+            f"back-to-back gap {self.gap_s * 1e6:.3g} us ({self.source})"
+        )
+
     def send_times_s(self, rate_per_s, b, duration_s, rng, publishers=1):
-        """Batch send times after ``t0`` of each of ``publishers`` sharing the client core, s.
+        """Batch send times after ``t0`` of each of ``publishers``, s.
 
         Lateness is drawn from the measured values (independent draws, with
-        ``rng``); see :func:`shared_core_send_times_ns`.
+        ``rng``); the publishers share the client core
+        (:func:`shared_core_send_times_ns`) when :attr:`shared_core`, and
+        run their loops apart (:func:`batch_send_times_ns`) otherwise.
         """
         n = batch_count(rate_per_s, b, duration_s)
         lag = np.asarray(self.wake_lag_s)
         draws = [np.round(lag[rng.integers(0, lag.size, n)] * 1e9).astype(np.int64) for _ in range(publishers)]
-        ns = shared_core_send_times_ns(rate_per_s, b, duration_s, draws, round(self.gap_s * 1e9))
+        gap_ns = round(self.gap_s * 1e9)
+        if self.shared_core:
+            ns = shared_core_send_times_ns(rate_per_s, b, duration_s, draws, gap_ns)
+        else:
+            ns = [batch_send_times_ns(rate_per_s, b, duration_s, wake_lag_ns=d, gap_ns=gap_ns) for d in draws]
         return [x / 1e9 for x in ns]
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunPacing:
+    """Each measured run's own lateness, for the twin of that run.
+
+    The lateness a run with several publishers records (its ``pacing_wake_*``
+    quantiles) holds their waits for the one client core they share: at a
+    due instant its publishers go one after another, as the harness really
+    sent them. The twin of a run draws from the lateness of the sustainable
+    run of the same broker and configuration nearest in rate (log scale),
+    each publisher on its own (``shared_core=False``), so the broker sees the
+    arrival process the real one saw; a configuration with no measured run
+    takes ``fallback``.
+
+    Parameters
+    ----------
+    runs : dict
+        ``(broker, config)`` -> tuple of ``(rate_per_s, PacingLag)`` pairs,
+        ascending in rate.
+    fallback : PacingLag or None
+        For configurations not measured (None: those publishers send on time).
+    source : str
+        Where the runs come from.
+    """
+
+    runs: dict
+    fallback: PacingLag | None = None
+    source: str = ""
+
+    def lag_for(self, row):
+        """The :class:`PacingLag` for the twin of ``row`` (keys ``broker``, ``config``, ``rate_per_s``)."""
+        got = self.runs.get((row["broker"], row["config"]))
+        if not got:
+            return self.fallback
+        rate = float(row["rate_per_s"])
+        return min(got, key=lambda pair: abs(math.log(pair[0] / rate)))[1]
+
+    def describe(self):
+        """One line for the user: how many runs and configurations, and the fallback."""
+        n = sum(len(v) for v in self.runs.values())
+        tail = f"; elsewhere {self.fallback.describe()}" if self.fallback is not None else ""
+        return f"each run's own lateness: {n} rates of {len(self.runs)} configurations ({self.source}){tail}"
 
 
 class PacingLagCalibrator:
@@ -362,6 +432,49 @@ def pacing_fields(batch_sends):
     return out
 
 
+def _quantile_values(rows, values_per_run):
+    """Lateness values of each run in ``rows``: its quantile function (linear between the recorded
+    quantiles, their end values beyond them) at ``values_per_run`` evenly spaced probabilities, s."""
+    cols = [_wake_field(q) for q in PACING_QUANTILES]
+    u = (np.arange(values_per_run) + 0.5) / values_per_run
+    return [np.clip(np.interp(u, PACING_QUANTILES, r), 0.0, None) for r in rows[cols].to_numpy(dtype=float)]
+
+
+def _paced_rows(runs):
+    """Sustainable runs that recorded wake-ups and their lateness quantiles (None: none recorded)."""
+    cols = [_wake_field(q) for q in PACING_QUANTILES]
+    if not set(cols) <= set(runs.columns):
+        return None
+    rows = runs[runs[cols].notna().all(axis=1) & (runs["pacing_wakeups"] > 0)]
+    if "sustainable" in rows:
+        rows = rows[rows["sustainable"].astype(bool)]
+    return rows
+
+
+def run_pacing_from_runs(runs, *, fallback=None, values_per_run=200, source=""):
+    """The twin's :class:`RunPacing` from measured runs' :func:`pacing_fields`, or ``fallback`` without them.
+
+    Sustainable runs only (past the limit TCP flow control holds the
+    publishers back: the broker's doing). Runs of one configuration at one
+    rate (a search's retries) are pooled. Every publisher's own loop gap is
+    ``fallback``'s (the one-publisher back-to-back gap of
+    :func:`pacing_from_runs`; 0 without it): a many-publisher run's recorded
+    gap holds the other publishers' turns on the core.
+    """
+    rows = _paced_rows(runs)
+    if rows is None or rows.empty:
+        return fallback
+    gap = fallback.gap_s if fallback is not None else 0.0
+    out = {}
+    for (kind, config, rate), g in rows.groupby(["broker", "config", "rate_per_s"], sort=True):
+        lag = np.concatenate(_quantile_values(g, values_per_run))
+        one = PacingLag(wake_lag_s=tuple(lag), gap_s=gap, source=f"{kind} {config} at {rate:.6g}/s", shared_core=False)
+        out.setdefault((kind, config), []).append((float(rate), one))
+    return RunPacing(
+        runs={k: tuple(v) for k, v in out.items()}, fallback=fallback, source=source or f"{len(rows)} measured runs"
+    )
+
+
 def pacing_from_runs(runs, *, values_per_run=200, source=""):
     """The twin's :class:`PacingLag` from measured runs' :func:`pacing_fields`, or None without them.
 
@@ -376,20 +489,14 @@ def pacing_from_runs(runs, *, values_per_run=200, source=""):
     probabilities; the gap is the median of the runs' gaps among those that
     sent batches back to back.
     """
-    cols = [_wake_field(q) for q in PACING_QUANTILES]
-    if not set(cols) <= set(runs.columns):
+    rows = _paced_rows(runs)
+    if rows is None:
         return None
-    rows = runs[runs[cols].notna().all(axis=1) & (runs["pacing_wakeups"] > 0)]
-    if "sustainable" in rows:
-        rows = rows[rows["sustainable"].astype(bool)]
     if "publishers" in rows and (rows["publishers"] == 1).any():
         rows = rows[rows["publishers"] == 1]
     if rows.empty:
         return None
-    u = (np.arange(values_per_run) + 0.5) / values_per_run
-    lag = np.concatenate([np.interp(u, PACING_QUANTILES, r) for r in rows[cols].to_numpy(dtype=float)])
+    lag = np.concatenate(_quantile_values(rows, values_per_run))
     back = rows[rows["pacing_batches"] > rows["pacing_wakeups"]]
     gap = float(np.median(back["pacing_gap_s"])) if len(back) else 0.0
-    return PacingLag(
-        wake_lag_s=tuple(np.clip(lag, 0.0, None)), gap_s=gap, source=source or f"{len(rows)} measured runs"
-    )
+    return PacingLag(wake_lag_s=tuple(lag), gap_s=gap, source=source or f"{len(rows)} measured runs")

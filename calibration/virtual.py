@@ -194,9 +194,10 @@ def topology_for(row, profile, *, pacing=None, rng=None, stalls=None):
         fanout=int(row["fanout"]),
     )
     batches = [None] * len(pub_topics)
-    if pacing is not None:
+    lag = None if pacing is None else pacing.lag_for(row)
+    if lag is not None:
         rate, b = _batching(row, len(pub_topics[0]))
-        batches = pacing.send_times_s(rate, b, float(row["duration_s"]), rng, publishers=len(pub_topics))
+        batches = lag.send_times_s(rate, b, float(row["duration_s"]), rng, publishers=len(pub_topics))
     pubs = {f"pub{i}": paced_publisher(row, i, tuple(t), batch_s=batches[i]) for i, t in enumerate(pub_topics)}
     subs = {f"sub{j}": SubscriberParams(subscriptions=tuple(f)) for j, f in enumerate(sub_filters)}
     protocol = {"zmq-proxy": "zmq", "nats": "none"}.get(kind, "mqtt")

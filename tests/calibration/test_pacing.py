@@ -25,6 +25,7 @@ from pubsim.calibration.pacing import (
     pacing_fields,
     pacing_from_runs,
     read_pacing,
+    run_pacing_from_runs,
     shared_core_send_times_ns,
     write_pacing,
 )
@@ -261,3 +262,60 @@ def test_a_twin_whose_generator_cannot_offer_the_rate_is_not_sustainable():
         assert out["generator_saturated"] is saturated
         assert out["sustainability"] == pytest.approx(1.0, abs=0.01)  # the broker keeps up with what came
         assert (out["delivery_ratio"] < 0.5) is saturated  # 1,000 of 4,000 msg/s asked for
+
+
+def _paced_row(config, rate, level, publishers=8, sustainable=True):
+    cols = ("1", "10", "25", "50", "75", "90", "99", "99_9")
+    return {
+        "broker": "mosquitto",
+        "config": config,
+        "rate_per_s": rate,
+        "publishers": publishers,
+        "pacing_wakeups": 100,
+        "pacing_batches": 120,
+        "pacing_gap_s": 9e-4,
+        "sustainable": sustainable,
+        **{f"pacing_wake_q{q}_s": level for q in cols},
+    }
+
+
+def test_each_twin_replays_its_own_runs_lateness():
+    """The sustainable run of the same configuration nearest in rate (log scale); retries at one
+    rate pooled; past the limit the last sustainable one; elsewhere the one-publisher model."""
+    runs = pd.DataFrame(
+        [
+            _paced_row("c8", 1000.0, 1e-4),
+            _paced_row("c8", 10000.0, 2e-4),
+            _paced_row("c8", 10000.0, 4e-4),  # a retry at the same rate
+            _paced_row("c8", 20000.0, 9e-3, sustainable=False),  # held back by the broker: left out
+            _paced_row("c32", 5000.0, 5e-4, publishers=32),
+        ]
+    )
+    one = PacingLag(wake_lag_s=(7e-5,), gap_s=3e-5, source="one publisher")
+    pacing = run_pacing_from_runs(runs, fallback=one, values_per_run=5)
+
+    def lag(config, rate):
+        return pacing.lag_for({"broker": "mosquitto", "config": config, "rate_per_s": rate})
+
+    assert set(lag("c8", 2000.0).wake_lag_s) == {1e-4}  # log(2) from 1000, log(5) from 10000
+    assert set(lag("c8", 4000.0).wake_lag_s) == {2e-4, 4e-4} and len(lag("c8", 4000.0).wake_lag_s) == 10
+    assert set(lag("c8", 30000.0).wake_lag_s) == {2e-4, 4e-4}
+    assert set(lag("c32", 100.0).wake_lag_s) == {5e-4}
+    assert lag("c2", 100.0) is one
+    got = lag("c8", 1000.0)
+    assert got.shared_core is False and got.gap_s == one.gap_s  # the publisher's own loop gap
+    assert run_pacing_from_runs(runs.drop(columns=["pacing_wake_q50_s"]), fallback=one) is one
+    assert "3 rates of 2 configurations (4 measured runs)" in pacing.describe()
+
+
+def test_measured_lateness_is_drawn_per_publisher_without_a_modelled_core():
+    """With lateness measured on the run's own publishers (their turns on the core included),
+    each publisher runs its loop alone; on one modelled core they would go one after another."""
+    lag = (5e-5,)
+    own = PacingLag(wake_lag_s=lag, gap_s=1e-4, shared_core=False)
+    shared = PacingLag(wake_lag_s=lag, gap_s=1e-4)
+    rng = np.random.default_rng(0)
+    a = own.send_times_s(1000.0, 1, 0.003, rng, publishers=3)
+    b = shared.send_times_s(1000.0, 1, 0.003, rng, publishers=3)
+    assert [x.tolist() for x in a] == [[5e-5, 1.05e-3, 2.05e-3]] * 3
+    assert [x[0] for x in b] == pytest.approx([5e-5, 1.5e-4, 2.5e-4])
