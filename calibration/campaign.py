@@ -50,16 +50,22 @@ read instead of the kernel's receive), ``saturation.csv`` (one row per pair) and
 (host, CPU, kernel, broker versions, campaign spec, date). A pair is the
 unit of work: its results are written under ``pairs/`` as soon as it
 finishes, so an interrupted campaign resumes at the first unfinished pair.
+
+``interleave: true`` measures the unfinished pairs together, their runs
+taken in turn (:mod:`pubsim.calibration.interleave`), so a drifting
+machine's speed falls on every configuration alike.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import datetime
+import functools
 import json
 import math
 import os
 import platform
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -73,6 +79,7 @@ from ..sim.errors import ConfigError
 from ..sim.safeyaml import safe_load
 from ..sim.units import parse_duration_s, parse_rate_per_s, parse_size_bytes
 from .harness.brokers import REGISTRY
+from .interleave import run_interleaved
 
 __all__ = [
     "RunSpec",
@@ -177,6 +184,7 @@ class Campaign:
     egress_rule: str = "received"
     max_latency_trend: float | None = None
     retries: int = 0
+    interleave: bool = False
     spec: dict = field(default_factory=dict)
 
     def sustainable(self, row) -> bool:
@@ -270,6 +278,9 @@ def parse_campaign(data):
     if unknown:
         raise ConfigError(f"search.{unknown[0]}", search[unknown[0]], "start_rate, steps, max_doublings or retries")
     rule, trend = _rule(data.get("rule", {}))
+    interleave = data.get("interleave", False)
+    if not isinstance(interleave, bool):
+        raise ConfigError("interleave", interleave, "true or false")
     return Campaign(
         name=str(data.get("name", "campaign")),
         brokers=tuple(brokers),
@@ -287,6 +298,7 @@ def parse_campaign(data):
         client_cpus=tuple(data.get("client_cpus", [0])),
         egress_rule=rule,
         max_latency_trend=trend,
+        interleave=interleave,
         spec=data,
     )
 
@@ -431,24 +443,40 @@ def run_campaign(campaign, out_dir, measure, *, progress=None, metadata=None):
     out = Path(out_dir)
     (out / "pairs").mkdir(parents=True, exist_ok=True)
     pairs = campaign.pairs()
-    for i, (broker, config) in enumerate(pairs):
-        pid = _pair_id(broker, config)
-        done = out / "pairs" / f"{pid}.json"
-        if not done.exists():
-            rows, samples, sat, facts = _measure_pair(campaign, broker, config, measure)
-            for r in rows:
-                r["split"] = config.split
-            pd.concat(samples, ignore_index=True).assign(broker=broker, config=config.name).to_parquet(
-                out / "pairs" / f"{pid}.latency.parquet", index=False
-            )
-            tmp = done.with_suffix(".tmp")
-            record = {"runs": rows, "saturation": sat, **({"facts": facts} if facts else {})}
-            tmp.write_text(json.dumps(record, default=_json_default))
-            tmp.replace(done)  # atomic: a pair is either finished or not
-        if progress is not None:
-            progress(i + 1, len(pairs), pid)
+    todo = [(b, c) for b, c in pairs if not (out / "pairs" / f"{_pair_id(b, c)}.json").exists()]
+    finished = [len(pairs) - len(todo)]
+    lock = threading.Lock()
+
+    def job(broker, config, pair_measure):
+        _write_pair(out, broker, config, *_measure_pair(campaign, broker, config, pair_measure))
+        with lock:
+            finished[0] += 1
+            if progress is not None:
+                progress(finished[0], len(pairs), _pair_id(broker, config))
+
+    if campaign.interleave and len(todo) > 1:
+        run_interleaved([functools.partial(job, b, c) for b, c in todo], measure)
+    else:
+        for b, c in todo:
+            job(b, c, measure)
     _write_tables(out, campaign, metadata or {})
     return out
+
+
+def _write_pair(out, broker, config, rows, samples, sat, facts):
+    """A finished pair's files under ``out/pairs`` (its JSON last and atomically: a pair is either
+    finished or not)."""
+    pid = _pair_id(broker, config)
+    for r in rows:
+        r["split"] = config.split
+    pd.concat(samples, ignore_index=True).assign(broker=broker, config=config.name).to_parquet(
+        out / "pairs" / f"{pid}.latency.parquet", index=False
+    )
+    done = out / "pairs" / f"{pid}.json"
+    tmp = done.with_suffix(".tmp")
+    record = {"runs": rows, "saturation": sat, **({"facts": facts} if facts else {})}
+    tmp.write_text(json.dumps(record, default=_json_default))
+    tmp.replace(done)
 
 
 def _json_default(value):

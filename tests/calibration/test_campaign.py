@@ -205,3 +205,30 @@ def test_search_retries_absorb_a_spurious_failure_and_keep_every_run(tmp_path):
     # without retries the doubling phase went past the spoiled 16k point to 8k: the limit is refined
     # in [8k, 16k) and lies below a rate that the broker sustains
     assert limits[0] < 16_000
+
+
+def test_an_interleaved_campaign_takes_the_pairs_runs_in_turn_with_the_same_results(tmp_path):
+    """Each pair's next run after every other unfinished pair's; the searches (a stateless broker)
+    and the tables are those of the campaign measured pair by pair."""
+    one = FactfulBroker()
+    run_campaign(parse_campaign(SPEC), tmp_path / "seq", one)
+    both = FactfulBroker()
+    run_campaign(parse_campaign({**SPEC, "interleave": True}), tmp_path / "mixed", both)
+    a, sat_a, lat_a, _ = read_results(tmp_path / "seq")
+    b, sat_b, lat_b, meta = read_results(tmp_path / "mixed")
+    assert a.equals(b) and sat_a.equals(sat_b) and lat_a.equals(lat_b)
+    pairs = [(b, c.name) for b, c in parse_campaign(SPEC).pairs()]
+    assert sorted((b, c) for b, c, _ in both.facts) == sorted(pairs)
+    assert all(n < 4 for *_, n in both.facts)  # every pair began before any had run twice
+    # one run of each pair in turn; a pair that is done drops out of the round
+    counts = a.groupby(["broker", "config"], sort=False).size()
+    rounds = [p for r in range(max(counts)) for p in pairs if counts[p] > r]
+    assert [(s.broker, s.config) for s in both.calls] == rounds
+    assert len(set(counts)) > 1  # the pairs' searches differ in length: the drop-out is tested
+    assert meta["pair_facts"]["zmq-proxy/small"]["idle_exit"]["exit_s"]
+
+
+def test_interleave_must_be_a_flag():
+    with pytest.raises(ConfigError) as err:
+        parse_campaign({**SPEC, "interleave": "yes"})
+    assert err.value.field == "interleave"
