@@ -34,6 +34,7 @@ __all__ = [
     "Discipline",
     "Served",
     "FifoDiscipline",
+    "ServerTotals",
     "QueueDiscipline",
     "EventQueueDiscipline",
     "BatchDiscipline",
@@ -158,7 +159,24 @@ def _capacity(limit: int | None) -> int:
     return -1 if limit is None else int(limit)
 
 
-class FifoDiscipline:
+class ServerTotals:
+    """Whole-run totals of a discipline on the FIFO kernel's float state ``fs``
+    (:mod:`pubsim.sim.kernels`)."""
+
+    fs: np.ndarray
+
+    @property
+    def work_s(self) -> float:
+        """Service time given so far (CPU s, wake-ups and any cycle costs included), whole run."""
+        return float(self.fs[K.WORK])
+
+    @property
+    def served_total(self) -> int:
+        """Messages that started service so far, whole run."""
+        return int(self.fs[K.SERVED])
+
+
+class FifoDiscipline(ServerTotals):
     """c FIFO servers, optional buffer in messages and bytes, computed by arithmetic.
 
     Parameters
@@ -270,16 +288,6 @@ class FifoDiscipline:
     def held_visits(self) -> np.ndarray:
         """None: every message is settled by the call of :meth:`run` that got it."""
         return _NO_VISITS
-
-    @property
-    def work_s(self) -> float:
-        """Service time given so far (CPU s, wake-ups included), whole run."""
-        return float(self.fs[K.WORK])
-
-    @property
-    def served_total(self) -> int:
-        """Messages that started service so far, whole run."""
-        return int(self.fs[K.SERVED])
 
 
 _POLICY = {

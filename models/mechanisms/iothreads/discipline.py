@@ -7,16 +7,33 @@ import math
 import numpy as np
 
 from ....sim import kernels as K
-from ....sim.disciplines import Served
+from ....sim.disciplines import Served, ServerTotals
 from ....sim.packets import Packets
 from .kernel import CYC_COUNT, CYC_LEN, CYC_MAX, CYC_START, cycle_run
 
-__all__ = ["CycleDiscipline"]
+__all__ = ["CycleDiscipline", "OneServer"]
 
 _NO_VISITS = np.empty(0, dtype=np.int64)
 
 
-class CycleDiscipline:
+class OneServer(ServerTotals):
+    """A one-server discipline on the FIFO kernel's float state ``fs`` (:mod:`pubsim.sim.kernels`):
+    its set-up, and its totals (:class:`~pubsim.sim.disciplines.ServerTotals`)."""
+
+    def _init_server(self, idle_extra_s, cpu_quota_s, cpu_period_s, idle_exit) -> None:
+        """``fs`` for a server with that wake-up extra, CPU quota per period and idle-exit curve."""
+        self.fs = np.zeros(K.FS_LEN)
+        self.fs[[K.CAP_BYTES, K.IDLE_EXTRA, K.QUOTA, K.PERIOD]] = (
+            math.inf,
+            float(idle_extra_s),
+            float(cpu_quota_s),
+            float(cpu_period_s),
+        )
+        if idle_exit is not None:
+            K.set_idle_exit(self.fs, *idle_exit)
+
+
+class CycleDiscipline(OneServer):
     """One server working in I/O cycles, FIFO by arithmetic, no buffer limit.
 
     Parameters
@@ -49,15 +66,7 @@ class CycleDiscipline:
         cpu_period_s: float = 0.1,
         idle_exit: tuple | None = None,
     ):
-        self.fs = np.zeros(K.FS_LEN)
-        self.fs[[K.CAP_BYTES, K.IDLE_EXTRA, K.QUOTA, K.PERIOD]] = (
-            math.inf,
-            float(idle_extra_s),
-            float(cpu_quota_s),
-            float(cpu_period_s),
-        )
-        if idle_exit is not None:
-            K.set_idle_exit(self.fs, *idle_exit)
+        self._init_server(idle_extra_s, cpu_quota_s, cpu_period_s, idle_exit)
         self.cyc = np.zeros(CYC_LEN)
         self.cyc[CYC_START] = -math.inf
         self.cyc[CYC_MAX] = float(max_members)
@@ -102,16 +111,6 @@ class CycleDiscipline:
     def held_visits(self) -> np.ndarray:
         """None held."""
         return _NO_VISITS
-
-    @property
-    def work_s(self) -> float:
-        """CPU given so far (cycle costs and wake-ups included), whole run, s."""
-        return float(self.fs[K.WORK])
-
-    @property
-    def served_total(self) -> int:
-        """Messages served so far, whole run."""
-        return int(self.fs[K.SERVED])
 
     @property
     def cycles_total(self) -> int:

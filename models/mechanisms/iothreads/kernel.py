@@ -35,14 +35,15 @@ from numba import njit
 
 from ....sim import kernels as K
 
-__all__ = ["CYC_START", "CYC_COUNT", "CYC_LEN", "cycle_run"]
+__all__ = ["CYC_START", "CYC_COUNT", "CYC_LEN", "cycle_run", "finish"]
 
 CYC_START, CYC_COUNT, CYC_MEMBERS, CYC_MAX, CYC_PENDING = 0, 1, 2, 3, 4
 CYC_LEN = 5
 
 
 @njit(cache=True, inline="always")
-def _finish(fs: np.ndarray, start: float, work: float) -> float:
+def finish(fs: np.ndarray, start: float, work: float) -> float:
+    """End of ``work`` s of service begun at ``start``, under the quota in ``fs`` if any, s."""
     if fs[K.QUOTA] < np.inf and work > 0.0:
         return K.quota_finish(fs, start, work)
     return start + work
@@ -71,7 +72,7 @@ def cycle_run(
         work = service[i]
         opens = a > cyc[CYC_START] or cyc[CYC_MEMBERS] >= cyc[CYC_MAX]
         if opens and cyc[CYC_PENDING] > 0.0:  # the previous cycle ended with the last message
-            free[0] = _finish(fs, free[0], cyc[CYC_PENDING])
+            free[0] = finish(fs, free[0], cyc[CYC_PENDING])
             cyc[CYC_PENDING] = 0.0
         start = a
         if free[0] > a:
@@ -90,7 +91,7 @@ def cycle_run(
         cyc[CYC_MEMBERS] += 1.0
         fs[K.WORK] += work + extra
         fs[K.SERVED] += 1.0
-        dep = _finish(fs, start, work)
+        dep = finish(fs, start, work)
         free[0] = dep
         out_start[i] = start
         out_dep[i] = dep

@@ -36,6 +36,7 @@ import numpy as np
 from numba import njit
 
 from ....sim import kernels as K
+from .kernel import finish
 
 __all__ = ["PS_LEN", "DL_LEN", "PS_START", "PS_COUNT", "PS_FREE", "PS_PENDING", "new_state", "pass_run", "pass_held"]
 
@@ -55,13 +56,6 @@ def new_state(max_members: float, per_key: float) -> np.ndarray:
     return ps
 
 
-@njit(cache=True, inline="always")
-def _finish(fs: np.ndarray, start: float, work: float) -> float:
-    if fs[K.QUOTA] < np.inf and work > 0.0:
-        return K.quota_finish(fs, start, work)
-    return start + work
-
-
 @njit(cache=True)
 def _open(ps, start, out_pass, counts):
     """Open a pass at ``start``."""
@@ -76,7 +70,7 @@ def _open(ps, start, out_pass, counts):
 def _close(fs, ps):
     """The current pass's cost runs after its last member."""
     if ps[PS_PENDING] > 0.0:
-        ps[PS_FREE] = _finish(fs, ps[PS_FREE], ps[PS_PENDING])
+        ps[PS_FREE] = finish(fs, ps[PS_FREE], ps[PS_PENDING])
         ps[PS_PENDING] = 0.0
 
 
@@ -93,7 +87,7 @@ def _join(fs, ps, kpass, kcount, work, cost, k, ref, out_ref, out_t, counts):
     kcount[k] += 1
     fs[K.WORK] += work + extra
     fs[K.SERVED] += 1.0
-    dep = _finish(fs, start, work)
+    dep = finish(fs, start, work)
     ps[PS_FREE] = dep
     if opener:
         ps[PS_PENDING] = extra

@@ -6,15 +6,15 @@ import math
 
 import numpy as np
 
-from ....sim import kernels as K
 from ....sim.disciplines import Served
 from ....sim.packets import Packets
 from . import pass_kernel as PK
+from .discipline import OneServer
 
 __all__ = ["PassDiscipline"]
 
 
-class PassDiscipline:
+class PassDiscipline(OneServer):
     """One server working in event-loop passes over per-connection queues (:mod:`.pass_kernel`).
 
     Event-driven: a message that waits for a later pass is held until the
@@ -42,15 +42,7 @@ class PassDiscipline:
     ):
         if not max_per_connection < math.inf:
             raise ValueError("PassDiscipline needs a finite max_per_connection (else CycleDiscipline)")
-        self.fs = np.zeros(K.FS_LEN)
-        self.fs[[K.CAP_BYTES, K.IDLE_EXTRA, K.QUOTA, K.PERIOD]] = (
-            math.inf,
-            float(idle_extra_s),
-            float(cpu_quota_s),
-            float(cpu_period_s),
-        )
-        if idle_exit is not None:
-            K.set_idle_exit(self.fs, *idle_exit)
+        self._init_server(idle_extra_s, cpu_quota_s, cpu_period_s, idle_exit)
         self.ps = PK.new_state(float(max_members), float(max_per_connection))
         self.kpass = np.full(1, -1, dtype=np.int64)
         self.kcount = np.zeros(1, dtype=np.int64)
@@ -142,16 +134,6 @@ class PassDiscipline:
     def held_visits(self) -> np.ndarray:
         """Visits of the messages waiting for a later pass."""
         return self.held.visit.copy()
-
-    @property
-    def work_s(self) -> float:
-        """CPU given so far (pass costs and wake-ups included), whole run, s."""
-        return float(self.fs[K.WORK])
-
-    @property
-    def served_total(self) -> int:
-        """Messages served so far, whole run."""
-        return int(self.fs[K.SERVED])
 
     @property
     def cycles_total(self) -> int:
