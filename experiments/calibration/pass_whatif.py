@@ -3,8 +3,11 @@ it leaves of the three pooled campaigns' training runs; simulated limits of the 
 
     .venv/bin/python experiments/calibration/pass_whatif.py 2.5
 
-calibration/README.md, "A pass cost, measured in interleaved runs", has the result. Not a fit the
-pipeline makes: `pubsim validate` fits the pass on the campaigns (`--connection-form auto`).
+calibration/README.md, "A pass cost, measured in interleaved runs", has the result, computed before
+the passes were read round robin (PassDiscipline) and before each twin replayed its own run's
+pacing; run again, it gives the current model's (its twins still use the one-publisher pacing).
+Not a fit the pipeline makes: `pubsim validate` fits the pass on the campaigns
+(`--connection-form auto`).
 """
 
 import sys
