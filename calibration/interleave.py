@@ -8,8 +8,10 @@ than what the fit must tell apart (Mosquitto's event-loop pass: 2.5 us of
 pairs are measured together instead: each pair runs its own search in a
 thread, and :class:`Turns` lets one measurement happen at a time, in turn
 (pair 1's next run, pair 2's, ..., pair 1's again), so every pair's runs
-spread over the same hours. The searches and their results are those of the
-pairs measured one by one; only the order of the runs in time changes.
+spread over the same hours. Each pair's search is the one it would make
+measured alone; with a measure whose result depends only on the run asked
+for, so are the results (the test's fake broker), and only the order of the
+runs in time changes.
 
 A pair is still the unit that is written (as soon as its own search ends),
 so an interrupted campaign keeps every finished pair; the pairs in flight

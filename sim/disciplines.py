@@ -35,6 +35,7 @@ __all__ = [
     "Served",
     "FifoDiscipline",
     "ServerTotals",
+    "grow_slots",
     "QueueDiscipline",
     "EventQueueDiscipline",
     "BatchDiscipline",
@@ -300,6 +301,21 @@ _POLICY = {
 }
 
 
+def grow_slots(
+    sf: np.ndarray, si: np.ndarray, free: np.ndarray, nfree: int, n: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """A slot pool grown to ``n`` slots (n >= current): float and int fields per slot (rows of
+    ``sf`` / ``si``, copied) and a stack of free slots (its first ``nfree`` kept, the new slots
+    pushed on it). Returns ``(sf, si, free, nfree)``."""
+    old = sf.shape[0]
+    sf2, si2 = np.empty((n, sf.shape[1])), np.empty((n, si.shape[1]), dtype=np.int64)
+    sf2[:old], si2[:old] = sf, si
+    free2 = np.empty(n, dtype=np.int64)
+    free2[:nfree] = free[:nfree]
+    free2[nfree : nfree + n - old] = np.arange(old, n)
+    return sf2, si2, free2, nfree + n - old
+
+
 class QueueDiscipline:
     """Event-driven station: non-preemptive priorities, every overflow policy but back-pressure.
 
@@ -369,14 +385,8 @@ class QueueDiscipline:
 
     def _grow_slots(self, n: int) -> None:
         """Room for ``n`` waiting messages (n >= current): new slots go on the free stack."""
-        old = self.sf.shape[0]
-        sf, si, free = np.empty((n, 3)), np.empty((n, 4), dtype=np.int64), np.empty(n, dtype=np.int64)
-        sf[:old], si[:old] = self.sf, self.si
-        nfree = int(self.qi[QK.QI_NFREE])
-        free[:nfree] = self.free[:nfree]
-        free[nfree : nfree + n - old] = np.arange(old, n)
-        self.sf, self.si, self.free = sf, si, free
-        self.qi[QK.QI_NFREE] = nfree + n - old
+        self.sf, self.si, self.free, nfree = grow_slots(self.sf, self.si, self.free, int(self.qi[QK.QI_NFREE]), n)
+        self.qi[QK.QI_NFREE] = nfree
 
     def _grow(self) -> None:
         """More slots or priority levels, whichever ran out."""

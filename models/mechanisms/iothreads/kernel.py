@@ -64,9 +64,9 @@ def cycle_run(
 ) -> None:
     """Serve ``arrival`` (sorted) with own demands ``service`` and, after the
     last member of a cycle, the ``cycle_cost`` of its opener (s); fills start
-    and departure times, and each
-    message's departure plus, for an opener, its cycle's cost (so that busy
-    time sums to the work), s, and whether it opened a cycle."""
+    and departure times, and each message's departure plus, for an opener,
+    its cycle's cost (so that busy time sums to the work), s, and whether it
+    opened a cycle."""
     for i in range(arrival.shape[0]):
         a = arrival[i]
         work = service[i]

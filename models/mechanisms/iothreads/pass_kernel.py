@@ -100,10 +100,15 @@ def _join(fs, ps, kpass, kcount, work, cost, k, ref, out_ref, out_t, counts):
 
 
 @njit(cache=True)
-def _may_join(ps, kpass, kcount, kdef, k):
-    if ps[PS_MEMBERS] >= ps[PS_MAX] or kdef[k] > 0:
-        return False
+def _has_share(ps, kpass, kcount, k):
+    """Has connection ``k`` given the current pass fewer messages than its share?"""
     return kpass[k] != ps[PS_COUNT] or kcount[k] < ps[PS_PER_KEY]
+
+
+@njit(cache=True)
+def _may_join(ps, kpass, kcount, kdef, k):
+    """May a new arrival of connection ``k`` join the current pass (none of its messages waits)?"""
+    return ps[PS_MEMBERS] < ps[PS_MAX] and kdef[k] == 0 and _has_share(ps, kpass, kcount, k)
 
 
 @njit(cache=True)
@@ -119,7 +124,7 @@ def _advance(fs, ps, kpass, kcount, kdef, sf, si, stack, dl, out_ref, out_t, out
     while s >= 0 and ps[PS_MEMBERS] < want:
         nxt = si[s, 2]
         k = si[s, 0]
-        if kpass[k] != ps[PS_COUNT] or kcount[k] < ps[PS_PER_KEY]:
+        if _has_share(ps, kpass, kcount, k):
             _join(fs, ps, kpass, kcount, sf[s, 1], sf[s, 2], k, si[s, 1], out_ref, out_t, counts)
             kdef[k] -= 1
             if prev < 0:

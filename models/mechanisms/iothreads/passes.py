@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from ....sim.disciplines import Served
+from ....sim.disciplines import Served, grow_slots
 from ....sim.packets import Packets
 from . import pass_kernel as PK
 from .discipline import OneServer
@@ -59,14 +59,8 @@ class PassDiscipline(OneServer):
 
     def _grow_slots(self, n: int) -> None:
         """Room for ``n`` deferred messages (n >= current): new slots go on the free stack."""
-        old = self.sf.shape[0]
-        sf, si, stack = np.empty((n, 3)), np.empty((n, 3), dtype=np.int64), np.empty(n, dtype=np.int64)
-        sf[:old], si[:old] = self.sf, self.si
-        nfree = int(self.dl[PK.DL_NFREE])
-        stack[:nfree] = self.stack[:nfree]
-        stack[nfree : nfree + n - old] = np.arange(old, n)
-        self.sf, self.si, self.stack = sf, si, stack
-        self.dl[PK.DL_NFREE] = nfree + n - old
+        self.sf, self.si, self.stack, nfree = grow_slots(self.sf, self.si, self.stack, int(self.dl[PK.DL_NFREE]), n)
+        self.dl[PK.DL_NFREE] = nfree
 
     def set_cycle_cost(self, cycle_cost_s: np.ndarray) -> None:
         """Cost each message of the next :meth:`run` adds if it opens a pass, s."""
