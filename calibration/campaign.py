@@ -45,8 +45,9 @@ matches the 0.99 rule's 1 % tolerance.
 Results are tidy files in one directory: ``runs.csv`` (one row per run),
 ``latency.parquet`` (a random subsample of each run's latencies, for CDFs
 and KS distances: ``latency_s``, and from the real harness since issue 18
-also ``app_latency_s``, the same messages timed at the subscriber code's
-read instead of the kernel's receive), ``saturation.csv`` (one row per pair) and ``meta.json``
+also ``app_latency_s``, the same messages timed from the publisher code's
+clock read to the subscriber code's read instead of kernel to kernel, and
+``send_delay_s``, the publisher's part of that difference), ``saturation.csv`` (one row per pair) and ``meta.json
 (host, CPU, kernel, broker versions, campaign spec, date). A pair is the
 unit of work: its results are written under ``pairs/`` as soon as it
 finishes, so an interrupted campaign resumes at the first unfinished pair.

@@ -86,6 +86,16 @@ BROKER_MODELS = {
 }
 
 
+#: What a profile's link latency was measured between, by the campaign's ``latency_clock``.
+_CLOCK_NOTES = {
+    "kernel_rx": "to the kernel's receive time at the subscriber's socket (the subscriber's own delay left out), ",
+    "wire": (
+        "from the kernel's transmit time at the publisher's socket to its receive time at the subscriber's, "
+        "over messages whose receive stamp is their own (both clients' own delays left out), "
+    ),
+}
+
+
 def length_reads_reason(kind):
     """None if broker ``kind`` reads MQTT remaining lengths byte by byte (``length_reads`` in
     :data:`BROKER_MODELS`: ``length_byte_cost_s`` may be fitted), else why that term is not fitted."""
@@ -281,11 +291,7 @@ def build_profile(
             "date": metadata["date"],
             "note": (
                 "one-way loopback "
-                + (
-                    "to the kernel's receive time at the subscriber's socket (the subscriber's own delay left out), "
-                    if metadata.get("latency_clock") == "kernel_rx"
-                    else "including the harness's client stack, "
-                )
+                + _CLOCK_NOTES.get(metadata.get("latency_clock"), "including the harness's client stack, ")
                 + f"from the latency of {link_params['n_runs']} lightly loaded runs "
                 + (
                     "over the broker path's median (the twin with zero-latency links, its idle exit "

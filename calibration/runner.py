@@ -72,6 +72,10 @@ from .virtual import latency_fields
 
 __all__ = ["RealHarness"]
 
+#: Per-message columns kept in a run's latency sample (``latency.parquet``): wire-to-wire latency, what the
+#: applications see, and the publisher's own delay before the wire (:mod:`.harness.txstamp`).
+_LATENCY_COLUMNS = ("latency_s", "app_latency_s", "send_delay_s")
+
 
 class RealHarness:
     """``measure(RunSpec) -> (row, latency sample)`` on real brokers.
@@ -272,14 +276,14 @@ class RealHarness:
             row = self._blocked_row(spec, err, settle_s)
             if self.on_run is not None:
                 self.on_run(spec, row)
-            return row, {"latency_s": np.zeros(0), "app_latency_s": np.zeros(0)}
+            return row, {c: np.zeros(0) for c in _LATENCY_COLUMNS}
         row = self._row(spec, result, cpu, rule=self.campaign.egress_rule)
         row.update(cap)
         row["broker_restarted"] = restarted
         row["broker_settle_s"] = settle_s
         row["broker_dropped"] = self._broker_dropped(broker)
         row["host_load_1min"] = os.getloadavg()[0]  # shared machine: how busy the other cores were
-        lat = {c: np.asarray(result.latencies_s(c)) for c in ("latency_s", "app_latency_s")}
+        lat = {c: np.asarray(result.latencies_s(c)) for c in _LATENCY_COLUMNS}
         n = lat["latency_s"].size
         if n > self.sample:
             keep = np.sort(self.rng.choice(n, self.sample, replace=False))
@@ -375,9 +379,7 @@ class RealHarness:
         w0, w1 = result.window_s
         window = w1 - w0
         sent = max(int(s["sent_total"]), 1)
-        d = result.deliveries
-        if "duplicate" in d:
-            d = d[~d["duplicate"].astype(bool)]
+        d = result.timed(exact=False)
         in_window = int(((d["t_recv_s"] >= w0) & (d["t_recv_s"] < w1)).sum())
         counts = {
             "received": s["egress_received_in_window_per_s"],
@@ -415,8 +417,15 @@ class RealHarness:
             "window_s": window,
             "latency_trend_s_per_s": latency_trend_s_per_s(d["t_send_s"], d["latency_s"]) if len(d) else 0.0,
         }
-        row.update(latency_fields(d["latency_s"].to_numpy()))
-        row.update({k: s[k] for k in s if k == "latency_clock" or k.startswith(("app_latency_", "client_delay_"))})
+        row.update(latency_fields(result.latencies_s("latency_s")))
+        row.update(
+            {
+                k: s[k]
+                for k in s
+                if k in ("latency_clock", "stamp_exact_fraction")
+                or k.startswith(("app_latency_", "client_delay_", "send_delay_", "latency_any_"))
+            }
+        )
         row.update(pacing_fields(result.batch_sends))
         return row
 

@@ -50,7 +50,10 @@ its messages with one send time (read just before they are patched) and
 writes them with one ``sendall`` (ZeroMQ: one ``send`` per message). A
 publisher behind schedule sends the next batch at once without sleeping,
 and stops at ``t0 + duration_s`` whatever it still owes. Its lag (send time
-minus due time) is reported. Messages whose send time is in ``[t0 +
+minus due time) is reported. MQTT and NATS publishers also read the
+kernel's transmit time of each batch (:mod:`..txstamp`): latency is counted
+from it, so the publisher's own delay (``send_delay_s``) is reported apart,
+as the subscriber's is. Messages whose send time is in ``[t0 +
 warmup_s, t0 + duration_s - cooldown_s)`` are the measurement window; the
 others are sent but not counted.
 

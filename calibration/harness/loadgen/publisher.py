@@ -17,9 +17,13 @@ import numpy as np
 
 from .. import mqttwire as mw
 from .. import natswire as nw
+from ..rxstamp import RealToMonotonic
+from ..txstamp import TxStamps
 from .child import _CONTROL_PERIOD_NS, _FLUSH_TIMEOUT_S, _PROBE_PERIOD_NS, _child_setup, _report_error, _schedstat
 from .records import _SEQ_TIME, PROBE_SEQ
 from .spec import HarnessError, batch_size, topic_name
+
+_COLLECT_EVERY = 16  # batches between reads of the transmit stamps (the error queue fills the receive buffer)
 
 
 def _publisher_main(spec, index, endpoints, conn):
@@ -200,11 +204,19 @@ def _stream_publisher(spec, index, conn):
     ring = _Ring(templates, index, b)
     probe = _Ring(templates, 0, spec.topics)  # one message per topic, in topic order
     sendall = sock.sendall
+    tx = TxStamps(sock)
+    offset = RealToMonotonic()
     acks = [0]
     pings = [0]
     pid = [0]
 
+    def collect():
+        now = time.monotonic_ns()
+        offset.refresh(now)
+        tx.collect(offset.offset_ns)
+
     def drain():
+        collect()
         while True:
             try:
                 data = sock.recv(65536, socket.MSG_DONTWAIT)
@@ -218,6 +230,7 @@ def _stream_publisher(spec, index, conn):
                 elif item.op == "PING":
                     pings[0] += 1
                     sendall(nw.PONG)
+                    tx.other(len(nw.PONG))
                 elif item.op == "-ERR":
                     raise HarnessError(f"NATS error: {item.payload.decode(errors='replace')}")
 
@@ -243,7 +256,11 @@ def _stream_publisher(spec, index, conn):
             seq += 1
         if slot_pids is not None:
             patch_ids(rbuf, slot_pids[s])
-        sendall(slot_views[s])
+        view = slot_views[s]
+        sendall(view)
+        tx.batch(len(view))
+        if n % _COLLECT_EVERY == _COLLECT_EVERY - 1:
+            collect()
 
     ctl = _PubControl(conn)
     conn.send(("connected", index))
@@ -251,7 +268,11 @@ def _stream_publisher(spec, index, conn):
     report = None
     try:
         if not ctl.abort:
+            if spec.kernel_timestamps:
+                tx.start()
             report = _pace(spec, index, ctl, b, send_batch, drain)
+        offset.refresh(time.monotonic_ns())
+        tx.finish(offset.offset_ns, _FLUSH_TIMEOUT_S)
         t = time.monotonic()
         try:
             if is_mqtt:
@@ -269,7 +290,8 @@ def _stream_publisher(spec, index, conn):
     finally:
         sock.close()
     if report is not None:
-        report.update(flushed=flushed, flush_s=flush_s, acks=acks[0] if spec.qos else None)
+        tx_ns = np.array(tx.batch_ns(), dtype=np.int64) if tx.started else None
+        report.update(flushed=flushed, flush_s=flush_s, acks=acks[0] if spec.qos else None, batch_tx_ns=tx_ns)
         conn.send(("result", report))
 
 

@@ -39,10 +39,16 @@ class LoadResult:
         ``subscriber``, ``publisher``, ``seq``, ``topic``, ``t_send_s``,
         ``t_recv_s`` (read by the subscriber's code), ``t_kernel_s`` (the
         kernel's receive time of that read, NaN where the socket gave none;
-        all s after ``t0``), ``latency_s`` (to ``t_kernel_s`` where known,
-        else to ``t_recv_s``), ``app_latency_s`` (to ``t_recv_s``),
+        all s after ``t0``), ``latency_s`` (from the kernel's transmit time
+        of the message's batch where known, else from ``t_send_s``, to
+        ``t_kernel_s`` where known, else to ``t_recv_s``), ``app_latency_s``
+        (``t_send_s`` to ``t_recv_s``: what the applications see),
+        ``send_delay_s`` (``t_send_s`` to the kernel's transmit time: the
+        publisher's own delay, NaN where unknown, :mod:`..txstamp`),
         ``client_delay_s`` (``t_recv_s - t_kernel_s``: the subscriber's own
-        delay), ``duplicate`` (a second or later copy), ``out_of_order``.
+        delay), ``stamp_exact`` (the receive stamp is this message's own, not
+        a later one's read with it: :func:`_exact_stamps`), ``duplicate`` (a
+        second or later copy), ``out_of_order``.
     publishers, subscribers : list of dict
         Per-client figures (batch size, lag, CPU; received, duplicates,
         out-of-order, disconnection).
@@ -54,7 +60,8 @@ class LoadResult:
     batch_sends : list of dict
         Per publisher (in index order): ``batch`` (messages per batch),
         ``interval_ns`` (pacing interval of its batches) and ``send_ns``
-        (each batch's send time, ns after ``t0``): the arrival process the
+        (each batch's kernel transmit time where known, else the
+        publisher's clock read, ns after ``t0``): the arrival process the
         generator really produced (:mod:`pubsim.calibration.pacing`).
     """
 
@@ -79,9 +86,13 @@ class LoadResult:
         w1 = t0 + int(round((spec.duration_s - spec.cooldown_s) * 1e9))
         sent, in_window, send_windows, publishers, batch_sends = [], [], [], [], []
         scheduled = 0
+        tx_by_pub = {}
         for r in sorted(pub_reports, key=lambda r: r["index"]):
             ts = r["batch_t_send_ns"]
-            batch_sends.append({"batch": r["batch"], "interval_ns": r["interval_ns"], "send_ns": ts - t0})
+            tx = r.get("batch_tx_ns")
+            if tx is not None and len(tx) == len(ts):
+                tx_by_pub[r["index"]] = (r["batch"], tx)
+            batch_sends.append({"batch": r["batch"], "interval_ns": r["interval_ns"], "send_ns": _on_wire(ts, tx) - t0})
             lo, hi = np.searchsorted(ts, [w0, w1], side="left")
             sent.append(r["sent"])
             in_window.append(int(hi - lo) * r["batch"])
@@ -113,13 +124,16 @@ class LoadResult:
             rec = r["records"]
             ts = rec["t_send_ns"].astype(np.int64)
             m = (ts >= w0) & (ts < w1)
+            exact = _exact_stamps(rec["t_kernel_ns"])[m]
             sel = rec[m]
             tr = sel["t_recv_ns"].astype(np.int64)
             tk = sel["t_kernel_ns"].astype(np.int64)
             tsw = ts[m]
+            ttx = _transmit_ns(sel["pub"], sel["seq"], tx_by_pub)
             t_kernel_s = np.where(tk != 0, (tk - t0) / 1e9, np.nan)
             app_s = (tr - tsw) / 1e9
-            kernel_s = np.where(tk != 0, (tk - tsw) / 1e9, np.nan)
+            send_delay_s = np.where(ttx != 0, (ttx - tsw) / 1e9, np.nan)
+            kernel_s = np.where(tk != 0, (tk - np.where(ttx != 0, ttx, tsw)) / 1e9, np.nan)
             frames.append(
                 pd.DataFrame(
                     {
@@ -132,7 +146,9 @@ class LoadResult:
                         "latency_s": np.where(np.isnan(kernel_s), app_s, kernel_s),
                         "t_kernel_s": t_kernel_s,
                         "app_latency_s": app_s,
-                        "client_delay_s": app_s - kernel_s,
+                        "send_delay_s": send_delay_s,
+                        "client_delay_s": (tr - tk) / 1e9 + np.where(tk != 0, 0.0, np.nan),
+                        "stamp_exact": exact,
                         "duplicate": r["duplicate"][m],
                         "out_of_order": r["out_of_order"][m],
                     }
@@ -172,23 +188,36 @@ class LoadResult:
             batch_sends=batch_sends,
         )
 
-    def latencies_s(self, column: str = "latency_s") -> np.ndarray:
-        """Latency of the first copy of every delivery in the window, s.
-
-        ``column``: ``"latency_s"`` (to the kernel's receive time where
-        known), ``"app_latency_s"`` (to the subscriber code's read) or
-        ``"client_delay_s"`` (their difference).
-        """
+    def timed(self, exact: bool = True):
+        """First copies of the deliveries in the window; with ``exact``, only those whose kernel receive
+        stamp is their own (``stamp_exact``), when the run has any (a run without kernel stamps: all)."""
         d = self.deliveries
-        return d.loc[~d["duplicate"], column].to_numpy()
+        first = ~d["duplicate"].to_numpy(dtype=bool)
+        if exact and "stamp_exact" in d:
+            own = first & d["stamp_exact"].to_numpy(dtype=bool)
+            if own.any():
+                return d[own]
+        return d[first]
+
+    def latencies_s(self, column: str = "latency_s", exact: bool = True) -> np.ndarray:
+        """Latency of the first copy of every delivery in the window, s; with ``exact``, of those
+        whose receive stamp is their own (:meth:`timed`).
+
+        ``column``: ``"latency_s"`` (kernel transmit to kernel receive time
+        where known), ``"app_latency_s"`` (publisher code to subscriber code),
+        ``"send_delay_s"`` / ``"client_delay_s"`` (the publisher's / the
+        subscriber's own delay).
+        """
+        return self.timed(exact)[column].to_numpy()
 
     @property
     def latency_clock(self) -> str:
-        """``"kernel_rx"`` when every first copy has a kernel receive time, ``"app"`` when none has,
-        ``"mixed"`` otherwise (``latency_s`` then mixes the two)."""
-        known = ~np.isnan(self.latencies_s("client_delay_s"))
+        """``"wire"`` when every first copy has a kernel transmit and a kernel receive time,
+        ``"kernel_rx"`` when every one has a receive time (latency then starts at the publisher's
+        clock read), ``"app"`` when none has, ``"mixed"`` otherwise (``latency_s`` then mixes them)."""
+        known = ~np.isnan(self.latencies_s("client_delay_s", exact=False))
         if known.all() and known.size:
-            return "kernel_rx"
+            return "wire" if not np.isnan(self.latencies_s("send_delay_s", exact=False)).any() else "kernel_rx"
         return "mixed" if known.any() else "app"
 
     def summary(self) -> dict:
@@ -205,9 +234,14 @@ class LoadResult:
         the simulator's summary);
         ``sustainability`` = egress / (ingress x fanout); ``delivery_ratio``
         = egress / (offered x fanout). Latency figures use first copies:
-        ``latency_*`` to the kernel's receive time where the socket gave
-        one (``latency_clock`` says which), ``app_latency_*`` to the
-        subscriber code's read, ``client_delay_*`` the difference.
+        ``latency_*`` from the kernel's transmit time to its receive time
+        where the sockets gave them (``latency_clock`` says which), over the
+        messages whose receive stamp is their own (``stamp_exact_fraction``
+        of them; ``latency_any_*`` over all, the others' stamps being a later
+        message's),
+        ``app_latency_*`` from the publisher code's clock read to the
+        subscriber code's read, ``client_delay_*`` and ``send_delay_*`` the
+        subscriber's and the publisher's own parts.
         ``generator_behind``: fewer than 98 % of the messages due in the
         window were sent in it (less two batches per publisher);
         ``generator_saturated``: behind while the publishers were runnable
@@ -264,6 +298,7 @@ class LoadResult:
             )
         else:
             out.update({f"latency_{k}_s": math.nan for k in ("mean", "std", "p01", "p50", "p90", "p99", "max")})
+        out.update(self._stamp_fields())
         out.update(self._client_fields())
         out.update(
             {
@@ -290,10 +325,27 @@ class LoadResult:
         )
         return out
 
+    def _stamp_fields(self):
+        """``stamp_exact_fraction`` (first copies whose receive stamp is their own) and ``latency_any_p50_s``
+        / ``_p99_s`` over every first copy (a shared stamp is an upper bound of its message's arrival)."""
+        every = self.timed(exact=False)
+        lat = every["latency_s"].to_numpy()
+        q = np.quantile(lat, [0.5, 0.99]) if lat.size else (math.nan, math.nan)
+        exact = every["stamp_exact"].to_numpy(dtype=bool) if "stamp_exact" in every else np.zeros(len(every), bool)
+        return {
+            "stamp_exact_fraction": float(exact.mean()) if exact.size else math.nan,
+            "latency_any_p50_s": float(q[0]),
+            "latency_any_p99_s": float(q[1]),
+        }
+
     def _client_fields(self):
-        """``latency_clock``, app-side latency and the subscribers' own delay (p50 / p99 / mean, s)."""
+        """``latency_clock``, app-side latency, the subscribers' and the publishers' own delays (p50 / p99 / mean, s)."""
         out = {"latency_clock": self.latency_clock}
-        for name, column in (("app_latency", "app_latency_s"), ("client_delay", "client_delay_s")):
+        for name, column in (
+            ("app_latency", "app_latency_s"),
+            ("client_delay", "client_delay_s"),
+            ("send_delay", "send_delay_s"),
+        ):
             x = self.latencies_s(column)
             x = x[~np.isnan(x)]
             q = np.quantile(x, [0.5, 0.99]) if x.size else (math.nan, math.nan)
@@ -305,3 +357,41 @@ class LoadResult:
                 }
             )
         return out
+
+
+def _on_wire(send_ns, tx_ns):
+    """Each batch's time on the wire: its kernel transmit stamp where one came, else the publisher's clock."""
+    send_ns = np.asarray(send_ns, dtype=np.int64)
+    if tx_ns is None or len(tx_ns) != len(send_ns):
+        return send_ns
+    tx_ns = np.asarray(tx_ns, dtype=np.int64)
+    return np.where(tx_ns != 0, tx_ns, send_ns)
+
+
+def _transmit_ns(pub, seq, tx_by_pub):
+    """Kernel transmit time (ns, 0: unknown) of each message ``(pub, seq)``: its batch's
+    (batch ``n`` holds messages ``n*b .. n*b + b - 1``)."""
+    pub = np.asarray(pub, dtype=np.int64)
+    seq = np.asarray(seq, dtype=np.int64)
+    out = np.zeros(len(pub), np.int64)
+    for p, (b, tx) in tx_by_pub.items():
+        sel = np.flatnonzero(pub == p)
+        n = seq[sel] // b
+        ok = n < len(tx)
+        out[sel[ok]] = tx[n[ok]]
+    return out
+
+
+def _exact_stamps(t_kernel_ns):
+    """Which records' kernel receive time is their own (records of one subscriber, in arrival order).
+
+    TCP gives a read the stamp of the last segment it consumed, and a segment
+    merged into one still queued gives it its stamp (:mod:`..rxstamp`): every
+    message read together with later ones carries the stamp of the last. Of a
+    run of equal stamps only the last record's is its own arrival; the others
+    arrived earlier, by an unknown time (False). Records without a stamp: False.
+    """
+    tk = np.asarray(t_kernel_ns, dtype=np.int64)
+    exact = tk != 0
+    exact[:-1] &= tk[1:] != tk[:-1]
+    return exact
