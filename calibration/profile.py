@@ -93,6 +93,10 @@ _CLOCK_NOTES = {
         "from the kernel's transmit time at the publisher's socket to its receive time at the subscriber's, "
         "over messages whose receive stamp is their own (both clients' own delays left out), "
     ),
+    "write_rx": (
+        "from the publisher's write of the message to the kernel's receive time at the subscriber's socket, "
+        "over messages whose receive stamp is their own (both clients' own delays left out), "
+    ),
 }
 
 

@@ -423,7 +423,7 @@ class RealHarness:
                 k: s[k]
                 for k in s
                 if k in ("latency_clock", "stamp_exact_fraction")
-                or k.startswith(("app_latency_", "client_delay_", "send_delay_", "latency_any_"))
+                or k.startswith(("app_latency_", "client_delay_", "send_delay_", "socket_wait_", "latency_any_"))
             }
         )
         row.update(pacing_fields(result.batch_sends))

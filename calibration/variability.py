@@ -46,6 +46,15 @@ class ServiceVariabilityCalibrator:
         latency is dominated by the approach to saturation.
     max_runs : int
         At most this many runs per configuration (the most loaded ones).
+    max_throttled_fraction : float
+        Runs whose CPU quota throttled more than this fraction of its
+        periods (``cap_throttled_period_fraction``, read from the cgroup's
+        ``cpu.stat``) are not used: their millisecond tails are whole
+        periods waited out, which the twin's CFS model produces from the
+        load, and a per-message spread fitted to them would put that
+        per-period wait into every message's cost (on
+        ``data/mosquitto-wire`` it chose cv 2 and then overshot every
+        light-load p99).
     quantiles : tuple of str
         Latency quantiles compared (``"p50"``, ``"p90"``, ``"p99"``).
 
@@ -68,6 +77,7 @@ class ServiceVariabilityCalibrator:
         max_utilization=0.9,
         max_runs=3,
         quantiles=("p50", "p90", "p99"),
+        max_throttled_fraction=0.01,
     ):
         if not cv_grid or any(not (c >= 0 and math.isfinite(c)) for c in cv_grid):
             raise ConfigError("cv_grid", cv_grid, "a non-empty list of numbers >= 0")
@@ -79,13 +89,18 @@ class ServiceVariabilityCalibrator:
         self.max_utilization = max_utilization
         self.max_runs = max_runs
         self.quantiles = tuple(quantiles)
+        self.max_throttled_fraction = max_throttled_fraction
 
     def select(self, measurements):
-        """The runs used: in the utilization band, at most ``max_runs`` per config."""
+        """The runs used: in the utilization band and not throttled, at most ``max_runs`` per config."""
         _check(measurements, _COLUMNS + tuple(f"latency_{q}_s" for q in self.quantiles))
         m = measurements.reset_index(drop=True)
         util = m["ingress_rate_per_s"] * m["demand_s_per_ingress"] / cap_of(m)
-        band = m[(util >= self.min_utilization) & (util <= self.max_utilization)].assign(utilization=util)
+        keep = (util >= self.min_utilization) & (util <= self.max_utilization)
+        if "cap_throttled_period_fraction" in m:
+            # NaN (not measured) is kept; a run the quota throttled has tails that are the CFS model's
+            keep &= ~(m["cap_throttled_period_fraction"] > self.max_throttled_fraction)
+        band = m[keep].assign(utilization=util)
         band = band.sort_values("utilization", ascending=False)
         return band.groupby("config", sort=False).head(self.max_runs)
 

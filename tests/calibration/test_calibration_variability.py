@@ -96,6 +96,16 @@ def test_runs_outside_the_utilization_band_are_not_used():
     assert cal.params_["n_runs"] == 1 and list(cal.residuals_.index) == [2]
 
 
+def test_runs_the_cpu_quota_throttled_are_not_used():
+    # run 0's tails are periods waited out (cv 2 would fit them); runs 1 and 2 say cv 1
+    rows = pd.concat([_rows(2.0, n=1), _rows(1.0).iloc[1:]], ignore_index=True)
+    rows["cap_throttled_period_fraction"] = [0.2, 0.0, float("nan")]  # NaN: not measured, kept
+    cal = ServiceVariabilityCalibrator(simulate=_fake, cv_grid=(0.0, 1.0, 2.0)).fit(rows)
+    assert cal.params_["service_cv"] == 1.0 and sorted(cal.residuals_.index) == [1, 2]
+    everything = ServiceVariabilityCalibrator(simulate=_fake, cv_grid=(0.0, 1.0, 2.0), max_throttled_fraction=1.0)
+    assert everything.fit(rows).params_["n_runs"] == 3
+
+
 def test_no_run_in_the_band_is_a_one_line_error():
     rows = _rows(1.0)
     rows["ingress_rate_per_s"] = 10.0

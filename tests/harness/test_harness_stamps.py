@@ -6,7 +6,7 @@ import time
 import numpy as np
 import pytest
 
-from pubsim.calibration.harness.loadgen.result import _exact_stamps, _on_wire, _transmit_ns
+from pubsim.calibration.harness.loadgen.result import _batch_times, _exact_stamps, _known_or
 from pubsim.calibration.harness.txstamp import TxStamps
 
 
@@ -18,20 +18,17 @@ def test_only_the_last_record_of_a_shared_stamp_is_exact():
     assert _exact_stamps(np.array([5])).tolist() == [True]
 
 
-def test_each_message_gets_its_batch_transmit_time():
-    # publisher 0 sends batches of 2 (batch n: messages 2n, 2n+1), publisher 3 batches of 1; publisher 1 no stamps
-    tx = {0: (2, np.array([100, 0, 300])), 3: (1, np.array([7, 8]))}
+def test_each_message_gets_its_batch_time():
+    # publisher 0 sends batches of 2 (batch n: messages 2n, 2n+1), publisher 3 batches of 1; publisher 1 no times
+    times = {0: (2, np.array([100, 0, 300])), 3: (1, np.array([7, 8]))}
     pub = np.array([0, 0, 0, 0, 0, 3, 3, 1, 0, 3])
     seq = np.array([0, 1, 2, 3, 4, 0, 1, 0, 9, 5])
-    # message 9 of publisher 0 and 5 of publisher 3 are past their stamped batches: unknown (0)
-    assert _transmit_ns(pub, seq, tx).tolist() == [100, 100, 0, 0, 300, 7, 8, 0, 0, 0]
+    # message 9 of publisher 0 and 5 of publisher 3 are past their publishers' batches: unknown (0)
+    assert _batch_times(pub, seq, times).tolist() == [100, 100, 0, 0, 300, 7, 8, 0, 0, 0]
 
 
-def test_batch_times_fall_back_to_the_publishers_clock_without_a_stamp():
-    send = np.array([10, 20, 30])
-    assert _on_wire(send, np.array([12, 0, 33])).tolist() == [12, 20, 33]
-    assert _on_wire(send, None).tolist() == [10, 20, 30]
-    assert _on_wire(send, np.array([1, 2])).tolist() == [10, 20, 30]  # not one per batch: unusable
+def test_unknown_times_fall_back():
+    assert _known_or(np.array([12, 0, 33]), np.array([10, 20, 30])).tolist() == [12, 20, 33]
 
 
 @pytest.fixture

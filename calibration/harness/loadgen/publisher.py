@@ -247,6 +247,8 @@ def _stream_publisher(spec, index, conn):
     slot_headers, slot_views, slot_pids, slots = ring.slot_headers, ring.slot_views, ring.slot_pids, ring.slots
     rbuf = ring.buf
     pack = _SEQ_TIME.pack_into
+    clock = time.monotonic_ns
+    writes = array.array("q")  # each batch's clock read just before its sendall
 
     def send_batch(n, now):
         s = n % slots
@@ -257,6 +259,7 @@ def _stream_publisher(spec, index, conn):
         if slot_pids is not None:
             patch_ids(rbuf, slot_pids[s])
         view = slot_views[s]
+        writes.append(clock())
         sendall(view)
         tx.batch(len(view))
         if n % _COLLECT_EVERY == _COLLECT_EVERY - 1:
@@ -291,7 +294,13 @@ def _stream_publisher(spec, index, conn):
         sock.close()
     if report is not None:
         tx_ns = np.array(tx.batch_ns(), dtype=np.int64) if tx.started else None
-        report.update(flushed=flushed, flush_s=flush_s, acks=acks[0] if spec.qos else None, batch_tx_ns=tx_ns)
+        report.update(
+            flushed=flushed,
+            flush_s=flush_s,
+            acks=acks[0] if spec.qos else None,
+            batch_write_ns=np.frombuffer(writes, dtype=np.int64).copy(),
+            batch_tx_ns=tx_ns,
+        )
         conn.send(("result", report))
 
 

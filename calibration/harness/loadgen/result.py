@@ -39,12 +39,15 @@ class LoadResult:
         ``subscriber``, ``publisher``, ``seq``, ``topic``, ``t_send_s``,
         ``t_recv_s`` (read by the subscriber's code), ``t_kernel_s`` (the
         kernel's receive time of that read, NaN where the socket gave none;
-        all s after ``t0``), ``latency_s`` (from the kernel's transmit time
-        of the message's batch where known, else from ``t_send_s``, to
-        ``t_kernel_s`` where known, else to ``t_recv_s``), ``app_latency_s``
-        (``t_send_s`` to ``t_recv_s``: what the applications see),
-        ``send_delay_s`` (``t_send_s`` to the kernel's transmit time: the
-        publisher's own delay, NaN where unknown, :mod:`..txstamp`),
+        all s after ``t0``), ``latency_s`` (from the publisher's clock read
+        just before the ``sendall`` of the message's batch where known, else
+        from ``t_send_s``, to ``t_kernel_s`` where known, else to
+        ``t_recv_s``), ``app_latency_s`` (``t_send_s`` to ``t_recv_s``: what
+        the applications see), ``send_delay_s`` (``t_send_s`` to that
+        write: the publisher's own code, and any wait for the client core
+        in between), ``socket_wait_s`` (the write to the kernel's transmit
+        stamp of the batch's last byte: the time the broker's TCP window
+        held it, NaN where unknown, :mod:`..txstamp`),
         ``client_delay_s`` (``t_recv_s - t_kernel_s``: the subscriber's own
         delay), ``stamp_exact`` (the receive stamp is this message's own, not
         a later one's read with it: :func:`_exact_stamps`), ``duplicate`` (a
@@ -60,9 +63,9 @@ class LoadResult:
     batch_sends : list of dict
         Per publisher (in index order): ``batch`` (messages per batch),
         ``interval_ns`` (pacing interval of its batches) and ``send_ns``
-        (each batch's kernel transmit time where known, else the
-        publisher's clock read, ns after ``t0``): the arrival process the
-        generator really produced (:mod:`pubsim.calibration.pacing`).
+        (each batch's write: the publisher's clock read just before its
+        ``sendall``, ns after ``t0``): the arrival process the generator
+        really produced (:mod:`pubsim.calibration.pacing`).
     """
 
     spec: LoadSpec
@@ -86,13 +89,14 @@ class LoadResult:
         w1 = t0 + int(round((spec.duration_s - spec.cooldown_s) * 1e9))
         sent, in_window, send_windows, publishers, batch_sends = [], [], [], [], []
         scheduled = 0
-        tx_by_pub = {}
+        writes, transmits = {}, {}  # per publisher: (batch size, per-batch times)
         for r in sorted(pub_reports, key=lambda r: r["index"]):
             ts = r["batch_t_send_ns"]
-            tx = r.get("batch_tx_ns")
-            if tx is not None and len(tx) == len(ts):
-                tx_by_pub[r["index"]] = (r["batch"], tx)
-            batch_sends.append({"batch": r["batch"], "interval_ns": r["interval_ns"], "send_ns": _on_wire(ts, tx) - t0})
+            for times, key in ((writes, "batch_write_ns"), (transmits, "batch_tx_ns")):
+                if r.get(key) is not None and len(r[key]) == len(ts):
+                    times[r["index"]] = (r["batch"], np.asarray(r[key], dtype=np.int64))
+            written = _known_or(writes[r["index"]][1], ts) if r["index"] in writes else ts
+            batch_sends.append({"batch": r["batch"], "interval_ns": r["interval_ns"], "send_ns": written - t0})
             lo, hi = np.searchsorted(ts, [w0, w1], side="left")
             sent.append(r["sent"])
             in_window.append(int(hi - lo) * r["batch"])
@@ -129,11 +133,14 @@ class LoadResult:
             tr = sel["t_recv_ns"].astype(np.int64)
             tk = sel["t_kernel_ns"].astype(np.int64)
             tsw = ts[m]
-            ttx = _transmit_ns(sel["pub"], sel["seq"], tx_by_pub)
+            twr = _batch_times(sel["pub"], sel["seq"], writes)
+            ttx = _batch_times(sel["pub"], sel["seq"], transmits)
+            origin = _known_or(twr, tsw)
             t_kernel_s = np.where(tk != 0, (tk - t0) / 1e9, np.nan)
             app_s = (tr - tsw) / 1e9
-            send_delay_s = np.where(ttx != 0, (ttx - tsw) / 1e9, np.nan)
-            kernel_s = np.where(tk != 0, (tk - np.where(ttx != 0, ttx, tsw)) / 1e9, np.nan)
+            send_delay_s = np.where(twr != 0, (twr - tsw) / 1e9, np.nan)
+            socket_wait_s = np.where((ttx != 0) & (twr != 0), (ttx - twr) / 1e9, np.nan)
+            kernel_s = np.where(tk != 0, (tk - origin) / 1e9, np.nan)
             frames.append(
                 pd.DataFrame(
                     {
@@ -147,6 +154,7 @@ class LoadResult:
                         "t_kernel_s": t_kernel_s,
                         "app_latency_s": app_s,
                         "send_delay_s": send_delay_s,
+                        "socket_wait_s": socket_wait_s,
                         "client_delay_s": (tr - tk) / 1e9 + np.where(tk != 0, 0.0, np.nan),
                         "stamp_exact": exact,
                         "duplicate": r["duplicate"][m],
@@ -203,8 +211,9 @@ class LoadResult:
         """Latency of the first copy of every delivery in the window, s; with ``exact``, of those
         whose receive stamp is their own (:meth:`timed`).
 
-        ``column``: ``"latency_s"`` (kernel transmit to kernel receive time
-        where known), ``"app_latency_s"`` (publisher code to subscriber code),
+        ``column``: ``"latency_s"`` (the publisher's write to the kernel's
+        receive time where known), ``"app_latency_s"`` (publisher code to
+        subscriber code), ``"socket_wait_s"``,
         ``"send_delay_s"`` / ``"client_delay_s"`` (the publisher's / the
         subscriber's own delay).
         """
@@ -212,12 +221,13 @@ class LoadResult:
 
     @property
     def latency_clock(self) -> str:
-        """``"wire"`` when every first copy has a kernel transmit and a kernel receive time,
-        ``"kernel_rx"`` when every one has a receive time (latency then starts at the publisher's
-        clock read), ``"app"`` when none has, ``"mixed"`` otherwise (``latency_s`` then mixes them)."""
+        """``"write_rx"`` when every first copy has its batch's write time and a kernel receive time,
+        ``"kernel_rx"`` when every one has a receive time (latency then starts at the header's send
+        time), ``"app"`` when none has, ``"mixed"`` otherwise (``latency_s`` then mixes them).
+        (``"wire"``: ``data/mosquitto-wire``'s harness, from the kernel's transmit stamp.)"""
         known = ~np.isnan(self.latencies_s("client_delay_s", exact=False))
         if known.all() and known.size:
-            return "wire" if not np.isnan(self.latencies_s("send_delay_s", exact=False)).any() else "kernel_rx"
+            return "write_rx" if not np.isnan(self.latencies_s("send_delay_s", exact=False)).any() else "kernel_rx"
         return "mixed" if known.any() else "app"
 
     def summary(self) -> dict:
@@ -234,14 +244,16 @@ class LoadResult:
         the simulator's summary);
         ``sustainability`` = egress / (ingress x fanout); ``delivery_ratio``
         = egress / (offered x fanout). Latency figures use first copies:
-        ``latency_*`` from the kernel's transmit time to its receive time
-        where the sockets gave them (``latency_clock`` says which), over the
+        ``latency_*`` from the publisher's write to the kernel's receive
+        time where known (``latency_clock`` says which), over the
         messages whose receive stamp is their own (``stamp_exact_fraction``
         of them; ``latency_any_*`` over all, the others' stamps being a later
         message's),
         ``app_latency_*`` from the publisher code's clock read to the
         subscriber code's read, ``client_delay_*`` and ``send_delay_*`` the
-        subscriber's and the publisher's own parts.
+        subscriber's and the publisher's own parts, ``socket_wait_*`` the
+        time batches waited in the publisher's socket for the broker's TCP
+        window.
         ``generator_behind``: fewer than 98 % of the messages due in the
         window were sent in it (less two batches per publisher);
         ``generator_saturated``: behind while the publishers were runnable
@@ -345,6 +357,7 @@ class LoadResult:
             ("app_latency", "app_latency_s"),
             ("client_delay", "client_delay_s"),
             ("send_delay", "send_delay_s"),
+            ("socket_wait", "socket_wait_s"),
         ):
             x = self.latencies_s(column)
             x = x[~np.isnan(x)]
@@ -359,26 +372,23 @@ class LoadResult:
         return out
 
 
-def _on_wire(send_ns, tx_ns):
-    """Each batch's time on the wire: its kernel transmit stamp where one came, else the publisher's clock."""
-    send_ns = np.asarray(send_ns, dtype=np.int64)
-    if tx_ns is None or len(tx_ns) != len(send_ns):
-        return send_ns
-    tx_ns = np.asarray(tx_ns, dtype=np.int64)
-    return np.where(tx_ns != 0, tx_ns, send_ns)
+def _known_or(times_ns, fallback_ns):
+    """``times_ns`` where known (non-zero), else ``fallback_ns``."""
+    times_ns = np.asarray(times_ns, dtype=np.int64)
+    return np.where(times_ns != 0, times_ns, np.asarray(fallback_ns, dtype=np.int64))
 
 
-def _transmit_ns(pub, seq, tx_by_pub):
-    """Kernel transmit time (ns, 0: unknown) of each message ``(pub, seq)``: its batch's
-    (batch ``n`` holds messages ``n*b .. n*b + b - 1``)."""
+def _batch_times(pub, seq, by_pub):
+    """The time (ns, 0: unknown) of each message ``(pub, seq)``'s batch in ``by_pub`` (publisher ->
+    (batch size, per-batch times); batch ``n`` holds messages ``n*b .. n*b + b - 1``)."""
     pub = np.asarray(pub, dtype=np.int64)
     seq = np.asarray(seq, dtype=np.int64)
     out = np.zeros(len(pub), np.int64)
-    for p, (b, tx) in tx_by_pub.items():
+    for p, (b, times) in by_pub.items():
         sel = np.flatnonzero(pub == p)
         n = seq[sel] // b
-        ok = n < len(tx)
-        out[sel[ok]] = tx[n[ok]]
+        ok = n < len(times)
+        out[sel[ok]] = times[n[ok]]
     return out
 
 
