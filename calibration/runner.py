@@ -341,6 +341,7 @@ class RealHarness:
         def started():  # the probes have stopped: let the broker work them off, then read its counters
             marks["settle_s"] = self._settle(spec)
             marks["cap"], marks["cpu"] = _cap_stat(broker), procfs.sample(broker.pid)
+            marks["cores"] = procfs.core_times()
             if counter is not None:
                 counter.enable()
 
@@ -351,7 +352,9 @@ class RealHarness:
         cpu["syscalls"] = counter.counts if counter is not None else {}
         cpu["setup_cpu_s"] = _cpu_s(procfs.diff(first, marks["cpu"]))
         cpu["probe_settle_s"] = math.nan if marks["settle_s"] is None else marks["settle_s"]
-        return broker, result, cpu, _cap_fields(marks["cap"], _cap_stat(broker), cpu["wall_s"])
+        fields = _cap_fields(marks["cap"], _cap_stat(broker), cpu["wall_s"])
+        fields.update(_core_fields(marks["cores"], procfs.core_times(), self.campaign.broker_cpus, cpu["wall_s"]))
+        return broker, result, cpu, fields
 
     def _broker_dropped(self, broker):
         """Messages the broker itself dropped during the run (Mosquitto ``$SYS``), else NaN.
@@ -475,6 +478,25 @@ def _client_group():
 def _cap_stat(broker):
     cap = getattr(broker, "cpu_cap", None)
     return cap.stat() if cap is not None else {}
+
+
+def _core_fields(before, after, cpus, wall_s):
+    """Interrupt, softirq and stolen time on the broker's cores during a run, s per s of it.
+
+    ``broker_core_irq_s_per_s``, ``broker_core_softirq_s_per_s``,
+    ``broker_core_steal_s_per_s``, summed over the broker's cores (all cores
+    when it is not pinned), from ``/proc/stat`` (clock ticks). The kernel of
+    the campaigns' machine has no ``IRQ_TIME_ACCOUNTING``: interrupt time on
+    a core is charged to whichever task runs there, the capped broker
+    included, so it can spend the broker's quota (calibration/README,
+    "Latency from wire to wire").
+    """
+    cores = [c for c in (cpus or sorted(after)) if c in before and c in after]
+    out = {}
+    for column in procfs.CORE_COLUMNS:
+        ticks = sum(after[c][column] - before[c][column] for c in cores)
+        out[f"broker_core_{column}_s_per_s"] = ticks / procfs.CLK_TCK / wall_s if cores and wall_s > 0 else math.nan
+    return out
 
 
 def _cap_fields(before, after, wall_s):

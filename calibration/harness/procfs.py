@@ -140,6 +140,40 @@ def parse_stat(text: str) -> dict:
     }
 
 
+#: The ``/proc/stat`` per-core columns kept by :func:`parse_core_times` (man 5 proc: user nice system
+#: idle iowait irq softirq steal ...).
+CORE_COLUMNS = ("irq", "softirq", "steal")
+
+
+def parse_core_times(text: str) -> dict:
+    """Per core, the clock ticks spent in hard interrupts, softirqs and stolen by the hypervisor.
+
+    Parameters
+    ----------
+    text : str
+        ``/proc/stat``'s text.
+
+    Returns
+    -------
+    dict
+        Core id -> ``{"irq": ticks, "softirq": ticks, "steal": ticks}``
+        (:data:`CLK_TCK` per second; a missing column reads 0).
+    """
+    out = {}
+    for line in text.splitlines():
+        name, _, rest = line.partition(" ")
+        if not name.startswith("cpu") or name == "cpu":
+            continue
+        vals = [int(x) for x in rest.split()]
+        out[int(name[3:])] = {c: (vals[i] if i < len(vals) else 0) for c, i in zip(CORE_COLUMNS, (5, 6, 7))}
+    return out
+
+
+def core_times() -> dict:
+    """:func:`parse_core_times` of this machine's ``/proc/stat`` now."""
+    return parse_core_times(_read("/proc/stat"))
+
+
 def parse_schedstat(text: str) -> tuple[int, int]:
     """``(ns on a CPU, ns runnable waiting for one)`` from a ``schedstat`` file's text."""
     run_ns, wait_ns = (int(x) for x in text.split()[:2])

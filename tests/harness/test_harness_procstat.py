@@ -13,7 +13,7 @@ import pytest
 from pubsim.calibration.campaign import parse_campaign
 from pubsim.calibration.harness import procfs as procstat
 from pubsim.calibration.harness.cpu import CpuCap, cores, detect_cpu_control, parse_cpu_stat, pin, quota_us
-from pubsim.calibration.runner import RealHarness, _cap_fields
+from pubsim.calibration.runner import RealHarness, _cap_fields, _core_fields
 from pubsim.sim.errors import ConfigError
 
 # A child that runs commands read from stdin and answers "ok" after each:
@@ -218,3 +218,31 @@ def test_the_harness_runs_its_clients_in_a_top_weight_group_and_leaves_it():
         assert group is not None and os.getpid() in group.pids()
         assert "largest CPU weight" in harness.metadata()["cpu_weight"]
     assert harness._clients is None and not group.path.exists()
+
+
+_PROC_STAT = """cpu  4618641 555 742983 8509012 11161 0 148756 4216 0 0
+cpu0 1831097 260 308602 4790771 1904 3 45100 2083 0 0
+cpu1 2787544 295 434381 3718240 9257 7 103655 2133 0 0
+intr 1 2 3
+ctxt 99
+"""
+
+
+def test_core_times_parse_irq_softirq_and_steal_per_core():
+    t = procstat.parse_core_times(_PROC_STAT)
+    assert t == {0: {"irq": 3, "softirq": 45100, "steal": 2083}, 1: {"irq": 7, "softirq": 103655, "steal": 2133}}
+    assert procstat.parse_core_times("cpu0 1 2 3 4\n") == {0: {"irq": 0, "softirq": 0, "steal": 0}}  # old kernels
+    live = procstat.core_times()
+    assert live and all(set(v) == set(procstat.CORE_COLUMNS) for v in live.values())
+
+
+def test_core_fields_by_hand():
+    before = {0: {"irq": 0, "softirq": 100, "steal": 5}, 1: {"irq": 10, "softirq": 200, "steal": 0}}
+    after = {0: {"irq": 0, "softirq": 900, "steal": 5}, 1: {"irq": 10, "softirq": 250, "steal": 20}}
+    tck = procstat.CLK_TCK
+    f = _core_fields(before, after, [1], 2.0)  # the broker on core 1 for 2 s
+    assert f["broker_core_softirq_s_per_s"] == pytest.approx(50 / tck / 2.0)
+    assert f["broker_core_steal_s_per_s"] == pytest.approx(20 / tck / 2.0)
+    assert f["broker_core_irq_s_per_s"] == 0.0
+    assert _core_fields(before, after, [], 2.0)["broker_core_softirq_s_per_s"] == pytest.approx(850 / tck / 2.0)
+    assert all(v != v for v in _core_fields(before, after, [7], 2.0).values())  # a core /proc/stat lacks: NaN
