@@ -72,8 +72,8 @@ from .virtual import latency_fields
 
 __all__ = ["RealHarness"]
 
-#: Per-message columns kept in a run's latency sample (``latency.parquet``): wire-to-wire latency, what the
-#: applications see, and the publisher's own delay before the wire (:mod:`.harness.txstamp`).
+#: Per-message columns kept in a run's latency sample (``latency.parquet``): latency from the publisher's write
+#: to the kernel's receive, what the applications see, and the publisher's own delay before the write.
 _LATENCY_COLUMNS = ("latency_s", "app_latency_s", "send_delay_s")
 
 

@@ -15,11 +15,12 @@ stamp without a copy of the data. Stamps are read from the socket's error
 queue (``MSG_ERRQUEUE``), which is charged to its receive buffer: read it
 often (:meth:`TxStamps.collect`).
 
-The time between the publisher's own clock read (the send time in each
-message's header) and this stamp is the publisher's own delay: its Python
-code, the ``send`` system call, and any wait for the shared client core in
-between. With the receive stamp, the harness measures latency from wire to
-wire: the broker and the loopback, not the clients.
+The time from the publisher's write (its clock read just before the
+batch's ``sendall``) to this stamp is the time the batch waited in the
+publisher's socket: the ``send`` system call, and whatever the broker's TCP
+window held back (``socket_wait_s`` of :class:`..loadgen.LoadResult`). Latency
+itself starts at the write: a held batch leaves in pieces, and its last
+byte's stamp comes after its first messages have arrived.
 """
 
 from __future__ import annotations

@@ -8,6 +8,7 @@ import pytest
 
 from pubsim.calibration.harness.loadgen.result import _batch_times, _exact_stamps, _known_or
 from pubsim.calibration.harness.txstamp import TxStamps
+from tests.harness.test_harness_loadgen import _tcp_pair
 
 
 def test_only_the_last_record_of_a_shared_stamp_is_exact():
@@ -33,14 +34,10 @@ def test_unknown_times_fall_back():
 
 @pytest.fixture
 def loopback_pair():
-    srv = socket.socket()
-    srv.bind(("127.0.0.1", 0))
-    srv.listen()
-    c = socket.create_connection(srv.getsockname())
-    s, _ = srv.accept()
+    c, s = _tcp_pair()
     c.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     yield c, s
-    for x in (c, s, srv):
+    for x in (c, s):
         x.close()
 
 

@@ -50,10 +50,12 @@ its messages with one send time (read just before they are patched) and
 writes them with one ``sendall`` (ZeroMQ: one ``send`` per message). A
 publisher behind schedule sends the next batch at once without sleeping,
 and stops at ``t0 + duration_s`` whatever it still owes. Its lag (send time
-minus due time) is reported. MQTT and NATS publishers also read the
-kernel's transmit time of each batch (:mod:`..txstamp`): latency is counted
-from it, so the publisher's own delay (``send_delay_s``) is reported apart,
-as the subscriber's is. Messages whose send time is in ``[t0 +
+minus due time) is reported. MQTT and NATS publishers also read the clock
+just before each batch's ``sendall`` and the kernel's transmit time of
+each batch (:mod:`..txstamp`): latency is counted from that write, so the
+publisher's own delay before it (``send_delay_s``) is reported apart, as
+the subscriber's is, and the transmit time gives the batch's wait for the
+broker's TCP window (``socket_wait_s``). Messages whose send time is in ``[t0 +
 warmup_s, t0 + duration_s - cooldown_s)`` are the measurement window; the
 others are sent but not counted.
 

@@ -210,10 +210,12 @@ def _stream_publisher(spec, index, conn):
     pings = [0]
     pid = [0]
 
+    def realtime_offset_ns():
+        offset.refresh(time.monotonic_ns())
+        return offset.offset_ns
+
     def collect():
-        now = time.monotonic_ns()
-        offset.refresh(now)
-        tx.collect(offset.offset_ns)
+        tx.collect(realtime_offset_ns())
 
     def drain():
         collect()
@@ -274,8 +276,7 @@ def _stream_publisher(spec, index, conn):
             if spec.kernel_timestamps:
                 tx.start()
             report = _pace(spec, index, ctl, b, send_batch, drain)
-        offset.refresh(time.monotonic_ns())
-        tx.finish(offset.offset_ns, _FLUSH_TIMEOUT_S)
+        tx.finish(realtime_offset_ns(), _FLUSH_TIMEOUT_S)
         t = time.monotonic()
         try:
             if is_mqtt:

@@ -155,7 +155,7 @@ class LoadResult:
                         "app_latency_s": app_s,
                         "send_delay_s": send_delay_s,
                         "socket_wait_s": socket_wait_s,
-                        "client_delay_s": (tr - tk) / 1e9 + np.where(tk != 0, 0.0, np.nan),
+                        "client_delay_s": np.where(tk != 0, (tr - tk) / 1e9, np.nan),
                         "stamp_exact": exact,
                         "duplicate": r["duplicate"][m],
                         "out_of_order": r["out_of_order"][m],
