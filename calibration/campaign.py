@@ -186,6 +186,7 @@ class Campaign:
     max_latency_trend: float | None = None
     retries: int = 0
     interleave: bool = False
+    trace_softirqs: bool = False
     spec: dict = field(default_factory=dict)
 
     def sustainable(self, row) -> bool:
@@ -282,6 +283,9 @@ def parse_campaign(data):
     interleave = data.get("interleave", False)
     if not isinstance(interleave, bool):
         raise ConfigError("interleave", interleave, "true or false")
+    trace_softirqs = data.get("trace_softirqs", False)
+    if not isinstance(trace_softirqs, bool):
+        raise ConfigError("trace_softirqs", trace_softirqs, "true or false")
     return Campaign(
         name=str(data.get("name", "campaign")),
         brokers=tuple(brokers),
@@ -300,6 +304,7 @@ def parse_campaign(data):
         egress_rule=rule,
         max_latency_trend=trend,
         interleave=interleave,
+        trace_softirqs=trace_softirqs,
         spec=data,
     )
 

@@ -67,6 +67,8 @@ from .harness.cpu import CpuCap, detect_cpu_control
 from .harness.loadgen import LoadSpec, PublisherBlocked, SetupTimeout, run_load
 from .harness.machine import idle_exit_curve, machine_reference
 from .harness.passes import SyscallCounter, perf_syscalls_available
+from .harness.softirqs import FIELDS as SOFTIRQ_FIELDS
+from .harness.softirqs import SoftirqTracer, perf_softirqs_available
 from .pacing import pacing_fields
 from .virtual import latency_fields
 
@@ -105,6 +107,7 @@ class RealHarness:
         self._sys_dropped = 0
         self._clients = None  # the load generator's top-weight CPU group, while entered
         self._syscalls_ok = None  # (bool, reason) once checked: perf counts system calls here
+        self._softirqs_ok = None  # (bool, reason) once checked: perf traces softirqs here
 
     # -- broker lifecycle -------------------------------------------------
     @staticmethod
@@ -176,6 +179,7 @@ class RealHarness:
             "machine_reference": machine_reference(),
             "idle_exit": self._idle_exit(),
             "syscall_counting": self._syscalls_note(),
+            "softirq_tracing": self._softirqs_note(),
         }
 
     def pair_facts(self, broker, config):
@@ -318,6 +322,23 @@ class RealHarness:
             self._syscalls_ok = perf_syscalls_available(SYSCALLS)
         return self._syscalls_ok[0]
 
+    def _trace_softirqs(self):
+        """Whether runs trace the softirqs of the broker's cores: asked by the campaign
+        (``trace_softirqs``), on pinned cores, and ``perf record`` works here (checked once)."""
+        if not (self.campaign.trace_softirqs and self.campaign.broker_cpus):
+            return False
+        if self._softirqs_ok is None:
+            self._softirqs_ok = perf_softirqs_available()
+        return self._softirqs_ok[0]
+
+    def _softirqs_note(self):
+        if not self.campaign.trace_softirqs:
+            return "off (campaign trace_softirqs: false)"
+        if not self._trace_softirqs():
+            reason = self._softirqs_ok[1] if self._softirqs_ok else "the broker is not pinned (broker_cpus)"
+            return f"not traced: {reason}"
+        return "perf record, irq:softirq_entry/exit on the broker's cores, from the common start"
+
     def _syscalls_note(self):
         ok, reason = self._count_syscalls(), self._syscalls_ok[1]
         return "perf stat, syscalls:sys_enter_* tracepoints, from the common start" if ok else f"not counted: {reason}"
@@ -337,15 +358,17 @@ class RealHarness:
         first = procfs.sample(broker.pid)
         marks = {}
         counter = SyscallCounter(broker.pid, SYSCALLS, enabled=False) if self._count_syscalls() else None
+        tracer = SoftirqTracer(self.campaign.broker_cpus, broker.pid, enabled=False) if self._trace_softirqs() else None
 
         def started():  # the probes have stopped: let the broker work them off, then read its counters
             marks["settle_s"] = self._settle(spec)
             marks["cap"], marks["cpu"] = _cap_stat(broker), procfs.sample(broker.pid)
             marks["cores"] = procfs.core_times()
-            if counter is not None:
-                counter.enable()
+            for probe in (counter, tracer):
+                if probe is not None:
+                    probe.enable()
 
-        with counter or contextlib.nullcontext():
+        with counter or contextlib.nullcontext(), tracer or contextlib.nullcontext():
             result = run_load(self._load_spec(spec, broker), on_start=started)
             after = procfs.sample(broker.pid)
         cpu = procfs.diff(marks["cpu"], after)
@@ -354,6 +377,7 @@ class RealHarness:
         cpu["probe_settle_s"] = math.nan if marks["settle_s"] is None else marks["settle_s"]
         fields = _cap_fields(marks["cap"], _cap_stat(broker), cpu["wall_s"])
         fields.update(_core_fields(marks["cores"], procfs.core_times(), self.campaign.broker_cpus, cpu["wall_s"]))
+        fields.update(tracer.fields() if tracer is not None else dict.fromkeys(SOFTIRQ_FIELDS, math.nan))
         return broker, result, cpu, fields
 
     def _broker_dropped(self, broker):

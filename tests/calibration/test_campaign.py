@@ -232,3 +232,11 @@ def test_interleave_must_be_a_flag():
     with pytest.raises(ConfigError) as err:
         parse_campaign({**SPEC, "interleave": "yes"})
     assert err.value.field == "interleave"
+
+
+def test_trace_softirqs_must_be_a_flag():
+    assert parse_campaign({**SPEC, "trace_softirqs": True}).trace_softirqs
+    assert not parse_campaign(SPEC).trace_softirqs
+    with pytest.raises(ConfigError) as err:
+        parse_campaign({**SPEC, "trace_softirqs": "on"})
+    assert err.value.field == "trace_softirqs"
