@@ -24,14 +24,16 @@ against 36 and 200 ns for a :func:`fifo_offer` call per message.
 
 State layout (arrays so that numba can mutate them in place)
 
-* ``fs`` float64[27]: admission floor (FIFO admission under back-pressure),
+* ``fs`` float64[30]: admission floor (FIFO admission under back-pressure),
   bytes in station, byte capacity (inf = none), extra service when a message
   finds its server idle (wake-up cost, s); CPU quota per period (s, inf =
   none), quota period (s), index of the current period, CPU used in it (s);
   total work served (s) and messages served, over the whole run; then the
   idle-exit curve (:func:`idle_exit_s`): its number of points (0 = none),
   up to :data:`EXIT_MAX_POINTS` idle times (s, increasing) and as many exit
-  latencies (s).
+  latencies (s); then flow control (:func:`set_flow_control`): the bytes in
+  the station above which an admitted message costs more, that extra cost's
+  fixed part (s) and its part per byte of the message (s/B); zeros: none.
 
 Idle exit. A server that has idled for ``t`` seconds needs ``exit(t)`` to
 leave its idle state before it serves a message (a core's cpuidle exit
@@ -69,7 +71,11 @@ QUOTA, PERIOD, PERIOD_IDX, USED, WORK, SERVED = 4, 5, 6, 7, 8, 9
 EXIT_N, EXIT_MAX_POINTS = 10, 8  # idle-exit curve: number of points, most points
 EXIT_IDLE = 11  # idle times of the curve's points, s (EXIT_MAX_POINTS slots)
 EXIT_VALUE = EXIT_IDLE + EXIT_MAX_POINTS  # exit latencies of the points, s
-FS_LEN = EXIT_VALUE + EXIT_MAX_POINTS
+# flow control (back-pressure stations): bytes in the station above which an admitted
+# message costs its server FC_FIXED + FC_PER_BYTE x size more (set_flow_control)
+FC_BYTES = EXIT_VALUE + EXIT_MAX_POINTS
+FC_FIXED, FC_PER_BYTE = FC_BYTES + 1, FC_BYTES + 2
+FS_LEN = FC_PER_BYTE + 1
 N_HEAP, CAP_MSGS, POLICY, RING_HEAD = 0, 1, 2, 3
 
 # overflow policies understood by the arithmetic kernel
@@ -175,6 +181,15 @@ def _is_full(fs: np.ndarray, ist: np.ndarray, size: float) -> bool:
     if cap >= 0 and ist[N_HEAP] >= cap:
         return True
     return fs[BYTES_IN] + size > fs[CAP_BYTES]
+
+
+def set_flow_control(fs: np.ndarray, window_bytes: float, fixed_s: float, per_byte_s: float) -> None:
+    """Make a byte-limited station's admitted messages cost ``fixed_s + per_byte_s x size`` more
+    while it holds more than ``window_bytes`` (the senders' windows are closed: TCP flow
+    control clocks their sending, and on loopback that work is done by the receiver)."""
+    fs[FC_BYTES] = window_bytes
+    fs[FC_FIXED] = fixed_s
+    fs[FC_PER_BYTE] = per_byte_s
 
 
 @njit(cache=True, inline="always")
@@ -336,6 +351,8 @@ def fifo_offer(
         if code != OK:
             return -1.0, -1.0, -1.0, code
         fs[ADMIT_FLOOR] = admit
+        if fs[BYTES_IN] > fs[FC_BYTES]:
+            service = service + fs[FC_FIXED] + fs[FC_PER_BYTE] * size
     else:
         admit = arrival
     k = 0

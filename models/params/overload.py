@@ -53,17 +53,55 @@ class OverloadParams:
     message_overhead_bytes : int
         Bytes a message occupies beyond its payload (protocol framing and the
         kernel's per-segment bookkeeping), bytes; >= 0.
+    receive_window_bytes : int or None
+        Bytes one connection holds unread before its publisher's TCP window
+        closes (the broker's receive buffer), bytes; at most
+        ``socket_buffer_bytes``. None: flow control costs the broker nothing.
+    flow_control_cost_s, flow_control_cost_s_per_byte : float
+        CPU the broker spends per message, and per byte of it (payload plus
+        overhead), admitted while its connections hold more than
+        ``receive_window_bytes`` each (pooled), s and s/B; >= 0. Past that
+        point the publishers' sending is clocked by the broker's window
+        updates, and on loopback the publisher's transmit and the receive of
+        its segments run in the broker's softirq, on the broker's CPU
+        (measured: ``calibration/README.md``, "Flow control moves the
+        publishers' sending onto the broker's core").
     provenance : Provenance
     """
 
     socket_buffer_bytes: int = field(metadata={"unit": "size"})
     message_overhead_bytes: int = field(default=0, metadata={"unit": "size"})
+    receive_window_bytes: int | None = field(default=None, metadata={"unit": "optional_size"})
+    flow_control_cost_s: float = field(default=0.0, metadata={"unit": "duration"})
+    flow_control_cost_s_per_byte: float = field(default=0.0, metadata={"unit": "float"})
     provenance: Provenance = field(default=ASSUMED, metadata={"unit": "provenance"})
 
     def __post_init__(self) -> None:
         check_fields(self)
         if self.socket_buffer_bytes <= 0:
             raise ConfigError("socket_buffer_bytes", self.socket_buffer_bytes, "a buffer > 0 bytes")
+        self._check_flow_control()
+
+    def _check_flow_control(self) -> None:
+        for name in ("flow_control_cost_s", "flow_control_cost_s_per_byte"):
+            if getattr(self, name) < 0:
+                raise ConfigError(name, getattr(self, name), "a cost >= 0")
+        window = self.receive_window_bytes
+        if window is None:
+            if self.flow_control_cost_s or self.flow_control_cost_s_per_byte:
+                raise ConfigError("receive_window_bytes", window, "set when a flow-control cost is")
+            return
+        if not 0 < window <= self.socket_buffer_bytes:
+            raise ConfigError(
+                "receive_window_bytes", window, f"> 0 and at most socket_buffer_bytes ({self.socket_buffer_bytes})"
+            )
+
+    @property
+    def flow_control(self) -> bool:
+        """Whether messages admitted past the receive windows cost the broker more."""
+        return self.receive_window_bytes is not None and bool(
+            self.flow_control_cost_s or self.flow_control_cost_s_per_byte
+        )
 
     def buffer_bytes(self, connections: int) -> int:
         """Bytes the broker's ``connections`` publisher connections hold together (at least one connection)."""

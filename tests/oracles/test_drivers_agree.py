@@ -1060,7 +1060,7 @@ def test_shared_host_cases_agree_on_hosts(case):
     assert st.loc["cpu:srv", "served"] > 200
 
 
-def overload_star(quota):
+def overload_star(quota, flow=None):
     """Flow-controlled publishers (models.mechanisms.overload) past the broker's limit: Poisson and
     scheduled bursts at about twice its capacity, small socket buffers, fan-out 1-3, with and
     without a CPU quota (stalls); the buffers fill, publishers wait, and messages are re-stamped."""
@@ -1068,7 +1068,7 @@ def overload_star(quota):
         ingress_cost_s=Exponential(mean_value=150e-6),
         delivery_cost_s=Constant(value=10e-6),
         overflow="backpressure",
-        overload=OverloadParams(socket_buffer_bytes=3_000, message_overhead_bytes=20),
+        overload=OverloadParams(socket_buffer_bytes=3_000, message_overhead_bytes=20, **(flow or {})),
         **({"cpu_fraction": 0.5, "cpu_period_s": 0.01} if quota else {}),
     )
     pubs = {f"p{i}": PublisherParams(topics=(f"t/{i % 3}",), rate_per_s=2500.0) for i in range(3)}
@@ -1088,10 +1088,14 @@ def overload_star(quota):
     return T.star(broker=broker, publishers=pubs, subscribers=subs, link=LAN)
 
 
-@pytest.mark.parametrize("quota", [False, True])
-def test_overload_drivers_agree(quota):
-    """Batch and reference drivers agree record for record with publishers held by flow control."""
-    g = overload_star(quota)
+FLOW_CONTROL = {"receive_window_bytes": 1_000, "flow_control_cost_s": 2e-5, "flow_control_cost_s_per_byte": 1e-7}
+
+
+@pytest.mark.parametrize("quota, flow", [(False, None), (True, None), (True, FLOW_CONTROL)])
+def test_overload_drivers_agree(quota, flow):
+    """Batch and reference drivers agree record for record with publishers held by flow control
+    (and, with ``flow``, messages sent past the receive windows costing the broker more)."""
+    g = overload_star(quota, flow)
     fast = simulate(g, duration_s=0.3, warmup_s=0.05, seed=11, driver="batch")
     ref = simulate(g, duration_s=0.3, warmup_s=0.05, seed=11, driver="reference")
     for a, b in zip(_frames(fast), _frames(ref)):

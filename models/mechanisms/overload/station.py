@@ -22,6 +22,9 @@ class FlowControlBrokerStation(BrokerStation):
     most ``connections x socket_buffer_bytes`` (payload plus
     ``message_overhead_bytes`` per message); a message that does not fit is
     held by its sender until departures make room (``Overflow.BACKPRESSURE``).
+    With ``receive_window_bytes`` and a flow-control cost set, a message
+    admitted while the station holds more than ``connections x
+    receive_window_bytes`` costs the worker that much more CPU.
     A message from a publisher (an ingress visit) held so is *sent* when
     admitted: its arrival and publish times move to its admission, so the
     station counts it as ingress then and its latency starts there, as the
@@ -53,6 +56,17 @@ class FlowControlBrokerStation(BrokerStation):
             idle_exit=None if params.idle_exit is None else params.idle_exit.curve,
             **_quota(params),
         )
+        if ov.flow_control:
+            self.discipline.flow_control(
+                window_bytes=self.connections_counted * ov.receive_window_bytes,
+                fixed_s=ov.flow_control_cost_s,
+                per_byte_s=ov.flow_control_cost_s_per_byte,
+            )
+
+    @property
+    def connections_counted(self) -> int:
+        """Publisher connections whose buffers the station pools (at least one)."""
+        return max(self.connections, 1)
 
     def buffer_bytes(self, packets):
         """Bytes a message takes in its connection's socket buffers: payload plus overhead."""

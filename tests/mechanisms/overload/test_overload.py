@@ -98,6 +98,36 @@ def test_past_the_limit_latency_levels_off_and_ingress_falls():
     assert sf["loss_rate"] == sp["loss_rate"] == 0.0
 
 
+def test_flow_control_hand_timeline():
+    # 100 B messages of 1 s at t=0, 0, 0 and 3; the connection holds 1000 B (nobody is held) and its
+    # window closes above 150 B: m0 finds 0 B and m1 100 B, so they cost 1 s (departures 1, 2); m2
+    # finds 200 B and costs 1 + 0.5 + 0.01 x 100 = 2.5 s (2 -> 4.5); m3 arrives at 3, when m0 and m1
+    # have left (100 B): 1 s again (4.5 -> 5.5).
+    ov = OverloadParams(
+        socket_buffer_bytes=1000, receive_window_bytes=150, flow_control_cost_s=0.5, flow_control_cost_s_per_byte=0.01
+    )
+    sent, done = _delivered(simulate(_star(ov, [0.0, 0.0, 0.0, 3.0]), duration_s=10.0))
+    assert sent.tolist() == [0.0, 0.0, 0.0, 3.0]
+    assert done.tolist() == [1.0, 2.0, 4.5, 5.5]
+    plain = OverloadParams(socket_buffer_bytes=1000)
+    assert _delivered(simulate(_star(plain, [0.0, 0.0, 0.0, 3.0]), duration_s=10.0))[1].tolist() == [1, 2, 3, 4]
+
+
+def test_flow_control_makes_a_burst_tip_the_broker_into_a_slower_state():
+    # 1 ms per message (capacity 1000 msg/s), 900 msg/s offered: the connection never holds more than
+    # one message, below its 5-message window. Past the window each message costs 1 ms more
+    # (capacity 500 msg/s < 900): a burst of 20 messages at 0.5 s tips the broker over and it
+    # stays there, its publisher held by the full buffer, serving 500 msg/s (closed form 1 / 2 ms).
+    steady = list(np.arange(3600) / 900.0)
+    ov = OverloadParams(socket_buffer_bytes=5000, receive_window_bytes=500, flow_control_cost_s=1e-3)
+    kw = {"duration_s": 3.0, "warmup_s": 1.0, "cooldown_s": 0.0}
+    calm = simulate(_star(ov, steady, cost_s=1e-3), **kw).summary()
+    tipped = simulate(_star(ov, sorted(steady + [0.5] * 20), cost_s=1e-3), **kw).summary()
+    assert calm["egress_per_s"] == pytest.approx(900, rel=0.01)
+    assert tipped["egress_per_s"] == pytest.approx(500, rel=0.01)
+    assert tipped["ingress_per_s"] == pytest.approx(500, rel=0.01)
+
+
 def test_scenario_mapping():
     b = from_mapping(
         BrokerParams, {"ingress_cost_s": "10us", "overload": {"socket_buffer_bytes": "3.8MB"}}, "brokers.b"
@@ -113,13 +143,19 @@ def test_scenario_mapping():
         ({"socket_buffer_bytes": 0}, "socket_buffer_bytes"),
         ({"socket_buffer_bytes": -5}, "socket_buffer_bytes"),
         ({"socket_buffer_bytes": 1000, "message_overhead_bytes": 0.5}, "message_overhead_bytes"),
+        ({"socket_buffer_bytes": 1000, "receive_window_bytes": 2000}, "receive_window_bytes"),
+        ({"socket_buffer_bytes": 1000, "flow_control_cost_s": 1e-6}, "receive_window_bytes"),
+        (
+            {"socket_buffer_bytes": 1000, "receive_window_bytes": 100, "flow_control_cost_s": -1.0},
+            "flow_control_cost_s",
+        ),
     ],
 )
 def test_bad_parameters(spec, field):
     with pytest.raises(ConfigError) as err:
         OverloadParams(**spec)
     assert err.value.field == field
-    assert str(spec[field]) in str(err.value) and "\n" not in str(err.value)
+    assert str(spec.get(field)) in str(err.value) and "\n" not in str(err.value)
 
 
 @pytest.mark.parametrize(
