@@ -33,7 +33,14 @@ from ..sim.errors import ConfigError
 from .fit import _check
 from .validate import simulate_run
 
-__all__ = ["SocketBufferCalibrator", "with_overload", "past_limit_runs", "compare_past_limit", "BLOCKED_COLUMNS"]
+__all__ = [
+    "SocketBufferCalibrator",
+    "FlowControlCostCalibrator",
+    "with_overload",
+    "past_limit_runs",
+    "compare_past_limit",
+    "BLOCKED_COLUMNS",
+]
 
 BLOCKED_COLUMNS = ("payload_bytes", "publishers", "fanout", "latency_p50_s", "publisher_lag_max_s")
 
@@ -136,6 +143,109 @@ class SocketBufferCalibrator:
                 or f"SocketBufferCalibrator on {p['n_runs']} flow-controlled runs (min lag {self.min_lag_s:g} s)",
             ),
         )
+
+
+class FlowControlCostCalibrator:
+    """Fit the broker's extra CPU per message its publishers send under TCP flow control.
+
+    Once a connection's receive buffer is full, the publisher's sending is
+    clocked by the broker's window updates, and on loopback the publisher's
+    transmit and the receive of its segments run in the broker's ``NET_RX``
+    softirq, on the broker's CPU (``calibration/README.md``, "Flow control
+    moves the publishers' sending onto the broker's core"). Per
+    configuration::
+
+        extra = CPU per message of the runs whose publishers were held
+              - CPU per message of its most loaded sustainable runs
+
+    (medians of ``demand_s_per_ingress``), and ``extra = fixed + per_byte x
+    (payload + overhead)`` is fitted over the configurations by non-negative
+    least squares. A held run also reads more packets per pass of the event
+    loop, which saves CPU; the difference is net of that saving (about
+    2.5 us x the change in passes per message).
+
+    Parameters
+    ----------
+    min_lag_s : float
+        A run is flow-controlled when its publishers fell at least this far
+        behind (``publisher_lag_max_s``), s; > 0.
+    baseline_runs : int
+        The most loaded sustainable runs of a configuration its baseline is
+        the median of; >= 1.
+    overhead_bytes : float
+        Bytes counted per message beyond the payload (as
+        ``OverloadParams.message_overhead_bytes``); >= 0.
+    fit_fixed : bool
+        Fit a fixed part per message as well as the part per byte.
+
+    Attributes
+    ----------
+    params_ : dict
+        ``flow_control_cost_s``, ``flow_control_cost_s_per_byte``, ``n_configs``.
+    table_ : pandas.DataFrame
+        Per configuration: ``payload_bytes``, ``baseline_s``, ``held_s``,
+        ``extra_s``, ``fitted_s`` (s per message), ``n_baseline``, ``n_held``.
+    """
+
+    COLUMNS = ("config", "payload_bytes", "demand_s_per_ingress", "publisher_lag_max_s", "sustainable", "rate_per_s")
+
+    def __init__(self, *, min_lag_s=1.0, baseline_runs=3, overhead_bytes=0.0, fit_fixed=True):
+        if not (isinstance(min_lag_s, (int, float)) and math.isfinite(min_lag_s) and min_lag_s > 0):
+            raise ConfigError("min_lag_s", min_lag_s, "a lag > 0 s")
+        if not (isinstance(baseline_runs, int) and baseline_runs >= 1):
+            raise ConfigError("baseline_runs", baseline_runs, "a whole number of runs >= 1")
+        if not (isinstance(overhead_bytes, (int, float)) and math.isfinite(overhead_bytes) and overhead_bytes >= 0):
+            raise ConfigError("overhead_bytes", overhead_bytes, "a number of bytes >= 0")
+        self.min_lag_s = float(min_lag_s)
+        self.baseline_runs = baseline_runs
+        self.overhead_bytes = float(overhead_bytes)
+        self.fit_fixed = bool(fit_fixed)
+
+    def _table(self, m):
+        rows = []
+        for config, g in m.groupby("config", sort=True):
+            held = g[(g["publisher_lag_max_s"] >= self.min_lag_s) & np.isfinite(g["demand_s_per_ingress"])]
+            base = g[g["sustainable"].astype(bool)].nlargest(self.baseline_runs, "rate_per_s")
+            if held.empty or base.empty:
+                continue
+            rows.append(
+                {
+                    "config": config,
+                    "payload_bytes": float(g["payload_bytes"].iloc[0]),
+                    "baseline_s": float(base["demand_s_per_ingress"].median()),
+                    "held_s": float(held["demand_s_per_ingress"].median()),
+                    "n_baseline": len(base),
+                    "n_held": len(held),
+                }
+            )
+        t = pd.DataFrame(rows)
+        if not t.empty:
+            t["extra_s"] = t["held_s"] - t["baseline_s"]
+        return t
+
+    def fit(self, measurements):
+        """Fit on ``measurements`` (one row per run; the caller picks the training split)."""
+        _check(measurements, self.COLUMNS)
+        t = self._table(measurements)
+        need = 2 if self.fit_fixed else 1
+        if len(t) < need:
+            raise ConfigError(
+                "measurements",
+                f"{len(t)} configurations with held and sustainable runs",
+                f"at least {need} (runs with publisher_lag_max_s >= {self.min_lag_s:g} s and sustainable runs)",
+            )
+        size = t["payload_bytes"].to_numpy() + self.overhead_bytes
+        x = np.column_stack([np.ones_like(size), size]) if self.fit_fixed else size[:, None]
+        coef, _ = nnls(x, t["extra_s"].to_numpy())
+        fixed, per_byte = (coef[0], coef[1]) if self.fit_fixed else (0.0, coef[0])
+        t["fitted_s"] = fixed + per_byte * size
+        self.params_ = {
+            "flow_control_cost_s": float(fixed),
+            "flow_control_cost_s_per_byte": float(per_byte),
+            "n_configs": int(len(t)),
+        }
+        self.table_ = t
+        return self
 
 
 def backlog_per_connection(rows, egress_column="egress_received_per_s"):

@@ -8,6 +8,7 @@ import pandas as pd
 import pytest
 
 from pubsim.calibration.overload import (
+    FlowControlCostCalibrator,
     SocketBufferCalibrator,
     backlog_per_connection,
     compare_past_limit,
@@ -145,3 +146,74 @@ def test_compare_past_limit_on_a_known_broker():
     assert t["p50_overload_s"] == pytest.approx(0.05, rel=0.05)
     assert t["p50_plain_s"] > 0.4  # the backlog grows with the run
     assert t["p50_error_overload_pct"] == pytest.approx(100 * (t["p50_overload_s"] / 0.05 - 1))
+
+
+def _flow_table(fixed_s=2e-6, per_byte_s=0.3e-9, base_s=10e-6):
+    """Per configuration: four sustainable runs costing ``base_s`` (the top three are the
+    baseline; the lightest costs more, as light runs do), two held runs costing the extra more,
+    and one run past the limit not held yet (left out)."""
+    rows = []
+    for payload in (1024, 8192, 32768, 65536):
+        held_s = base_s + fixed_s + per_byte_s * payload
+        for rate, sus, lag, demand in [
+            (1000, True, 0.0, 3 * base_s),
+            (5000, True, 0.0, base_s),
+            (6000, True, 0.0, base_s),
+            (7000, True, 0.0, base_s),
+            (9000, False, 0.2, 0.5 * held_s),
+            (20000, False, 1.5, held_s),
+            (40000, False, 2.5, held_s),
+        ]:
+            rows.append(
+                {
+                    "config": f"p{payload}",
+                    "payload_bytes": payload,
+                    "rate_per_s": rate,
+                    "sustainable": sus,
+                    "publisher_lag_max_s": lag,
+                    "demand_s_per_ingress": demand,
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def test_flow_control_cost_recovers_known_fixed_and_per_byte_parts():
+    cal = FlowControlCostCalibrator().fit(_flow_table())
+    assert cal.params_["flow_control_cost_s"] == pytest.approx(2e-6, rel=1e-6)
+    assert cal.params_["flow_control_cost_s_per_byte"] == pytest.approx(0.3e-9, rel=1e-6)
+    assert cal.params_["n_configs"] == 4
+    t = cal.table_.set_index("config")
+    assert t.loc["p1024", "baseline_s"] == pytest.approx(10e-6) and t.loc["p1024", "n_held"] == 2
+    assert np.allclose(t["fitted_s"], t["extra_s"])
+
+
+def test_flow_control_cost_per_byte_only_and_negative_extras_clip_to_zero():
+    cal = FlowControlCostCalibrator(fit_fixed=False, overhead_bytes=0).fit(_flow_table(fixed_s=0.0))
+    assert cal.params_["flow_control_cost_s"] == 0.0
+    assert cal.params_["flow_control_cost_s_per_byte"] == pytest.approx(0.3e-9, rel=1e-6)
+    cheaper = FlowControlCostCalibrator().fit(_flow_table(fixed_s=-5e-6, per_byte_s=0.0))
+    assert cheaper.params_["flow_control_cost_s"] == 0.0 and cheaper.params_["flow_control_cost_s_per_byte"] == 0.0
+
+
+@pytest.mark.parametrize(
+    "kwargs, field",
+    [
+        ({"min_lag_s": 0}, "min_lag_s"),
+        ({"baseline_runs": 0}, "baseline_runs"),
+        ({"overhead_bytes": -1}, "overhead_bytes"),
+    ],
+)
+def test_flow_control_cost_bad_settings(kwargs, field):
+    with pytest.raises(ConfigError) as err:
+        FlowControlCostCalibrator(**kwargs)
+    assert err.value.field == field
+
+
+def test_flow_control_cost_needs_held_runs():
+    t = _flow_table()
+    t["publisher_lag_max_s"] = 0.0
+    with pytest.raises(ConfigError) as err:
+        FlowControlCostCalibrator().fit(t)
+    assert err.value.field == "measurements"
+    with pytest.raises(ConfigError):
+        FlowControlCostCalibrator().fit(t.drop(columns="demand_s_per_ingress"))
