@@ -14,6 +14,16 @@ Measured on Mosquitto 2.0.11 (``calibration/README.md``, "Past the limit"),
 read in its source (:mod:`pubsim.models.params.overload`). Fitted by
 :class:`pubsim.calibration.overload.SocketBufferCalibrator`.
 
+With ``receive_window_bytes`` and a flow-control cost, a message its
+publisher sends once the connections hold more than their receive windows
+costs the broker more CPU: its sending is then clocked by the broker's
+window updates, and on loopback that work runs in the broker's softirq
+(measured: ``calibration/README.md``, "Flow control moves the publishers'
+sending onto the broker's core"; fitted by
+:class:`pubsim.calibration.overload.FlowControlCostCalibrator`). A burst
+that crosses the windows can then tip a broker into a slower state it
+stays in while its offered load exceeds the slower capacity.
+
 Approximations: the connections of a broker are pooled into one FIFO buffer
 of ``connections x socket_buffer_bytes`` (exact for publishers sending at
 equal rates; Mosquitto reads its readable connections in turn, one packet
