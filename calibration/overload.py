@@ -96,12 +96,7 @@ class SocketBufferCalibrator:
         """Fit on ``measurements`` (one row per run; the caller picks the training split)."""
         rows = self.blocked(measurements)
         need = 2 if self.fit_overhead else 1
-        if len(rows) < need:
-            raise ConfigError(
-                "measurements",
-                f"{len(rows)} flow-controlled runs",
-                f"at least {need} runs with publisher_lag_max_s >= {self.min_lag_s:g} s",
-            )
+        _enough(len(rows), need, "flow-controlled runs", f"runs with publisher_lag_max_s >= {self.min_lag_s:g} s")
         payload = rows["payload_bytes"].to_numpy(dtype=float)
         if self.fit_overhead and np.unique(payload).size < 2:
             raise ConfigError(
@@ -228,12 +223,8 @@ class FlowControlCostCalibrator:
         _check(measurements, self.COLUMNS)
         t = self._table(measurements)
         need = 2 if self.fit_fixed else 1
-        if len(t) < need:
-            raise ConfigError(
-                "measurements",
-                f"{len(t)} configurations with held and sustainable runs",
-                f"at least {need} (runs with publisher_lag_max_s >= {self.min_lag_s:g} s and sustainable runs)",
-            )
+        what = f"configurations with runs held >= {self.min_lag_s:g} s and sustainable runs"
+        _enough(len(t), need, "configurations with held and sustainable runs", what)
         size = t["payload_bytes"].to_numpy() + self.overhead_bytes
         x = np.column_stack([np.ones_like(size), size]) if self.fit_fixed else size[:, None]
         coef, _ = nnls(x, t["extra_s"].to_numpy())
@@ -246,6 +237,12 @@ class FlowControlCostCalibrator:
         }
         self.table_ = t
         return self
+
+
+def _enough(found, need, found_what, need_what):
+    """One-line error naming ``measurements`` when fewer than ``need`` usable rows were found."""
+    if found < need:
+        raise ConfigError("measurements", f"{found} {found_what}", f"at least {need} {need_what}")
 
 
 def backlog_per_connection(rows, egress_column="egress_received_per_s"):

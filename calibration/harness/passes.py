@@ -30,6 +30,7 @@ import time
 from ...models.protocol.mqtt import encode_publish
 from ...sim.errors import ConfigError
 from . import mqttwire as mw
+from .perfctl import ControlledPerf
 from .syscalls import receive_bytes
 
 __all__ = ["SyscallCounter", "perf_syscalls_available", "parse_perf_csv", "passes_per_message"]
@@ -101,59 +102,20 @@ class SyscallCounter:
         self.enabled = enabled
         self.counts = {}
         self._perf = None
-        self._ctl = self._ack = None
 
     def __enter__(self):
-        ctl_r, ctl_w = os.pipe()
-        ack_r, ack_w = os.pipe()
-        try:
-            self._perf = subprocess.Popen(
-                [
-                    "perf",
-                    "stat",
-                    "-x",
-                    ",",
-                    "-e",
-                    _events(self.syscalls),
-                    "-D",
-                    "-1",
-                    "--control",
-                    f"fd:{ctl_r},{ack_w}",
-                    "-p",
-                    str(self.pid),
-                ],
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.PIPE,
-                text=True,
-                pass_fds=(ctl_r, ack_w),
-            )
-        finally:
-            os.close(ctl_r)
-            os.close(ack_w)
-        self._ctl, self._ack = os.fdopen(ctl_w, "w"), os.fdopen(ack_r)
+        args = ["stat", "-x", ",", "-e", _events(self.syscalls), "-p", self.pid]
+        self._perf = ControlledPerf(args).start()
         if self.enabled:
             self.enable()
         return self
 
     def enable(self):
         """Start counting now (returns once ``perf`` has acknowledged)."""
-        try:
-            self._ctl.write("enable\n")
-            self._ctl.flush()
-            ack = self._ack.readline()
-        except BrokenPipeError:
-            ack = ""
-        if not ack.startswith("ack"):
-            self._perf.kill()
-            raise RuntimeError(
-                f"perf stat -p {self.pid} did not start counting: {self._perf.communicate()[1].strip()[-300:]}"
-            )
+        self._perf.enable(f"counting the system calls of {self.pid}")
 
     def __exit__(self, *exc):
-        self._perf.send_signal(signal.SIGINT)
-        err = self._perf.communicate(timeout=30)[1]
-        self._ctl.close()
-        self._ack.close()
+        err = self._perf.stop(30)
         counts = parse_perf_csv(err)
         missing = [s for s in self.syscalls if counts.get(s) is None]
         if missing and exc[0] is None:

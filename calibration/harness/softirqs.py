@@ -25,10 +25,11 @@ import math
 import os
 import re
 import shutil
-import signal
 import subprocess
 import tempfile
 import time
+
+from .perfctl import ControlledPerf
 
 __all__ = ["FIELDS", "SoftirqTracer", "softirq_seconds", "perf_softirqs_available"]
 
@@ -106,8 +107,8 @@ def perf_softirqs_available():
 class SoftirqTracer:
     """Trace softirqs on ``cpus`` while the ``with`` block runs, from :meth:`enable` on.
 
-    ``perf record`` starts disabled (``-D -1``) and is enabled through its
-    control descriptor, as :class:`~pubsim.calibration.harness.passes.SyscallCounter`.
+    ``perf record`` starts disabled and is enabled through its control
+    descriptor (:class:`~pubsim.calibration.harness.perfctl.ControlledPerf`).
 
     Parameters
     ----------
@@ -132,23 +133,13 @@ class SoftirqTracer:
         self.enabled = enabled
         self.seconds = {}
         self.traced_s = 0.0
-        self._tmp = self._perf = self._ctl = self._ack = None
+        self._tmp = self._perf = None
         self._t0 = None
 
     def __enter__(self):
         self._tmp = tempfile.TemporaryDirectory()
-        ctl_r, ctl_w = os.pipe()
-        ack_r, ack_w = os.pipe()
-        cmd = ["perf", "record", "-q", "-D", "-1", "--control", f"fd:{ctl_r},{ack_w}"]
-        cmd += ["-C", ",".join(map(str, self.cpus)), *_EVENTS, "-o", self._path()]
-        try:
-            self._perf = subprocess.Popen(
-                cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, pass_fds=(ctl_r, ack_w)
-            )
-        finally:
-            os.close(ctl_r)
-            os.close(ack_w)
-        self._ctl, self._ack = os.fdopen(ctl_w, "w"), os.fdopen(ack_r)
+        cpus = ",".join(map(str, self.cpus))
+        self._perf = ControlledPerf(["record", "-q", "-C", cpus, *_EVENTS, "-o", self._path()]).start()
         if self.enabled:
             self.enable()
         return self
@@ -158,24 +149,13 @@ class SoftirqTracer:
 
     def enable(self):
         """Start tracing now (returns once ``perf`` has acknowledged)."""
-        try:
-            self._ctl.write("enable\n")
-            self._ctl.flush()
-            ack = self._ack.readline()
-        except BrokenPipeError:
-            ack = ""
-        if not ack.startswith("ack"):
-            self._perf.kill()
-            raise RuntimeError(f"perf record did not start tracing: {self._perf.communicate()[1].strip()[-300:]}")
+        self._perf.enable(f"tracing the softirqs of cores {self.cpus}")
         self._t0 = time.monotonic()
 
     def __exit__(self, *exc):
         if self._t0 is not None:
             self.traced_s = time.monotonic() - self._t0
-        self._perf.send_signal(signal.SIGINT)
-        self._perf.communicate(timeout=60)
-        self._ctl.close()
-        self._ack.close()
+        self._perf.stop(60)
         try:
             if self._t0 is not None and exc[0] is None:
                 self.seconds = softirq_seconds(_script(self._path()), _threads(self.pid))
