@@ -312,6 +312,8 @@ def _validate(args, console):
         "p50_error_pct": "p50 err %",
         "p90_error_pct": "p90 err %",
         "p99_error_pct": "p99 err %",
+        "p50_bracket_error_pct": "p50 br. %",
+        "p99_bracket_error_pct": "p99 br. %",
         "ks_distance": "KS",
         "cpu_error_pct": "cpu err %",
         "passes_measured": "passes meas",

@@ -14,7 +14,8 @@ __all__ = ["accuracy_table", "cdf_figure", "saturation_figure"]
 
 
 def accuracy_table(per_pair, per_run):
-    """One row per (broker, config): saturation error, median latency errors, KS, CPU per message
+    """One row per (broker, config): saturation error, median latency errors (and, where the runs
+    recorded both stamp estimates, against their interval: ``p50_bracket_error_pct``), KS, CPU per message
     error and, where counted and simulated, event-loop passes per message (medians over the
     runs below saturation), shortfall error."""
     below = per_run[per_run["below_saturation"]]
@@ -25,6 +26,7 @@ def accuracy_table(per_pair, per_run):
             p50_error_pct=("p50_error_pct", "median"),
             p90_error_pct=("p90_error_pct", "median"),
             p99_error_pct=("p99_error_pct", "median"),
+            **_brackets(below),
             ks_distance=("ks_distance", "median"),
             **({"cpu_error_pct": ("demand_error_pct", "median")} if "demand_error_pct" in below else {}),
             **_passes(below),
@@ -44,6 +46,12 @@ def accuracy_table(per_pair, per_run):
         if key in table:
             table[f"meets_{key}"] = table[key].abs() <= limit
     return table
+
+
+def _brackets(below):
+    """Median p50 / p99 errors against the interval of the two stamp estimates, where recorded."""
+    cols = [f"{q}_bracket_error_pct" for q in ("p50", "p99") if f"{q}_bracket_error_pct" in below]
+    return {c: (c, "median") for c in cols}
 
 
 def _passes(below):

@@ -5,12 +5,14 @@ the validation must then recover those costs and report small errors. A
 wrong fit (a profile with doubled costs) must show large errors.
 """
 
+import math
+
 import pandas as pd
 import pytest
 
 from pubsim.calibration.campaign import parse_campaign, read_results, run_campaign
 from pubsim.calibration.profile import build_profile
-from pubsim.calibration.validate import fit_profiles, validate
+from pubsim.calibration.validate import bracket_error_pct, fit_profiles, validate
 from pubsim.calibration.virtual import VirtualHarness
 from tests.calibration.virtual import virtual_meta
 
@@ -101,6 +103,27 @@ def test_validation_of_the_fitted_profile_is_accurate(measured):
     assert below.ks_distance.median() <= 0.2
     above = v.per_run[~v.per_run.below_saturation]
     assert len(above) and above.shortfall_error_pp.abs().median() <= 5
+
+
+def test_bracket_error_is_zero_inside_the_two_stamp_estimates_and_against_the_nearer_end_outside():
+    assert bracket_error_pct(2.0, 1.0, 4.0) == 0.0
+    assert bracket_error_pct(2.0, 4.0, 1.0) == 0.0  # whichever estimate is larger
+    assert bracket_error_pct(0.5, 1.0, 4.0) == pytest.approx(-50.0)
+    assert bracket_error_pct(6.0, 1.0, 4.0) == pytest.approx(50.0)
+    assert math.isnan(bracket_error_pct(2.0, 1.0, math.nan))
+
+
+def test_validation_reports_latency_against_the_stamp_interval(measured):
+    """Runs whose every-message estimate is ten times the own-stamp one: a simulated p50 between
+    the two has no bracket error; below them the bracket error is the plain one."""
+    runs, sat, lat, meta = measured
+    runs = runs.assign(latency_any_p50_s=10 * runs["latency_p50_s"], latency_any_p99_s=runs["latency_p99_s"])
+    below = validate(runs, sat, lat, fit_profiles(runs, meta)).per_run.query("below_saturation")
+    plain, bracket = below["p50_error_pct"], below["p50_bracket_error_pct"]
+    inside = (plain >= 0) & (plain <= 900)
+    assert inside.any() and (bracket[inside] == 0).all()
+    assert (bracket[plain < 0] == plain[plain < 0]).all()
+    assert (below["p99_bracket_error_pct"] == below["p99_error_pct"]).all()  # a zero-width interval
 
 
 def test_validation_exposes_a_wrong_profile(measured):
