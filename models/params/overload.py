@@ -106,3 +106,10 @@ class OverloadParams:
     def buffer_bytes(self, connections: int) -> int:
         """Bytes the broker's ``connections`` publisher connections hold together (at least one connection)."""
         return max(int(connections), 1) * self.socket_buffer_bytes
+
+    def window_bytes(self, connections: int) -> int | None:
+        """Bytes the broker's ``connections`` publisher connections hold before their windows close
+        (at least one connection); None without ``receive_window_bytes``."""
+        if self.receive_window_bytes is None:
+            return None
+        return max(int(connections), 1) * self.receive_window_bytes

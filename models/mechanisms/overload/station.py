@@ -58,15 +58,10 @@ class FlowControlBrokerStation(BrokerStation):
         )
         if ov.flow_control:
             self.discipline.flow_control(
-                window_bytes=self.connections_counted * ov.receive_window_bytes,
+                window_bytes=ov.window_bytes(connections),
                 fixed_s=ov.flow_control_cost_s,
                 per_byte_s=ov.flow_control_cost_s_per_byte,
             )
-
-    @property
-    def connections_counted(self) -> int:
-        """Publisher connections whose buffers the station pools (at least one)."""
-        return max(self.connections, 1)
 
     def buffer_bytes(self, packets):
         """Bytes a message takes in its connection's socket buffers: payload plus overhead."""
