@@ -187,6 +187,7 @@ class Campaign:
     retries: int = 0
     interleave: bool = False
     trace_softirqs: bool = False
+    sample_sockets: bool = False
     spec: dict = field(default_factory=dict)
 
     def sustainable(self, row) -> bool:
@@ -280,12 +281,6 @@ def parse_campaign(data):
     if unknown:
         raise ConfigError(f"search.{unknown[0]}", search[unknown[0]], "start_rate, steps, max_doublings or retries")
     rule, trend = _rule(data.get("rule", {}))
-    interleave = data.get("interleave", False)
-    if not isinstance(interleave, bool):
-        raise ConfigError("interleave", interleave, "true or false")
-    trace_softirqs = data.get("trace_softirqs", False)
-    if not isinstance(trace_softirqs, bool):
-        raise ConfigError("trace_softirqs", trace_softirqs, "true or false")
     return Campaign(
         name=str(data.get("name", "campaign")),
         brokers=tuple(brokers),
@@ -303,10 +298,19 @@ def parse_campaign(data):
         client_cpus=tuple(data.get("client_cpus", [0])),
         egress_rule=rule,
         max_latency_trend=trend,
-        interleave=interleave,
-        trace_softirqs=trace_softirqs,
+        interleave=_flag(data, "interleave"),
+        trace_softirqs=_flag(data, "trace_softirqs"),
+        sample_sockets=_flag(data, "sample_sockets"),
         spec=data,
     )
+
+
+def _flag(data, name):
+    """A campaign's true/false setting ``name`` (default false), or a one-line error."""
+    value = data.get(name, False)
+    if not isinstance(value, bool):
+        raise ConfigError(name, value, "true or false")
+    return value
 
 
 def _rule(spec):

@@ -67,6 +67,8 @@ from .harness.cpu import CpuCap, detect_cpu_control
 from .harness.loadgen import LoadSpec, PublisherBlocked, SetupTimeout, run_load
 from .harness.machine import idle_exit_curve, machine_reference
 from .harness.passes import SyscallCounter, perf_syscalls_available
+from .harness.sockets import FIELDS as SOCKET_FIELDS
+from .harness.sockets import SocketSampler, ss_available
 from .harness.softirqs import FIELDS as SOFTIRQ_FIELDS
 from .harness.softirqs import SoftirqTracer, perf_softirqs_available
 from .pacing import pacing_fields
@@ -180,6 +182,7 @@ class RealHarness:
             "idle_exit": self._idle_exit(),
             "syscall_counting": self._syscalls_note(),
             "softirq_tracing": self._softirqs_note(),
+            "socket_sampling": self._sockets_note(),
         }
 
     def pair_facts(self, broker, config):
@@ -339,6 +342,16 @@ class RealHarness:
             return f"not traced: {reason}"
         return "perf record, irq:softirq_entry/exit on the broker's cores, from the common start"
 
+    def _sample_sockets(self):
+        """Whether runs sample the publishers' connections (``sample_sockets``, and ``ss`` is here)."""
+        return self.campaign.sample_sockets and ss_available()[0]
+
+    def _sockets_note(self):
+        if not self.campaign.sample_sockets:
+            return "off (campaign sample_sockets: false)"
+        ok, reason = ss_available()
+        return "ss -tmi on the broker's port every 0.2 s, windows from the common start" if ok else reason
+
     def _syscalls_note(self):
         ok, reason = self._count_syscalls(), self._syscalls_ok[1]
         return "perf stat, syscalls:sys_enter_* tracepoints, from the common start" if ok else f"not counted: {reason}"
@@ -359,6 +372,7 @@ class RealHarness:
         marks = {}
         counter = SyscallCounter(broker.pid, SYSCALLS, enabled=False) if self._count_syscalls() else None
         tracer = SoftirqTracer(self.campaign.broker_cpus, broker.pid, enabled=False) if self._trace_softirqs() else None
+        sockets = SocketSampler(broker.pub_port) if self._sample_sockets() else None
 
         def started():  # the probes have stopped: let the broker work them off, then read its counters
             marks["settle_s"] = self._settle(spec)
@@ -367,8 +381,13 @@ class RealHarness:
             for probe in (counter, tracer):
                 if probe is not None:
                     probe.enable()
+            if sockets is not None:
+                sockets.mark()
 
-        with counter or contextlib.nullcontext(), tracer or contextlib.nullcontext():
+        probes = [p for p in (counter, tracer, sockets) if p is not None]
+        with contextlib.ExitStack() as stack:
+            for probe in probes:
+                stack.enter_context(probe)
             result = run_load(self._load_spec(spec, broker), on_start=started)
             after = procfs.sample(broker.pid)
         cpu = procfs.diff(marks["cpu"], after)
@@ -378,6 +397,7 @@ class RealHarness:
         fields = _cap_fields(marks["cap"], _cap_stat(broker), cpu["wall_s"])
         fields.update(_core_fields(marks["cores"], procfs.core_times(), self.campaign.broker_cpus, cpu["wall_s"]))
         fields.update(tracer.fields() if tracer is not None else dict.fromkeys(SOFTIRQ_FIELDS, math.nan))
+        fields.update(sockets.fields() if sockets is not None else dict.fromkeys(SOCKET_FIELDS, math.nan))
         return broker, result, cpu, fields
 
     def _broker_dropped(self, broker):

@@ -234,9 +234,10 @@ def test_interleave_must_be_a_flag():
     assert err.value.field == "interleave"
 
 
-def test_trace_softirqs_must_be_a_flag():
-    assert parse_campaign({**SPEC, "trace_softirqs": True}).trace_softirqs
-    assert not parse_campaign(SPEC).trace_softirqs
+@pytest.mark.parametrize("flag", ["trace_softirqs", "sample_sockets"])
+def test_probe_settings_are_flags(flag):
+    assert getattr(parse_campaign({**SPEC, flag: True}), flag)
+    assert not getattr(parse_campaign(SPEC), flag)
     with pytest.raises(ConfigError) as err:
-        parse_campaign({**SPEC, "trace_softirqs": "on"})
-    assert err.value.field == "trace_softirqs"
+        parse_campaign({**SPEC, flag: "on"})
+    assert err.value.field == flag
