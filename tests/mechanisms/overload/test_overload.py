@@ -135,6 +135,11 @@ def test_scenario_mapping():
     assert b.overload.socket_buffer_bytes == 3_800_000
     assert b.overload.buffer_bytes(0) == b.overload.buffer_bytes(1) == 3_800_000
     assert b.overload.buffer_bytes(4) == 4 * 3_800_000
+    assert b.overload.window_bytes(4) is None and not b.overload.flow_control
+    flow = {"socket_buffer_bytes": "3.93MB", "receive_window_bytes": "2.2MB", "flow_control_cost_s_per_byte": 9.25e-11}
+    f = from_mapping(BrokerParams, {"ingress_cost_s": "10us", "overload": flow}, "brokers.b").overload
+    assert f.flow_control and f.window_bytes(0) == 2_200_000 and f.window_bytes(4) == 8_800_000
+    assert f.flow_control_cost_s_per_byte == 9.25e-11 and f.flow_control_cost_s == 0.0
 
 
 @pytest.mark.parametrize(
