@@ -43,20 +43,17 @@ def _per_message(rows, column):
     return float((rows[column] / rows["ingress_rate_per_s"]).median() * 1e6)
 
 
-def states_table(runs, saturation, min_lag_s=1.0, baseline_runs=3):
-    """Per configuration: the most loaded sustainable runs against the held ones (us per message)."""
+def states_table(runs, saturation, calibrator):
+    """Per configuration: the runs ``calibrator`` compares, its most loaded sustainable runs
+    against the held ones (:meth:`FlowControlCostCalibrator.states`), us per message."""
     limits = saturation.set_index("config")["limit_rate_per_s"]
     out = []
-    for config, g in runs.groupby("config"):
-        base = g[g["sustainable"].astype(bool)].nlargest(baseline_runs, "rate_per_s")
-        held = g[g["publisher_lag_max_s"] >= min_lag_s]
-        if base.empty or held.empty:
-            continue
+    for config, base, held in calibrator.states(runs):
         out.append(
             {
                 "config": config,
-                "publishers": int(g["publishers"].iloc[0]),
-                "payload_bytes": int(g["payload_bytes"].iloc[0]),
+                "publishers": int(base["publishers"].iloc[0]),
+                "payload_bytes": int(base["payload_bytes"].iloc[0]),
                 "limit_per_s": limits[config],
                 "cpu_us_sustained": 1e6 * base["demand_s_per_ingress"].median(),
                 "cpu_us_held": 1e6 * held["demand_s_per_ingress"].median(),
@@ -106,9 +103,9 @@ def main():
     ap.add_argument("--window-bytes", default="2.2MB", help="receive window per connection (default 2.2MB)")
     args = ap.parse_args()
     runs, saturation, _, _ = read_results(args.campaign)
-    print("== sustained (the 3 most loaded sustainable runs) vs held (publishers >= 1 s behind), medians ==")
-    print(states_table(runs, saturation).round(2).to_string(index=False))
     cal = FlowControlCostCalibrator(overhead_bytes=OVERHEAD_BYTES, fit_fixed=False)
+    print("== sustained (the 3 most loaded sustainable runs) vs held (publishers >= 1 s behind), medians ==")
+    print(states_table(runs, saturation, cal).round(2).to_string(index=False))
     cal.fit(runs[~runs["config"].isin(args.exclude)])
     p = cal.params_
     print(f"\n== flow-control cost fitted (excluded: {args.exclude or 'none'}): {p} ==")

@@ -196,17 +196,23 @@ class FlowControlCostCalibrator:
         self.overhead_bytes = float(overhead_bytes)
         self.fit_fixed = bool(fit_fixed)
 
-    def _table(self, m):
-        rows = []
-        for config, g in m.groupby("config", sort=True):
+    def states(self, measurements):
+        """Per configuration with both: ``(config, baseline runs, held runs)``, the runs the fit
+        compares (the ``baseline_runs`` most loaded sustainable ones; those held at least
+        ``min_lag_s`` with a measured CPU per message)."""
+        for config, g in measurements.groupby("config", sort=True):
             held = g[(g["publisher_lag_max_s"] >= self.min_lag_s) & np.isfinite(g["demand_s_per_ingress"])]
             base = g[g["sustainable"].astype(bool)].nlargest(self.baseline_runs, "rate_per_s")
-            if held.empty or base.empty:
-                continue
+            if not (held.empty or base.empty):
+                yield config, base, held
+
+    def _table(self, m):
+        rows = []
+        for config, base, held in self.states(m):
             rows.append(
                 {
                     "config": config,
-                    "payload_bytes": float(g["payload_bytes"].iloc[0]),
+                    "payload_bytes": float(base["payload_bytes"].iloc[0]),
                     "baseline_s": float(base["demand_s_per_ingress"].median()),
                     "held_s": float(held["demand_s_per_ingress"].median()),
                     "n_baseline": len(base),

@@ -373,18 +373,15 @@ class RealHarness:
         counter = SyscallCounter(broker.pid, SYSCALLS, enabled=False) if self._count_syscalls() else None
         tracer = SoftirqTracer(self.campaign.broker_cpus, broker.pid, enabled=False) if self._trace_softirqs() else None
         sockets = SocketSampler(broker.pub_port) if self._sample_sockets() else None
+        probes = [p for p in (counter, tracer, sockets) if p is not None]  # each starts at its enable()
 
         def started():  # the probes have stopped: let the broker work them off, then read its counters
             marks["settle_s"] = self._settle(spec)
             marks["cap"], marks["cpu"] = _cap_stat(broker), procfs.sample(broker.pid)
             marks["cores"] = procfs.core_times()
-            for probe in (counter, tracer):
-                if probe is not None:
-                    probe.enable()
-            if sockets is not None:
-                sockets.mark()
+            for probe in probes:
+                probe.enable()
 
-        probes = [p for p in (counter, tracer, sockets) if p is not None]
         with contextlib.ExitStack() as stack:
             for probe in probes:
                 stack.enter_context(probe)
@@ -532,8 +529,10 @@ def _core_fields(before, after, cpus, wall_s):
     when it is not pinned), from ``/proc/stat`` (clock ticks). The kernel of
     the campaigns' machine has no ``IRQ_TIME_ACCOUNTING``: interrupt time on
     a core is charged to whichever task runs there, the capped broker
-    included, so it can spend the broker's quota (calibration/README,
-    "Latency from wire to wire").
+    included, so it can spend the broker's quota; and ``/proc/stat`` then
+    samples it by scheduler tick, a whole tick per hit (74-101 ms/s where a
+    trace read 47-56: ``harness/softirqs.py`` times it exactly;
+    calibration/README, "Latency from wire to wire").
     """
     cores = [c for c in (cpus or sorted(after)) if c in before and c in after]
     out = {}

@@ -97,16 +97,17 @@ class SocketSampler:
         self.samples = []
         self._stop = threading.Event()
         self._thread = None
-        self._mark = -math.inf
+        self._start = -math.inf
 
     def __enter__(self):
         self._thread = threading.Thread(target=self._loop, name="ss-sampler", daemon=True)
         self._thread.start()
         return self
 
-    def mark(self):
-        """The run's common start: :meth:`fields` reads the samples from here on."""
-        self._mark = time.monotonic()
+    def enable(self):
+        """The run's common start: :meth:`fields` reads the samples from here on (as the other
+        probes of a run start counting at their ``enable``)."""
+        self._start = time.monotonic()
 
     def __exit__(self, *exc):
         self._stop.set()
@@ -122,7 +123,7 @@ class SocketSampler:
 
     def fields(self, min_share=0.5):
         """Medians over the publishers' connections (NaN without samples): the window each
-        advertised at its first sample from the mark, its largest window and unread bytes, and
+        advertised at its first sample from :meth:`enable`, its largest window and unread bytes, and
         its last round-trip estimate. A publisher's connection is one that received at least
         ``min_share`` of the bytes of the connection that received most."""
         out = dict.fromkeys(FIELDS, math.nan)
@@ -137,7 +138,7 @@ class SocketSampler:
         pubs = [v for p, v in per.items() if top > 0 and received[p] >= min_share * top]
         if not pubs:
             return out
-        after = [[c for t, c in v if t >= self._mark] or [v[-1][1]] for v in pubs]
+        after = [[c for t, c in v if t >= self._start] or [v[-1][1]] for v in pubs]
         out["pub_rcv_window_start_bytes"] = _median(a[0]["rcv_ssthresh"] for a in after)
         out["pub_rcv_window_max_bytes"] = _median(max(c["rcv_ssthresh"] for c in a) for a in after)
         out["pub_recv_queue_max_bytes"] = _median(max(c["recv_q"] for c in a) for a in after)

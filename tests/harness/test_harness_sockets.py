@@ -28,14 +28,14 @@ def test_parse_ss_reads_each_connection():
     assert parse_ss("") == []
 
 
-def test_fields_are_medians_over_the_publishers_connections_from_the_mark():
+def test_fields_are_medians_over_the_publishers_connections_from_the_start():
     """Two publishers' connections (most bytes received) and a subscriber's (few): the
-    subscriber's is left out; samples before the mark do not count."""
+    subscriber's is left out; samples before the run's start do not count."""
     s = SocketSampler(1883)
     assert all(math.isnan(v) for v in s.fields().values()) and list(s.fields()) == list(FIELDS)
     early = parse_ss(SS.replace("rcv_ssthresh:2229554", "rcv_ssthresh:1").replace("393396 0", "9999999 0"))
     s.samples.append((1.0, early))
-    s._mark = 2.0
+    s._start = 2.0
     s.samples.append((2.5, parse_ss(SS.replace("rcv_ssthresh:2229554", "rcv_ssthresh:95000"))))
     s.samples.append((3.0, parse_ss(SS)))
     f = s.fields()
@@ -56,7 +56,7 @@ def test_a_live_connection_is_sampled():
     accepted, _ = server.accept()
     try:
         with SocketSampler(server.getsockname()[1], interval_s=0.05) as sampler:
-            sampler.mark()
+            sampler.enable()
             client.sendall(b"x" * 200_000)
             time.sleep(0.3)
         f = sampler.fields()
