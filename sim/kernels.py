@@ -24,7 +24,7 @@ against 36 and 200 ns for a :func:`fifo_offer` call per message.
 
 State layout (arrays so that numba can mutate them in place)
 
-* ``fs`` float64[30]: admission floor (FIFO admission under back-pressure),
+* ``fs`` float64[39]: admission floor (FIFO admission under back-pressure),
   bytes in station, byte capacity (inf = none), extra service when a message
   finds its server idle (wake-up cost, s); CPU quota per period (s, inf =
   none), quota period (s), index of the current period, CPU used in it (s);
@@ -33,7 +33,11 @@ State layout (arrays so that numba can mutate them in place)
   up to :data:`EXIT_MAX_POINTS` idle times (s, increasing) and as many exit
   latencies (s); then flow control (:func:`set_flow_control`): the bytes in
   the station above which an admitted message costs more, that extra cost's
-  fixed part (s) and its part per byte of the message (s/B); zeros: none.
+  fixed part (s) and its part per byte of the message (s/B); zeros: none;
+  then the speed drift (:func:`set_speed_drift`): its log-sd (0 = none), its
+  correlation time (s), the key of its counter-based stream, and the quota
+  period, log factor and factor last drawn; then the window in which
+  throttled periods are counted (:func:`set_throttle_window`) and the count.
 
 Idle exit. A server that has idled for ``t`` seconds needs ``exit(t)`` to
 leave its idle state before it serves a message (a core's cpuidle exit
@@ -56,6 +60,18 @@ servers whose services overlap a period boundary this is an approximation.
   server, drop-newest, message capacity only; ``hdep`` then holds at least the capacity).
 * ``free`` float64[c]: time each server becomes free.
 * ``hdep``/``hsize`` float64[h]: heap of departure times and sizes.
+
+Speed drift (:func:`set_speed_drift`; with or without a quota, whose
+period it follows). In quota period
+``p`` every second of work takes ``S_p`` seconds of CPU (and of quota), with
+``log S`` a stationary Gaussian AR(1) over the periods (an Ornstein-Uhlenbeck
+process sampled at them: correlation ``exp(-gap / time)``), ``E[S] = 1``.
+The normal draws come from a counter-based generator keyed by the station's
+stream and the period index (splitmix64, Steele et al. 2014; Salmon et al.
+2011, "Parallel random numbers: as easy as 1, 2, 3"), so a period's factor
+depends only on the key and the periods visited before, not on how the
+arrivals are split into calls: both drivers agree. ``WORK`` counts nominal
+work (at speed 1).
 """
 
 from __future__ import annotations
@@ -75,7 +91,13 @@ EXIT_VALUE = EXIT_IDLE + EXIT_MAX_POINTS  # exit latencies of the points, s
 # message costs its server FC_FIXED + FC_PER_BYTE x size more (set_flow_control)
 FC_BYTES = EXIT_VALUE + EXIT_MAX_POINTS
 FC_FIXED, FC_PER_BYTE = FC_BYTES + 1, FC_BYTES + 2
-FS_LEN = FC_PER_BYTE + 1
+# speed drift (set_speed_drift): log-sd of the factor, its correlation time (s), the stream key,
+# and the period, log-factor and factor last drawn
+DRIFT_SIGMA = FC_PER_BYTE + 1
+DRIFT_TIME, DRIFT_KEY, DRIFT_P, DRIFT_X, DRIFT_S = range(DRIFT_SIGMA + 1, DRIFT_SIGMA + 6)
+# throttled periods counted (set_throttle_window): the window's start and end (s), the count
+THR_W0, THR_W1, THR_N = DRIFT_S + 1, DRIFT_S + 2, DRIFT_S + 3
+FS_LEN = THR_N + 1
 N_HEAP, CAP_MSGS, POLICY, RING_HEAD = 0, 1, 2, 3
 
 # overflow policies understood by the arithmetic kernel
@@ -226,9 +248,89 @@ def _admit(
     return t, OK
 
 
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+_MIX1 = np.uint64(0xBF58476D1CE4E5B9)
+_MIX2 = np.uint64(0x94D049BB133111EB)
+
+
+def set_speed_drift(fs: np.ndarray, sigma: float, time_s: float, key: int) -> None:
+    """Let a station's speed drift per period (see the module docstring).
+
+    Parameters
+    ----------
+    fs : numpy.ndarray
+        Station float state.
+    sigma : float
+        Standard deviation of ``log S`` (about the coefficient of variation of
+        the factor for small values); 0 = no drift.
+    time_s : float
+        Correlation time of ``log S``, s; 0 = independent per period.
+    key : int
+        Stream key in [0, 2**53) (drawn from the station's generator).
+    """
+    fs[DRIFT_SIGMA] = sigma
+    fs[DRIFT_TIME] = time_s
+    fs[DRIFT_KEY] = float(key)
+    fs[DRIFT_P] = -1.0
+    fs[DRIFT_X] = 0.0
+    fs[DRIFT_S] = 1.0
+
+
+def set_throttle_window(fs: np.ndarray, w0: float, w1: float) -> None:
+    """Count the quota periods starting in ``[w0, w1)`` (s) in which the budget ran out
+    before the period ended (``fs[THR_N]``; cgroup ``cpu.stat`` ``nr_throttled``)."""
+    fs[THR_W0] = w0
+    fs[THR_W1] = w1
+    fs[THR_N] = 0.0
+
+
+@njit(cache=True, inline="always")
+def _splitmix(key: float, counter: float) -> float:
+    """U(0, 1) from splitmix64 of ``key + counter x golden gamma`` (both integers held in float64)."""
+    z = np.uint64(key) + np.uint64(counter) * _GOLDEN
+    z = (z ^ (z >> np.uint64(30))) * _MIX1
+    z = (z ^ (z >> np.uint64(27))) * _MIX2
+    z = z ^ (z >> np.uint64(31))
+    return (float(z >> np.uint64(11)) + 0.5) * 1.1102230246251565e-16
+
+
+@njit(cache=True, inline="always")
+def drift_normal(key: float, p: float) -> float:
+    """The standard normal draw of quota period ``p`` (Box-Muller on counters 2p and 2p + 1)."""
+    u1 = _splitmix(key, 2.0 * p)
+    u2 = _splitmix(key, 2.0 * p + 1.0)
+    return np.sqrt(-2.0 * np.log(u1)) * np.cos(2.0 * np.pi * u2)
+
+
+@njit(cache=True, inline="always")
+def drift_factor(fs: np.ndarray, p: float) -> float:
+    """CPU seconds per second of work in quota period ``p`` (1 without drift); periods non-decreasing."""
+    sigma = fs[DRIFT_SIGMA]
+    if sigma == 0.0:
+        return 1.0
+    if p != fs[DRIFT_P]:
+        z = drift_normal(fs[DRIFT_KEY], p)
+        if fs[DRIFT_P] < 0.0 or fs[DRIFT_TIME] == 0.0:
+            x = sigma * z
+        else:
+            r = np.exp(-(p - fs[DRIFT_P]) * fs[PERIOD] / fs[DRIFT_TIME])
+            x = r * fs[DRIFT_X] + np.sqrt(1.0 - r * r) * sigma * z
+        fs[DRIFT_P] = p
+        fs[DRIFT_X] = x
+        fs[DRIFT_S] = np.exp(x - 0.5 * sigma * sigma)
+    return fs[DRIFT_S]
+
+
+@njit(cache=True, inline="always")
+def periodic(fs: np.ndarray) -> bool:
+    """Does the server's pace depend on the period (a CPU quota or a speed drift)? Then
+    :func:`quota_finish` settles its services."""
+    return fs[QUOTA] < np.inf or fs[DRIFT_SIGMA] > 0.0
+
+
 @njit(cache=True, inline="always")
 def quota_finish(fs: np.ndarray, start: float, work: float) -> float:
-    """Finish time of ``work`` CPU seconds started at ``start`` under the quota."""
+    """Finish time of ``work`` CPU seconds started at ``start`` under the quota (and speed drift)."""
     period = fs[PERIOD]
     quota = fs[QUOTA]
     p = np.floor(start / period)
@@ -242,21 +344,25 @@ def quota_finish(fs: np.ndarray, start: float, work: float) -> float:
         end = (p + 1.0) * period
         avail = quota - fs[USED]
         if avail <= 0.0 or t >= end:
+            if t < end and fs[THR_W0] <= p * period < fs[THR_W1]:  # out of budget: throttled
+                fs[THR_N] += 1.0
             p += 1.0
             fs[USED] = 0.0
             if t < p * period:
                 t = p * period
             continue
-        run = remaining
+        speed = drift_factor(fs, p)
+        need = remaining * speed
+        run = need
         if avail < run:
             run = avail
         if end - t < run:
             run = end - t
         fs[USED] += run
-        remaining -= run
         t += run
-        if remaining <= 0.0:
+        if run >= need:
             break
+        remaining -= run / speed
     fs[PERIOD_IDX] = p
     return t
 
@@ -295,7 +401,7 @@ def _ring_offer(
             start = arrival + idle_exit_s(fs, arrival - free[0])
     fs[WORK] += service
     fs[SERVED] += 1.0
-    if fs[QUOTA] < np.inf and service > 0.0:
+    if periodic(fs) and service > 0.0:
         depart = quota_finish(fs, start, service)
     else:
         depart = start + service
@@ -368,7 +474,7 @@ def fifo_offer(
             start = admit + idle_exit_s(fs, admit - free[k])
     fs[WORK] += service
     fs[SERVED] += 1.0
-    if fs[QUOTA] < np.inf and service > 0.0:
+    if periodic(fs) and service > 0.0:
         depart = quota_finish(fs, start, service)
     else:
         depart = start + service
@@ -510,7 +616,7 @@ def fifo_run(
     index of a message that needs larger heap arrays (``out_code == NEED_GROW``).
     """
     n = arrival.shape[0]
-    if free.shape[0] == 1 and fs[CAP_BYTES] == np.inf and fs[QUOTA] == np.inf:
+    if free.shape[0] == 1 and fs[CAP_BYTES] == np.inf and not periodic(fs):
         if ist[CAP_MSGS] < 0:
             _open_run(fs, free, arrival, service, first, out_admit, out_start, out_dep, out_code)
             return n

@@ -94,6 +94,18 @@ class BrokerParams:
         (:attr:`cpu_quota_cores`).
     cpu_period_s : float
         Quota period, s (Linux default 100 ms; pubsim's harness uses 10 ms).
+    speed_drift_log_sd : float
+        The broker's speed drifts. In each period of ``cpu_period_s`` (its
+        quota's, if it has one) its work takes ``S`` times its nominal CPU, ``log S`` a stationary
+        Gaussian AR(1) over the periods with this standard deviation (about
+        the coefficient of variation of ``S``) and ``E[S] = 1``
+        (:func:`pubsim.sim.kernels.set_speed_drift`). It is what puts a
+        capped broker into throttled periods below its limit; fitted from
+        the measured throttled-period fractions by
+        :class:`pubsim.calibration.drift.SpeedDriftCalibrator`. 0 (default):
+        constant speed.
+    speed_drift_time_s : float
+        Correlation time of ``log S``, s (0: independent per period).
     background_cpu_fraction : float
         CPU the broker spends on work that is not messages (timers, runtime
         housekeeping, ``$SYS`` updates, other work on its machine), in cores,
@@ -244,6 +256,8 @@ class BrokerParams:
     connection_wakeup_cost_s: float = field(default=0.0, metadata={"unit": "duration"})
     cpu_fraction: float = field(default=1.0, metadata={"unit": "cpu_cores"})
     cpu_period_s: float = field(default=0.1, metadata={"unit": "duration"})
+    speed_drift_log_sd: float = field(default=0.0, metadata={"unit": "float"})
+    speed_drift_time_s: float = field(default=0.0, metadata={"unit": "duration"})
     background_cpu_fraction: float = field(default=0.0, metadata={"unit": "cpu_load"})
     queue_messages: int | None = field(default=None, metadata={"unit": "optional_count"})
     queue_bytes: int | None = field(default=None, metadata={"unit": "optional_size"})

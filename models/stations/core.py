@@ -281,13 +281,13 @@ class LinkStation(ModelStation):
 
 
 def _open_fifo(disc):
-    """One FIFO server, no message or byte limit, no CPU quota, no idle exit, drop-newest."""
+    """One FIFO server, no message or byte limit, no CPU quota or speed drift, no idle exit, drop-newest."""
     return (
         type(disc) is FifoDiscipline
         and len(disc.free) == 1
         and disc.ist[K.CAP_MSGS] < 0
         and disc.fs[K.CAP_BYTES] == np.inf
-        and disc.fs[K.QUOTA] == np.inf
+        and not K.periodic(disc.fs)
         and disc.fs[K.EXIT_N] == 0
         and not disc.reject
     )
@@ -317,6 +317,13 @@ def _quota(params):
         return {}
     share = params.cpu_quota_cores - params.background_cpu_fraction
     return {"cpu_quota_s": share * params.cpu_period_s, "cpu_period_s": params.cpu_period_s}
+
+
+def _drift_key(params, streams, name):
+    """Key of the broker's speed-drift stream (:func:`pubsim.sim.kernels.set_speed_drift`), or None."""
+    if params.speed_drift_log_sd == 0.0:
+        return None
+    return int(streams.generator(name, "speed_drift").integers(2**53))
 
 
 def _background_stretch(params):
@@ -395,6 +402,7 @@ class BrokerStation(ModelStation):
         self.ack_packets = None  # QoS handshake packets per visit (models.mechanisms.qos), or None
         self.copies_by_visit = None  # copies made per visit below a disk (models.mechanisms.persistence), or None
         self.topic_bytes = None  # topic length per flow, for length_byte_cost_s
+        self._drift_key = _drift_key(params, streams, name)
 
     def wire(self, index, wiring):
         """Handshake packets per visit, copies per visit below a disk, durable visits, topic bytes."""
@@ -402,6 +410,13 @@ class BrokerStation(ModelStation):
         self.ack_packets = wiring.ack_packets
         self.copies_by_visit = wiring.copies_by_visit.get(index)
         self._wire_durable(index, wiring)
+        fs = getattr(self.discipline, "fs", None)  # the discipline the station ended with (mechanisms replace it)
+        if fs is None:  # not a FIFO discipline (a drift is refused there: models.params.features)
+            return
+        if self._drift_key is not None:
+            p = self.params
+            K.set_speed_drift(fs, p.speed_drift_log_sd, p.speed_drift_time_s, self._drift_key)
+        K.set_throttle_window(fs, self.stats.w0, self.stats.w1)
 
     def service_s(self, packets):
         return np.zeros(len(packets)) if self.cpu_shared else self.demand_s(packets)

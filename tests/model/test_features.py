@@ -49,6 +49,19 @@ CASES = {
     ("broker", F.IDLE_EXIT, F.RESTART): (lambda: BrokerParams(idle_exit=_EXIT, restart_at_s=(1.0,)), "restart_at_s"),
     ("broker", F.IDLE_EXIT, F.PRIORITY): (lambda: BrokerParams(idle_exit=_EXIT, scheduling="priority"), "scheduling"),
     ("broker", F.IDLE_EXIT, F.EVENT_QUEUE): (lambda: BrokerParams(idle_exit=_EXIT, overflow="ring"), "overflow"),
+    ("broker", F.SPEED_DRIFT, F.BATCHING): (
+        lambda: BrokerParams(speed_drift_log_sd=0.1, batch_max_messages=4),
+        "batch_max_messages",
+    ),
+    ("broker", F.SPEED_DRIFT, F.RESTART): (
+        lambda: BrokerParams(speed_drift_log_sd=0.1, restart_at_s=(1.0,)),
+        "restart_at_s",
+    ),
+    ("broker", F.SPEED_DRIFT, F.PRIORITY): (
+        lambda: BrokerParams(speed_drift_log_sd=0.1, scheduling="priority"),
+        "scheduling",
+    ),
+    ("broker", F.SPEED_DRIFT, F.EVENT_QUEUE): (lambda: BrokerParams(speed_drift_log_sd=0.1, overflow="ring"), "overflow"),
     ("broker", F.BATCHING, F.WORKERS): (lambda: BrokerParams(batch_max_messages=4, workers=2), "workers"),
     ("broker", F.BATCHING, F.CPU_QUOTA): (lambda: BrokerParams(batch_max_messages=4, cpu_fraction=0.5), "cpu_fraction"),
     ("broker", F.BATCHING, F.PRIORITY): (

@@ -1188,3 +1188,36 @@ def test_length_bytes_case_pays_its_reads():
 def test_length_bytes_batch_equals_reference():
     """The length-byte case (added after the parametrized list above was built) agrees too."""
     test_batch_equals_reference("length-bytes-star")
+
+
+def speed_drift_star(passes=False):
+    """A capped broker whose speed drifts per quota period (``speed_drift_log_sd``), loaded to about
+    90 % of its quota so that drifting periods are throttled; the plain worker and Mosquitto's passes."""
+    broker = BrokerParams(
+        ingress_cost_s=Exponential(mean_value=2e-5),
+        delivery_cost_s=Constant(value=4e-6),
+        overflow="backpressure",
+        cpu_fraction=0.5,
+        cpu_period_s=0.01,
+        speed_drift_log_sd=0.3,
+        speed_drift_time_s=0.05,
+        **({"io": IoParams(cycle_cost_s=3e-6, cycle_max_per_connection=1)} if passes else {}),
+    )
+    pubs = {f"p{i}": PublisherParams(topics=(f"d/{i}",), rate_per_s=4800.0) for i in range(4)}
+    subs = {"s": SubscriberParams(subscriptions=("d/#",))}
+    return T.star(broker=broker, publishers=pubs, subscribers=subs, link=LAN)
+
+
+@pytest.mark.parametrize("passes", [False, True])
+def test_speed_drift_batch_equals_reference(passes):
+    """Both drivers give the same records with the drift on, and the drift changes them."""
+    g = speed_drift_star(passes)
+    fast = simulate(g, duration_s=0.3, warmup_s=0.05, seed=11, driver="batch")
+    ref = simulate(g, duration_s=0.3, warmup_s=0.05, seed=11, driver="reference")
+    for a, b in zip(_frames(fast), _frames(ref)):
+        pd.testing.assert_frame_equal(a, b, check_exact=True)
+    b = g.nodes["broker"][T.PARAMS]
+    g.nodes["broker"][T.PARAMS] = dataclasses.replace(b, speed_drift_log_sd=0.0)
+    steady = simulate(g, duration_s=0.3, warmup_s=0.05, seed=11, driver="batch")
+    drifting, calm = (r.deliveries()["latency_s"].quantile(0.99) for r in (fast, steady))
+    assert drifting > 1.5 * calm

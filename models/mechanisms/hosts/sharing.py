@@ -21,6 +21,7 @@ NOT_SHARED = (
     ("batch_max_messages", lambda p: p.batch_max_messages > 1, "1 (no batching)"),
     ("restart_at_s", lambda p: p.restart_at_s != (), "no restarts"),
     ("scheduling", lambda p: p.scheduling != "fifo", "fifo"),
+    ("speed_drift_log_sd", lambda p: p.speed_drift_log_sd > 0, "0 (no speed drift)"),
 )
 
 

@@ -44,7 +44,7 @@ CYC_LEN = 5
 @njit(cache=True, inline="always")
 def finish(fs: np.ndarray, start: float, work: float) -> float:
     """End of ``work`` s of service begun at ``start``, under the quota in ``fs`` if any, s."""
-    if fs[K.QUOTA] < np.inf and work > 0.0:
+    if K.periodic(fs) and work > 0.0:
         return K.quota_finish(fs, start, work)
     return start + work
 
