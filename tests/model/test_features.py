@@ -61,7 +61,10 @@ CASES = {
         lambda: BrokerParams(speed_drift_log_sd=0.1, scheduling="priority"),
         "scheduling",
     ),
-    ("broker", F.SPEED_DRIFT, F.EVENT_QUEUE): (lambda: BrokerParams(speed_drift_log_sd=0.1, overflow="ring"), "overflow"),
+    ("broker", F.SPEED_DRIFT, F.EVENT_QUEUE): (
+        lambda: BrokerParams(speed_drift_log_sd=0.1, overflow="ring"),
+        "overflow",
+    ),
     ("broker", F.BATCHING, F.WORKERS): (lambda: BrokerParams(batch_max_messages=4, workers=2), "workers"),
     ("broker", F.BATCHING, F.CPU_QUOTA): (lambda: BrokerParams(batch_max_messages=4, cpu_fraction=0.5), "cpu_fraction"),
     ("broker", F.BATCHING, F.PRIORITY): (
