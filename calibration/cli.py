@@ -115,6 +115,7 @@ def _fitted(args, results=None, stalls=None, pacing=None):
         idle_exit_on=args.idle_exit,
         pacing=pacing,
         length_bytes=args.length_bytes,
+        speed_drift=args.speed_drift,
     )
     if args.io_cycles:  # the named brokers with the I/O-cycle structure (pubsim.calibration.iofit)
         profiles.update(fit_io_profiles(runs, meta, kinds=args.io_cycles.split(",")))
@@ -318,6 +319,8 @@ def _validate(args, console):
         "cpu_error_pct": "cpu err %",
         "passes_measured": "passes meas",
         "passes_simulated": "passes sim",
+        "throttled_measured": "thr. meas",
+        "throttled_simulated": "thr. sim",
         "shortfall_error_pp": "short. pp",
     }
     shown = acc[[c for c in cols if c in acc]].rename(columns=cols)
@@ -389,6 +392,13 @@ def _variability_flag(parser):
         action="store_false",
         help="leave out the cost per MQTT remaining-length byte (BrokerParams.length_byte_cost_s) even for "
         "a broker that reads them byte by byte and a campaign whose payloads identify it",
+    )
+    parser.add_argument(
+        "--no-speed-drift",
+        dest="speed_drift",
+        action="store_false",
+        help="keep each broker's speed constant instead of fitting its slow drift to the throttled-period "
+        "fractions of its capped training runs (BrokerParams.speed_drift_log_sd; pubsim.calibration.drift)",
     )
     parser.add_argument(
         "--no-variability",

@@ -167,6 +167,7 @@ def build_profile(
     terms=None,
     jitter_on="every_packet",
     idle_exit=None,
+    speed_drift=None,
 ):
     """The preset mapping of one calibrated broker and its loopback link.
 
@@ -218,6 +219,10 @@ def build_profile(
         ``provenance``; :class:`pubsim.models.params.idle.IdleExitParams`),
         measured on the campaign's machine
         (:func:`pubsim.calibration.harness.machine.idle_exit_curve`); None: none.
+    speed_drift : pubsim.calibration.drift.SpeedDriftCalibrator or None
+        A fitted drift: its values become ``speed_drift_log_sd`` and
+        ``speed_drift_time_s`` (when identified) and the note says how they
+        were found; None: no drift.
     """
     model = BROKER_MODELS[broker_kind]
     where = (
@@ -240,6 +245,7 @@ def build_profile(
             if demand_params.get("length_byte_cost_s")
             else ""
         )
+        + _drift_text(speed_drift)
         + "costs are CPU seconds of a whole "
         f"core: set cpu_fraction for a capped broker. {where}. Workers, topic syntax "
         f"and overflow from the broker's design: {model['why']}."
@@ -266,6 +272,7 @@ def build_profile(
         "topic_syntax": model["topic_syntax"],
         "overflow": model["overflow"],
         **({"idle_exit": idle_exit} if idle_exit is not None else {}),
+        **_drift_fields(speed_drift),
         **_passes(demand_params, metadata),
         "provenance": {
             "source": metadata.get("source", "measured"),
@@ -312,6 +319,35 @@ def build_profile(
         },
     }
     return {"broker": {name: broker}, "link": {f"loopback-{name}": link}, **tail}
+
+
+def _drift_fields(drift):
+    """The broker's speed-drift fields from a fitted :class:`pubsim.calibration.drift.SpeedDriftCalibrator`."""
+    if drift is None or not drift.params_["identified"]:
+        return {}
+    p = drift.params_
+    return {
+        "speed_drift_log_sd": float(f"{p['speed_drift_log_sd']:.4g}"),
+        "speed_drift_time_s": float(f"{p['speed_drift_time_s']:.4g}"),
+    }
+
+
+def _drift_text(drift):
+    """The note's sentence on the speed drift (empty when not asked for)."""
+    if drift is None:
+        return ""
+    p = drift.params_
+    if not p["identified"]:
+        return f"speed drift not identified: {p['reason']}; "
+    ci = drift.intervals_
+    band = {k: f" [{lo:.3g}, {hi:.3g}]" for k, (lo, hi) in ci.items()}
+    return (
+        f"speed drift per quota period: log-sd {p['speed_drift_log_sd']:.3g}"
+        f"{band.get('speed_drift_log_sd', '')}, correlation time {p['speed_drift_time_s']:.3g} s"
+        f"{band.get('speed_drift_time_s', '')} (bootstrap 95 % over runs), fitted by the method of "
+        f"moments to the throttled-period fractions of {p['n_runs']} sustainable capped training runs "
+        "(pubsim.calibration.drift); "
+    )
 
 
 def check_profile(profile):

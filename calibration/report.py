@@ -30,6 +30,7 @@ def accuracy_table(per_pair, per_run):
             ks_distance=("ks_distance", "median"),
             **({"cpu_error_pct": ("demand_error_pct", "median")} if "demand_error_pct" in below else {}),
             **_passes(below),
+            **_throttled(below),
             runs_below=("run", "size"),
         )
     table = per_pair.set_index(["broker", "config"])
@@ -61,6 +62,16 @@ def _passes(below):
     return {
         "passes_measured": ("measured_passes_per_ingress", "median"),
         "passes_simulated": ("simulated_passes_per_ingress", "median"),
+    }
+
+
+def _throttled(below):
+    """Mean measured and simulated fractions of throttled quota periods, where both are known."""
+    if "measured_throttled_fraction" not in below:
+        return {}
+    return {
+        "throttled_measured": ("measured_throttled_fraction", "mean"),
+        "throttled_simulated": ("simulated_throttled_fraction", "mean"),
     }
 
 

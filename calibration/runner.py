@@ -94,10 +94,15 @@ class RealHarness:
         Latencies kept per run (uniform random subsample), for CDFs.
     seed : int
         Seed of the subsampling.
+    broker_options : mapping or None
+        Extra lines of the brokers' configuration files, after the harness's
+        own (:class:`pubsim.calibration.harness.brokers.BrokerSpec`
+        ``options``; e.g. ``{"sys_interval": 0}`` for Mosquitto).
     """
 
-    def __init__(self, campaign, *, workdir=None, sample=1000, seed=0):
+    def __init__(self, campaign, *, workdir=None, sample=1000, seed=0, broker_options=None):
         self.campaign = campaign
+        self.broker_options = dict(broker_options or {})
         self.sample = sample
         self.rng = np.random.default_rng(seed)
         self._tmp = None if workdir else tempfile.TemporaryDirectory(prefix="pubsim-measure-")
@@ -128,6 +133,7 @@ class RealHarness:
             port=0,
             cpus=tuple(self.campaign.broker_cpus) or None,
             cpu_cap_fraction=spec.cpu_cap_fraction,
+            options=self.broker_options,
         )
         wd = self.workdir / f"{spec.broker}-{spec.config}"
         wd.mkdir(parents=True, exist_ok=True)

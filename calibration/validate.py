@@ -32,6 +32,7 @@ from scipy.stats import ks_2samp
 
 from .. import progress as P
 from ..analysis.interval_search import interval_search, is_sustainable
+from .drift import SpeedDriftCalibrator
 from .fit import (
     CONNECTION_FORMS,
     CONNECTION_TERMS,
@@ -102,6 +103,7 @@ def fit_profiles(
     jitter_on="every_packet",
     idle_exit_on=True,
     length_bytes=True,
+    speed_drift=True,
 ):
     """One calibrated profile per broker kind, fitted on ``runs[split]``.
 
@@ -139,7 +141,12 @@ def fit_profiles(
     (:class:`pubsim.calibration.fit.LatencyFloorCalibrator`'s ``path``).
     With ``length_bytes``, a broker that reads MQTT remaining lengths byte
     by byte (Mosquitto 2.0) gets ``length_byte_cost_s`` where the training
-    payloads identify it (:func:`_identified`).
+    payloads identify it (:func:`_identified`). With ``speed_drift``
+    (default), each broker's speed drift is fitted to the throttled-period
+    fractions of its sustainable capped training runs
+    (:class:`pubsim.calibration.drift.SpeedDriftCalibrator`, with at most 30
+    bootstrap resamples) and carried by its profile (``speed_drift_log_sd``,
+    ``speed_drift_time_s``) where the runs identify it.
 
     Returns
     -------
@@ -177,6 +184,7 @@ def fit_profiles(
                 "connections": _connection_text(demand.params_, status, form),
             },
             "terms": terms_record(demand, rows, status, n_boot=n_boot, seed=seed) if n_boot else None,
+            "speed_drift": SpeedDriftCalibrator(seed=seed, n_boot=min(n_boot, 30)).fit(rows) if speed_drift else None,
         }
 
         def profile(cv, rows=rows, demand=demand, base=base):
@@ -505,6 +513,9 @@ def _compare(runs, saturation, latency, profiles, seed, steps, progress, pacing=
             if not (math.isnan(passes) or math.isnan(summ["broker_passes_per_ingress"])):
                 rec["measured_passes_per_ingress"] = passes  # counted by perf, simulated as I/O cycles
                 rec["simulated_passes_per_ingress"] = summ["broker_passes_per_ingress"]
+            thr = r.get("cap_throttled_period_fraction", math.nan), summ["cap_throttled_period_fraction"]
+            if not any(math.isnan(x) for x in thr):  # cgroup nr_throttled / nr_periods, and the twin's
+                rec["measured_throttled_fraction"], rec["simulated_throttled_fraction"] = thr
             if rec["below_saturation"] and lat_meas.size and lat_sim.size:
                 for q in ("p50", "p90", "p99"):
                     m, s = r[f"latency_{q}_s"], summ[f"latency_{q}_s"]

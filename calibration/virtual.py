@@ -20,6 +20,7 @@ from ..models.params.client import PublisherParams, SubscriberParams
 from ..models.params.link import LinkParams
 from ..models.params.mapping import from_mapping
 from ..run import simulate
+from ..sim import kernels as K
 from ..sim.distributions import Sporadic, Uniform
 from .harness.cpu import quota_us
 from .harness.loadgen import pacing_batch
@@ -47,6 +48,7 @@ ROW_FIELDS = (
     "wakeups_per_ingress",
     "broker_passes_per_ingress",
     "broker_utilization",
+    "cap_throttled_period_fraction",
 )
 
 
@@ -96,9 +98,21 @@ def result_row(result, *, broker_station="broker:broker"):
         "wakeups_per_ingress": st["wakeups"] / st["served"] if st["served"] else math.nan,
         "broker_passes_per_ingress": _passes(st),
         "broker_utilization": st["utilization"],
+        "cap_throttled_period_fraction": _throttled_fraction(disc, result.network.window),
     }
     row.update(latency_fields(window_latencies(result)))
     return row
+
+
+def _throttled_fraction(disc, window):
+    """Fraction of the window's quota periods in which the broker ran out of budget (as the
+    cgroup's ``nr_throttled / nr_periods``); NaN without a quota or a counting FIFO discipline."""
+    fs = getattr(disc, "fs", None)
+    if fs is None or fs.shape[0] != K.FS_LEN or not fs[K.QUOTA] < math.inf:
+        return math.nan
+    w0, w1 = window
+    periods = (min(w1, fs[K.THR_W1]) - max(w0, fs[K.THR_W0])) / fs[K.PERIOD]
+    return float(fs[K.THR_N] / periods) if periods > 0 else math.nan
 
 
 def _as_asked(out, rate_per_s):

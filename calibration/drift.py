@@ -1,0 +1,226 @@
+"""A capped broker's speed drift, fitted from the periods its quota throttled.
+
+Below its limit a capped Mosquitto is throttled in some CFS periods and not
+in others: in the 2026-11-27 campaign (``data/mosquitto-wire``) runs at 77 to
+93 % of the quota had 0 to 46 % of their 10 ms periods throttled, and
+runs at one utilization differed by tens of points. With constant costs
+and paced arrivals the twin is never throttled there. Traced on the real
+broker (``sched_switch`` on its core, p64-f4 at 3,600-4,000 msg/s), its busy
+time per 10 ms period varied by 5-10 % (coefficient of variation) with
+autocorrelations of 0.3-0.8 ten periods apart: the work per message drifts
+slowly, not message by message.
+
+:class:`SpeedDriftCalibrator` fits the broker's
+``speed_drift_log_sd`` and ``speed_drift_time_s``
+(:func:`pubsim.sim.kernels.set_speed_drift`) to the measured fractions of
+throttled periods (``cap_throttled_period_fraction``, from the cgroup's
+``cpu.stat``) of the sustainable runs, with the fluid model of a quota:
+period ``p`` brings ``u x S_p`` quotas of work (``u`` the run's measured
+CPU over its quota) to a backlog ``B``; it is throttled when
+``B + u S_p > 1``, and ``B`` carries the excess (a Lindley recursion). Both
+parameters are found by the method of moments, with common random numbers:
+for each correlation time of ``time_grid_s``, the log-sd whose mean simulated
+fraction over the runs equals the measured mean; of those, the pair whose
+simulated run-to-run variance matches the measured residual variance (a slow
+drift makes short runs differ: that spread identifies the time). A
+bootstrap over runs gives their intervals.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+from scipy.optimize import brentq
+
+from .harness.cpu import quota_us
+
+__all__ = ["SpeedDriftCalibrator", "utilization_of_quota"]
+
+
+def utilization_of_quota(runs: pd.DataFrame) -> pd.Series:
+    """Each run's broker CPU over its quota: CPU per message x ingress rate / cap (NaN uncapped)."""
+    cap = runs["cpu_cap_fraction"].astype(float)
+    return runs["demand_s_per_ingress"] * runs["ingress_rate_per_s"] / cap
+
+
+class SpeedDriftCalibrator:
+    """Fit a capped broker's speed drift to its throttled-period fractions.
+
+    Parameters
+    ----------
+    time_grid_s : sequence of float
+        Correlation times tried, s (0: independent per period).
+    replications : int
+        Simulated runs per measured run (common random numbers).
+    min_utilization, max_utilization : float
+        Runs whose CPU over quota lies outside are left out (light runs say
+        nothing; at the quota every period is throttled whatever the drift).
+    n_boot : int
+        Bootstrap resamples of the runs for the intervals (0: none).
+    seed : int
+        Seed of the simulated draws and of the bootstrap.
+
+    Attributes
+    ----------
+    params_ : dict
+        ``speed_drift_log_sd``, ``speed_drift_time_s``, ``n_runs``,
+        ``identified`` (bool) and ``reason`` (why not, or "").
+    intervals_ : dict
+        Parameter -> (2.5 %, 97.5 %) bootstrap interval (empty without a bootstrap).
+    table_ : pandas.DataFrame
+        Per run: configuration, rate, ``utilization``, measured and
+        simulated (mean, sd) throttled fractions.
+    """
+
+    def __init__(
+        self,
+        *,
+        time_grid_s=(0.0, 0.05, 0.1, 0.3, 1.0, 3.0, 10.0),
+        replications=200,
+        min_utilization=0.5,
+        max_utilization=0.99,
+        n_boot=30,
+        seed=0,
+    ):
+        self.time_grid_s = tuple(float(t) for t in time_grid_s)
+        self.replications = int(replications)
+        self.min_utilization = float(min_utilization)
+        self.max_utilization = float(max_utilization)
+        self.n_boot = int(n_boot)
+        self.seed = int(seed)
+
+    def fit(self, runs: pd.DataFrame) -> SpeedDriftCalibrator:
+        """Fit on the sustainable capped runs of ``runs`` (one broker's training rows)."""
+        missing = sorted(_NEEDED.difference(runs.columns))
+        if missing:  # a campaign that did not read the cgroup's cpu.stat
+            self.table_, self.intervals_ = pd.DataFrame(), {}
+            self.params_ = _params(0.0, 0.0, 0, f"the runs do not record {', '.join(missing)}")
+            return self
+        rows = self._usable(runs)
+        f = rows["cap_throttled_period_fraction"].to_numpy()
+        self.table_ = rows[["config", "rate_per_s", "utilization", "cap_throttled_period_fraction"]].reset_index(
+            drop=True
+        )
+        self.intervals_ = {}
+        reason = _unidentified(f)
+        if reason:
+            self.params_ = _params(0.0, 0.0, len(rows), reason)
+            return self
+        model = _Fluid(rows, self.replications, np.random.default_rng(self.seed))
+        sigma, tau = self._moments(model, np.arange(len(rows)), f)
+        self.params_ = _params(sigma, tau, len(rows), "")
+        sim = model.fractions(sigma, tau)
+        self.table_["simulated_mean"] = sim.mean(axis=0)
+        self.table_["simulated_sd"] = sim.std(axis=0)
+        if self.n_boot:
+            self.intervals_ = self._bootstrap(model, f)
+        return self
+
+    def _usable(self, runs):
+        rows = runs[runs["sustainable"].astype(bool)].copy()
+        rows = rows[rows["cpu_cap_fraction"].notna() & rows["cap_throttled_period_fraction"].notna()]
+        rows["utilization"] = utilization_of_quota(rows)
+        keep = rows["utilization"].between(self.min_utilization, self.max_utilization)
+        return rows[keep]
+
+    def _moments(self, model, idx, f):
+        """(log-sd, time) matching the mean and the run-to-run variance of the fractions ``f`` of runs ``idx``."""
+        best = None
+        for tau in self.time_grid_s:
+            sigma = model.log_sd_for_mean(idx, f.mean(), tau)
+            sim = model.fractions(sigma, tau)[:, idx]
+            resid = np.mean((f - sim.mean(axis=0)) ** 2)
+            miss = abs(math.log(max(np.mean(sim.var(axis=0)), 1e-9) / max(resid, 1e-9)))
+            if best is None or miss < best[0]:
+                best = (miss, sigma, tau)
+        return best[1], best[2]
+
+    def _bootstrap(self, model, f):
+        rng = np.random.default_rng(self.seed + 1)
+        draws = []
+        for _ in range(self.n_boot):
+            idx = rng.integers(0, len(f), len(f))
+            if _unidentified(f[idx]):
+                draws.append((0.0, 0.0))
+                continue
+            draws.append(self._moments(model, idx, f[idx]))
+        arr = np.array(draws)
+        lo, hi = np.quantile(arr, [0.025, 0.975], axis=0)
+        return {
+            "speed_drift_log_sd": (float(lo[0]), float(hi[0])),
+            "speed_drift_time_s": (float(lo[1]), float(hi[1])),
+        }
+
+
+_NEEDED = {
+    "sustainable",
+    "cpu_cap_fraction",
+    "cap_throttled_period_fraction",
+    "demand_s_per_ingress",
+    "ingress_rate_per_s",
+    "duration_s",
+}
+
+
+def _unidentified(f):
+    if len(f) < 4:
+        return f"{len(f)} sustainable capped runs between the utilization bounds (at least 4 needed)"
+    if not (f > 0).any():
+        return "no throttled periods in the sustainable runs below the quota"
+    return ""
+
+
+def _params(sigma, tau, n, reason):
+    return {
+        "speed_drift_log_sd": float(sigma),
+        "speed_drift_time_s": float(tau),
+        "n_runs": int(n),
+        "identified": not reason,
+        "reason": reason,
+    }
+
+
+class _Fluid:
+    """The fluid quota model of a set of runs, with fixed normal draws (common random numbers
+    across parameter values; independent across runs and replications)."""
+
+    def __init__(self, rows, replications, rng):
+        self.u = rows["utilization"].to_numpy()
+        self.period_s = np.array([quota_us(c)[1] / 1e6 for c in rows["cpu_cap_fraction"]])
+        self.periods = np.maximum(1, np.round(rows["duration_s"].to_numpy() / self.period_s)).astype(int)
+        self.z = rng.standard_normal((int(self.periods.max()), replications, len(self.u)))
+        self._cache = {}
+
+    def fractions(self, sigma, tau):
+        """Simulated throttled fraction, replications x runs."""
+        key = (round(sigma, 12), tau)
+        if key not in self._cache:
+            self._cache[key] = self._simulate(sigma, tau)
+        return self._cache[key]
+
+    def _simulate(self, sigma, tau):
+        rho = np.exp(-self.period_s / tau) if tau > 0 else np.zeros_like(self.period_s)
+        innov = np.sqrt(1.0 - rho**2) * sigma
+        x = sigma * self.z[0] * np.ones_like(self.u)
+        backlog = np.zeros_like(x)
+        throttled = np.zeros_like(x)
+        for p in range(self.z.shape[0]):
+            if p:
+                x = rho * x + innov * self.z[p]
+            work = backlog + self.u * np.exp(x - 0.5 * sigma * sigma)
+            live = p < self.periods
+            throttled += (work > 1.0) & live
+            backlog = np.where(live, np.maximum(0.0, work - 1.0), backlog)
+        return throttled / self.periods
+
+    def log_sd_for_mean(self, idx, target, tau):
+        """The log-sd whose mean simulated fraction over runs ``idx`` is ``target``."""
+
+        def gap(sigma):
+            return self.fractions(sigma, tau)[:, idx].mean() - target
+
+        if gap(1.0) < 0:
+            return 1.0
+        return brentq(gap, 1e-4, 1.0, xtol=1e-4)
