@@ -55,24 +55,22 @@ def _brackets(below):
     return {c: (c, "median") for c in cols}
 
 
+def _pair(below, name, column, how):
+    """``{name}_measured`` / ``{name}_simulated``: ``how`` of ``measured_{column}`` and
+    ``simulated_{column}`` per pair, where the runs record both (else nothing)."""
+    if f"measured_{column}" not in below:
+        return {}
+    return {f"{name}_{side}": (f"{side}_{column}", how) for side in ("measured", "simulated")}
+
+
 def _passes(below):
     """Median measured and simulated event-loop passes per message, where both are known."""
-    if "measured_passes_per_ingress" not in below:
-        return {}
-    return {
-        "passes_measured": ("measured_passes_per_ingress", "median"),
-        "passes_simulated": ("simulated_passes_per_ingress", "median"),
-    }
+    return _pair(below, "passes", "passes_per_ingress", "median")
 
 
 def _throttled(below):
     """Mean measured and simulated fractions of throttled quota periods, where both are known."""
-    if "measured_throttled_fraction" not in below:
-        return {}
-    return {
-        "throttled_measured": ("measured_throttled_fraction", "mean"),
-        "throttled_simulated": ("simulated_throttled_fraction", "mean"),
-    }
+    return _pair(below, "throttled", "throttled_fraction", "mean")
 
 
 def cdf_figure(latency, per_run, simulated, *, broker, config, runs=None):
