@@ -59,6 +59,10 @@ class SpeedDriftCalibrator:
         nothing; at the quota every period is throttled whatever the drift).
     n_boot : int
         Bootstrap resamples of the runs for the intervals (0: none).
+    max_interval_ratio : float
+        With a bootstrap, the log-sd counts as identified only if the upper
+        end of its 95 % interval is at most this many times the estimate
+        (the estimate is still reported, with the reason).
     seed : int
         Seed of the simulated draws and of the bootstrap.
 
@@ -82,6 +86,7 @@ class SpeedDriftCalibrator:
         min_utilization=0.5,
         max_utilization=0.99,
         n_boot=30,
+        max_interval_ratio=3.0,
         seed=0,
     ):
         self.time_grid_s = tuple(float(t) for t in time_grid_s)
@@ -89,6 +94,7 @@ class SpeedDriftCalibrator:
         self.min_utilization = float(min_utilization)
         self.max_utilization = float(max_utilization)
         self.n_boot = int(n_boot)
+        self.max_interval_ratio = float(max_interval_ratio)
         self.seed = int(seed)
 
     def fit(self, runs: pd.DataFrame) -> SpeedDriftCalibrator:
@@ -116,6 +122,15 @@ class SpeedDriftCalibrator:
         self.table_["simulated_sd"] = sim.std(axis=0)
         if self.n_boot:
             self.intervals_ = self._bootstrap(model, f)
+            lo, hi = self.intervals_["speed_drift_log_sd"]
+            if hi > self.max_interval_ratio * sigma:
+                self.params_ = _params(
+                    sigma,
+                    tau,
+                    len(rows),
+                    f"log-sd {sigma:.3g} not identified: its bootstrap 95 % interval [{lo:.3g}, {hi:.3g}] "
+                    f"reaches more than {self.max_interval_ratio:g} x the estimate",
+                )
         return self
 
     def _usable(self, runs):

@@ -92,3 +92,15 @@ def test_a_campaign_without_throttle_counts_is_not_fitted():
     fit = SpeedDriftCalibrator(n_boot=0).fit(runs_table([0.9] * 6).drop(columns="cap_throttled_period_fraction"))
     assert not fit.params_["identified"]
     assert "cap_throttled_period_fraction" in fit.params_["reason"]
+
+
+def test_a_drift_few_runs_cannot_pin_down_is_reported_not_fitted():
+    """Five runs whose two throttled ones are the least loaded: resamples that repeat them need a
+    large drift, those that leave them out none; the bootstrap interval of the log-sd is wide."""
+    u = np.array([0.55, 0.6, 0.9, 0.93, 0.96])
+    f = np.array([0.5, 0.3, 0.0, 0.0, 0.0])
+    fit = SpeedDriftCalibrator(replications=50, n_boot=20, seed=2, time_grid_s=(0.0, 1.0)).fit(runs_table(u, f))
+    lo, hi = fit.intervals_["speed_drift_log_sd"]
+    assert hi > 3 * fit.params_["speed_drift_log_sd"]
+    assert not fit.params_["identified"]
+    assert "not identified" in fit.params_["reason"]
