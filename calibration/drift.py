@@ -136,6 +136,7 @@ class SpeedDriftCalibrator:
     def _usable(self, runs):
         rows = runs[runs["sustainable"].astype(bool)].copy()
         rows = rows[rows["cpu_cap_fraction"].notna() & rows["cap_throttled_period_fraction"].notna()]
+        rows = rows[pd.to_numeric(rows["duration_s"], errors="coerce").gt(0)]  # periods per run need it
         rows["utilization"] = utilization_of_quota(rows)
         keep = rows["utilization"].between(self.min_utilization, self.max_utilization)
         return rows[keep]
