@@ -167,3 +167,14 @@ def test_twin_reports_its_throttled_fraction():
 
     assert fraction(1000.0) == 0.0
     assert fraction(4000.0) > 0.95
+
+
+def test_a_scenario_mapping_reads_the_drift_with_units():
+    from pubsim.models.params.mapping import from_mapping
+
+    b = from_mapping(
+        BrokerParams, {"cpu_fraction": 0.2, "speed_drift_log_sd": "0.07", "speed_drift_time_s": "300 ms"}, "broker.b"
+    )
+    assert (b.speed_drift_log_sd, b.speed_drift_time_s) == (0.07, 0.3)
+    with pytest.raises(ConfigError, match="speed_drift_log_sd"):
+        from_mapping(BrokerParams, {"speed_drift_log_sd": "large"}, "broker.b")
