@@ -122,16 +122,19 @@ class SpeedDriftCalibrator:
         self.table_["simulated_sd"] = sim.std(axis=0)
         if self.n_boot:
             self.intervals_ = self._bootstrap(model, f)
-            lo, hi = self.intervals_["speed_drift_log_sd"]
-            if hi > self.max_interval_ratio * sigma:
-                self.params_ = _params(
-                    sigma,
-                    tau,
-                    len(rows),
-                    f"log-sd {sigma:.3g} not identified: its bootstrap 95 % interval [{lo:.3g}, {hi:.3g}] "
-                    f"reaches more than {self.max_interval_ratio:g} x the estimate",
-                )
+            self.params_["reason"] = self._too_wide(sigma)
+            self.params_["identified"] = not self.params_["reason"]
         return self
+
+    def _too_wide(self, sigma):
+        """Why the log-sd is not identified by its bootstrap interval, or ""."""
+        lo, hi = self.intervals_["speed_drift_log_sd"]
+        if hi <= self.max_interval_ratio * sigma:
+            return ""
+        return (
+            f"log-sd {sigma:.3g} not identified: its bootstrap 95 % interval [{lo:.3g}, {hi:.3g}] "
+            f"reaches more than {self.max_interval_ratio:g} x the estimate"
+        )
 
     def _usable(self, runs):
         rows = runs[runs["sustainable"].astype(bool)].copy()
