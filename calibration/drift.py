@@ -15,8 +15,9 @@ slowly, not message by message.
 (:func:`pubsim.sim.kernels.set_speed_drift`) to the measured fractions of
 throttled periods (``cap_throttled_period_fraction``, from the cgroup's
 ``cpu.stat``) of the sustainable runs, with the fluid model of a quota:
-period ``p`` brings ``u x S_p`` quotas of work (``u`` the run's measured
-CPU over its quota) to a backlog ``B``; it is throttled when
+period ``p`` brings ``u x S_p`` quotas of work (``u`` the run's CPU over
+its quota at the fitted costs, as the twin will have it, or as measured) to
+a backlog ``B``; it is throttled when
 ``B + u S_p > 1``, and ``B`` carries the excess (a Lindley recursion). Both
 parameters are found by the method of moments, with common random numbers:
 for each correlation time of ``time_grid_s``, the log-sd whose mean simulated
@@ -97,8 +98,19 @@ class SpeedDriftCalibrator:
         self.max_interval_ratio = float(max_interval_ratio)
         self.seed = int(seed)
 
-    def fit(self, runs: pd.DataFrame) -> SpeedDriftCalibrator:
-        """Fit on the sustainable capped runs of ``runs`` (one broker's training rows)."""
+    def fit(self, runs: pd.DataFrame, demand_s=None) -> SpeedDriftCalibrator:
+        """Fit on the sustainable capped runs of ``runs`` (one broker's training rows).
+
+        ``demand_s``: CPU per ingress message of each row of ``runs`` (s) to
+        load the fluid model with, e.g. the fitted demand model's
+        (``predict``): the twin's costs, where a run's measured CPU already
+        holds the drift it met. None (the default of
+        :func:`pubsim.calibration.validate.fit_profiles`): each run's measured
+        CPU, which did better on the training split of ``mosquitto-wire``
+        (calibration/README.md, "Throttled below the limit").
+        """
+        if demand_s is not None:
+            runs = runs.assign(demand_s_per_ingress=np.asarray(demand_s, dtype=float))
         missing = sorted(_NEEDED.difference(runs.columns))
         if missing:  # a campaign that did not read the cgroup's cpu.stat
             self.table_, self.intervals_ = pd.DataFrame(), {}

@@ -143,8 +143,8 @@ def fit_profiles(
     by byte (Mosquitto 2.0) gets ``length_byte_cost_s`` where the training
     payloads identify it (:func:`_identified`). With ``speed_drift``
     (default), each broker's speed drift is fitted to the throttled-period
-    fractions of its sustainable capped training runs
-    (:class:`pubsim.calibration.drift.SpeedDriftCalibrator`, with at most 30
+    fractions of its sustainable capped training runs, loaded at their
+    measured CPU (:class:`pubsim.calibration.drift.SpeedDriftCalibrator`, with at most 30
     bootstrap resamples) and carried by its profile (``speed_drift_log_sd``,
     ``speed_drift_time_s``) where the runs identify it.
 

@@ -104,3 +104,17 @@ def test_a_drift_few_runs_cannot_pin_down_is_reported_not_fitted():
     assert hi > 3 * fit.params_["speed_drift_log_sd"]
     assert not fit.params_["identified"]
     assert "not identified" in fit.params_["reason"]
+
+
+def test_fitted_costs_load_the_fluid_model_when_given():
+    """With ``demand_s`` the runs' utilizations are those of the given costs, not the measured ones;
+    the same throttling at a lower utilization needs a larger drift."""
+    u = np.tile(np.linspace(0.8, 0.97, 12), 3)
+    f = measured(u, 0.08, 1.0, seed=11)
+    table = runs_table(u, f)
+    own = SpeedDriftCalibrator(replications=50, n_boot=0, time_grid_s=(1.0,)).fit(table)
+    lower = SpeedDriftCalibrator(replications=50, n_boot=0, time_grid_s=(1.0,)).fit(
+        table, demand_s=table["demand_s_per_ingress"] * 0.9
+    )
+    assert lower.table_["utilization"].to_numpy() == pytest.approx(0.9 * own.table_["utilization"].to_numpy())
+    assert lower.params_["speed_drift_log_sd"] > own.params_["speed_drift_log_sd"]
