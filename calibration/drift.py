@@ -15,9 +15,9 @@ slowly, not message by message.
 (:func:`pubsim.sim.kernels.set_speed_drift`) to the measured fractions of
 throttled periods (``cap_throttled_period_fraction``, from the cgroup's
 ``cpu.stat``) of the sustainable runs, with the fluid model of a quota:
-period ``p`` brings ``u x S_p`` quotas of work (``u`` the run's CPU over
-its quota at the fitted costs, as the twin will have it, or as measured) to
-a backlog ``B``; it is throttled when
+period ``p`` brings ``u x S_p`` quotas of work (``u`` the run's measured
+CPU over its quota, or that at given costs: :meth:`SpeedDriftCalibrator.fit`)
+to a backlog ``B``; it is throttled when
 ``B + u S_p > 1``, and ``B`` carries the excess (a Lindley recursion). Both
 parameters are found by the method of moments, with common random numbers:
 for each correlation time of ``time_grid_s``, the log-sd whose mean simulated

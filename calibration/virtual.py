@@ -98,20 +98,20 @@ def result_row(result, *, broker_station="broker:broker"):
         "wakeups_per_ingress": st["wakeups"] / st["served"] if st["served"] else math.nan,
         "broker_passes_per_ingress": _passes(st),
         "broker_utilization": st["utilization"],
-        "cap_throttled_period_fraction": _throttled_fraction(disc, result.network.window),
+        "cap_throttled_period_fraction": _throttled_fraction(disc),
     }
     row.update(latency_fields(window_latencies(result)))
     return row
 
 
-def _throttled_fraction(disc, window):
-    """Fraction of the window's quota periods in which the broker ran out of budget (as the
-    cgroup's ``nr_throttled / nr_periods``); NaN without a quota or a counting FIFO discipline."""
+def _throttled_fraction(disc):
+    """Fraction of the quota periods of the broker's counting window (its station's window,
+    :func:`pubsim.sim.kernels.set_throttle_window`) in which it ran out of budget, as the
+    cgroup's ``nr_throttled / nr_periods``; NaN without a quota or a FIFO discipline."""
     fs = getattr(disc, "fs", None)
-    if fs is None or fs.shape[0] != K.FS_LEN or not fs[K.QUOTA] < math.inf:
+    if fs is None or not fs[K.QUOTA] < math.inf:
         return math.nan
-    w0, w1 = window
-    periods = (min(w1, fs[K.THR_W1]) - max(w0, fs[K.THR_W0])) / fs[K.PERIOD]
+    periods = (fs[K.THR_W1] - fs[K.THR_W0]) / fs[K.PERIOD]
     return float(fs[K.THR_N] / periods) if periods > 0 else math.nan
 
 

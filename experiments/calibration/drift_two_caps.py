@@ -1,13 +1,22 @@
-"""Is Mosquitto's speed drift relative to its work or an absolute excess per quota period?
+"""Mosquitto's CPU per message and throttled periods under several CPU caps, interleaved.
 
-Runs one configuration of a campaign file near its limit under two CPU caps, interleaved per
-round, writes one JSON line per run, then fits the drift (pubsim.calibration.drift) on each cap's
-runs. A relative drift has the same log-sd at both caps; an absolute excess per period would
-show half the log-sd at twice the cap. calibration/README.md, "Throttled below the limit: the
-broker's speed drifts", has the result (relative).
+Runs one configuration of a campaign file at each cap's rates, the caps alternating in order
+per round, prints and writes one JSON line per run (CPU per message, CPU over its quota,
+throttled-period fraction, p99, reads and passes per message), then fits the speed drift
+(pubsim.calibration.drift) on each cap's runs. calibration/README.md, "Throttled below the
+limit: the broker's speed drifts", has two uses and their results:
 
-    .venv/bin/python experiments/calibration/drift_two_caps.py experiments/calibration/mosquitto-wire.yaml \
-        p64-f1 '0.2@11000,12000,13000,14000;0.4@22000,24000,26000,27500' 4 runs.jsonl
+- is the drift relative to the work or an absolute excess per quota period? A relative drift
+  has the same log-sd at both caps, an absolute one half at twice the cap (relative):
+
+      .venv/bin/python experiments/calibration/drift_two_caps.py experiments/calibration/mosquitto-wire.yaml \
+          p64-f1 '0.2@11000,12000,13000,14000;0.4@22000,24000,26000,27500' 4 runs.jsonl
+
+- does being throttled raise the cost, or are the costlier runs the throttled ones? The same
+  rates under a cap that throttles and one never reached (the cost varies as much at both):
+
+      .venv/bin/python experiments/calibration/drift_two_caps.py experiments/calibration/mosquitto-wire.yaml \
+          p64-f4 '0.2@4500,5000;0.35@4500,5000' 4 ab.jsonl
 
 Needs Mosquitto (scripts/install_brokers.sh) and cgroup CPU control (root).
 """
@@ -22,7 +31,15 @@ from pubsim.calibration.campaign import load_campaign
 from pubsim.calibration.drift import SpeedDriftCalibrator
 from pubsim.calibration.runner import RealHarness
 
-FIELDS = ("ingress_rate_per_s", "demand_s_per_ingress", "delivery_ratio", "cap_throttled_period_fraction")
+FIELDS = (
+    "ingress_rate_per_s",
+    "demand_s_per_ingress",
+    "delivery_ratio",
+    "cap_throttled_period_fraction",
+    "latency_p99_s",
+    "broker_reads_per_ingress",
+    "broker_passes_per_ingress",
+)
 
 
 def plan(text):
@@ -50,7 +67,18 @@ def measure(camp, config, caps, rounds, out):
                     )
                     out.write(json.dumps(rec) + "\n")
                     out.flush()
-                    print(rec, flush=True)
+                    print(line(rec), flush=True)
+
+
+def line(rec):
+    """One run, as printed."""
+    cpu, nan = rec["demand_s_per_ingress"], float("nan")
+    return (
+        f"round {rec['round']} cap {rec['cpu_cap_fraction']:g} {rec['rate_per_s']:.0f}/s: cpu/msg {cpu * 1e6:.1f} us, "
+        f"CPU/quota {cpu * rec['ingress_rate_per_s'] / rec['cpu_cap_fraction']:.3f}, "
+        f"throttled {rec['cap_throttled_period_fraction']:.3f}, p99 {rec['latency_p99_s'] * 1e6:.0f} us, "
+        f"reads/msg {rec['broker_reads_per_ingress'] or nan:.2f}, passes/msg {rec['broker_passes_per_ingress'] or nan:.3f}"
+    )
 
 
 def main(path, config, what, rounds, jsonl):
