@@ -1,10 +1,12 @@
 """A ZeroMQ forwarder broker: ``zmq.proxy(XSUB, XPUB)`` on two loopback ports.
 
-Run as ``python -m pubsim.calibration.harness.zmqproxy --xsub PORT --xpub PORT2
+Run as ``python calibration/harness/zmqproxy.py --xsub PORT --xpub PORT2
 [--hwm N]``: publishers connect their PUB sockets to the XSUB port,
 subscribers their SUB sockets to the XPUB port. ``--hwm`` sets the high-water
 marks of both sides (ZeroMQ drops messages beyond them). It runs until killed
-(SIGTERM's default action ends it at once).
+(SIGTERM's default action ends it at once). It imports nothing of pubsim:
+under a 0.1-core quota the package's import would take longer than the
+broker's start timeout.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import sys
 
 def _parse(argv):
     p = argparse.ArgumentParser(
-        prog="python -m pubsim.calibration.harness.zmqproxy", description=__doc__.splitlines()[0]
+        prog="zmqproxy.py", description=__doc__.splitlines()[0]
     )
     p.add_argument("--xsub", type=int, required=True, help="port publishers connect to")
     p.add_argument("--xpub", type=int, required=True, help="port subscribers connect to")
