@@ -16,9 +16,7 @@ import sys
 
 
 def _parse(argv):
-    p = argparse.ArgumentParser(
-        prog="zmqproxy.py", description=__doc__.splitlines()[0]
-    )
+    p = argparse.ArgumentParser(prog="zmqproxy.py", description=__doc__.splitlines()[0])
     p.add_argument("--xsub", type=int, required=True, help="port publishers connect to")
     p.add_argument("--xpub", type=int, required=True, help="port subscribers connect to")
     p.add_argument("--host", default="127.0.0.1")
