@@ -120,10 +120,11 @@ def test_zmq_proxy_runs_without_importing_pubsim(tmp_path):
     pytest.importorskip("zmq", reason="pyzmq not installed (needed by the zmq-proxy broker)")
     plan = B._zmq_plan(BrokerSpec(kind="zmq-proxy"), tmp_path, [1, 2])
     assert "-m" not in plan.argv and Path(plan.argv[1]).name == "zmqproxy.py"
-    probe = "import runpy, sys; sys.argv = ['zmqproxy.py', '--help']\n"
-    probe += "try:\n    runpy.run_path(sys.argv_path, run_name='__main__')\nexcept SystemExit:\n    pass\n"
-    probe += "print(sorted(m for m in sys.modules if m.split('.')[0] == 'pubsim'))"
-    code = probe.replace("sys.argv_path", repr(plan.argv[1]))
+    code = (
+        f"import runpy, sys; sys.argv = ['zmqproxy.py', '--help']\n"
+        f"try:\n    runpy.run_path({plan.argv[1]!r}, run_name='__main__')\nexcept SystemExit:\n    pass\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'pubsim'))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=tmp_path)
     assert out.returncode == 0, out.stderr
     assert "--xsub" in out.stdout and out.stdout.strip().splitlines()[-1] == "[]"
