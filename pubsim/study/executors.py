@@ -80,6 +80,10 @@ class LocalExecutor:
 
     def _start(self, jobs):
         ctx = multiprocessing.get_context("forkserver")
+        # The forkserver is one per process, and whoever starts it first sets what it preloads: with the
+        # default (only ``__main__``) every child it forks imports pubsim itself, about 2 s of CPU each,
+        # the harness's load-generator clients too (32 of them ran past their set-up deadline).
+        ctx.set_forkserver_preload([__package__])
         # Workers are forked by the forkserver and keep the SIGINT disposition it started with: start it
         # with Ctrl-C ignored, and every worker ignores it; this process handles it from then on (a Ctrl-C
         # while submitting jobs could be lost when SIGINT was ignored here around every submission).
