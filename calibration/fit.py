@@ -23,8 +23,9 @@ Mosquitto ~21 us at 1k msg/s, ~8 us at 40k msg/s): an event-loop broker
 pays a wake-up per message when idle. ``P(idle at arrival)`` is estimated per
 run either as ``1 - U`` with ``U = ingress_rate * demand / cap`` (PASTA) or,
 with ``wake_regressor="wakeups"``, as the measured voluntary context switches
-per ingress message. An optional fifth term ``background / rate`` absorbs a
-constant background CPU load, and an optional sixth term charges each
+per ingress message (at most 1), or, with ``"wakeup_switches"``, as those
+over the switches of one wake-up (:func:`wakeups_of`). An optional fifth
+term ``background / rate`` absorbs a constant background CPU load, and an optional sixth term charges each
 client connection of the broker (:data:`CONNECTION_FORMS`, issue 18). With
 ``fit_length_bytes``, the bytes of the MQTT remaining-length field beyond the
 first (:func:`pubsim.models.protocol.mqtt_length_bytes`: 0 below 128 B of
@@ -61,6 +62,8 @@ __all__ = [
     "CONNECTION_FORMS",
     "CONNECTION_TERMS",
     "connections_of",
+    "wakeups_of",
+    "WAKE_REGRESSORS",
     "extra_length_bytes_of",
     "HARNESS_TOPIC_BYTES",
 ]
@@ -176,13 +179,56 @@ def cap_of(measurements):
     return measurements["cpu_cap_fraction"].fillna(1.0).to_numpy(dtype=float)
 
 
+#: How the fit estimates the probability that a message finds the broker idle (``wake_regressor``).
+WAKE_REGRESSORS = ("idle_fraction", "wakeups", "wakeup_switches")
+
+
+def wakeups_of(measurements, *, min_reference=1.0):
+    """Wake-ups per ingress message of each run, from its voluntary context switches.
+
+    A broker whose threads hand a message on switches several times per
+    wake-up: nats-server's read loop, its flush of the outbound buffers and
+    the Go netpoller; libzmq's I/O thread and the proxy's own (the brokers
+    with ``wakeup_switches`` in
+    :data:`pubsim.calibration.profile.BROKER_MODELS`). At a configuration's
+    lightest load every message wakes such a broker, so its switches per
+    message there, ``w_ref``, are those of one wake-up, and a run's
+    wake-ups per message are ``w / w_ref``, clipped to [0, 1] (``w_ref`` at
+    least ``min_reference``; without a ``config`` column, the switches
+    clipped to [0, 1]). Measured (calibration/README.md, "A wake-up is
+    three context switches"): NATS and the ZeroMQ proxy 2.3-3.3 switches
+    per message at 200 msg/s, Mosquitto 1.0; uncapped, NATS spent 39-47 us
+    per switch from 1,000 to 16,000 msg/s while its switches per message
+    fell from 3.0 to 0.19. Read as a probability capped at 1, three
+    switches per wake-up counted every message of a NATS run at 4,000
+    msg/s as a wake-up where a quarter were, and the fitted wake-up cost
+    came out at 34 us where one wake-up cost 120-140 us.
+
+    Not for a runtime whose own schedulers switch whether or not messages
+    come (Erlang's, a JVM's: RabbitMQ switched 1,400 times per second at
+    200 msg/s, ejabberd 3,900): there the switches at the lightest load are
+    not one message's.
+    """
+    m = measurements.reset_index(drop=True)
+    w = m["wakeups_per_ingress"].to_numpy(dtype=float)
+    if "config" not in m:
+        return np.clip(w, 0.0, 1.0)
+    rate = m["ingress_rate_per_s"].to_numpy(dtype=float)
+    lightest = m.groupby("config")["ingress_rate_per_s"].transform("min").to_numpy(dtype=float)
+    ref = pd.Series(np.where(rate == lightest, w, np.nan)).groupby(m["config"]).transform("max").to_numpy(dtype=float)
+    ref = np.where(np.isnan(ref), max(min_reference, 1.0), np.maximum(ref, min_reference))
+    return np.clip(w / ref, 0.0, 1.0)
+
+
 class BrokerDemandCalibrator:
     """Fit the per-message CPU demand of one broker from measured runs.
 
     Parameters
     ----------
-    wake_regressor : {"idle_fraction", "wakeups"}
-        How P(worker idle at arrival) is estimated per run (module docstring).
+    wake_regressor : {"idle_fraction", "wakeups", "wakeup_switches"}
+        How P(worker idle at arrival) is estimated per run (module
+        docstring): ``1 - U``; the switches per message capped at 1; or the
+        switches per message over those of one wake-up (:func:`wakeups_of`).
     fit_per_byte : bool
         Fit the per-byte cost (needs runs with different payload sizes).
     fit_delivery : bool
@@ -230,8 +276,8 @@ class BrokerDemandCalibrator:
         connection_form=None,
         fit_length_bytes=False,
     ):
-        if wake_regressor not in ("idle_fraction", "wakeups"):
-            raise ConfigError("wake_regressor", wake_regressor, "idle_fraction or wakeups")
+        if wake_regressor not in WAKE_REGRESSORS:
+            raise ConfigError("wake_regressor", wake_regressor, f"one of {', '.join(WAKE_REGRESSORS)}")
         if connection_form is not None and connection_form not in CONNECTION_FORMS:
             raise ConfigError("connection_form", connection_form, f"None or one of {sorted(CONNECTION_FORMS)}")
         self.wake_regressor = wake_regressor
@@ -245,7 +291,9 @@ class BrokerDemandCalibrator:
         fanout = m["fanout"].to_numpy(dtype=float)
         payload = m["payload_bytes"].to_numpy(dtype=float)
         demand = m["demand_s_per_ingress"].to_numpy(dtype=float)
-        if self.wake_regressor == "wakeups":
+        if self.wake_regressor == "wakeup_switches":
+            idle = wakeups_of(m)
+        elif self.wake_regressor == "wakeups":
             idle = np.clip(m["wakeups_per_ingress"].to_numpy(dtype=float), 0.0, 1.0)
         else:
             busy = m["ingress_rate_per_s"].to_numpy(dtype=float) * demand / cap_of(m)
@@ -271,7 +319,7 @@ class BrokerDemandCalibrator:
         return np.column_stack([c for c, k in zip(cols, keep) if k]), [n for n, k in zip(COSTS, keep) if k]
 
     def _columns(self):
-        cols = REQUIRED_COLUMNS + (("wakeups_per_ingress",) if self.wake_regressor == "wakeups" else ())
+        cols = REQUIRED_COLUMNS + (("wakeups_per_ingress",) if self.wake_regressor != "idle_fraction" else ())
         return cols + (("publishers", "subscribers") if self.connection_form is not None else ())
 
     def _known(self, measurements):

@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .fit import LatencyFloorCalibrator, _check, relative_nnls
+from .fit import LatencyFloorCalibrator, _check, relative_nnls, wakeups_of
 from .profile import build_profile
 
 __all__ = ["IoCycleCalibrator", "IO_TERMS", "fit_io_profiles", "cycles_per_ingress"]
@@ -41,13 +41,9 @@ _COLUMNS = ("config", "payload_bytes", "fanout", "ingress_rate_per_s", "demand_s
 
 
 def cycles_per_ingress(measurements):
-    """I/O cycles per ingress message of each run, ``min(1, w / w_ref)`` (module docstring)."""
-    m = measurements.reset_index(drop=True)
-    w = m["wakeups_per_ingress"].to_numpy(dtype=float)
-    lightest = m.groupby("config")["ingress_rate_per_s"].transform("min").to_numpy(dtype=float)
-    at_light = m["ingress_rate_per_s"].to_numpy(dtype=float) == lightest
-    ref = pd.Series(np.where(at_light, w, np.nan)).groupby(m["config"]).transform("max").to_numpy(dtype=float)
-    return np.clip(w / np.maximum(ref, 1e-12), 0.0, 1.0)
+    """I/O cycles per ingress message of each run, ``min(1, w / w_ref)`` (module docstring;
+    :func:`pubsim.calibration.fit.wakeups_of` with no floor on ``w_ref``)."""
+    return wakeups_of(measurements, min_reference=1e-12)
 
 
 def _most_per_cycle(m):

@@ -26,6 +26,7 @@ __all__ = [
     "check_profile",
     "length_reads_reason",
     "pass_reads_reason",
+    "wakeup_switches_reason",
 ]
 
 # What the harness cannot fit: the broker's architecture (from its documentation).
@@ -46,6 +47,10 @@ BROKER_MODELS = {
         "overflow": "backpressure",
         "why": "one core under the harness's CPU cap; subjects matched as tokens "
         "(NATS '.' and '*' mapped onto MQTT-style filters by the harness)",
+        "wakeup_switches": "nats-server 2.9 server/client.go: a connection's readLoop goroutine parses a "
+        "message and signals the subscriber's writeLoop (flushSignal), which flushes it; with the Go "
+        "netpoller, a wake-up is about three voluntary context switches (measured: 2.4-3.3 per message "
+        "at 200 msg/s, calibration/README.md)",
     },
     "rabbitmq-mqtt": {
         "workers": 1,
@@ -58,6 +63,10 @@ BROKER_MODELS = {
         "topic_syntax": "prefix",
         "overflow": "drop_newest",
         "why": "zmq.proxy is one thread; PUB sockets drop at the high-water mark",
+        "wakeup_switches": "libzmq: an I/O thread reads the socket and wakes the proxy's thread through "
+        "its mailbox (an eventfd signaler), which passes the message on to the I/O thread that writes "
+        "it: a wake-up is two to three voluntary context switches (measured: 2.3-3.5 per message at "
+        "200 msg/s, calibration/README.md)",
     },
     "activemq-mqtt": {
         "workers": 1,
@@ -106,6 +115,15 @@ def length_reads_reason(kind):
     if BROKER_MODELS.get(kind, {}).get("length_reads") is not None:
         return None
     return f"not fitted: {kind} does not read MQTT lengths byte by byte"
+
+
+def wakeup_switches_reason(kind):
+    """None if broker ``kind`` switches several times per wake-up (``wakeup_switches`` in
+    :data:`BROKER_MODELS`: its wake-ups are its switches over those of one,
+    :func:`pubsim.calibration.fit.wakeups_of`), else why they are read as they are."""
+    if BROKER_MODELS.get(kind, {}).get("wakeup_switches") is not None:
+        return None
+    return f"{kind} is modelled as switching once per wake-up, or its runtime switches on its own"
 
 
 def pass_reads_reason(kind):

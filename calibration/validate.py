@@ -40,7 +40,7 @@ from .fit import (
     KneeDemandCalibrator,
     LatencyFloorCalibrator,
 )
-from .profile import build_profile, length_reads_reason, pass_reads_reason
+from .profile import build_profile, length_reads_reason, pass_reads_reason, wakeup_switches_reason
 from .terms import busy_identified, passes_identified, terms_record
 from .variability import ServiceVariabilityCalibrator
 from .virtual import VirtualHarness
@@ -60,7 +60,12 @@ __all__ = [
 TARGETS = {"saturation_error_pct": 10.0, "p50_error_pct": 25.0, "p99_error_pct": 25.0}
 
 
-_WAKE_TEXT = {"wakeups": "measured voluntary context switches per message", "idle_fraction": "1 - utilization (PASTA)"}
+_WAKE_TEXT = {
+    "wakeups": "measured voluntary context switches per message",
+    "wakeup_switches": "measured voluntary context switches per message over those of one wake-up "
+    "(per message at the configuration's lightest load)",
+    "idle_fraction": "1 - utilization (PASTA)",
+}
 
 
 def _metadata(rows, meta, kind, split, demand, wake):
@@ -163,9 +168,7 @@ def fit_profiles(
     machine = pair_machine(meta) if idle_exit is not None else None
     for kind, rows in train.groupby("broker"):
         form = _form(connection_form, kind)
-        wake = (
-            "wakeups" if "wakeups_per_ingress" in rows and rows.wakeups_per_ingress.notna().all() else "idle_fraction"
-        )
+        wake = _wake_regressor(rows, kind)
         status = _identified(rows, form, kind, length_bytes=length_bytes)
         demand = calibrator(
             wake_regressor=wake,
@@ -314,6 +317,15 @@ def _simulated_path(profile, *, seed, pacing, machine):
         return pd.DataFrame(rows)
 
     return path
+
+
+def _wake_regressor(rows, kind):
+    """How the fit reads a run's wake-ups: from its measured switches when every run has them, over
+    those of one wake-up for a broker that switches several times per wake-up (``wakeup_switches``
+    in :data:`pubsim.calibration.profile.BROKER_MODELS`), else ``1 - U``."""
+    if "wakeups_per_ingress" not in rows or not rows.wakeups_per_ingress.notna().all():
+        return "idle_fraction"
+    return "wakeup_switches" if wakeup_switches_reason(kind) is None else "wakeups"
 
 
 def _form(asked, kind):

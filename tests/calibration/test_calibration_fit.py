@@ -4,7 +4,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from pubsim.calibration.fit import BrokerDemandCalibrator, LatencyFloorCalibrator
+from pubsim.calibration.fit import BrokerDemandCalibrator, LatencyFloorCalibrator, wakeups_of
+from pubsim.calibration.profile import BROKER_MODELS
+from pubsim.calibration.validate import _wake_regressor
 from pubsim.sim.errors import ConfigError
 
 # excess over p01 of two links' jitter: quantiles of gamma(2, 5 us) (sum of two exp(5 us))
@@ -196,3 +198,58 @@ def test_latency_floor_on_a_simulated_path_is_anchored_at_its_median():
     # the twin's latency is the path's median plus both links: the measured p50 and p90 over it
     assert np.quantile(both, 0.5) == pytest.approx(40e-6 + EXCESS_P50, rel=0.01)
     assert np.quantile(both, 0.9) == pytest.approx(40e-6 + EXCESS_P90, rel=0.01)
+
+
+def test_wakeups_of_counts_wakeups_not_switches():
+    runs = pd.DataFrame(
+        {
+            "config": ["a", "a", "a", "b", "b"],
+            "ingress_rate_per_s": [200.0, 1000.0, 10000.0, 200.0, 4000.0],
+            "wakeups_per_ingress": [3.0, 1.5, 0.3, 0.8, 0.2],
+        }
+    )
+    # a: three switches per wake-up at its lightest load; b: under one, read as is
+    np.testing.assert_allclose(wakeups_of(runs), [1.0, 0.5, 0.1, 0.8, 0.2])
+    np.testing.assert_allclose(wakeups_of(runs.drop(columns="config")), [1.0, 1.0, 0.3, 0.8, 0.2])
+
+
+def test_wakeup_cost_of_a_broker_that_switches_three_times_per_wakeup():
+    # NATS-like: every wake-up is three context switches (read loop, flush, netpoller)
+    rows = []
+    for payload in (64, 1024):
+        for fanout in (1, 4):
+            for rate, woken in ((200.0, 1.0), (1000.0, 0.6), (4000.0, 0.25), (16000.0, 0.06)):
+                busy = TRUE["ingress_cost_s"] + fanout * TRUE["delivery_cost_s"]
+                busy += payload * (1 + fanout) * TRUE["per_byte_cost_s"]
+                rows.append(
+                    {
+                        "config": f"p{payload}-f{fanout}",
+                        "payload_bytes": payload,
+                        "fanout": fanout,
+                        "ingress_rate_per_s": rate,
+                        "demand_s_per_ingress": busy + 120e-6 * woken,
+                        "wakeups_per_ingress": 3.0 * woken,
+                    }
+                )
+    runs = pd.DataFrame(rows)
+    cal = BrokerDemandCalibrator(wake_regressor="wakeup_switches").fit(runs)
+    assert cal.params_["idle_wakeup_cost_s"] == pytest.approx(120e-6, rel=1e-6)
+    # read as a probability capped at 1, the switches undercount the cost
+    clipped = BrokerDemandCalibrator(wake_regressor="wakeups").fit(runs)
+    assert clipped.params_["idle_wakeup_cost_s"] < 0.8 * 120e-6
+
+
+def test_the_brokers_that_switch_several_times_per_wakeup_are_read_so():
+    """NATS and the ZeroMQ proxy hand a message between threads (``wakeup_switches``); Mosquitto
+    switches once per wake-up, and the Erlang and JVM brokers' runtimes switch on their own."""
+    rows = pd.DataFrame({"wakeups_per_ingress": [3.0, 0.5]})
+    picked = {kind: _wake_regressor(rows, kind) for kind in BROKER_MODELS}
+    assert picked == {
+        "mosquitto": "wakeups",
+        "nats": "wakeup_switches",
+        "rabbitmq-mqtt": "wakeups",
+        "zmq-proxy": "wakeup_switches",
+        "activemq-mqtt": "wakeups",
+        "ejabberd-mqtt": "wakeups",
+    }
+    assert _wake_regressor(rows.assign(wakeups_per_ingress=[3.0, np.nan]), "nats") == "idle_fraction"
