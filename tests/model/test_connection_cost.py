@@ -1,5 +1,7 @@
 """The broker's per-connection cost against a hand-computed timeline (issue 18)."""
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -65,3 +67,15 @@ def test_each_broker_counts_its_own_clients():
     net = build_network(g, seed=1)
     counts = {s.name: s.connections for s in net.stations if s.name.startswith("broker:")}
     assert counts == {"broker:e1": 2, "broker:e2": 2}
+
+
+@pytest.mark.parametrize("cpu_fraction", [1.0, 0.5])
+def test_the_row_counts_the_background_load_as_the_harness_does(cpu_fraction):
+    """/proc counts all of a broker's CPU: the messages' work and the background load the twin
+    runs beside them (uncapped, the messages' service is stretched by 1 / (1 - B), and that
+    stretch is the background's share, not more work)."""
+    g = star(0.0)
+    b = g.nodes["broker"][T.PARAMS]
+    g.nodes["broker"][T.PARAMS] = replace(b, background_cpu_fraction=0.05, cpu_fraction=cpu_fraction)
+    res = simulate(g, duration_s=0.3, seed=1)
+    assert result_row(res)["demand_s_per_ingress"] == pytest.approx(INGRESS_S + 0.05 * 0.3 / 3, rel=1e-9)
