@@ -26,7 +26,7 @@ __all__ = [
     "check_profile",
     "length_reads_reason",
     "pass_reads_reason",
-    "wakeup_switches_reason",
+    "several_switches_per_wakeup",
 ]
 
 # What the harness cannot fit: the broker's architecture (from its documentation).
@@ -117,13 +117,12 @@ def length_reads_reason(kind):
     return f"not fitted: {kind} does not read MQTT lengths byte by byte"
 
 
-def wakeup_switches_reason(kind):
-    """None if broker ``kind`` switches several times per wake-up (``wakeup_switches`` in
+def several_switches_per_wakeup(kind):
+    """True if broker ``kind`` switches several times per wake-up (``wakeup_switches`` in
     :data:`BROKER_MODELS`: its wake-ups are its switches over those of one,
-    :func:`pubsim.calibration.fit.wakeups_of`), else why they are read as they are."""
-    if BROKER_MODELS.get(kind, {}).get("wakeup_switches") is not None:
-        return None
-    return f"{kind} is modelled as switching once per wake-up, or its runtime switches on its own"
+    :func:`pubsim.calibration.fit.wakeups_of`); False if it switches once per wake-up or its
+    runtime switches on its own (its switches are read as they are)."""
+    return BROKER_MODELS.get(kind, {}).get("wakeup_switches") is not None
 
 
 def pass_reads_reason(kind):

@@ -40,7 +40,7 @@ from .fit import (
     KneeDemandCalibrator,
     LatencyFloorCalibrator,
 )
-from .profile import build_profile, length_reads_reason, pass_reads_reason, wakeup_switches_reason
+from .profile import build_profile, length_reads_reason, pass_reads_reason, several_switches_per_wakeup
 from .terms import busy_identified, passes_identified, terms_record
 from .variability import ServiceVariabilityCalibrator
 from .virtual import VirtualHarness
@@ -325,7 +325,7 @@ def _wake_regressor(rows, kind):
     in :data:`pubsim.calibration.profile.BROKER_MODELS`), else ``1 - U``."""
     if "wakeups_per_ingress" not in rows or not rows.wakeups_per_ingress.notna().all():
         return "idle_fraction"
-    return "wakeup_switches" if wakeup_switches_reason(kind) is None else "wakeups"
+    return "wakeup_switches" if several_switches_per_wakeup(kind) else "wakeups"
 
 
 def _form(asked, kind):
