@@ -194,8 +194,8 @@ def wakeups_of(measurements, *, min_reference=1.0):
     lightest load every message wakes such a broker, so its switches per
     message there, ``w_ref``, are those of one wake-up, and a run's
     wake-ups per message are ``w / w_ref``, clipped to [0, 1] (``w_ref`` at
-    least ``min_reference``; without a ``config`` column, the switches
-    clipped to [0, 1]). Measured (calibration/README.md, "A wake-up is
+    least ``min_reference``; NaN where it was not measured; without a
+    ``config`` column, the switches clipped to [0, 1]). Measured (calibration/README.md, "A wake-up is
     three context switches"): NATS and the ZeroMQ proxy 2.3-3.3 switches
     per message at 200 msg/s, Mosquitto 1.0; uncapped, NATS spent 39-47 us
     per switch from 1,000 to 16,000 msg/s while its switches per message
@@ -216,8 +216,7 @@ def wakeups_of(measurements, *, min_reference=1.0):
     rate = m["ingress_rate_per_s"].to_numpy(dtype=float)
     lightest = m.groupby("config")["ingress_rate_per_s"].transform("min").to_numpy(dtype=float)
     ref = pd.Series(np.where(rate == lightest, w, np.nan)).groupby(m["config"]).transform("max").to_numpy(dtype=float)
-    ref = np.where(np.isnan(ref), max(min_reference, 1.0), np.maximum(ref, min_reference))
-    return np.clip(w / ref, 0.0, 1.0)
+    return np.clip(w / np.maximum(ref, min_reference), 0.0, 1.0)
 
 
 class BrokerDemandCalibrator:
