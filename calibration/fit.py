@@ -195,8 +195,9 @@ def wakeups_of(measurements, *, min_reference=1.0):
     message there, ``w_ref``, are those of one wake-up, and a run's
     wake-ups per message are ``w / w_ref``, clipped to [0, 1] (``w_ref`` at
     least ``min_reference``; NaN where it was not measured; without a
-    ``config`` column, the switches clipped to [0, 1]). Measured (calibration/README.md, "A wake-up is
-    three context switches"): NATS and the ZeroMQ proxy 2.3-3.3 switches
+    ``config`` column, the switches clipped to [0, 1]). Measured
+    (calibration/README.md, "A wake-up is three context switches"): NATS
+    and the ZeroMQ proxy 2.3-3.3 switches
     per message at 200 msg/s, Mosquitto 1.0; uncapped, NATS spent 39-47 us
     per switch from 1,000 to 16,000 msg/s while its switches per message
     fell from 3.0 to 0.19. Read as a probability capped at 1, three
