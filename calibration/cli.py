@@ -359,10 +359,11 @@ def _variability_flag(parser):
     )
     parser.add_argument(
         "--jitter-on",
-        choices=("every_packet", "idle_receiver"),
-        default="every_packet",
+        choices=("every_packet", "idle_receiver", "auto"),
+        default="auto",
         help="the fitted loopback link's jitter: on every message, or only on a message that finds "
-        "its receiver idle (LinkParams.jitter_on; default every_packet)",
+        "its receiver idle (LinkParams.jitter_on); auto (default): per broker, the mode whose simulated "
+        "training runs have the smaller latency errors (pubsim.calibration.jitter)",
     )
     parser.add_argument(
         "--no-pacing",
