@@ -11,6 +11,7 @@ from pubsim.models import presets
 from pubsim.models import topology as T
 from pubsim.models.params.broker import BrokerParams
 from pubsim.models.params.host import HostParams
+from pubsim.models.params.link import LinkParams
 from pubsim.models.params.mapping import from_mapping
 from pubsim.models.params.relay import RelayParams
 from pubsim.scenario import load_scenario, parse_scenario
@@ -71,6 +72,14 @@ def test_every_host_preset_states_provenance():
         p = from_mapping(HostParams, presets.load("host", name), name)
         assert p.provenance.reference and p.provenance.note
     assert from_mapping(HostParams, presets.load("host", "calibration-vm"), "x").speed == 1.0
+
+
+def test_the_calibration_machine_loopback_is_the_calibrated_link_mean():
+    # calibration-vm's loopback latency is the mean one-way latency of the shipped loopback-mosquitto
+    # link (fixed part plus mean jitter); a refit of that link must carry it (to the microsecond)
+    host = from_mapping(HostParams, presets.load("host", "calibration-vm"), "x")
+    link = from_mapping(LinkParams, presets.load("link", "loopback-mosquitto"), "link")
+    assert host.loopback_latency_s == pytest.approx(link.latency_s + link.jitter_s.mean, abs=0.5e-6)
 
 
 @pytest.mark.parametrize(
