@@ -143,10 +143,14 @@ def _passes(demand_params, metadata):
         f"fitted per event-loop pass on the passes counted per message (perf, broker_passes_per_ingress) "
         f"of {metadata['data']}; a pass reads one packet per ready connection (Mosquitto 2.0 src/mux_epoll.c)"
     )
+    sleep_s = demand_params.get("sleep_entry_s", 0.0)
+    if metadata.get("sleep_entry"):
+        note += f"; {metadata['sleep_entry']}"
     return {
         "io": {
             "cycle_cost_s": _us(cost),
             "cycle_max_per_connection": 1,
+            **({"sleep_entry_s": _us(sleep_s)} if sleep_s else {}),
             "provenance": {"source": metadata.get("source", "measured"), "reference": metadata["data"], "note": note},
         }
     }
@@ -201,7 +205,9 @@ def build_profile(
     metadata : dict
         ``data`` (campaign files), ``date``, ``host``, ``cpu``, ``kernel``,
         ``broker_version``, ``cpu_cap_fraction``, ``n_runs``, ``rms_residual_s``;
-        optionally ``variability`` (how ``service_cv`` was found).
+        optionally ``variability`` (how ``service_cv`` was found) and
+        ``jitter_choice`` (how ``jitter_on`` was chosen, a sentence for the
+        link's note).
     service_cv : float
         Coefficient of variation of the ingress and delivery costs (gamma
         distributed; 0 = constant), see :mod:`pubsim.calibration.variability`.
@@ -227,10 +233,9 @@ def build_profile(
     jitter_on : str
         The link's ``jitter_on`` (:class:`pubsim.models.params.link.LinkParams`).
         ``every_packet`` (default) or ``idle_receiver``: only a message that
-        finds the receiver idle pays a jitter draw. On the extended Mosquitto
-        campaign of 2026-11-26 ``idle_receiver`` did not do better on the
-        training split (mean absolute p50 error over its six configurations
-        26.8 % against 25.8 %, p99 27.4 % against 25.7 %), so it is not the default.
+        finds the receiver idle pays a jitter draw. ``pubsim calibrate``
+        chooses it per broker on the training runs
+        (:class:`pubsim.calibration.jitter.JitterModeCalibrator`).
     idle_exit : dict or None
         The broker's ``idle_exit`` mapping (``idle_s``, ``exit_s``,
         ``provenance``; :class:`pubsim.models.params.idle.IdleExitParams`),
@@ -331,6 +336,7 @@ def build_profile(
                 )
                 + "Bandwidth not limiting on loopback (assumption); overhead = IPv4 + TCP headers. "
                 + (_IDLE_RECEIVER_NOTE if jitter_on == "idle_receiver" else "")
+                + (f"Jitter mode: {metadata['jitter_choice']}. " if metadata.get("jitter_choice") else "")
                 + f"{where}."
             ),
         },

@@ -32,6 +32,8 @@ from scipy.stats import ks_2samp
 
 from .. import progress as P
 from ..analysis.interval_search import interval_search, is_sustainable
+from ..models.params.link import JITTER_ON
+from ..sim.errors import ConfigError
 from .drift import SpeedDriftCalibrator
 from .fit import (
     CONNECTION_FORMS,
@@ -39,8 +41,11 @@ from .fit import (
     BrokerDemandCalibrator,
     KneeDemandCalibrator,
     LatencyFloorCalibrator,
+    wakeups_of,
 )
+from .jitter import JitterModeCalibrator
 from .profile import build_profile, length_reads_reason, pass_reads_reason, several_switches_per_wakeup
+from .sleep import SleepEntryCalibrator
 from .terms import busy_identified, passes_identified, terms_record
 from .variability import ServiceVariabilityCalibrator
 from .virtual import VirtualHarness
@@ -128,8 +133,17 @@ def fit_profiles(
     lateness, :class:`pubsim.calibration.pacing.PacingLag`; None: on time)
     and its client links stalled by ``stalls``
     (:class:`pubsim.calibration.stalls.TickStalls`; None: no stalls).
+    A broker whose fit has an event-loop pass cost (Mosquitto) and whose
+    runs counted their context switches gets the loop's sleep entry fitted
+    on them (:class:`pubsim.calibration.sleep.SleepEntryCalibrator`, with
+    the constant-cost profile; ``IoParams.sleep_entry_s``) before the cost
+    variability is chosen.
     ``jitter_on`` is the fitted loopback link's jitter mode
-    (:func:`pubsim.calibration.profile.build_profile`).
+    (:func:`pubsim.calibration.profile.build_profile`), or ``"auto"``: the
+    mode whose simulated training runs have the smaller latency errors
+    (:class:`pubsim.calibration.jitter.JitterModeCalibrator`, after the
+    cost variability was chosen with ``every_packet``; a link without
+    jitter keeps ``every_packet``), recorded in the link's note.
     ``connection_form`` (a form of :data:`pubsim.calibration.fit.CONNECTION_FORMS`,
     ``"auto"`` or None) fits the per-connection cost where the training configurations
     identify it (:func:`pubsim.calibration.terms.busy_identified`); elsewhere
@@ -158,12 +172,15 @@ def fit_profiles(
     dict
         broker kind -> profile mapping (:func:`pubsim.calibration.profile.build_profile`).
     """
+    if jitter_on not in (*JITTER_ON, "auto"):
+        raise ConfigError("jitter_on", jitter_on, f"one of {', '.join(JITTER_ON)} or auto")
     profiles = {}
     # The utilization law D = CPU / messages holds where every message sent was
     # served: an overloaded broker drops (ZeroMQ's high-water mark) or still
     # owes part of what it was sent, so only sustainable runs are fitted.
     train = runs[(runs["split"] == split) & (runs["ingress_rate_per_s"] > 0) & runs["sustainable"].astype(bool)]
     calibrator = KneeDemandCalibrator if method == "knee" else BrokerDemandCalibrator
+    fixed_mode = "every_packet" if jitter_on == "auto" else jitter_on
     idle_exit = idle_exit_preset(meta) if idle_exit_on else None
     machine = pair_machine(meta) if idle_exit is not None else None
     for kind, rows in train.groupby("broker"):
@@ -190,7 +207,7 @@ def fit_profiles(
             "speed_drift": SpeedDriftCalibrator(seed=seed, n_boot=min(n_boot, 30)).fit(rows) if speed_drift else None,
         }
 
-        def profile(cv, rows=rows, demand=demand, base=base):
+        def link(cv, rows=rows, demand=demand, base=base):
             path = None
             if idle_exit is not None:  # the broker's path is no longer its demand: simulate it
                 bare = build_profile(**base, link_params=_NO_LINK, service_cv=cv, idle_exit=idle_exit)
@@ -198,10 +215,26 @@ def fit_profiles(
             floor = LatencyFloorCalibrator(max_utilization=_LINK_RUNS_UTILIZATION[path is not None]).fit(
                 rows, demand_s=demand.path_demand_s(rows), service_cv=cv, path=path
             )
-            return build_profile(
-                **base, link_params=floor.params_, service_cv=cv, jitter_on=jitter_on, idle_exit=idle_exit
-            )
+            return floor.params_
 
+        def profile(cv, mode=fixed_mode, link_params=None, base=base, link=link):
+            link_params = link(cv) if link_params is None else link_params
+            return build_profile(**base, link_params=link_params, service_cv=cv, jitter_on=mode, idle_exit=idle_exit)
+
+        if base["demand_params"].get("pass_cost_s") and wake != "idle_fraction":  # an event loop's passes
+            first = profile(0.0)  # constant costs, link fitted without a sleep entry
+            sleep_s, base["metadata"]["sleep_entry"] = _sleep_entry(
+                rows,
+                wake,
+                lambda row, s, first=first, kind=kind: simulate_run(
+                    row,
+                    _on_machine(machine, _with_sleep_entry(first, s), kind, row["config"]),
+                    seed=seed,
+                    pacing=pacing,
+                    stalls=stalls,
+                )[0],
+            )
+            base["demand_params"] = {**base["demand_params"], "sleep_entry_s": sleep_s}
         cv = 0.0
         if variability:
             var = ServiceVariabilityCalibrator(
@@ -217,8 +250,69 @@ def fit_profiles(
                 f"utilization (latency quantiles p50/p90/p99, mean |log ratio| "
                 f"{var.params_['objective'][cv]:.3g})"
             )
-        profiles[kind] = profile(cv)
+        if jitter_on != "auto":
+            profiles[kind] = profile(cv)
+            continue
+        link_params = link(cv)
+        mode, base["metadata"]["jitter_choice"] = _jitter_mode(
+            rows,
+            link_params,
+            lambda row, mode, cv=cv, lp=link_params, profile=profile, kind=kind: simulate_run(
+                row,
+                _on_machine(machine, profile(cv, mode, lp), kind, row["config"]),
+                seed=seed,
+                pacing=pacing,
+                stalls=stalls,
+            )[0],
+        )
+        profiles[kind] = profile(cv, mode, link_params)
     return profiles
+
+
+def _with_sleep_entry(profile, sleep_entry_s):
+    """``profile`` with its broker's ``io.sleep_entry_s`` set, s."""
+    ((name, fields),) = profile["broker"].items()
+    io = {**fields["io"], "sleep_entry_s": float(sleep_entry_s)}
+    return {**profile, "broker": {name: {**fields, "io": io}}}
+
+
+def _sleep_entry(rows, wake, simulate):
+    """``(sleep_entry_s, sentence)``: the event loop's sleep entry fitted on the training runs'
+    counted wake-ups (:class:`pubsim.calibration.sleep.SleepEntryCalibrator`)."""
+    measured = wakeups_of(rows) if wake == "wakeup_switches" else rows["wakeups_per_ingress"].clip(0.0, 1.0)
+    try:
+        cal = SleepEntryCalibrator(simulate=simulate).fit(rows, measured)
+    except ConfigError as err:
+        return 0.0, f"sleep entry not identified ({err.expected}), 0"
+    p = cal.params_
+    scores = ", ".join(f"{k * 1e6:g} us {v:.3g}" for k, v in p["objective"].items())
+    what = (
+        f"sleep entry {p['sleep_entry_s'] * 1e6:g} us"
+        if p["identified"]
+        else "sleep entry not identified (no window improves on none by 0.05), 0"
+    )
+    return p["sleep_entry_s"], (
+        f"{what}: simulated wake-ups per message against the measured voluntary context switches of "
+        f"{p['n_runs']} training runs (mean |log ratio| by sleep entry: {scores})"
+    )
+
+
+def _on_machine(machine, profile, kind, config):
+    return profile if machine is None else machine(profile, kind, config)
+
+
+def _jitter_mode(rows, link_params, simulate):
+    """``(jitter_on, sentence)``: the link's jitter mode chosen on the training runs (:mod:`.jitter`)."""
+    if not link_params["jitter_mean_s"] > 0:
+        return "every_packet", "no jitter fitted, so who pays it does not matter (every_packet kept)"
+    cal = JitterModeCalibrator(simulate=simulate).fit(rows)
+    p = cal.params_
+    scores = ", ".join(f"{m} {v:.4g} %" for m, v in p["objective"].items())
+    return p["jitter_on"], (
+        f"jitter_on={p['jitter_on']} chosen by simulating {p['n_runs']} sustainable training runs of "
+        f"{p['n_configs']} configuration{'s' if p['n_configs'] != 1 else ''} with each mode (sum over p50 and p99 of the mean over "
+        f"configurations of the absolute median latency error: {scores})"
+    )
 
 
 _NO_LINK = {"link_latency_s": 0.0, "jitter_mean_s": 0.0, "jitter_cv": 0.0, "n_runs": 0}

@@ -97,7 +97,11 @@ DRIFT_SIGMA = FC_PER_BYTE + 1
 DRIFT_TIME, DRIFT_KEY, DRIFT_P, DRIFT_X, DRIFT_S = range(DRIFT_SIGMA + 1, DRIFT_SIGMA + 6)
 # throttled periods counted (set_throttle_window): the window's start and end (s), the count
 THR_W0, THR_W1, THR_N = DRIFT_S + 1, DRIFT_S + 2, DRIFT_S + 3
-FS_LEN = THR_N + 1
+# an event loop that runs out of work is awake for a while before it sleeps: a message arriving
+# less than SLEEP_ENTRY s after the server became free is read without a wake-up (no IDLE_EXTRA,
+# no exit latency; IoParams.sleep_entry_s, used by the I/O-cycle kernels; 0 = none)
+SLEEP_ENTRY = THR_N + 1
+FS_LEN = SLEEP_ENTRY + 1
 N_HEAP, CAP_MSGS, POLICY, RING_HEAD = 0, 1, 2, 3
 
 # overflow policies understood by the arithmetic kernel
@@ -140,6 +144,12 @@ def set_idle_exit(fs: np.ndarray, idle_s: Sequence[float], exit_s: Sequence[floa
     fs[EXIT_N] = n
     fs[EXIT_IDLE : EXIT_IDLE + n] = idle_s
     fs[EXIT_VALUE : EXIT_VALUE + n] = exit_s
+
+
+@njit(cache=True, inline="always")
+def wakes(fs: np.ndarray, idle: float) -> bool:
+    """Does a message that finds the server free for ``idle`` s wake it (``fs[SLEEP_ENTRY]``)?"""
+    return idle >= fs[SLEEP_ENTRY]
 
 
 @njit(cache=True, inline="always")

@@ -224,7 +224,9 @@ class BrokerParams:
         = the plain FIFO worker. Needs one worker, FIFO scheduling, an
         unlimited ingress queue, no batching and no restarts. In scenario
         files a mapping of IoParams fields (``cycle_cost_s``,
-        ``flush_cost_s``, ``cycle_max_messages``, ``cycle_max_per_connection``).
+        ``flush_cost_s``, ``cycle_max_messages``, ``cycle_max_per_connection``,
+        ``sleep_entry_s``: how long the loop still reads a message without a
+        wake-up after running out of work).
     overload : OverloadParams or None
         TCP flow control past the broker's limit: each publisher connection
         holds a bounded socket buffer, a publisher whose buffer is full waits

@@ -524,15 +524,22 @@ CASES["store-sync-per-message"] = (
 )
 
 
-def io_cycle_star(quota, per_connection=None):
+def io_cycle_star(quota, per_connection=None, sleep_entry_s=0.0):
     """A broker served in I/O cycles (NATS-like; with ``per_connection`` 1, Mosquitto's passes):
-    Poisson and simultaneous publishers, fan-out 1-3, with and without a CPU quota (stalls)."""
+    Poisson and simultaneous publishers, fan-out 1-3, with and without a CPU quota (stalls),
+    with and without a wake-up cost spared within a sleep entry."""
 
     broker = BrokerParams(
         ingress_cost_s=Exponential(mean_value=20e-6),
         delivery_cost_s=Constant(value=5e-6),
         overflow="backpressure",
-        io=IoParams(cycle_cost_s=60e-6, flush_cost_s=10e-6, cycle_max_per_connection=per_connection),
+        io=IoParams(
+            cycle_cost_s=60e-6,
+            flush_cost_s=10e-6,
+            cycle_max_per_connection=per_connection,
+            sleep_entry_s=sleep_entry_s,
+        ),
+        **({"idle_wakeup_cost_s": 40e-6} if sleep_entry_s else {}),
         **({"cpu_fraction": 0.3, "cpu_period_s": 0.01} if quota else {}),
     )
     pubs = {f"p{i}": PublisherParams(topics=(f"t/{i % 3}",), rate_per_s=1500.0) for i in range(4)}
@@ -555,6 +562,8 @@ def io_cycle_star(quota, per_connection=None):
 CASES["io-cycles"] = (lambda: io_cycle_star(False), 0.3)
 CASES["io-cycles-quota"] = (lambda: io_cycle_star(True), 0.3)
 CASES["io-passes-per-connection"] = (lambda: io_cycle_star(True, per_connection=1), 0.3)
+CASES["io-cycles-sleep-entry"] = (lambda: io_cycle_star(True, sleep_entry_s=150e-6), 0.3)
+CASES["io-passes-sleep-entry"] = (lambda: io_cycle_star(True, per_connection=1, sleep_entry_s=150e-6), 0.3)
 
 
 def io_pass_bursts():

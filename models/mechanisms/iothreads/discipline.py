@@ -20,9 +20,12 @@ class OneServer(ServerTotals):
     """A one-server discipline on the FIFO kernel's float state ``fs`` (:mod:`pubsim.sim.kernels`):
     its set-up, and its totals (:class:`~pubsim.sim.disciplines.ServerTotals`)."""
 
-    def _init_server(self, idle_extra_s, cpu_quota_s, cpu_period_s, idle_exit) -> None:
-        """``fs`` for a server with that wake-up extra, CPU quota per period and idle-exit curve."""
+    def _init_server(self, idle_extra_s, cpu_quota_s, cpu_period_s, idle_exit, sleep_entry_s=0.0) -> None:
+        """``fs`` for a server with that wake-up extra, CPU quota per period, idle-exit curve and
+        sleep entry (s: how long after running out of work the loop still reads a message without a
+        wake-up, :func:`pubsim.sim.kernels.wakes`)."""
         self.fs = np.zeros(K.FS_LEN)
+        self.fs[K.SLEEP_ENTRY] = float(sleep_entry_s)
         self.fs[[K.CAP_BYTES, K.IDLE_EXTRA, K.QUOTA, K.PERIOD]] = (
             math.inf,
             float(idle_extra_s),
@@ -46,6 +49,9 @@ class CycleDiscipline(OneServer):
         CPU quota per period, s (inf: none), as :class:`pubsim.sim.disciplines.FifoDiscipline`.
     idle_exit : tuple of (idle times, exit latencies) or None
         Exit latency of the idle server, as :class:`pubsim.sim.disciplines.FifoDiscipline`.
+    sleep_entry_s : float
+        A message arriving less than this after the server became free is
+        read without a wake-up (no ``idle_extra_s``, no exit latency), s.
 
     The station sets the cycle cost of each message (:meth:`set_cycle_cost`)
     before each :meth:`run`. A cycle that reads a limited number of messages
@@ -65,14 +71,16 @@ class CycleDiscipline(OneServer):
         cpu_quota_s: float = math.inf,
         cpu_period_s: float = 0.1,
         idle_exit: tuple | None = None,
+        sleep_entry_s: float = 0.0,
     ):
-        self._init_server(idle_extra_s, cpu_quota_s, cpu_period_s, idle_exit)
+        self._init_server(idle_extra_s, cpu_quota_s, cpu_period_s, idle_exit, sleep_entry_s)
         self.cyc = np.zeros(CYC_LEN)
         self.cyc[CYC_START] = -math.inf
         self.cyc[CYC_MAX] = float(max_members)
         self.free = np.zeros(1)
         self._cycle_cost = np.empty(0)
         self.opened_starts = np.empty(0)  # starts of the cycles the last run opened, s
+        self.woke = np.empty(0, dtype=np.bool_)  # per message the last run served: did it pay a wake-up?
 
     def set_cycle_cost(self, cycle_cost_s: np.ndarray) -> None:
         """Cost each message of the next :meth:`run` adds if it opens a cycle, s."""
@@ -84,7 +92,7 @@ class CycleDiscipline(OneServer):
         if self._cycle_cost.shape[0] != n:
             raise ValueError(f"cycle costs for {self._cycle_cost.shape[0]} messages, {n} offered")
         start, dep, end = np.empty(n), np.empty(n), np.empty(n)
-        opened = np.empty(n, dtype=np.bool_)
+        opened, woke = np.empty(n, dtype=np.bool_), np.empty(n, dtype=np.bool_)
         cycle_run(
             self.fs,
             self.cyc,
@@ -96,9 +104,11 @@ class CycleDiscipline(OneServer):
             dep,
             end,
             opened,
+            woke,
         )
         self._cycle_cost = np.empty(0)
         self.opened_starts = start[opened]
+        self.woke = woke
         no = np.empty(0)
         return Served(
             packets, packets.t.copy(), start, dep, Packets.empty(), no, np.empty(0, np.int64), service_end=end

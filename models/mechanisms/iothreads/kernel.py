@@ -21,7 +21,8 @@ split of the arrivals into calls gives the same result (both drivers agree).
 
 State: ``fs`` is the FIFO kernel's float state (:mod:`pubsim.sim.kernels`:
 idle extra, quota, period, used, work, served, idle-exit curve: a message
-that finds the server idle starts that much later); ``cyc`` float64[2]: start of
+that finds the server idle starts that much later, unless it came within
+the sleep entry, :func:`pubsim.sim.kernels.wakes`); ``cyc`` float64[2]: start of
 the current cycle (s, -inf before the first), cycles opened so far,
 members of the current cycle, most members per cycle (inf: no limit),
 its cost not yet put on the server (s); ``free`` float64[1]: when the
@@ -61,12 +62,13 @@ def cycle_run(
     out_dep: np.ndarray,
     out_end: np.ndarray,
     out_opens: np.ndarray,
+    out_woke: np.ndarray,
 ) -> None:
     """Serve ``arrival`` (sorted) with own demands ``service`` and, after the
     last member of a cycle, the ``cycle_cost`` of its opener (s); fills start
     and departure times, and each message's departure plus, for an opener,
-    its cycle's cost (so that busy time sums to the work), s, and whether it
-    opened a cycle."""
+    its cycle's cost (so that busy time sums to the work), s, whether it
+    opened a cycle and whether it woke the server (paid the wake-up)."""
     for i in range(arrival.shape[0]):
         a = arrival[i]
         work = service[i]
@@ -75,9 +77,11 @@ def cycle_run(
             free[0] = finish(fs, free[0], cyc[CYC_PENDING])
             cyc[CYC_PENDING] = 0.0
         start = a
+        woke = False
         if free[0] > a:
             start = free[0]
-        else:
+        elif K.wakes(fs, a - free[0]):  # else the loop was still awake: read without a wake-up
+            woke = True
             work += fs[K.IDLE_EXTRA]
             if fs[K.EXIT_N] > 0.0:  # the idle core's exit latency, as the FIFO kernel's
                 start = a + K.idle_exit_s(fs, a - free[0])
@@ -97,3 +101,4 @@ def cycle_run(
         out_dep[i] = dep
         out_end[i] = dep + extra  # busy time: the cycle's cost counted with its opener
         out_opens[i] = opens
+        out_woke[i] = woke

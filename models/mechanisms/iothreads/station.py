@@ -16,14 +16,20 @@ __all__ = ["CycleBrokerStation", "CycleStats", "arrival_connection"]
 
 class CycleStats(StationStats):
     """Station statistics plus the cycles opened in the window (``cycles``:
-    for Mosquitto's passes, what perf counts as ``epoll_wait`` calls)."""
+    for Mosquitto's passes, what perf counts as ``epoll_wait`` calls);
+    ``wakeups`` are the messages that paid a wake-up (by their start in
+    the window), not those that started the moment they arrived: with an
+    idle-exit curve a wake-up starts later, and within the sleep entry
+    (``IoParams.sleep_entry_s``) a message that finds the server free
+    starts at once without waking it."""
 
     def __init__(self, window, servers):
         super().__init__(window, servers)
         self.cycles = 0
+        self.charged_wakeups = 0
 
     def record(self):
-        return {**super().record(), "cycles": self.cycles}
+        return {**super().record(), "wakeups": self.charged_wakeups, "cycles": self.cycles}
 
 
 class CycleBrokerStation(BrokerStation):
@@ -41,6 +47,7 @@ class CycleBrokerStation(BrokerStation):
             "idle_extra_s": _wakeup_s(params, connections) * _background_stretch(params),
             "max_members": math.inf if most is None else float(most),
             "idle_exit": None if params.idle_exit is None else params.idle_exit.curve,
+            "sleep_entry_s": params.io.sleep_entry_s,
             **_quota(params),
         }
         if per_connection is None:
@@ -50,8 +57,9 @@ class CycleBrokerStation(BrokerStation):
         self.stats = CycleStats(window, 1)
 
     def after_service(self, served):
-        """Count the cycles opened in the window (by their openers' start), then as the broker."""
+        """Count the cycles opened and the wake-ups paid in the window (by start), then as the broker."""
         self.stats.cycles += int(self.stats._in_window(self.discipline.opened_starts).sum())
+        self.stats.charged_wakeups += int(self.stats._in_window(served.start[self.discipline.woke]).sum())
         return super().after_service(served)
 
     def before_run(self, packets, service_s, size_bytes):

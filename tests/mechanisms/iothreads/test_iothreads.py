@@ -294,3 +294,45 @@ def test_calibrator_recovers_known_parameters():
         assert cal.params_[k] == pytest.approx(v, rel=1e-6), k
     assert np.abs(cal.residuals_).max() < 1e-12
     assert cal.params_["cycle_max_messages"] == 80  # 1 / x at the highest load of every configuration
+
+
+@pytest.mark.parametrize("one_by_one", [False, True])
+@pytest.mark.parametrize("per_connection", [None, 1])
+def test_hand_timeline_with_sleep_entry(per_connection, one_by_one):
+    # own cost 1, pass cost 3, wake-up 2, sleep entry 1.5: 10 wakes the loop (10-13, its wake-up
+    # included) and its pass's cost runs 13-16; 17 comes 1 after the loop ran out of work, within
+    # the sleep entry: read at once without a wake-up (17-18), its pass's cost 18-21; 23 comes 2
+    # after: it wakes the loop (23-26)
+    common = {"idle_extra_s": 2.0, "sleep_entry_s": 1.5}
+    times = [10.0, 17.0, 23.0]
+    if per_connection is None:
+        disc = CycleDiscipline(**common)
+        dep = _serve(disc, times, 1.0, 3.0, one_by_one=one_by_one)
+    else:
+        disc = PassDiscipline(max_per_connection=per_connection, **common)
+        dep = _serve_keys(disc, times, [0, 0, 0], 1.0, 3.0, one_by_one=one_by_one)
+    assert dep == [13.0, 18.0, 26.0]
+    assert disc.work_s == pytest.approx(3 * 1.0 + 3 * 3.0 + 2 * 2.0)  # two wake-ups paid, not three
+    if not one_by_one:
+        assert disc.woke.tolist() == [True, False, True]
+
+
+def test_sleep_entry_counts_the_wakeups_paid():
+    # 2,000 msg/s evenly paced (0.5 ms apart), own cost 10 us, a 40 us pass, a 30 us wake-up: the
+    # loop runs out of work 420 us before the next message (450 us if it did not wake), so a sleep
+    # entry of 0.5 ms spares every wake-up after the first (before the window) and one of 0.4 ms none
+    runs = {
+        s: simulate(
+            _star(IoParams(cycle_cost_s=40e-6, cycle_max_per_connection=1, sleep_entry_s=s), idle_wakeup_cost_s=30e-6),
+            duration_s=0.5,
+            warmup_s=0.1,
+            seed=1,
+        )
+        for s in (0.0, 0.4e-3, 0.5e-3)
+    }
+    rec = {s: r.stations().set_index("station").loc["broker:broker"] for s, r in runs.items()}
+    served = rec[0.0]["served"]
+    assert rec[0.0]["wakeups"] == served == rec[0.4e-3]["wakeups"]
+    assert rec[0.5e-3]["wakeups"] == 0  # the first message came before the window
+    cpu = {s: r["utilization"] for s, r in rec.items()}
+    assert cpu[0.5e-3] == pytest.approx(cpu[0.0] * 50 / 80, rel=0.01)  # 10 + 40 us a message instead of 80
