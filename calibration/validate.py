@@ -293,7 +293,8 @@ def _sleep_entry(rows, wake, simulate):
     )
     return p["sleep_entry_s"], (
         f"{what}: simulated wake-ups per message against the measured voluntary context switches of "
-        f"{p['n_runs']} training runs (mean |log ratio| by sleep entry: {scores})"
+        f"the {p['n_sensitive']} of {p['n_runs']} training runs whose wake-ups a window changes "
+        f"(mean |log ratio| by sleep entry: {scores})"
     )
 
 

@@ -106,4 +106,4 @@ def test_the_true_sleep_entry_is_recovered(tmp_path_factory, true_s):
     # the fitted link's jitter is not the truth's, so the twin's arrival gaps are not either: the
     # window is found within a grid step of the truth, and none where the truth has none
     assert (10e-6 <= found_s <= 30e-6) if true_s else found_s == 0.0
-    assert "training runs (mean |log ratio| by sleep entry" in io["provenance"]["note"]
+    assert "training runs whose wake-ups a window changes (mean |log ratio| by sleep entry" in io["provenance"]["note"]
