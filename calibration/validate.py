@@ -35,6 +35,8 @@ from ..analysis.interval_search import interval_search, is_sustainable
 from ..models.params.link import JITTER_ON
 from ..sim.errors import ConfigError
 from .drift import SpeedDriftCalibrator
+from .errors import bracket_error_pct
+from .errors import pct_error as _pct
 from .fit import (
     CONNECTION_FORMS,
     CONNECTION_TERMS,
@@ -490,30 +492,6 @@ def simulate_run(row, profile, *, seed=0, sample=2000, pacing=None, stalls=None)
     (:class:`pubsim.calibration.stalls.TickStalls`; None: none).
     """
     return VirtualHarness({row["broker"]: profile}, seed=seed, sample=sample, pacing=pacing, stalls=stalls)(row)
-
-
-def _pct(sim, meas):
-    return 100.0 * (sim - meas) / meas if meas else math.nan
-
-
-def bracket_error_pct(sim, exact, any_stamp):
-    """Error (%) of ``sim`` against the interval between a run's two latency estimates.
-
-    A subscriber that reads several messages at once gets one receive stamp
-    for them all, the last one's, so a percentile over every message
-    (``latency_any_*``) is never below the true one; over the messages
-    whose stamp is their own (``latency_*``) it is a subset that, in the
-    bursts a stalled broker sends, keeps the youngest message of each read
-    (``calibration/README.md``, "Latency from wire to wire"). The truth then
-    lies between the two: 0 inside ``[min, max]`` of them, else the error
-    against the nearer end. NaN if either is unknown.
-    """
-    if any(x is None or math.isnan(x) for x in (sim, exact, any_stamp)):
-        return math.nan
-    lo, hi = min(exact, any_stamp), max(exact, any_stamp)
-    if lo <= sim <= hi:
-        return 0.0
-    return _pct(sim, lo if sim < lo else hi)
 
 
 def _simulated_limit(rows, profile, seed, steps, pacing=None, stalls=None):

@@ -112,3 +112,14 @@ def test_the_true_mode_is_recovered(tmp_path_factory, true_mode):
     link = prof["link"]["loopback-mosquitto"]
     assert link.get("jitter_on", "every_packet") == true_mode
     assert f"jitter_on={true_mode} chosen by simulating" in link["provenance"]["note"]
+
+
+def test_two_estimates_score_against_their_interval():
+    # own stamps say P50 / P99, all messages 3 x that: every_packet's 2 x lies inside the interval
+    # (error 0), idle_receiver's 0.9 x is 10 % below it; over own stamps alone every_packet would lose
+    runs = _runs().assign(latency_any_p50_s=3 * P50, latency_any_p99_s=3 * P99)
+    simulate, _ = _fake({"every_packet": 2.0, "idle_receiver": 0.875})
+    cal = JitterModeCalibrator(simulate=simulate).fit(runs)
+    assert cal.params_["jitter_on"] == "every_packet"
+    assert cal.params_["objective"] == pytest.approx({"every_packet": 0.0, "idle_receiver": 25.0})
+    assert JitterModeCalibrator(simulate=simulate).fit(_runs()).params_["jitter_on"] == "idle_receiver"
