@@ -237,36 +237,53 @@ def fit_profiles(
                 )[0],
             )
             base["demand_params"] = {**base["demand_params"], "sleep_entry_s": sleep_s}
-        cv = 0.0
-        if variability:
+
+        def choose_cv(mode, rows=rows, profile=profile):
+            """``(cv, sentence)``: the cost variability chosen with the link's jitter paid as ``mode``."""
+            if not variability:
+                return 0.0, None
             var = ServiceVariabilityCalibrator(
-                simulate=lambda row, cv, profile=profile: simulate_run(
-                    row, profile(cv), seed=seed, pacing=pacing, stalls=stalls
-                )[0],
+                simulate=lambda row, cv: simulate_run(row, profile(cv, mode), seed=seed, pacing=pacing, stalls=stalls)[
+                    0
+                ],
                 cv_grid=cv_grid,
             ).fit(rows)
             cv = var.params_["service_cv"]
-            base["metadata"]["variability"] = (
+            return cv, (
                 f"per-message costs {f'gamma with cv {cv:g}' if cv else 'constant (cv 0)'}, chosen from "
                 f"{list(cv_grid)} by simulating {var.params_['n_runs']} training runs at 30-90 % "
                 f"utilization (latency quantiles p50/p90/p99, mean |log ratio| "
                 f"{var.params_['objective'][cv]:.3g})"
             )
-        if jitter_on != "auto":
-            profiles[kind] = profile(cv)
-            continue
-        link_params = link(cv)
-        mode, base["metadata"]["jitter_choice"] = _jitter_mode(
-            rows,
-            link_params,
-            lambda row, mode, cv=cv, lp=link_params, profile=profile, kind=kind: simulate_run(
-                row,
-                _on_machine(machine, profile(cv, mode, lp), kind, row["config"]),
-                seed=seed,
-                pacing=pacing,
-                stalls=stalls,
-            )[0],
-        )
+
+        modes = (fixed_mode,)
+        if jitter_on == "auto":
+            if link(0.0)["jitter_mean_s"] > 0:
+                modes = JITTER_ON
+            else:
+                base["metadata"]["jitter_choice"] = (
+                    "no jitter fitted, so who pays it does not matter (every_packet kept)"
+                )
+        fits = {}
+        for mode in modes:  # each mode with its own cost variability: the two interact under load
+            cv, text = choose_cv(mode)
+            fits[mode] = (cv, text, link(cv))
+        mode = modes[0]
+        if len(modes) > 1:
+            mode, base["metadata"]["jitter_choice"] = _jitter_mode(
+                rows,
+                {m: f[0] for m, f in fits.items()},
+                lambda row, m, fits=fits, profile=profile, kind=kind: simulate_run(
+                    row,
+                    _on_machine(machine, profile(fits[m][0], m, fits[m][2]), kind, row["config"]),
+                    seed=seed,
+                    pacing=pacing,
+                    stalls=stalls,
+                )[0],
+            )
+        cv, text, link_params = fits[mode]
+        if text:
+            base["metadata"]["variability"] = text
         profiles[kind] = profile(cv, mode, link_params)
     return profiles
 
@@ -304,17 +321,17 @@ def _on_machine(machine, profile, kind, config):
     return profile if machine is None else machine(profile, kind, config)
 
 
-def _jitter_mode(rows, link_params, simulate):
-    """``(jitter_on, sentence)``: the link's jitter mode chosen on the training runs (:mod:`.jitter`)."""
-    if not link_params["jitter_mean_s"] > 0:
-        return "every_packet", "no jitter fitted, so who pays it does not matter (every_packet kept)"
+def _jitter_mode(rows, cvs, simulate):
+    """``(jitter_on, sentence)``: the link's jitter mode chosen on the training runs (:mod:`.jitter`),
+    each mode simulated with its own cost variability (``cvs``: mode -> cv)."""
     cal = JitterModeCalibrator(simulate=simulate).fit(rows)
     p = cal.params_
-    scores = ", ".join(f"{m} {v:.4g} %" for m, v in p["objective"].items())
+    scores = ", ".join(f"{m} {v:.4g} % (cv {cvs[m]:g})" for m, v in p["objective"].items())
+    n = p["n_configs"]
     return p["jitter_on"], (
         f"jitter_on={p['jitter_on']} chosen by simulating {p['n_runs']} sustainable training runs of "
-        f"{p['n_configs']} configuration{'s' if p['n_configs'] != 1 else ''} with each mode (sum over p50 and p99 of the mean over "
-        f"configurations of the absolute median latency error: {scores})"
+        f"{n} configuration{'s' if n != 1 else ''} with each mode and the cost variability chosen with it "
+        f"(sum over p50 and p99 of the mean over configurations of the absolute median latency error: {scores})"
     )
 
 
