@@ -223,7 +223,7 @@ def fit_profiles(
             link_params = link(cv) if link_params is None else link_params
             return build_profile(**base, link_params=link_params, service_cv=cv, jitter_on=mode, idle_exit=idle_exit)
 
-        if base["demand_params"].get("pass_cost_s") and wake != "idle_fraction":  # an event loop's passes
+        if base["demand_params"].get("pass_cost_s") and wake != "idle_fraction" and _simulable(rows):  # passes
             first = profile(0.0)  # constant costs, link fitted without a sleep entry
             sleep_s, base["metadata"]["sleep_entry"] = _sleep_entry(
                 rows,
@@ -286,6 +286,11 @@ def fit_profiles(
             base["metadata"]["variability"] = text
         profiles[kind] = profile(cv, mode, link_params)
     return profiles
+
+
+def _simulable(rows):
+    """Do the runs carry what their simulated twin needs (a campaign's run settings)?"""
+    return all(c in rows for c in ("duration_s", "warmup_s", "cooldown_s"))
 
 
 def _with_sleep_entry(profile, sleep_entry_s):
