@@ -243,6 +243,6 @@ def test_calibrated_link_jitter_can_be_paid_by_idle_receivers_only():
     }
     g = topology_for(row, prof)
     assert {data[T.PARAMS].jitter_on for _, _, data in g.edges(data=True)} == {"idle_receiver"}
-    old = presets.load("link", "loopback-mosquitto")  # committed before jitter_on existed
-    assert "jitter_on" not in old
+    # a link preset written before jitter_on existed (the shipped ones now carry the fit's choice)
+    old = {k: v for k, v in presets.load("link", "loopback-mosquitto").items() if k != "jitter_on"}
     assert from_mapping(LinkParams, old, "link.loopback-mosquitto").jitter_on == "every_packet"
