@@ -151,6 +151,17 @@ def relative_nnls(x, y, names):
     return coef
 
 
+def spread_over_rates(measurements, max_runs):
+    """At most ``max_runs`` runs of each configuration, spread evenly over its offered rates
+    (lightest and heaviest included), configurations in order of appearance."""
+    picked = []
+    for _, rows in measurements.groupby("config", sort=False):
+        rows = rows.sort_values("rate_per_s")
+        idx = np.unique(np.linspace(0, len(rows) - 1, min(max_runs, len(rows))).round().astype(int))
+        picked.append(rows.iloc[idx])
+    return pd.concat(picked) if picked else measurements
+
+
 def _check(measurements, columns):
     if not isinstance(measurements, pd.DataFrame):
         raise ConfigError("measurements", type(measurements).__name__, "a pandas DataFrame, one row per run")

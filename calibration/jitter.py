@@ -26,13 +26,12 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
 import pandas as pd
 
 from ..models.params.link import JITTER_ON
 from ..sim.errors import ConfigError
 from .errors import bracket_error_pct, pct_error
-from .fit import _check
+from .fit import _check, spread_over_rates
 
 __all__ = ["JitterModeCalibrator"]
 
@@ -79,12 +78,7 @@ class JitterModeCalibrator:
         """The runs scored: sustainable, at most ``max_runs`` per configuration spread over its rates."""
         _check(measurements, ("config", "rate_per_s", "sustainable") + tuple(f"latency_{q}_s" for q in self.quantiles))
         m = measurements[measurements["sustainable"].astype(bool)].reset_index(drop=True)
-        picked = []
-        for _, rows in m.groupby("config", sort=False):
-            rows = rows.sort_values("rate_per_s")
-            idx = np.unique(np.linspace(0, len(rows) - 1, min(self.max_runs, len(rows))).round().astype(int))
-            picked.append(rows.iloc[idx])
-        return pd.concat(picked) if picked else m
+        return spread_over_rates(m, self.max_runs)
 
     def _errors(self, runs, mode):
         recs = []

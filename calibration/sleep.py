@@ -31,7 +31,7 @@ import numpy as np
 import pandas as pd
 
 from ..sim.errors import ConfigError
-from .fit import _check
+from .fit import _check, spread_over_rates
 
 __all__ = ["SleepEntryCalibrator"]
 
@@ -106,12 +106,7 @@ class SleepEntryCalibrator:
         )
         if "cap_throttled_period_fraction" in m:  # NaN (not measured) is kept
             keep &= ~(m["cap_throttled_period_fraction"] > self.max_throttled_fraction)
-        picked = []
-        for _, rows in m[keep].groupby("config", sort=False):
-            rows = rows.sort_values("rate_per_s")
-            idx = np.unique(np.linspace(0, len(rows) - 1, min(self.max_runs, len(rows))).round().astype(int))
-            picked.append(rows.iloc[idx])
-        return pd.concat(picked) if picked else m[keep]
+        return spread_over_rates(m[keep], self.max_runs)
 
     def fit(self, measurements, wakeups):
         runs = self.select(measurements, wakeups)
