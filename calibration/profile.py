@@ -26,6 +26,7 @@ __all__ = [
     "check_profile",
     "length_reads_reason",
     "pass_reads_reason",
+    "sleep_entry_reason",
     "several_switches_per_wakeup",
 ]
 
@@ -40,6 +41,7 @@ BROKER_MODELS = {
         "packet's remaining length, then one for the rest",
         "pass_reads": "Mosquitto 2.0.11 src/mux_epoll.c mux_epoll__handle: one epoll_wait per pass of the "
         "main loop, then one packet__read per ready connection",
+        "sleeps": "one thread that sleeps in epoll_wait when it runs out of work (src/mux_epoll.c)",
     },
     "nats": {
         "workers": 1,
@@ -51,6 +53,8 @@ BROKER_MODELS = {
         "message and signals the subscriber's writeLoop (flushSignal), which flushes it; with the Go "
         "netpoller, a wake-up is about three voluntary context switches (measured: 2.4-3.3 per message "
         "at 200 msg/s, calibration/README.md)",
+        "sleeps": "goroutines park in the Go netpoller (epoll_wait); an idle Go scheduler thread spins "
+        "looking for work before it sleeps (runtime/proc.go findrunnable, stopm)",
     },
     "rabbitmq-mqtt": {
         "workers": 1,
@@ -67,6 +71,8 @@ BROKER_MODELS = {
         "its mailbox (an eventfd signaler), which passes the message on to the I/O thread that writes "
         "it: a wake-up is two to three voluntary context switches (measured: 2.3-3.5 per message at "
         "200 msg/s, calibration/README.md)",
+        "sleeps": "the I/O thread sleeps in epoll_wait and the proxy's thread in poll on its mailbox "
+        "(libzmq 4.3.5 src/epoll.cpp, src/proxy.cpp)",
     },
     "activemq-mqtt": {
         "workers": 1,
@@ -125,6 +131,15 @@ def several_switches_per_wakeup(kind):
     return BROKER_MODELS.get(kind, {}).get("wakeup_switches") is not None
 
 
+def sleep_entry_reason(kind):
+    """None if broker ``kind``'s threads sleep in the kernel when out of work, so that its counted
+    voluntary switches are its wake-ups (``sleeps`` in :data:`BROKER_MODELS`: ``sleep_entry_s`` may
+    be fitted), else why that term is not fitted (a runtime whose schedulers switch on their own)."""
+    if BROKER_MODELS.get(kind, {}).get("sleeps") is not None:
+        return None
+    return f"not fitted: {kind}'s runtime switches whether or not messages come"
+
+
 def pass_reads_reason(kind):
     """None if broker ``kind`` reads one packet per ready connection per pass of its loop
     (``pass_reads`` in :data:`BROKER_MODELS`: ``pass_cost_s`` may be fitted), else why that term is not fitted."""
@@ -143,14 +158,10 @@ def _passes(demand_params, metadata):
         f"fitted per event-loop pass on the passes counted per message (perf, broker_passes_per_ingress) "
         f"of {metadata['data']}; a pass reads one packet per ready connection (Mosquitto 2.0 src/mux_epoll.c)"
     )
-    sleep_s = demand_params.get("sleep_entry_s", 0.0)
-    if metadata.get("sleep_entry"):
-        note += f"; {metadata['sleep_entry']}"
     return {
         "io": {
             "cycle_cost_s": _us(cost),
             "cycle_max_per_connection": 1,
-            **({"sleep_entry_s": _us(sleep_s)} if sleep_s else {}),
             "provenance": {"source": metadata.get("source", "measured"), "reference": metadata["data"], "note": note},
         }
     }
@@ -268,6 +279,7 @@ def build_profile(
             else ""
         )
         + _drift_text(speed_drift)
+        + (f"{metadata['sleep_entry']}; " if metadata.get("sleep_entry") else "")
         + "costs are CPU seconds of a whole "
         f"core: set cpu_fraction for a capped broker. {where}. Workers, topic syntax "
         f"and overflow from the broker's design: {model['why']}."
@@ -289,6 +301,7 @@ def build_profile(
         "delivery_cost_s": _cost(demand_params["delivery_cost_s"], service_cv),
         "per_byte_cost_s": float(demand_params["per_byte_cost_s"]),
         "idle_wakeup_cost_s": _us(demand_params["idle_wakeup_cost_s"]),
+        **({"sleep_entry_s": _us(demand_params["sleep_entry_s"])} if demand_params.get("sleep_entry_s") else {}),
         **extra,
         "background_cpu_fraction": float(f"{demand_params.get('background_cpu_fraction', 0.0):.4g}"),
         "topic_syntax": model["topic_syntax"],

@@ -78,7 +78,7 @@ class SleepEntryCalibrator:
         self,
         *,
         simulate,
-        grid_s=(0.0, 5e-6, 10e-6, 15e-6, 20e-6, 30e-6, 40e-6),
+        grid_s=(0.0, 5e-6, 10e-6, 15e-6, 20e-6, 30e-6, 40e-6, 60e-6, 80e-6, 100e-6),
         min_wakeups=0.02,
         max_wakeups=0.95,
         max_runs=4,

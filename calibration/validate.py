@@ -46,7 +46,13 @@ from .fit import (
     wakeups_of,
 )
 from .jitter import JitterModeCalibrator
-from .profile import build_profile, length_reads_reason, pass_reads_reason, several_switches_per_wakeup
+from .profile import (
+    build_profile,
+    length_reads_reason,
+    pass_reads_reason,
+    several_switches_per_wakeup,
+    sleep_entry_reason,
+)
 from .sleep import SleepEntryCalibrator
 from .terms import busy_identified, passes_identified, terms_record
 from .variability import ServiceVariabilityCalibrator
@@ -135,10 +141,12 @@ def fit_profiles(
     lateness, :class:`pubsim.calibration.pacing.PacingLag`; None: on time)
     and its client links stalled by ``stalls``
     (:class:`pubsim.calibration.stalls.TickStalls`; None: no stalls).
-    A broker whose fit has an event-loop pass cost (Mosquitto) and whose
-    runs counted their context switches gets the loop's sleep entry fitted
-    on them (:class:`pubsim.calibration.sleep.SleepEntryCalibrator`, with
-    the constant-cost profile; ``IoParams.sleep_entry_s``) before the cost
+    A broker whose threads sleep in the kernel when out of work (``sleeps``
+    in :data:`pubsim.calibration.profile.BROKER_MODELS`: Mosquitto, NATS,
+    the ZeroMQ proxy) and whose runs counted their context switches gets
+    its sleep entry fitted on them
+    (:class:`pubsim.calibration.sleep.SleepEntryCalibrator`, with the
+    constant-cost profile; ``BrokerParams.sleep_entry_s``) before the cost
     variability is chosen.
     ``jitter_on`` is the fitted loopback link's jitter mode
     (:func:`pubsim.calibration.profile.build_profile`), or ``"auto"``: the
@@ -223,7 +231,7 @@ def fit_profiles(
             link_params = link(cv) if link_params is None else link_params
             return build_profile(**base, link_params=link_params, service_cv=cv, jitter_on=mode, idle_exit=idle_exit)
 
-        if base["demand_params"].get("pass_cost_s") and wake != "idle_fraction" and _simulable(rows):  # passes
+        if sleep_entry_reason(kind) is None and wake != "idle_fraction" and _simulable(rows):
             first = profile(0.0)  # constant costs, link fitted without a sleep entry
             sleep_s, base["metadata"]["sleep_entry"] = _sleep_entry(
                 rows,
@@ -294,24 +302,24 @@ def _simulable(rows):
 
 
 def _with_sleep_entry(profile, sleep_entry_s):
-    """``profile`` with its broker's ``io.sleep_entry_s`` set, s."""
+    """``profile`` with its broker's ``sleep_entry_s`` set, s."""
     ((name, fields),) = profile["broker"].items()
-    io = {**fields["io"], "sleep_entry_s": float(sleep_entry_s)}
-    return {**profile, "broker": {name: {**fields, "io": io}}}
+    return {**profile, "broker": {name: {**fields, "sleep_entry_s": float(sleep_entry_s)}}}
 
 
 def _sleep_entry(rows, wake, simulate):
     """``(sleep_entry_s, sentence)``: the event loop's sleep entry fitted on the training runs'
     counted wake-ups (:class:`pubsim.calibration.sleep.SleepEntryCalibrator`)."""
-    measured = wakeups_of(rows) if wake == "wakeup_switches" else rows["wakeups_per_ingress"].clip(0.0, 1.0)
+    measured = _measured_wakeups(rows, wake)
     try:
         cal = SleepEntryCalibrator(simulate=simulate).fit(rows, measured)
     except ConfigError as err:
         return 0.0, f"sleep entry not identified ({err.expected}), 0"
     p = cal.params_
     scores = ", ".join(f"{k * 1e6:g} us {v:.3g}" for k, v in p["objective"].items())
+    edge = " (the largest candidate: the best may lie beyond)" if p["sleep_entry_s"] == max(p["objective"]) else ""
     what = (
-        f"sleep entry {p['sleep_entry_s'] * 1e6:g} us"
+        f"sleep entry {p['sleep_entry_s'] * 1e6:g} us{edge}"
         if p["identified"]
         else "sleep entry not identified (no window improves on none by 0.05), 0"
     )
@@ -320,6 +328,11 @@ def _sleep_entry(rows, wake, simulate):
         f"the {p['n_sensitive']} of {p['n_runs']} training runs whose wake-ups a window changes "
         f"(mean |log ratio| by sleep entry: {scores})"
     )
+
+
+def _measured_wakeups(rows, wake):
+    """Each run's wake-ups per ingress message as the fit reads them (``wake``: its regressor)."""
+    return wakeups_of(rows) if wake == "wakeup_switches" else rows["wakeups_per_ingress"].clip(0.0, 1.0)
 
 
 def _on_machine(machine, profile, kind, config):
@@ -597,7 +610,9 @@ def _compare(runs, saturation, latency, profiles, seed, steps, progress, pacing=
                 "saturation_error_pct": _pct(sim.rate_per_s, meas_limit),
             }
         )
-        for _, r in rows.iterrows():
+        wake = _wake_regressor(rows, kind)
+        woke = _measured_wakeups(rows, wake) if wake != "idle_fraction" else pd.Series(math.nan, index=rows.index)
+        for i, r in rows.iterrows():
             summ, lat_sim = simulate_run(r.to_dict(), profile, seed=seed, pacing=pacing, stalls=stalls)
             samples[(kind, config)][r["run"]] = lat_sim
             lat_meas = latency[(latency.broker == kind) & (latency.config == config) & (latency.run == r["run"])][
@@ -620,6 +635,9 @@ def _compare(runs, saturation, latency, profiles, seed, steps, progress, pacing=
             if not (math.isnan(passes) or math.isnan(summ["broker_passes_per_ingress"])):
                 rec["measured_passes_per_ingress"] = passes  # counted by perf, simulated as I/O cycles
                 rec["simulated_passes_per_ingress"] = summ["broker_passes_per_ingress"]
+            if not math.isnan(woke[i]):  # as the fit reads the counted switches, and the twin's charged ones
+                rec["measured_wakeups_per_ingress"] = woke[i]
+                rec["simulated_wakeups_per_ingress"] = summ["wakeups_per_ingress"]
             thr = r.get("cap_throttled_period_fraction", math.nan), summ["cap_throttled_period_fraction"]
             if not any(math.isnan(x) for x in thr):  # cgroup nr_throttled / nr_periods, and the twin's
                 rec["measured_throttled_fraction"], rec["simulated_throttled_fraction"] = thr

@@ -78,7 +78,7 @@ class RunResult:
 
     def stations(self) -> pd.DataFrame:
         """Per station: role, utilization, mean waiting messages, drops, over the window."""
-        rows = [{"station": s.name, "role": s.role, **s.stats.record()} for s in self.network.stations]
+        rows = [{"station": s.name, "role": s.role, **s.record()} for s in self.network.stations]
         return pd.DataFrame(rows)
 
     def traffic(self) -> pd.DataFrame:

@@ -200,6 +200,10 @@ class FifoDiscipline(ServerTotals):
         piecewise-linear curve (:func:`pubsim.sim.kernels.idle_exit_s`): a
         message that finds its server idle starts that much later, without
         using CPU. None: no exit latency.
+    sleep_entry_s : float
+        A message that finds its server free for less than this (s) is
+        served at once without ``idle_extra_s`` or exit latency
+        (:func:`pubsim.sim.kernels.wakes`); 0: none.
     """
 
     event_driven = False
@@ -217,6 +221,7 @@ class FifoDiscipline(ServerTotals):
         cpu_quota_s: float = math.inf,
         cpu_period_s: float = 0.1,
         idle_exit: tuple | None = None,
+        sleep_entry_s: float = 0.0,
     ) -> None:
         policy = {
             Overflow.DROP_NEWEST: K.POLICY_DROP_NEWEST,
@@ -234,6 +239,7 @@ class FifoDiscipline(ServerTotals):
         )
         if idle_exit is not None:
             K.set_idle_exit(self.fs, *idle_exit)
+        self.fs[K.SLEEP_ENTRY] = float(sleep_entry_s)
         self.ist = np.array([0, _capacity(capacity_messages), policy, 0], dtype=np.int64)
         self.free = np.zeros(int(servers))
         heap_len = max(16, self.ist[K.CAP_MSGS] + 1)

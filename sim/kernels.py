@@ -37,7 +37,14 @@ State layout (arrays so that numba can mutate them in place)
   then the speed drift (:func:`set_speed_drift`): its log-sd (0 = none), its
   correlation time (s), the key of its counter-based stream, and the quota
   period, log factor and factor last drawn; then the window in which
-  throttled periods are counted (:func:`set_throttle_window`) and the count.
+  throttled periods are counted (:func:`set_throttle_window`) and the count;
+  then the sleep entry (s, :func:`wakes`; 0 = none) and the wake-ups charged
+  in that window (:func:`count_woke`).
+
+Sleep entry. A server that ran out of work less than ``sleep_entry`` ago
+is still on its way to sleep: a message that comes then is served at once,
+without the wake-up's extra work (``IDLE_EXTRA``) and without an exit
+latency (``BrokerParams.sleep_entry_s``).
 
 Idle exit. A server that has idled for ``t`` seconds needs ``exit(t)`` to
 leave its idle state before it serves a message (a core's cpuidle exit
@@ -99,9 +106,11 @@ DRIFT_TIME, DRIFT_KEY, DRIFT_P, DRIFT_X, DRIFT_S = range(DRIFT_SIGMA + 1, DRIFT_
 THR_W0, THR_W1, THR_N = DRIFT_S + 1, DRIFT_S + 2, DRIFT_S + 3
 # an event loop that runs out of work is awake for a while before it sleeps: a message arriving
 # less than SLEEP_ENTRY s after the server became free is read without a wake-up (no IDLE_EXTRA,
-# no exit latency; IoParams.sleep_entry_s, used by the I/O-cycle kernels; 0 = none)
+# no exit latency; BrokerParams.sleep_entry_s; 0 = none)
 SLEEP_ENTRY = THR_N + 1
-FS_LEN = SLEEP_ENTRY + 1
+# wake-ups charged (IDLE_EXTRA paid) by messages whose service starts in [THR_W0, THR_W1)
+WOKE_N = SLEEP_ENTRY + 1
+FS_LEN = WOKE_N + 1
 N_HEAP, CAP_MSGS, POLICY, RING_HEAD = 0, 1, 2, 3
 
 # overflow policies understood by the arithmetic kernel
@@ -150,6 +159,14 @@ def set_idle_exit(fs: np.ndarray, idle_s: Sequence[float], exit_s: Sequence[floa
 def wakes(fs: np.ndarray, idle: float) -> bool:
     """Does a message that finds the server free for ``idle`` s wake it (``fs[SLEEP_ENTRY]``)?"""
     return idle >= fs[SLEEP_ENTRY]
+
+
+@njit(cache=True, inline="always")
+def count_woke(fs: np.ndarray, start: float) -> None:
+    """Count a charged wake-up whose service starts at ``start`` if that is in the station's
+    window (``fs[WOKE_N]``; the window of :func:`set_throttle_window`)."""
+    if fs[THR_W0] <= start < fs[THR_W1]:
+        fs[WOKE_N] += 1.0
 
 
 @njit(cache=True, inline="always")
@@ -288,10 +305,12 @@ def set_speed_drift(fs: np.ndarray, sigma: float, time_s: float, key: int) -> No
 
 def set_throttle_window(fs: np.ndarray, w0: float, w1: float) -> None:
     """Count the quota periods starting in ``[w0, w1)`` (s) in which the budget ran out
-    before the period ended (``fs[THR_N]``; cgroup ``cpu.stat`` ``nr_throttled``)."""
+    before the period ended (``fs[THR_N]``; cgroup ``cpu.stat`` ``nr_throttled``), and the
+    wake-ups charged to messages whose service starts in it (``fs[WOKE_N]``, :func:`count_woke`)."""
     fs[THR_W0] = w0
     fs[THR_W1] = w1
     fs[THR_N] = 0.0
+    fs[WOKE_N] = 0.0
 
 
 @njit(cache=True, inline="always")
@@ -405,10 +424,11 @@ def _ring_offer(
     start = arrival
     if free[0] > arrival:
         start = free[0]
-    else:
+    elif wakes(fs, arrival - free[0]):
         service = service + fs[IDLE_EXTRA]
         if fs[EXIT_N] > 0.0:
             start = arrival + idle_exit_s(fs, arrival - free[0])
+        count_woke(fs, start)
     fs[WORK] += service
     fs[SERVED] += 1.0
     if periodic(fs) and service > 0.0:
@@ -478,10 +498,11 @@ def fifo_offer(
     start = admit
     if free[k] > admit:
         start = free[k]
-    else:
+    elif wakes(fs, admit - free[k]):
         service = service + fs[IDLE_EXTRA]
         if fs[EXIT_N] > 0.0:
             start = admit + idle_exit_s(fs, admit - free[k])
+        count_woke(fs, start)
     fs[WORK] += service
     fs[SERVED] += 1.0
     if periodic(fs) and service > 0.0:
@@ -521,10 +542,11 @@ def _open_run(
         st = a
         if f > a:
             st = f
-        else:
+        elif wakes(fs, a - f):
             svc = svc + extra
             if exits:
                 st = a + idle_exit_s(fs, a - f)
+            count_woke(fs, st)
         work += svc
         served += 1.0
         f = st + svc
@@ -580,10 +602,11 @@ def _ring_run(
         st = a
         if f > a:
             st = f
-        else:
+        elif wakes(fs, a - f):
             svc = svc + extra
             if exits:
                 st = a + idle_exit_s(fs, a - f)
+            count_woke(fs, st)
         work += svc
         served += 1.0
         f = st + svc

@@ -310,6 +310,10 @@ class Station:
         """Time the station needs attention with no arrival (event-driven only)."""
         return self.discipline.next_wake()
 
+    def record(self) -> dict[str, Any]:
+        """The station's figures over the window (:meth:`StationStats.record`)."""
+        return self.stats.record()
+
     # --- rollback (optimistic cycles, :mod:`pubsim.sim.optimistic`) -------
     rollback_safe = True
     """Can :meth:`snapshot` / :meth:`restore` roll the station back? True when

@@ -73,6 +73,19 @@ class BrokerParams:
         number of subscriptions), s.
     idle_wakeup_cost_s : float
         Extra cost of a message that finds its worker idle, s.
+    sleep_entry_s : float
+        How long after running out of work a worker (an event loop) still
+        takes a message without a wake-up, s: a message arriving that soon
+        after its server became free pays neither ``idle_wakeup_cost_s``
+        nor the idle core's exit latency (Linux ``fs/eventpoll.c``
+        ``ep_poll`` returns the events that came before the task was
+        switched out, and ``schedule()`` does not switch away from a task
+        woken meanwhile, so no voluntary context switch is counted; a Go
+        runtime's idle threads spin before they park). Fitted so that the
+        simulated wake-ups per message equal the measured voluntary context
+        switches (:class:`pubsim.calibration.sleep.SleepEntryCalibrator`).
+        0 (default): every message that finds its server free wakes it.
+        Needs the FIFO worker or ``io`` (as ``idle_exit``).
     connection_cost_s : float
         Cost per client connection of the broker (publishers and
         subscribers attached to it) per ingress message, s: what more
@@ -224,9 +237,7 @@ class BrokerParams:
         = the plain FIFO worker. Needs one worker, FIFO scheduling, an
         unlimited ingress queue, no batching and no restarts. In scenario
         files a mapping of IoParams fields (``cycle_cost_s``,
-        ``flush_cost_s``, ``cycle_max_messages``, ``cycle_max_per_connection``,
-        ``sleep_entry_s``: how long the loop still reads a message without a
-        wake-up after running out of work).
+        ``flush_cost_s``, ``cycle_max_messages``, ``cycle_max_per_connection``).
     overload : OverloadParams or None
         TCP flow control past the broker's limit: each publisher connection
         holds a bounded socket buffer, a publisher whose buffer is full waits
@@ -254,6 +265,7 @@ class BrokerParams:
     length_byte_cost_s: float = field(default=0.0, metadata={"unit": "duration"})
     filter_scan_cost_s: float = field(default=0.0, metadata={"unit": "float"})
     idle_wakeup_cost_s: float = field(default=0.0, metadata={"unit": "duration"})
+    sleep_entry_s: float = field(default=0.0, metadata={"unit": "duration"})
     connection_cost_s: float = field(default=0.0, metadata={"unit": "duration"})
     connection_wakeup_cost_s: float = field(default=0.0, metadata={"unit": "duration"})
     cpu_fraction: float = field(default=1.0, metadata={"unit": "cpu_cores"})

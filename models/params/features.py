@@ -67,6 +67,7 @@ class Feature(str, enum.Enum):
     PRELOADED = "preloaded"  # a publisher whose messages were stored before the run
     IDLE_RECEIVER = "idle_receiver"  # a link whose jitter only a message finding the receiver idle pays (jitter_on)
     IDLE_EXIT = "idle_exit"  # a broker whose core takes time to leave its idle state (idle_exit)
+    SLEEP_ENTRY = "sleep_entry"  # a broker whose worker stays awake a while after its work (sleep_entry_s)
     SPEED_DRIFT = "speed_drift"  # a broker whose speed drifts per period (speed_drift_log_sd > 0)
 
 
@@ -114,6 +115,7 @@ _FRAMES = "a frame channel (client_frame_bytes) "
 _QUOTA = "1 with priority scheduling or {overflow} (the CPU quota is modelled for FIFO brokers)"
 _IDLE_EXIT = " with idle_exit (the idle exit is modelled for FIFO brokers)"
 _DRIFT = " with speed_drift_log_sd > 0 (the speed drift is modelled for FIFO brokers)"
+_SLEEP = " with sleep_entry_s > 0 (the sleep entry is modelled for FIFO brokers)"
 
 #: The refused pairs, per scope, in the order they are checked.
 REFUSED: tuple[Refusal, ...] = (
@@ -137,6 +139,12 @@ REFUSED: tuple[Refusal, ...] = (
     Refusal("broker", F.IDLE_EXIT, F.BATCHING, "batch_max_messages", "batch_max_messages", "1" + _IDLE_EXIT),
     Refusal("broker", F.IDLE_EXIT, F.RESTART, "restart_at_s", "restart_at_s", "empty" + _IDLE_EXIT),
     Refusal("broker", F.IDLE_EXIT, F.PRIORITY, "scheduling", "scheduling", "fifo" + _IDLE_EXIT),
+    Refusal("broker", F.SLEEP_ENTRY, F.BATCHING, "batch_max_messages", "batch_max_messages", "1" + _SLEEP),
+    Refusal("broker", F.SLEEP_ENTRY, F.RESTART, "restart_at_s", "restart_at_s", "empty" + _SLEEP),
+    Refusal("broker", F.SLEEP_ENTRY, F.PRIORITY, "scheduling", "scheduling", "fifo" + _SLEEP),
+    Refusal(
+        "broker", F.SLEEP_ENTRY, F.EVENT_QUEUE, "overflow", "overflow", "drop_newest, reject or backpressure" + _SLEEP
+    ),
     Refusal(
         "broker", F.IDLE_EXIT, F.EVENT_QUEUE, "overflow", "overflow", "drop_newest, reject or backpressure" + _IDLE_EXIT
     ),
@@ -373,6 +381,7 @@ DETECT: dict[str, dict[Feature, Callable[[Any], bool]]] = {
         F.DISK: lambda p: p.disk is not None,
         F.FRAMES: lambda p: p.client_frame_bytes is not None,
         F.IDLE_EXIT: lambda p: p.idle_exit is not None,
+        F.SLEEP_ENTRY: lambda p: p.sleep_entry_s > 0,
         F.SPEED_DRIFT: lambda p: p.speed_drift_log_sd > 0,
     },
     "link": {

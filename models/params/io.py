@@ -61,17 +61,6 @@ class IoParams:
         order (:class:`pubsim.models.mechanisms.iothreads.passes.PassDiscipline`).
         None (default) = no limit (a read takes all that is buffered, as
         nats-server and libzmq do).
-    sleep_entry_s : float
-        How long after running out of work the loop still reads a message
-        without a wake-up, s: a message arriving that soon after the server
-        became free pays neither ``idle_wakeup_cost_s`` nor the idle core's
-        exit latency (Linux ``fs/eventpoll.c`` ``ep_poll`` returns the events
-        that came before the task was switched out, and ``schedule()`` does
-        not switch away from a task woken meanwhile, so no voluntary context
-        switch is counted). Fitted so that the simulated wake-ups per message
-        equal the measured voluntary context switches
-        (:class:`pubsim.calibration.sleep.SleepEntryCalibrator`); 0 (default):
-        every message that finds the server free wakes it.
     provenance : Provenance
     """
 
@@ -79,7 +68,6 @@ class IoParams:
     flush_cost_s: float = field(default=0.0, metadata={"unit": "duration"})
     cycle_max_messages: int | None = field(default=None, metadata={"unit": "optional_count"})
     cycle_max_per_connection: int | None = field(default=None, metadata={"unit": "optional_count"})
-    sleep_entry_s: float = field(default=0.0, metadata={"unit": "duration"})
     provenance: Provenance = field(default=ASSUMED, metadata={"unit": "provenance"})
 
     def __post_init__(self) -> None:

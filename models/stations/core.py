@@ -32,6 +32,7 @@ def make_discipline(
     batch=None,
     restart=None,
     idle_exit=None,
+    sleep_entry_s=0.0,
     **quota,
 ):
     """FIFO arithmetic unless priorities or the overflow policy
@@ -39,8 +40,8 @@ def make_discipline(
 
     ``quota``: ``cpu_quota_s`` and ``cpu_period_s`` (FIFO arithmetic only);
     ``idle_exit``: the idle-exit curve ``(idle_s, exit_s)`` of the servers
-    (FIFO arithmetic only; :class:`pubsim.models.params.idle.IdleExitParams`
-    refuses the others);
+    and ``sleep_entry_s`` their sleep entry, s (FIFO arithmetic only;
+    :mod:`pubsim.models.params.features` refuses the others);
     ``disk_cost_s``: extra service of a message spilled by ``flow_to_disk``, s.
     ``batch``: keyword arguments of :class:`BatchDiscipline` (batching with
     more than one message per batch), or None. ``restart``: keyword
@@ -80,6 +81,7 @@ def make_discipline(
         overflow=overflow,
         idle_extra_s=idle_extra_s,
         idle_exit=idle_exit,
+        sleep_entry_s=sleep_entry_s,
         **quota,
     )
 
@@ -281,7 +283,8 @@ class LinkStation(ModelStation):
 
 
 def _open_fifo(disc):
-    """One FIFO server, no message or byte limit, no CPU quota or speed drift, no idle exit, drop-newest."""
+    """One FIFO server, no message or byte limit, no CPU quota or speed drift, no idle exit
+    or sleep entry, drop-newest."""
     return (
         type(disc) is FifoDiscipline
         and len(disc.free) == 1
@@ -289,6 +292,7 @@ def _open_fifo(disc):
         and disc.fs[K.CAP_BYTES] == np.inf
         and not K.periodic(disc.fs)
         and disc.fs[K.EXIT_N] == 0
+        and disc.fs[K.SLEEP_ENTRY] == 0
         and not disc.reject
     )
 
@@ -390,6 +394,7 @@ class BrokerStation(ModelStation):
             restart=_restart(params),
             disk_cost_s=params.flow_to_disk_cost_s,
             idle_exit=None if cpu_shared or params.idle_exit is None else params.idle_exit.curve,
+            sleep_entry_s=0.0 if cpu_shared else params.sleep_entry_s,
             **_quota(params),
         )
         super().__init__(name, "broker", disc, servers=params.workers, window=window)
@@ -420,6 +425,17 @@ class BrokerStation(ModelStation):
 
     def service_s(self, packets):
         return np.zeros(len(packets)) if self.cpu_shared else self.demand_s(packets)
+
+    def record(self):
+        """The station's figures; ``wakeups`` are the wake-ups charged (by start in the window)
+        where an idle exit delays them or a sleep entry spares some (the FIFO kernel counts
+        them, :func:`pubsim.sim.kernels.count_woke`), else the messages that started the
+        moment they were admitted (the same thing without either)."""
+        row = super().record()
+        disc = self.discipline
+        if type(disc) is FifoDiscipline and (disc.fs[K.EXIT_N] > 0 or disc.fs[K.SLEEP_ENTRY] > 0):
+            row["wakeups"] = int(disc.fs[K.WOKE_N])
+        return row
 
     def demand_s(self, packets):
         """CPU demand of each packet's visit, s (draws this broker's cost streams)."""
@@ -497,6 +513,17 @@ class SubscriberStation(ModelStation):
     def service_s(self, packets):
         return np.zeros(len(packets)) if self.cpu_shared else self.demand_s(packets)
 
+    def record(self):
+        """The station's figures; ``wakeups`` are the wake-ups charged (by start in the window)
+        where an idle exit delays them or a sleep entry spares some (the FIFO kernel counts
+        them, :func:`pubsim.sim.kernels.count_woke`), else the messages that started the
+        moment they were admitted (the same thing without either)."""
+        row = super().record()
+        disc = self.discipline
+        if type(disc) is FifoDiscipline and (disc.fs[K.EXIT_N] > 0 or disc.fs[K.SLEEP_ENTRY] > 0):
+            row["wakeups"] = int(disc.fs[K.WOKE_N])
+        return row
+
     def demand_s(self, packets):
         """CPU demand of each packet, s (processing, then decoding)."""
         service = self.processing.take(len(packets))
@@ -528,6 +555,17 @@ class EncodeStation(ModelStation):
 
     def service_s(self, packets):
         return np.zeros(len(packets)) if self.cpu_shared else self.demand_s(packets)
+
+    def record(self):
+        """The station's figures; ``wakeups`` are the wake-ups charged (by start in the window)
+        where an idle exit delays them or a sleep entry spares some (the FIFO kernel counts
+        them, :func:`pubsim.sim.kernels.count_woke`), else the messages that started the
+        moment they were admitted (the same thing without either)."""
+        row = super().record()
+        disc = self.discipline
+        if type(disc) is FifoDiscipline and (disc.fs[K.EXIT_N] > 0 or disc.fs[K.SLEEP_ENTRY] > 0):
+            row["wakeups"] = int(disc.fs[K.WOKE_N])
+        return row
 
     def demand_s(self, packets):
         """CPU demand of each packet, s."""

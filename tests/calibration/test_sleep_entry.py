@@ -101,9 +101,11 @@ def test_the_true_sleep_entry_is_recovered(tmp_path_factory, true_s):
     run_campaign(parse_campaign(CAMPAIGN), out, VirtualHarness({"mosquitto": truth}, seed=3))
     runs, _, _, meta = read_results(out)
     prof = fit_profiles(runs, meta, background=False, method="joint", n_boot=0, connection_form="per_pass")
-    io = prof["mosquitto"]["broker"]["mosquitto"]["io"]
-    found_s = float(io.get("sleep_entry_s", "0us").removesuffix("us")) * 1e-6
+    broker = prof["mosquitto"]["broker"]["mosquitto"]
+    found_s = float(broker.get("sleep_entry_s", "0us").removesuffix("us")) * 1e-6
     # the fitted link's jitter is not the truth's, so the twin's arrival gaps are not either: the
     # window is found within a grid step of the truth, and none where the truth has none
     assert (10e-6 <= found_s <= 30e-6) if true_s else found_s == 0.0
-    assert "training runs whose wake-ups a window changes (mean |log ratio| by sleep entry" in io["provenance"]["note"]
+    assert (
+        "training runs whose wake-ups a window changes (mean |log ratio| by sleep entry" in broker["provenance"]["note"]
+    )

@@ -49,6 +49,19 @@ CASES = {
     ("broker", F.IDLE_EXIT, F.RESTART): (lambda: BrokerParams(idle_exit=_EXIT, restart_at_s=(1.0,)), "restart_at_s"),
     ("broker", F.IDLE_EXIT, F.PRIORITY): (lambda: BrokerParams(idle_exit=_EXIT, scheduling="priority"), "scheduling"),
     ("broker", F.IDLE_EXIT, F.EVENT_QUEUE): (lambda: BrokerParams(idle_exit=_EXIT, overflow="ring"), "overflow"),
+    ("broker", F.SLEEP_ENTRY, F.BATCHING): (
+        lambda: BrokerParams(sleep_entry_s=1e-5, batch_max_messages=4),
+        "batch_max_messages",
+    ),
+    ("broker", F.SLEEP_ENTRY, F.RESTART): (
+        lambda: BrokerParams(sleep_entry_s=1e-5, restart_at_s=(1.0,)),
+        "restart_at_s",
+    ),
+    ("broker", F.SLEEP_ENTRY, F.PRIORITY): (
+        lambda: BrokerParams(sleep_entry_s=1e-5, scheduling="priority"),
+        "scheduling",
+    ),
+    ("broker", F.SLEEP_ENTRY, F.EVENT_QUEUE): (lambda: BrokerParams(sleep_entry_s=1e-5, overflow="ring"), "overflow"),
     ("broker", F.SPEED_DRIFT, F.BATCHING): (
         lambda: BrokerParams(speed_drift_log_sd=0.1, batch_max_messages=4),
         "batch_max_messages",

@@ -90,11 +90,15 @@ def test_io_cycles_take_the_exit_of_an_idle_server():
     BrokerParams(idle_exit=EXIT, io=IoParams(cycle_cost_s=1e-5))  # combines
 
 
-def test_refused_on_a_host_cpu_shared_with_other_processes():
+@pytest.mark.parametrize(
+    ("broker", "field"),
+    [({"idle_exit": EXIT}, "idle_exit"), ({"sleep_entry_s": 2e-5}, "sleep_entry_s")],
+)
+def test_refused_on_a_host_cpu_shared_with_other_processes(broker, field):
     from pubsim.models.assembly.build import build_network
 
     g = T.star(
-        broker=BrokerParams(idle_exit=EXIT),
+        broker=BrokerParams(**broker),
         publishers={"p": PublisherParams(topics=("a",), rate_per_s=10.0)},
         subscribers={"s": SubscriberParams(subscriptions=("a",), processing_s=Constant(value=1e-4))},
         link=LinkParams(),
@@ -103,7 +107,7 @@ def test_refused_on_a_host_cpu_shared_with_other_processes():
     )
     with pytest.raises(ConfigError) as err:
         build_network(g, seed=0)
-    assert err.value.field == "broker 'broker'.idle_exit"
+    assert err.value.field == f"broker 'broker'.{field}"
 
 
 def test_exit_delays_idle_messages_without_using_cpu():

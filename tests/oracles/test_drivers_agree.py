@@ -537,9 +537,8 @@ def io_cycle_star(quota, per_connection=None, sleep_entry_s=0.0):
             cycle_cost_s=60e-6,
             flush_cost_s=10e-6,
             cycle_max_per_connection=per_connection,
-            sleep_entry_s=sleep_entry_s,
         ),
-        **({"idle_wakeup_cost_s": 40e-6} if sleep_entry_s else {}),
+        **({"idle_wakeup_cost_s": 40e-6, "sleep_entry_s": sleep_entry_s} if sleep_entry_s else {}),
         **({"cpu_fraction": 0.3, "cpu_period_s": 0.01} if quota else {}),
     )
     pubs = {f"p{i}": PublisherParams(topics=(f"t/{i % 3}",), rate_per_s=1500.0) for i in range(4)}
@@ -773,10 +772,11 @@ def idle_receiver_bursts():
 CASES["idle-receiver-bursts"] = (idle_receiver_bursts, 0.3)
 
 
-def idle_exit_star(workers=1, queue=None, quota=False, overflow="drop_newest"):
+def idle_exit_star(workers=1, queue=None, quota=False, overflow="drop_newest", exit_curve=True, sleep_entry_s=0.0):
     """A broker whose core takes time to leave its idle state (``idle_exit``): Poisson publishers and one
     bursty scheduled one, so messages find the broker idle after gaps of every length and queue behind
-    a waking core; one, two workers, a queue limit, a CPU quota, back-pressure."""
+    a waking core; one, two workers, a queue limit, a CPU quota, back-pressure; with a sleep entry
+    (``sleep_entry_s``) that spares the wake-ups of messages coming soon after the worker's work."""
     pubs = {f"p{i}": PublisherParams(topics=("a",), rate_per_s=600.0) for i in range(3)}
     times = tuple(np.repeat(np.arange(0, 0.3, 7e-3), 3).tolist())
     pubs["burst"] = PublisherParams(
@@ -794,7 +794,8 @@ def idle_exit_star(workers=1, queue=None, quota=False, overflow="drop_newest"):
         overflow=overflow,
         cpu_fraction=0.6 if quota else 1.0,
         cpu_period_s=0.01,
-        idle_exit=IdleExitParams(idle_s=(1e-4, 1e-3, 5e-3), exit_s=(5e-6, 4e-5, 1.5e-4)),
+        idle_exit=IdleExitParams(idle_s=(1e-4, 1e-3, 5e-3), exit_s=(5e-6, 4e-5, 1.5e-4)) if exit_curve else None,
+        sleep_entry_s=sleep_entry_s,
     )
     subs = {f"s{j}": SubscriberParams(subscriptions=("a",)) for j in range(2)}
     link = LinkParams(latency_s=3e-5, jitter_s=Exponential(mean_value=1e-5))
@@ -805,6 +806,12 @@ CASES["idle-exit-open"] = (idle_exit_star, 0.3)
 CASES["idle-exit-ring-quota"] = (lambda: idle_exit_star(queue=3, quota=True), 0.3)
 CASES["idle-exit-two-workers"] = (lambda: idle_exit_star(workers=2, queue=5), 0.3)
 CASES["idle-exit-backpressure"] = (lambda: idle_exit_star(queue=2, overflow="backpressure"), 0.3)
+CASES["sleep-entry-open"] = (lambda: idle_exit_star(exit_curve=False, sleep_entry_s=3e-4), 0.3)
+CASES["sleep-entry-idle-exit-ring-quota"] = (lambda: idle_exit_star(queue=3, quota=True, sleep_entry_s=3e-4), 0.3)
+CASES["sleep-entry-two-workers-backpressure"] = (
+    lambda: idle_exit_star(workers=2, queue=5, overflow="backpressure", sleep_entry_s=3e-4),
+    0.3,
+)
 
 
 def _frames(result):

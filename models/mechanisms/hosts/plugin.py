@@ -245,13 +245,17 @@ def _cpu_station(ctx: CompileContext, h) -> HostCpuStation:
         queue = ctx.relays[n].queue_messages if n in ctx.relays else getattr(ctx.params(n), "queue_messages", None)
         limits[idx] = queue if n in ctx.tables else None
     for b in brokers:
-        if ctx.params(b).idle_exit is not None:
-            raise ConfigError(
-                f"broker {b!r}.idle_exit",
-                "set",
-                f"unset on a broker that shares host {h!r}'s CPU with other processes "
-                "(the idle exit is modelled for a broker's own CPU)",
-            )
+        for field_name, used in (
+            ("idle_exit", ctx.params(b).idle_exit is not None),
+            ("sleep_entry_s", ctx.params(b).sleep_entry_s > 0),
+        ):
+            if used:
+                raise ConfigError(
+                    f"broker {b!r}.{field_name}",
+                    "set",
+                    f"unset on a broker that shares host {h!r}'s CPU with other processes "
+                    f"(the {field_name.removesuffix('_s').replace('_', ' ')} is modelled for a broker's own CPU)",
+                )
     servers = min(T.hosts(ctx.graph)[h].cores, sum(caps.values()))
     background = sum(ctx.params(b).background_cpu_fraction for b in brokers)
     if background >= servers:

@@ -20,7 +20,7 @@ class CycleStats(StationStats):
     ``wakeups`` are the messages that paid a wake-up (by their start in
     the window), not those that started the moment they arrived: with an
     idle-exit curve a wake-up starts later, and within the sleep entry
-    (``IoParams.sleep_entry_s``) a message that finds the server free
+    (``BrokerParams.sleep_entry_s``) a message that finds the server free
     starts at once without waking it."""
 
     def __init__(self, window, servers):
@@ -47,7 +47,7 @@ class CycleBrokerStation(BrokerStation):
             "idle_extra_s": _wakeup_s(params, connections) * _background_stretch(params),
             "max_members": math.inf if most is None else float(most),
             "idle_exit": None if params.idle_exit is None else params.idle_exit.curve,
-            "sleep_entry_s": params.io.sleep_entry_s,
+            "sleep_entry_s": params.sleep_entry_s,
             **_quota(params),
         }
         if per_connection is None:

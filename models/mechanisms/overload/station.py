@@ -54,6 +54,7 @@ class FlowControlBrokerStation(BrokerStation):
             overflow=Overflow.BACKPRESSURE,
             idle_extra_s=params.idle_wakeup_cost_s * _background_stretch(params),
             idle_exit=None if params.idle_exit is None else params.idle_exit.curve,
+            sleep_entry_s=params.sleep_entry_s,
             **_quota(params),
         )
         if ov.flow_control:

@@ -323,7 +323,7 @@ def test_sleep_entry_counts_the_wakeups_paid():
     # entry of 0.5 ms spares every wake-up after the first (before the window) and one of 0.4 ms none
     runs = {
         s: simulate(
-            _star(IoParams(cycle_cost_s=40e-6, cycle_max_per_connection=1, sleep_entry_s=s), idle_wakeup_cost_s=30e-6),
+            _star(IoParams(cycle_cost_s=40e-6, cycle_max_per_connection=1), idle_wakeup_cost_s=30e-6, sleep_entry_s=s),
             duration_s=0.5,
             warmup_s=0.1,
             seed=1,
