@@ -331,8 +331,11 @@ def _sleep_entry(rows, wake, simulate):
 
 
 def _measured_wakeups(rows, wake):
-    """Each run's wake-ups per ingress message as the fit reads them (``wake``: its regressor)."""
-    return wakeups_of(rows) if wake == "wakeup_switches" else rows["wakeups_per_ingress"].clip(0.0, 1.0)
+    """Each run's wake-ups per ingress message as the fit reads them (``wake``: its regressor),
+    a Series on ``rows``' index."""
+    if wake == "wakeup_switches":
+        return pd.Series(wakeups_of(rows), index=rows.index)
+    return rows["wakeups_per_ingress"].clip(0.0, 1.0)
 
 
 def _on_machine(machine, profile, kind, config):

@@ -15,7 +15,7 @@ import pytest
 from pubsim.calibration.campaign import parse_campaign, read_results, run_campaign
 from pubsim.calibration.profile import build_profile
 from pubsim.calibration.sleep import SleepEntryCalibrator
-from pubsim.calibration.validate import fit_profiles
+from pubsim.calibration.validate import _measured_wakeups, fit_profiles
 from pubsim.calibration.virtual import VirtualHarness
 from pubsim.sim.errors import ConfigError
 from tests.calibration.virtual import virtual_meta
@@ -62,6 +62,19 @@ def test_bad_settings_and_inputs_are_named():
         SleepEntryCalibrator(simulate=_fake, min_wakeups=0.9, max_wakeups=0.5)
     with pytest.raises(ConfigError, match="no run"):
         SleepEntryCalibrator(simulate=_fake).fit(runs, np.ones(5))
+
+
+@pytest.mark.parametrize("wake", ["wakeups", "wakeup_switches"])
+def test_measured_wakeups_keep_the_runs_index(wake):
+    # a configuration's runs are a slice of a campaign's: the readings must stay on its labels
+    rows = pd.DataFrame(
+        {"config": ["a"] * 3, "ingress_rate_per_s": [200.0, 1000.0, 4000.0], "wakeups_per_ingress": [3.0, 1.5, 0.3]},
+        index=[17, 18, 19],
+    )
+    got = _measured_wakeups(rows, wake)
+    assert list(got.index) == [17, 18, 19]
+    expect = [1.0, 0.5, 0.1] if wake == "wakeup_switches" else [1.0, 1.0, 0.3]  # over those of one wake-up
+    assert got.tolist() == pytest.approx(expect)
 
 
 TRUE = {
