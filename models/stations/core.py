@@ -513,17 +513,6 @@ class SubscriberStation(ModelStation):
     def service_s(self, packets):
         return np.zeros(len(packets)) if self.cpu_shared else self.demand_s(packets)
 
-    def record(self):
-        """The station's figures; ``wakeups`` are the wake-ups charged (by start in the window)
-        where an idle exit delays them or a sleep entry spares some (the FIFO kernel counts
-        them, :func:`pubsim.sim.kernels.count_woke`), else the messages that started the
-        moment they were admitted (the same thing without either)."""
-        row = super().record()
-        disc = self.discipline
-        if type(disc) is FifoDiscipline and (disc.fs[K.EXIT_N] > 0 or disc.fs[K.SLEEP_ENTRY] > 0):
-            row["wakeups"] = int(disc.fs[K.WOKE_N])
-        return row
-
     def demand_s(self, packets):
         """CPU demand of each packet, s (processing, then decoding)."""
         service = self.processing.take(len(packets))
@@ -555,17 +544,6 @@ class EncodeStation(ModelStation):
 
     def service_s(self, packets):
         return np.zeros(len(packets)) if self.cpu_shared else self.demand_s(packets)
-
-    def record(self):
-        """The station's figures; ``wakeups`` are the wake-ups charged (by start in the window)
-        where an idle exit delays them or a sleep entry spares some (the FIFO kernel counts
-        them, :func:`pubsim.sim.kernels.count_woke`), else the messages that started the
-        moment they were admitted (the same thing without either)."""
-        row = super().record()
-        disc = self.discipline
-        if type(disc) is FifoDiscipline and (disc.fs[K.EXIT_N] > 0 or disc.fs[K.SLEEP_ENTRY] > 0):
-            row["wakeups"] = int(disc.fs[K.WOKE_N])
-        return row
 
     def demand_s(self, packets):
         """CPU demand of each packet, s."""
