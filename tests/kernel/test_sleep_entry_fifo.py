@@ -5,17 +5,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pubsim.models import topology as T
 from pubsim.models.params.broker import BrokerParams
-from pubsim.models.params.client import PublisherParams, SubscriberParams
 from pubsim.models.params.idle import IdleExitParams
-from pubsim.models.params.link import LinkParams
 from pubsim.run import simulate
 from pubsim.sim import kernels as K
 from pubsim.sim.disciplines import FifoDiscipline, Overflow
-from pubsim.sim.distributions import Constant
 from pubsim.sim.errors import ConfigError
 from pubsim.sim.packets import Packets
+from tests.mechanisms.iothreads.test_iothreads import paced_star
 
 # each form reaches another path of pubsim.sim.kernels.fifo_run: _open_run (no limit, no quota),
 # _ring_run (a message limit), _ring_offer (a message limit and a quota that never binds) and
@@ -65,24 +62,9 @@ def test_within_the_sleep_entry_there_is_no_exit_latency(form):
     assert disc.fs[K.WOKE_N] == 1
 
 
-def _paced(**broker):
-    b = BrokerParams(ingress_cost_s=Constant(value=10e-6), idle_wakeup_cost_s=30e-6, **broker)
-    times = tuple(np.arange(1000) * 0.5e-3)  # 2000 msg/s, evenly paced
-    pubs = {
-        "p": PublisherParams(
-            topics=("t",),
-            arrival="schedule",
-            schedule_time_s=times,
-            schedule_size_bytes=(64,) * 1000,
-            schedule_topic=("t",) * 1000,
-        )
-    }
-    subs = {"s": SubscriberParams(subscriptions=("t",))}
-    return T.star(broker=b, publishers=pubs, subscribers=subs, link=LinkParams(latency_s=1e-4))
-
-
 def _broker_row(**broker):
-    run = simulate(_paced(**broker), duration_s=0.5, warmup_s=0.1, seed=1)
+    g = paced_star(None, idle_wakeup_cost_s=30e-6, **broker)  # the plain worker, 10 us a message
+    run = simulate(g, duration_s=0.5, warmup_s=0.1, seed=1)
     return run.stations().set_index("station").loc["broker:broker"]
 
 

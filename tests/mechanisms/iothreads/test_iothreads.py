@@ -211,7 +211,8 @@ def test_busy_closed_form(interval_s):
     assert _cpu_per_message(interval_s) == pytest.approx(interval_s, rel=0.02)
 
 
-def _star(io, **broker):
+def paced_star(io, **broker):
+    """A broker (own cost 10 us, `io` cycles or None) fed 2,000 msg/s evenly paced, three subscribers."""
     b = BrokerParams(ingress_cost_s=Constant(value=10e-6), io=io, overflow="backpressure", **broker)
     times = tuple(np.arange(1000) * 0.5e-3)  # 2000 msg/s, evenly paced
     pubs = {
@@ -228,8 +229,8 @@ def _star(io, **broker):
 
 
 def test_cycle_cost_counts_connections_and_shows_in_cpu():
-    plain = simulate(_star(None), duration_s=0.5, warmup_s=0.1, seed=1)
-    io = simulate(_star(IoParams(cycle_cost_s=40e-6, flush_cost_s=10e-6)), duration_s=0.5, warmup_s=0.1, seed=1)
+    plain = simulate(paced_star(None), duration_s=0.5, warmup_s=0.1, seed=1)
+    io = simulate(paced_star(IoParams(cycle_cost_s=40e-6, flush_cost_s=10e-6)), duration_s=0.5, warmup_s=0.1, seed=1)
     util = [r.stations().set_index("station").loc["broker:broker", "utilization"] for r in (plain, io)]
     # 2000 msg/s, each its own cycle: 10 us own + 40 + 3 x 10 us per cycle
     assert util[0] == pytest.approx(2000 * 10e-6, rel=0.05)
@@ -248,7 +249,7 @@ def test_cycle_cost_counts_connections_and_shows_in_cpu():
 )
 def test_bad_combinations(broker, field):
     with pytest.raises(ConfigError) as err:
-        simulate(_star(IoParams(cycle_cost_s=1e-5), **broker), duration_s=0.1, seed=0)
+        simulate(paced_star(IoParams(cycle_cost_s=1e-5), **broker), duration_s=0.1, seed=0)
     assert err.value.field == field
     assert "\n" not in str(err.value)
 
@@ -323,7 +324,9 @@ def test_sleep_entry_counts_the_wakeups_paid():
     # entry of 0.5 ms spares every wake-up after the first (before the window) and one of 0.4 ms none
     runs = {
         s: simulate(
-            _star(IoParams(cycle_cost_s=40e-6, cycle_max_per_connection=1), idle_wakeup_cost_s=30e-6, sleep_entry_s=s),
+            paced_star(
+                IoParams(cycle_cost_s=40e-6, cycle_max_per_connection=1), idle_wakeup_cost_s=30e-6, sleep_entry_s=s
+            ),
             duration_s=0.5,
             warmup_s=0.1,
             seed=1,
