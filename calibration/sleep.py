@@ -71,7 +71,9 @@ class SleepEntryCalibrator:
         entry -> mean absolute log ratio of simulated to measured wake-ups
         per message over them).
     residuals_ : pandas.Series
-        Per run used, log(simulated / measured) wake-ups at the chosen value.
+        Per run used, log(simulated / measured) wake-ups at the chosen value
+        (NaN for a run not scored when the value is neither 0 nor the largest:
+        the windows between are simulated on the scored runs only).
     """
 
     def __init__(
@@ -118,13 +120,23 @@ class SleepEntryCalibrator:
             )
         rows = [r.to_dict() for _, r in runs.iterrows()]
         meas = runs["measured_wakeups"].to_numpy(dtype=float)
-        ratios = {}
-        for s in self.grid_s:
-            sim = np.array([self.simulate(r, s)["wakeups_per_ingress"] for r in rows], dtype=float)
-            ratios[s] = np.log(np.maximum(sim, 1e-3) / meas)
+
+        def ratio(s, which):
+            """log(simulated / measured) wake-ups of the runs ``which`` (bool mask) with window ``s``; NaN elsewhere."""
+            out = np.full(len(rows), np.nan)
+            for j in np.flatnonzero(which):
+                out[j] = np.log(max(self.simulate(rows[j], s)["wakeups_per_ingress"], 1e-3) / meas[j])
+            return out
+
+        every = np.ones(len(rows), dtype=bool)
+        ratios = {0.0: ratio(0.0, every), self.grid_s[-1]: ratio(self.grid_s[-1], every)}
         # only the runs whose simulated wake-ups the window changes say anything about it (a lone
-        # publisher's batches come milliseconds apart: no window on the grid spares a wake-up there)
+        # publisher's batches come milliseconds apart: no window on the grid spares a wake-up there),
+        # so the windows between are simulated on those runs only
         sensitive = np.abs(ratios[self.grid_s[-1]] - ratios[0.0]) > self.min_gain
+        for s in self.grid_s[1:-1]:
+            ratios[s] = ratio(s, sensitive)
+        ratios = {s: ratios[s] for s in self.grid_s}
         objective = {s: float(np.nanmean(np.abs(v[sensitive]))) if sensitive.any() else 0.0 for s, v in ratios.items()}
         best = min(self.grid_s, key=lambda s: (objective[s], s))
         identified = objective[0.0] - objective[best] > self.min_gain
