@@ -178,7 +178,7 @@ def test_calibrate_write_goes_to_the_user_preset_folder_never_the_package(tmp_pa
         ],
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=1200,  # a guard against a hang: the real campaign's fit takes minutes
         env=env,
     )
     assert proc.returncode == 0, proc.stderr
