@@ -26,7 +26,7 @@ __all__ = [
     "check_profile",
     "length_reads_reason",
     "pass_reads_reason",
-    "sleep_entry_reason",
+    "sleeps_in_kernel",
     "several_switches_per_wakeup",
 ]
 
@@ -131,13 +131,11 @@ def several_switches_per_wakeup(kind):
     return BROKER_MODELS.get(kind, {}).get("wakeup_switches") is not None
 
 
-def sleep_entry_reason(kind):
-    """None if broker ``kind``'s threads sleep in the kernel when out of work, so that its counted
+def sleeps_in_kernel(kind):
+    """True if broker ``kind``'s threads sleep in the kernel when out of work, so that its counted
     voluntary switches are its wake-ups (``sleeps`` in :data:`BROKER_MODELS`: ``sleep_entry_s`` may
-    be fitted), else why that term is not fitted (a runtime whose schedulers switch on their own)."""
-    if BROKER_MODELS.get(kind, {}).get("sleeps") is not None:
-        return None
-    return f"not fitted: {kind}'s runtime switches whether or not messages come"
+    be fitted); False for a runtime whose schedulers switch whether or not messages come."""
+    return BROKER_MODELS.get(kind, {}).get("sleeps") is not None
 
 
 def pass_reads_reason(kind):

@@ -51,7 +51,7 @@ from .profile import (
     length_reads_reason,
     pass_reads_reason,
     several_switches_per_wakeup,
-    sleep_entry_reason,
+    sleeps_in_kernel,
 )
 from .sleep import SleepEntryCalibrator
 from .terms import busy_identified, passes_identified, terms_record
@@ -231,7 +231,7 @@ def fit_profiles(
             link_params = link(cv) if link_params is None else link_params
             return build_profile(**base, link_params=link_params, service_cv=cv, jitter_on=mode, idle_exit=idle_exit)
 
-        if sleep_entry_reason(kind) is None and wake != "idle_fraction" and _simulable(rows):
+        if sleeps_in_kernel(kind) and wake != "idle_fraction" and _simulable(rows):
             first = profile(0.0)  # constant costs, link fitted without a sleep entry
             sleep_s, base["metadata"]["sleep_entry"] = _sleep_entry(
                 rows,

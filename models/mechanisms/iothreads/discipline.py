@@ -80,7 +80,6 @@ class CycleDiscipline(OneServer):
         self.free = np.zeros(1)
         self._cycle_cost = np.empty(0)
         self.opened_starts = np.empty(0)  # starts of the cycles the last run opened, s
-        self.woke = np.empty(0, dtype=np.bool_)  # per message the last run served: did it pay a wake-up?
 
     def set_cycle_cost(self, cycle_cost_s: np.ndarray) -> None:
         """Cost each message of the next :meth:`run` adds if it opens a cycle, s."""
@@ -92,7 +91,7 @@ class CycleDiscipline(OneServer):
         if self._cycle_cost.shape[0] != n:
             raise ValueError(f"cycle costs for {self._cycle_cost.shape[0]} messages, {n} offered")
         start, dep, end = np.empty(n), np.empty(n), np.empty(n)
-        opened, woke = np.empty(n, dtype=np.bool_), np.empty(n, dtype=np.bool_)
+        opened = np.empty(n, dtype=np.bool_)
         cycle_run(
             self.fs,
             self.cyc,
@@ -104,11 +103,9 @@ class CycleDiscipline(OneServer):
             dep,
             end,
             opened,
-            woke,
         )
         self._cycle_cost = np.empty(0)
         self.opened_starts = start[opened]
-        self.woke = woke
         no = np.empty(0)
         return Served(
             packets, packets.t.copy(), start, dep, Packets.empty(), no, np.empty(0, np.int64), service_end=end

@@ -62,13 +62,13 @@ def cycle_run(
     out_dep: np.ndarray,
     out_end: np.ndarray,
     out_opens: np.ndarray,
-    out_woke: np.ndarray,
 ) -> None:
     """Serve ``arrival`` (sorted) with own demands ``service`` and, after the
     last member of a cycle, the ``cycle_cost`` of its opener (s); fills start
     and departure times, and each message's departure plus, for an opener,
-    its cycle's cost (so that busy time sums to the work), s, whether it
-    opened a cycle and whether it woke the server (paid the wake-up)."""
+    its cycle's cost (so that busy time sums to the work), s, and whether it
+    opened a cycle; a message that woke the server (paid the wake-up) is
+    counted as the FIFO kernel counts it (:func:`pubsim.sim.kernels.count_woke`)."""
     for i in range(arrival.shape[0]):
         a = arrival[i]
         work = service[i]
@@ -77,14 +77,13 @@ def cycle_run(
             free[0] = finish(fs, free[0], cyc[CYC_PENDING])
             cyc[CYC_PENDING] = 0.0
         start = a
-        woke = False
         if free[0] > a:
             start = free[0]
         elif K.wakes(fs, a - free[0]):  # else the loop was still awake: read without a wake-up
-            woke = True
             work += fs[K.IDLE_EXTRA]
             if fs[K.EXIT_N] > 0.0:  # the idle core's exit latency, as the FIFO kernel's
                 start = a + K.idle_exit_s(fs, a - free[0])
+            K.count_woke(fs, start)
         extra = 0.0
         if opens:
             extra = cycle_cost[i]
@@ -101,4 +100,3 @@ def cycle_run(
         out_dep[i] = dep
         out_end[i] = dep + extra  # busy time: the cycle's cost counted with its opener
         out_opens[i] = opens
-        out_woke[i] = woke

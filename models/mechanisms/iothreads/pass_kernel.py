@@ -76,8 +76,8 @@ def _close(fs, ps):
 
 
 @njit(cache=True)
-def _join(fs, ps, kpass, kcount, work, cost, k, ref, out_ref, out_t, counts, woke):
-    """Member ``ref`` (connection ``k``) of the current pass, served now (``woke``: 1.0 if it woke the server)."""
+def _join(fs, ps, kpass, kcount, work, cost, k, ref, out_ref, out_t, counts):
+    """Member ``ref`` (connection ``k``) of the current pass, served now."""
     start = max(ps[PS_FREE], ps[PS_START])
     opener = ps[PS_MEMBERS] == 0.0
     extra = cost if opener else 0.0
@@ -97,7 +97,6 @@ def _join(fs, ps, kpass, kcount, work, cost, k, ref, out_ref, out_t, counts, wok
     out_t[0, j] = start
     out_t[1, j] = dep
     out_t[2, j] = dep + extra  # busy time: the pass's cost counted with its opener
-    out_t[3, j] = woke
     counts[C_OUT] += 1
 
 
@@ -127,7 +126,7 @@ def _advance(fs, ps, kpass, kcount, kdef, sf, si, stack, dl, out_ref, out_t, out
         nxt = si[s, 2]
         k = si[s, 0]
         if _has_share(ps, kpass, kcount, k):
-            _join(fs, ps, kpass, kcount, sf[s, 1], sf[s, 2], k, si[s, 1], out_ref, out_t, counts, 0.0)
+            _join(fs, ps, kpass, kcount, sf[s, 1], sf[s, 2], k, si[s, 1], out_ref, out_t, counts)
             kdef[k] -= 1
             if prev < 0:
                 dl[DL_HEAD] = nxt
@@ -187,8 +186,9 @@ def pass_run(
     when done, less when a message must be deferred and no slot is free (the
     caller grows the slots and calls again from there). Settled messages go to
     ``out_ref`` / ``out_t`` (start, departure, departure plus an opener's pass
-    cost, s; 1.0 if it woke the server, else 0.0), the start of each pass
-    opened to ``out_pass``; ``counts`` holds how many of each so far.
+    cost, s), the start of each pass opened to ``out_pass``; ``counts`` holds
+    how many of each so far. A message that woke the server is counted as the
+    FIFO kernel counts it (:func:`pubsim.sim.kernels.count_woke`).
     """
     for i in range(first, arrival.shape[0]):
         a = arrival[i]
@@ -199,18 +199,17 @@ def pass_run(
         if a > ps[PS_START]:  # nothing waits: the message opens a pass
             _close(fs, ps)
             start = a
-            woke = 0.0
             if ps[PS_FREE] > a:
                 start = ps[PS_FREE]
             elif K.wakes(fs, a - ps[PS_FREE]):  # else the loop was still entering epoll_wait: no wake-up
-                woke = 1.0
                 work += fs[K.IDLE_EXTRA]
                 if fs[K.EXIT_N] > 0.0:  # the idle core's exit latency, as the FIFO kernel's
                     start = a + K.idle_exit_s(fs, a - ps[PS_FREE])
+                K.count_woke(fs, start)
             _open(ps, start, out_pass, counts)
-            _join(fs, ps, kpass, kcount, work, cycle_cost[i], k, ref0 + i, out_ref, out_t, counts, woke)
+            _join(fs, ps, kpass, kcount, work, cycle_cost[i], k, ref0 + i, out_ref, out_t, counts)
         elif _may_join(ps, kpass, kcount, kdef, k):
-            _join(fs, ps, kpass, kcount, work, cycle_cost[i], k, ref0 + i, out_ref, out_t, counts, 0.0)
+            _join(fs, ps, kpass, kcount, work, cycle_cost[i], k, ref0 + i, out_ref, out_t, counts)
         else:
             if dl[DL_NFREE] == 0:
                 return i

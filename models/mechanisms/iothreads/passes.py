@@ -57,7 +57,6 @@ class PassDiscipline(OneServer):
         self._cycle_cost = np.empty(0)
         self._keys = np.empty(0, dtype=np.int64)
         self.opened_starts = np.empty(0)  # starts of the passes the last run opened, s
-        self.woke = np.empty(0, dtype=np.bool_)  # per message the last run served: did it pay a wake-up?
 
     def _grow_slots(self, n: int) -> None:
         """Room for ``n`` deferred messages (n >= current): new slots go on the free stack."""
@@ -87,7 +86,7 @@ class PassDiscipline(OneServer):
         if self._keys.shape[0] != n:
             raise ValueError(f"connections for {self._keys.shape[0]} messages, {n} offered")
         m = len(self.held)
-        out_ref, out_t = np.empty(m + n, dtype=np.int64), np.empty((4, m + n))
+        out_ref, out_t = np.empty(m + n, dtype=np.int64), np.empty((3, m + n))
         out_pass, counts = np.empty(m + n), np.zeros(2, dtype=np.int64)
         args = (np.asarray(packets.t, dtype=np.float64), np.asarray(service_s, dtype=np.float64))
         i = 0
@@ -108,7 +107,6 @@ class PassDiscipline(OneServer):
         k = int(counts[PK.C_OUT])
         self.opened_starts = out_pass[: int(counts[PK.C_OPENED])]
         taken = both.take(out_ref[:k])  # in service order: departures in time order
-        self.woke = out_t[3, :k] > 0.0
         return Served(
             taken,
             taken.t.copy(),

@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 
+from ....sim import kernels as K
 from ....sim.station import StationStats
 from ...stations.core import BrokerStation, _background_stretch, _quota, _wakeup_s
 from .discipline import CycleDiscipline
@@ -16,20 +17,14 @@ __all__ = ["CycleBrokerStation", "CycleStats", "arrival_connection"]
 
 class CycleStats(StationStats):
     """Station statistics plus the cycles opened in the window (``cycles``:
-    for Mosquitto's passes, what perf counts as ``epoll_wait`` calls);
-    ``wakeups`` are the messages that paid a wake-up (by their start in
-    the window), not those that started the moment they arrived: with an
-    idle-exit curve a wake-up starts later, and within the sleep entry
-    (``BrokerParams.sleep_entry_s``) a message that finds the server free
-    starts at once without waking it."""
+    for Mosquitto's passes, what perf counts as ``epoll_wait`` calls)."""
 
     def __init__(self, window, servers):
         super().__init__(window, servers)
         self.cycles = 0
-        self.charged_wakeups = 0
 
     def record(self):
-        return {**super().record(), "wakeups": self.charged_wakeups, "cycles": self.cycles}
+        return {**super().record(), "cycles": self.cycles}
 
 
 class CycleBrokerStation(BrokerStation):
@@ -57,10 +52,16 @@ class CycleBrokerStation(BrokerStation):
         self.stats = CycleStats(window, 1)
 
     def after_service(self, served):
-        """Count the cycles opened and the wake-ups paid in the window (by start), then as the broker."""
+        """Count the cycles opened in the window (by start), then as the broker."""
         self.stats.cycles += int(self.stats._in_window(self.discipline.opened_starts).sum())
-        self.stats.charged_wakeups += int(self.stats._in_window(served.start[self.discipline.woke]).sum())
         return super().after_service(served)
+
+    def record(self):
+        """The station's figures; ``wakeups`` are the wake-ups charged (by start in the window), as
+        the FIFO kernel counts them (:func:`pubsim.sim.kernels.count_woke`), not the messages that
+        started the moment they arrived: with an idle-exit curve a wake-up starts later, and within
+        the sleep entry a message that finds the server free starts at once without waking it."""
+        return {**super().record(), "wakeups": int(self.discipline.fs[K.WOKE_N])}
 
     def before_run(self, packets, service_s, size_bytes):
         """Hand the discipline each message's cycle cost, s, and, if it needs them, connections."""
