@@ -61,8 +61,10 @@ class Point:
     """One configuration of a study.
 
     ``overrides`` maps varied field paths to their values as given;
-    ``config_hash`` is the SHA-256 of the point's full scenario mapping and
-    seed, so a changed base or study is noticed on resume.
+    ``config_hash`` is the SHA-256 of the point's full scenario mapping
+    (seed included) and of the parameters it resolved to (the presets it
+    names, as they are now), so a changed base, study or preset is noticed
+    on resume.
     """
 
     point_id: str
@@ -192,7 +194,16 @@ def _check_point(study, point, fields, budget=None):
             raise
         where = f"point {point.index} ({point.label()})" if point.overrides else "base scenario"
         raise ConfigError(f"{where}: {err.field}", err.value, err.expected) from None
-    return canonical_hash({"scenario": raw})
+    return canonical_hash({"scenario": raw, "resolved": _resolved(scenario)})
+
+
+def _resolved(scenario):
+    """The parameters a scenario's topology resolved to, as text: what a preset named in it holds
+    (a refitted profile, a user preset that now shadows a built-in one) changes a point's hash."""
+    g = scenario.topology
+    nodes = sorted((str(n), repr(d)) for n, d in g.nodes(data=True))
+    edges = sorted((str(u), str(v), repr(d)) for u, v, d in g.edges(data=True))
+    return repr((nodes, edges, g.graph))
 
 
 def parse_study(data, study_dir=".", *, text="", path="", default_name="study", budget=None):

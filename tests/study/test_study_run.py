@@ -122,6 +122,31 @@ def test_process_pool_gives_the_serial_tables(tmp_path):
         pd.testing.assert_frame_equal(ser, pool, check_exact=True)
 
 
+def test_a_changed_preset_is_a_changed_study(tmp_path, monkeypatch):
+    # the study names a user preset; refitting it (pubsim calibrate --write) changes no line of the
+    # study, yet the results made with the old parameters must not be taken as this study's
+    presets = tmp_path / "presets"
+    presets.mkdir()
+    monkeypatch.setenv("PUBSIM_PRESETS", str(presets))
+
+    def write_preset(ingress):
+        text = f"broker:\n  mine:\n    workers: 1\n    ingress_cost_s: {ingress}\n    delivery_cost_s: 3us\n"
+        (presets / "mine.yaml").write_text(text)
+
+    data = study_dict(vary={"grid": {RATE: ["1k/s", "3k/s"]}}, replications=1)
+    data["scenario"]["topology"]["broker"]["preset"] = "mine"
+    write_preset("3us")
+    before = parse_study(data)
+    _run(tmp_path, data)
+    write_preset("3us")
+    assert parse_study(data).config_hash == before.config_hash  # same parameters, same study
+    _run(tmp_path, data)
+    write_preset("5us")
+    assert parse_study(data).config_hash != before.config_hash
+    with pytest.raises(ConfigError, match=r"point p0000-\w+ config hash \w+ is now \w+\); use --force-new"):
+        _run(tmp_path, data)
+
+
 def test_resume_skips_finished_tasks_and_more_replications_add_only(tmp_path):
     data = study_dict(vary={"grid": {RATE: ["1k/s", "3k/s"]}}, replications=1)
     df1, out = _run(tmp_path, data)
