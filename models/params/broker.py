@@ -244,8 +244,9 @@ class BrokerParams:
         (back-pressure) and its messages are stamped when sent
         (:mod:`pubsim.models.mechanisms.overload`); None (default) = an
         unlimited ingress queue, publishers never wait. Needs one worker,
-        FIFO scheduling, no ingress queue limits, no batching, no restarts
-        and no ``io``. In scenario files a mapping of OverloadParams fields.
+        FIFO scheduling, no ingress queue limits, no batching, no restarts,
+        and, with ``io``, its passes (``cycle_max_per_connection`` set). In
+        scenario files a mapping of OverloadParams fields.
     idle_exit : IdleExitParams or None
         How long the broker's core takes to leave its idle state, by how
         long it idled (:mod:`pubsim.models.params.idle`): a message that

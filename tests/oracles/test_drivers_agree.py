@@ -1076,11 +1076,13 @@ def test_shared_host_cases_agree_on_hosts(case):
     assert st.loc["cpu:srv", "served"] > 200
 
 
-def overload_star(quota, flow=None):
+def overload_star(quota, flow=None, passes=False):
     """Flow-controlled publishers (models.mechanisms.overload) past the broker's limit: Poisson and
     scheduled bursts at about twice its capacity, small socket buffers, fan-out 1-3, with and
-    without a CPU quota (stalls); the buffers fill, publishers wait, and messages are re-stamped."""
+    without a CPU quota (stalls); the buffers fill, publishers wait, and messages are re-stamped.
+    ``passes``: the broker reads one message per connection per event-loop pass (io)."""
     broker = BrokerParams(
+        io=IoParams(cycle_cost_s=5e-6, cycle_max_per_connection=1) if passes else None,
         ingress_cost_s=Exponential(mean_value=150e-6),
         delivery_cost_s=Constant(value=10e-6),
         overflow="backpressure",
@@ -1107,11 +1109,21 @@ def overload_star(quota, flow=None):
 FLOW_CONTROL = {"receive_window_bytes": 1_000, "flow_control_cost_s": 2e-5, "flow_control_cost_s_per_byte": 1e-7}
 
 
-@pytest.mark.parametrize("quota, flow", [(False, None), (True, None), (True, FLOW_CONTROL)])
-def test_overload_drivers_agree(quota, flow):
+@pytest.mark.parametrize(
+    "quota, flow, passes",
+    [
+        (False, None, False),
+        (True, None, False),
+        (True, FLOW_CONTROL, False),
+        (False, None, True),
+        (True, FLOW_CONTROL, True),
+    ],
+)
+def test_overload_drivers_agree(quota, flow, passes):
     """Batch and reference drivers agree record for record with publishers held by flow control
-    (and, with ``flow``, messages sent past the receive windows costing the broker more)."""
-    g = overload_star(quota, flow)
+    (and, with ``flow``, messages sent past the receive windows costing the broker more; with
+    ``passes``, read by Mosquitto's event-loop passes)."""
+    g = overload_star(quota, flow, passes)
     fast = simulate(g, duration_s=0.3, warmup_s=0.05, seed=11, driver="batch")
     ref = simulate(g, duration_s=0.3, warmup_s=0.05, seed=11, driver="reference")
     for a, b in zip(_frames(fast), _frames(ref)):

@@ -24,12 +24,18 @@ __all__ = [
     "client_connections",
     "delivery_hop",
     "passthrough",
+    "publisher_connections",
 ]
 
 
 def client_connections(ctx: CompileContext, broker) -> int:
     """Publishers and subscribers attached to ``broker`` (its client connections)."""
     return sum(1 for c in ctx.publishers + ctx.subscribers if ctx.home(c) == broker)
+
+
+def publisher_connections(ctx: CompileContext, broker) -> int:
+    """Publishers attached to ``broker`` (the connections whose socket buffers hold its ingress)."""
+    return sum(1 for c in ctx.publishers if ctx.home(c) == broker)
 
 
 def passthrough(sub) -> bool:

@@ -16,7 +16,10 @@ With ``io.cycle_max_per_connection`` set, the server is Mosquitto's event
 loop instead (:mod:`.pass_kernel`): each pass reads that many messages from
 every connection with data at its start, in arrival order, and the rest
 wait for later passes, so k publishers with a backlog share each pass
-whatever the order their messages arrived in.
+whatever the order their messages arrived in. With ``BrokerParams.overload``
+too, the passes sit behind the publishers' bounded socket buffers
+(:class:`.station.FlowControlPassStation`; :mod:`.pass_kernel`, Socket
+buffers), as the FIFO worker of :mod:`pubsim.models.mechanisms.overload`.
 
 Approximations: the routing and the I/O thread(s) are one server sharing the
 broker's CPU; a message leaves when its own routing ends, not at the end of
@@ -27,6 +30,6 @@ of the message that opened the cycle.
 """
 
 from .plugin import IOTHREADS, IoThreads, check_io
-from .station import CycleBrokerStation
+from .station import CycleBrokerStation, FlowControlPassStation
 
-__all__ = ["IOTHREADS", "IoThreads", "CycleBrokerStation", "check_io"]
+__all__ = ["IOTHREADS", "IoThreads", "CycleBrokerStation", "FlowControlPassStation", "check_io"]

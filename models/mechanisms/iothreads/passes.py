@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 
+from ....sim import kernels as K
 from ....sim.disciplines import Served, grow_slots
 from ....sim.packets import Packets
 from . import pass_kernel as PK
@@ -23,6 +24,12 @@ class PassDiscipline(OneServer):
     ``max_per_connection`` is required (finite). The station sets each
     message's pass cost (:meth:`set_cycle_cost`) and connection
     (:meth:`set_connections`) before each :meth:`run`.
+
+    ``capacity_bytes`` (inf: none) bounds the bytes in the station, those
+    waiting for a pass included: a message that does not fit waits at its
+    sender until departures make room and is admitted then (``Served.admit``),
+    one larger than the whole capacity is dropped (the senders' socket
+    buffers, ``BrokerParams.overload``; :mod:`.pass_kernel`, Socket buffers).
     """
 
     event_driven = True
@@ -40,16 +47,20 @@ class PassDiscipline(OneServer):
         cpu_period_s: float = 0.1,
         idle_exit: tuple | None = None,
         sleep_entry_s: float = 0.0,
+        capacity_bytes: float = math.inf,
     ):
         if not max_per_connection < math.inf:
             raise ValueError("PassDiscipline needs a finite max_per_connection (else CycleDiscipline)")
         self._init_server(idle_extra_s, cpu_quota_s, cpu_period_s, idle_exit, sleep_entry_s)
+        self.fs[K.CAP_BYTES] = float(capacity_bytes)
+        heap = 64 if capacity_bytes < math.inf else 0
+        self.hb = (np.empty(heap), np.empty(heap), np.zeros(1, dtype=np.int64))  # departures, bytes, length
         self.ps = PK.new_state(float(max_members), float(max_per_connection))
         self.kpass = np.full(1, -1, dtype=np.int64)
         self.kcount = np.zeros(1, dtype=np.int64)
         self.kdef = np.zeros(1, dtype=np.int64)
         self.dl = np.array([-1, -1, 0, 0], dtype=np.int64)
-        self.sf = np.empty((0, 3))
+        self.sf = np.empty((0, PK.SF_COLUMNS))
         self.si = np.empty((0, 3), dtype=np.int64)
         self.stack = np.empty(0, dtype=np.int64)
         self._grow_slots(64)
@@ -62,6 +73,21 @@ class PassDiscipline(OneServer):
         """Room for ``n`` deferred messages (n >= current): new slots go on the free stack."""
         self.sf, self.si, self.stack, nfree = grow_slots(self.sf, self.si, self.stack, int(self.dl[PK.DL_NFREE]), n)
         self.dl[PK.DL_NFREE] = nfree
+
+    def _grow_heap(self) -> None:
+        """Twice the room for known departures (a byte-limited station only)."""
+        hdep, hsize, hn = self.hb
+        n = int(hn[0])
+        bigger = (np.empty(2 * hdep.shape[0]), np.empty(2 * hdep.shape[0]), hn)
+        bigger[0][:n], bigger[1][:n] = hdep[:n], hsize[:n]
+        self.hb = bigger
+
+    def flow_control(self, *, window_bytes: float, fixed_s: float, per_byte_s: float) -> None:
+        """Admitted messages cost ``fixed_s + per_byte_s x size`` (s) more while the station holds
+        more than ``window_bytes`` (:func:`pubsim.sim.kernels.set_flow_control`; needs a capacity)."""
+        if self.fs[K.CAP_BYTES] == math.inf:
+            raise ValueError("flow control needs a station with a byte capacity")
+        K.set_flow_control(self.fs, float(window_bytes), float(fixed_s), float(per_byte_s))
 
     def set_cycle_cost(self, cycle_cost_s: np.ndarray) -> None:
         """Cost each message of the next :meth:`run` adds if it opens a pass, s."""
@@ -86,18 +112,22 @@ class PassDiscipline(OneServer):
         if self._keys.shape[0] != n:
             raise ValueError(f"connections for {self._keys.shape[0]} messages, {n} offered")
         m = len(self.held)
-        out_ref, out_t = np.empty(m + n, dtype=np.int64), np.empty((3, m + n))
-        out_pass, counts = np.empty(m + n), np.zeros(2, dtype=np.int64)
-        args = (np.asarray(packets.t, dtype=np.float64), np.asarray(service_s, dtype=np.float64))
+        out_ref, out_t = np.empty(m + n, dtype=np.int64), np.empty((4, m + n))
+        out_pass, out_drop, counts = np.empty(m + n), np.empty(n, dtype=np.int64), np.zeros(3, dtype=np.int64)
+        args = (np.asarray(packets.t, dtype=np.float64), np.asarray(service_s, dtype=np.float64), self._cycle_cost)
+        size = np.broadcast_to(np.asarray(size_bytes, dtype=np.float64), (n,))
         i = 0
         while True:
             i = PK.pass_run(
                 self.fs, self.ps, self.kpass, self.kcount, self.kdef, self.sf, self.si, self.stack, self.dl,
-                i, m, *args, self._cycle_cost, self._keys, float(horizon_s), out_ref, out_t, out_pass, counts,
+                self.hb, i, m, *args, size, self._keys, float(horizon_s), out_ref, out_t, out_pass, out_drop, counts,
             )  # fmt: skip
             if i == n:
                 break
-            self._grow_slots(2 * self.sf.shape[0])
+            if self.dl[PK.DL_NFREE] == 0:
+                self._grow_slots(2 * self.sf.shape[0])
+            if self.hb[2][0] + self.dl[PK.DL_N] + 1 > self.hb[0].shape[0]:
+                self._grow_heap()
         refs = np.empty(int(self.dl[PK.DL_N]), dtype=np.int64)
         PK.pass_held(self.si, self.dl, refs)
         both = Packets.concat([self.held, packets])
@@ -107,14 +137,15 @@ class PassDiscipline(OneServer):
         k = int(counts[PK.C_OUT])
         self.opened_starts = out_pass[: int(counts[PK.C_OPENED])]
         taken = both.take(out_ref[:k])  # in service order: departures in time order
+        dropped = both.take(out_drop[: int(counts[PK.C_DROP])])
         return Served(
             taken,
-            taken.t.copy(),
+            out_t[3, :k],
             out_t[0, :k],
             out_t[1, :k],
-            Packets.empty(),
-            np.empty(0),
-            np.empty(0, np.int64),
+            dropped,
+            dropped.t.copy(),
+            np.full(len(dropped), K.DROP_BYTES, dtype=np.int64),
             service_end=out_t[2, :k],
         )
 

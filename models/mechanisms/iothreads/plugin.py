@@ -5,9 +5,9 @@ from __future__ import annotations
 from ....sim.disciplines import Overflow
 from ....sim.errors import ConfigError
 from ..context import CompileContext
-from ..core import client_connections
+from ..core import client_connections, publisher_connections
 from ..keys import StationKey
-from .station import CycleBrokerStation
+from .station import CycleBrokerStation, FlowControlPassStation
 
 __all__ = ["IoThreads", "IOTHREADS", "check_io"]
 
@@ -29,7 +29,8 @@ def check_io(name, params) -> None:
 
 
 class IoThreads:
-    """Replace each I/O-cycle broker's plain station by a :class:`CycleBrokerStation`."""
+    """Replace each I/O-cycle broker's plain station by a :class:`CycleBrokerStation`, or, with
+    ``overload`` too, a :class:`FlowControlPassStation` (``overload`` checks that combination)."""
 
     name = "iothreads"
 
@@ -48,18 +49,17 @@ class IoThreads:
             p = ctx.params(b)
             if p.io is None:
                 continue
-            key = StationKey.broker(b)
-            ctx.replace_station(
-                key,
-                CycleBrokerStation(
-                    f"broker:{b}",
-                    p,
-                    filters=len(ctx.tables[b]),
-                    streams=ctx.streams,
-                    window=ctx.window,
-                    connections=client_connections(ctx, b),
-                ),
-            )
+            common = {
+                "filters": len(ctx.tables[b]),
+                "streams": ctx.streams,
+                "window": ctx.window,
+                "connections": client_connections(ctx, b),
+            }
+            if p.overload is None:
+                station = CycleBrokerStation(f"broker:{b}", p, **common)
+            else:
+                station = FlowControlPassStation(f"broker:{b}", p, publishers=publisher_connections(ctx, b), **common)
+            ctx.replace_station(StationKey.broker(b), station)
 
 
 IOTHREADS = IoThreads()

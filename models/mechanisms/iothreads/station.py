@@ -8,11 +8,12 @@ import numpy as np
 
 from ....sim import kernels as K
 from ....sim.station import StationStats
+from ...stations.buffers import SentWhenAdmitted, flow_control_kwargs
 from ...stations.core import BrokerStation, _background_stretch, _quota, _wakeup_s
 from .discipline import CycleDiscipline
 from .passes import PassDiscipline
 
-__all__ = ["CycleBrokerStation", "CycleStats", "arrival_connection"]
+__all__ = ["CycleBrokerStation", "CycleStats", "FlowControlPassStation", "arrival_connection"]
 
 
 class CycleStats(StationStats):
@@ -37,6 +38,11 @@ class CycleBrokerStation(BrokerStation):
 
     def __init__(self, name, params, *, filters, streams, window, connections=0):
         super().__init__(name, params, filters=filters, streams=streams, window=window, connections=connections)
+        self.discipline = self._discipline(params, connections)
+        self.stats = CycleStats(window, 1)
+
+    def _discipline(self, params, connections, **extra):
+        """Cycles, or passes with a per-connection limit; ``extra``: more discipline arguments."""
         most, per_connection = params.io.cycle_max_messages, params.io.cycle_max_per_connection
         common = {
             "idle_extra_s": _wakeup_s(params, connections) * _background_stretch(params),
@@ -44,12 +50,11 @@ class CycleBrokerStation(BrokerStation):
             "idle_exit": None if params.idle_exit is None else params.idle_exit.curve,
             "sleep_entry_s": params.sleep_entry_s,
             **_quota(params),
+            **extra,
         }
         if per_connection is None:
-            self.discipline = CycleDiscipline(**common)
-        else:
-            self.discipline = PassDiscipline(max_per_connection=float(per_connection), **common)
-        self.stats = CycleStats(window, 1)
+            return CycleDiscipline(**common)
+        return PassDiscipline(max_per_connection=float(per_connection), **common)
 
     def after_service(self, served):
         """Count the cycles opened in the window (by start), then as the broker."""
@@ -70,6 +75,32 @@ class CycleBrokerStation(BrokerStation):
         self.discipline.set_cycle_cost(cost)
         if self.discipline.per_connection:
             self.discipline.set_connections(arrival_connection(self.plan, packets.visit))
+
+
+class FlowControlPassStation(SentWhenAdmitted, CycleBrokerStation):
+    """A :class:`CycleBrokerStation` with passes (``io.cycle_max_per_connection``) behind its
+    publishers' bounded socket buffers (``params.overload``), as
+    :class:`~pubsim.models.mechanisms.overload.FlowControlBrokerStation` is for the FIFO worker:
+    the station holds at most ``publishers x socket_buffer_bytes`` (payload plus
+    ``message_overhead_bytes`` per message), those waiting for a pass included; a message that
+    does not fit is held by its sender until departures make room and is sent then
+    (:mod:`.pass_kernel`, Socket buffers); flow control as there.
+
+    Parameters as :class:`CycleBrokerStation`, plus ``publishers``: the publisher connections
+    whose buffers are pooled (at least one buffer is kept).
+    """
+
+    def __init__(self, name, params, *, filters, streams, window, connections=0, publishers=1):
+        ov = params.overload
+        self.overhead_bytes = float(ov.message_overhead_bytes)
+        self._capacity_bytes = ov.buffer_bytes(publishers)
+        super().__init__(name, params, filters=filters, streams=streams, window=window, connections=connections)
+        flow = flow_control_kwargs(ov, publishers)
+        if flow is not None:
+            self.discipline.flow_control(**flow)
+
+    def _discipline(self, params, connections, **extra):
+        return super()._discipline(params, connections, capacity_bytes=self._capacity_bytes, **extra)
 
 
 def arrival_connection(plan, visits):

@@ -24,6 +24,12 @@ sending onto the broker's core"; fitted by
 that crosses the windows can then tip a broker into a slower state it
 stays in while its offered load exceeds the slower capacity.
 
+A broker with Mosquitto's event-loop passes (``io`` with
+``cycle_max_per_connection``) gets the same buffers around its passes from
+the iothreads mechanism
+(:class:`pubsim.models.mechanisms.iothreads.FlowControlPassStation`); I/O
+cycles that read whole buffers (NATS, the ZeroMQ proxy) are refused.
+
 Approximations: the connections of a broker are pooled into one FIFO buffer
 of ``connections x socket_buffer_bytes`` (exact for publishers sending at
 equal rates; Mosquitto reads its readable connections in turn, one packet

@@ -5,6 +5,7 @@ from __future__ import annotations
 from ....sim.disciplines import Overflow
 from ....sim.errors import ConfigError
 from ..context import CompileContext
+from ..core import publisher_connections
 from ..keys import StationKey
 from .station import FlowControlBrokerStation
 
@@ -21,15 +22,22 @@ def check_overload(name, params) -> None:
         ("overflow", params.overflow in Overflow.EVENT_DRIVEN, "drop_newest, reject or backpressure with overload"),
         ("batch_max_messages", params.batch_max_messages != 1, "1 with overload"),
         ("restart_at_s", bool(params.restart_at_s), "empty with overload"),
-        ("io", params.io is not None, "unset with overload (I/O cycles read whole buffers)"),
+        (
+            "io.cycle_max_per_connection",
+            params.io is not None and params.io.cycle_max_per_connection is None,
+            "set with overload (event-loop passes that read a few packets per connection; cycles read whole buffers)",
+        ),
     )
     for field_name, bad, expected in rules:
         if bad:
-            raise ConfigError(f"{name}.{field_name}", getattr(params, field_name), expected)
+            value = params.io.cycle_max_per_connection if field_name.startswith("io.") else getattr(params, field_name)
+            raise ConfigError(f"{name}.{field_name}", value, expected)
 
 
 class Overload:
-    """Replace each flow-controlled broker's plain station by a :class:`FlowControlBrokerStation`."""
+    """Replace each flow-controlled broker's plain station by a :class:`FlowControlBrokerStation`
+    (a broker with event-loop passes, ``io``, is the iothreads mechanism's: its passes bound the
+    bytes themselves)."""
 
     name = "overload"
 
@@ -50,7 +58,9 @@ class Overload:
                 continue
             if b in ctx.shared_cpu:
                 raise ConfigError(f"{b}.overload", "set", "unset for a broker sharing its host's CPU")
-            connections = sum(1 for c in ctx.publishers if ctx.home(c) == b)
+            if p.io is not None:
+                continue
+            connections = publisher_connections(ctx, b)
             ctx.replace_station(
                 StationKey.broker(b),
                 FlowControlBrokerStation(

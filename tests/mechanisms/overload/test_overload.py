@@ -171,7 +171,7 @@ def test_bad_parameters(spec, field):
         ({"queue_messages": 5}, "broker.queue_messages"),
         ({"batch_max_messages": 4}, "broker.batch_max_messages"),
         ({"scheduling": "priority"}, "broker.scheduling"),
-        ({"io": IoParams(cycle_cost_s=1e-5)}, "broker.io"),
+        ({"io": IoParams(cycle_cost_s=1e-5)}, "broker.io.cycle_max_per_connection"),  # cycles, not passes
     ],
 )
 def test_bad_combinations(broker, field):
