@@ -7,9 +7,11 @@ message of its most loaded sustainable runs and of its held runs, their ``NET_RX
 softirq per message, and egress past the limit over the limit; then
 :class:`pubsim.calibration.overload.FlowControlCostCalibrator` on the configurations not excluded.
 With ``--twin DIR --config NAME`` it also simulates that configuration of campaign ``DIR``
-(profile fitted on its training split, per-message connection cost: the pass structure does not
-combine with ``overload``) past its limit, without overload, with the socket buffers only, and
-with the fitted flow-control cost, and prints measured egress beside.
+(profile fitted on its training split with ``--connection-form``: ``auto``, the default, is what
+``pubsim calibrate`` chooses, Mosquitto's event-loop passes where the campaign counted them;
+``per_message`` the FIFO worker with a per-message connection cost) past its limit, without
+overload, with the socket buffers only, and with the fitted flow-control cost, and prints measured
+egress beside.
 
     python benchmarks/flowcontrol_benchmark.py calibration/data/mosquitto-flowcontrol \\
         --exclude p32768-f1-c4-cap05 --twin calibration/data/mosquitto-wire \\
@@ -68,12 +70,14 @@ def states_table(runs, saturation, calibrator):
     return pd.DataFrame(out)
 
 
-def twin_past_limit(campaign, config, flow, window_bytes, rates=None, seed=0):
+def twin_past_limit(campaign, config, flow, window_bytes, rates=None, seed=0, connection_form="auto"):
     """Simulated egress past the limit of ``config`` in ``campaign``: plain, buffers, buffers + flow cost."""
     runs, saturation, _, meta = read_results(campaign)
     one = pacing_from_runs(runs[runs["split"] == "train"], source="training runs")
     pacing = run_pacing_from_runs(runs, fallback=one, source="the campaign's runs")
-    profile = fit_profiles(runs, meta, variability=True, connection_form="per_message", pacing=pacing)["mosquitto"]
+    profile = fit_profiles(runs, meta, variability=True, connection_form=connection_form, pacing=pacing)["mosquitto"]
+    passes = (profile["broker"]["mosquitto"].get("io") or {}).get("cycle_max_per_connection") is not None
+    print(f"twin: {'event-loop passes' if passes else 'one FIFO worker'} (connection form {connection_form})")
     buffers = OverloadParams(socket_buffer_bytes=BUFFER_BYTES, message_overhead_bytes=OVERHEAD_BYTES)
     costed = OverloadParams(
         socket_buffer_bytes=BUFFER_BYTES,
@@ -101,6 +105,7 @@ def main():
     ap.add_argument("--twin", help="a campaign whose --config is simulated past its limit")
     ap.add_argument("--config", help="the configuration of --twin")
     ap.add_argument("--window-bytes", default="2.2MB", help="receive window per connection (default 2.2MB)")
+    ap.add_argument("--connection-form", default="auto", help="the twin's connection form (default auto)")
     args = ap.parse_args()
     runs, saturation, _, _ = read_results(args.campaign)
     cal = FlowControlCostCalibrator(overhead_bytes=OVERHEAD_BYTES, fit_fixed=False)
@@ -116,7 +121,8 @@ def main():
         flow = {k: p[k] for k in ("flow_control_cost_s", "flow_control_cost_s_per_byte")}
         window = parse_size_bytes(args.window_bytes, "--window-bytes")
         print(f"\n== {args.config} of {args.twin} past its limit: egress, msg/s ==")
-        print(twin_past_limit(args.twin, args.config, flow, window).round(0).to_string(index=False))
+        table = twin_past_limit(args.twin, args.config, flow, window, connection_form=args.connection_form)
+        print(table.round(0).to_string(index=False))
 
 
 if __name__ == "__main__":
