@@ -22,16 +22,16 @@ def check_overload(name, params) -> None:
         ("overflow", params.overflow in Overflow.EVENT_DRIVEN, "drop_newest, reject or backpressure with overload"),
         ("batch_max_messages", params.batch_max_messages != 1, "1 with overload"),
         ("restart_at_s", bool(params.restart_at_s), "empty with overload"),
-        (
-            "io.cycle_max_per_connection",
-            params.io is not None and params.io.cycle_max_per_connection is None,
-            "set with overload (event-loop passes that read a few packets per connection; cycles read whole buffers)",
-        ),
     )
     for field_name, bad, expected in rules:
         if bad:
-            value = params.io.cycle_max_per_connection if field_name.startswith("io.") else getattr(params, field_name)
-            raise ConfigError(f"{name}.{field_name}", value, expected)
+            raise ConfigError(f"{name}.{field_name}", getattr(params, field_name), expected)
+    if params.io is not None and params.io.cycle_max_per_connection is None:
+        raise ConfigError(
+            f"{name}.io.cycle_max_per_connection",
+            None,
+            "set with overload (event-loop passes that read a few packets per connection; cycles read whole buffers)",
+        )
 
 
 class Overload:
