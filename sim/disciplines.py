@@ -250,8 +250,6 @@ class FifoDiscipline(ServerTotals):
         """Admitted messages cost their server ``fixed_s + per_byte_s x size`` (s) more while the
         station holds more than ``window_bytes`` (:func:`pubsim.sim.kernels.set_flow_control`;
         a byte capacity is needed: without one the station does not count its bytes)."""
-        if self.fs[K.CAP_BYTES] == math.inf:
-            raise ValueError("flow control needs a station with a byte capacity")
         K.set_flow_control(self.fs, float(window_bytes), float(fixed_s), float(per_byte_s))
 
     def run(

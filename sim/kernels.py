@@ -235,7 +235,11 @@ def _is_full(fs: np.ndarray, ist: np.ndarray, size: float) -> bool:
 def set_flow_control(fs: np.ndarray, window_bytes: float, fixed_s: float, per_byte_s: float) -> None:
     """Make a byte-limited station's admitted messages cost ``fixed_s + per_byte_s x size`` more
     while it holds more than ``window_bytes`` (the senders' windows are closed: TCP flow
-    control clocks their sending, and on loopback that work is done by the receiver)."""
+    control clocks their sending, and on loopback that work is done by the receiver).
+
+    Raises ValueError for a station without a byte capacity: it does not count its bytes."""
+    if fs[CAP_BYTES] == np.inf:
+        raise ValueError("flow control needs a station with a byte capacity")
     fs[FC_BYTES] = window_bytes
     fs[FC_FIXED] = fixed_s
     fs[FC_PER_BYTE] = per_byte_s

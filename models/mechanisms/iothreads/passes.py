@@ -85,8 +85,6 @@ class PassDiscipline(OneServer):
     def flow_control(self, *, window_bytes: float, fixed_s: float, per_byte_s: float) -> None:
         """Admitted messages cost ``fixed_s + per_byte_s x size`` (s) more while the station holds
         more than ``window_bytes`` (:func:`pubsim.sim.kernels.set_flow_control`; needs a capacity)."""
-        if self.fs[K.CAP_BYTES] == math.inf:
-            raise ValueError("flow control needs a station with a byte capacity")
         K.set_flow_control(self.fs, float(window_bytes), float(fixed_s), float(per_byte_s))
 
     def set_cycle_cost(self, cycle_cost_s: np.ndarray) -> None:
