@@ -2,7 +2,10 @@
 
 A campaign file (YAML) names the brokers, the run timing, the search
 settings and a list of configurations (payload, publishers, subscribers,
-topics, fan-out, CPU cap, and ``split``: ``train`` or ``holdout``). For every
+topics, fan-out, CPU cap, ``split``: ``train`` or ``holdout``, and for a
+campaign of the ZeroMQ proxy alone ``zmq_hwm``, the high-water mark of
+the proxy's and the clients' sockets: 0 for none, and ``zmq_client_hwm``
+to give the clients' apart). For every
 (broker, configuration) pair the campaign makes
 
 1. light runs at fixed low rates (latency floor, wake-up cost),
@@ -123,6 +126,14 @@ class RunSpec:
         (``{mosquitto: 0.2, nats: 0.03, default: 0.1}``).
     qos : int
         MQTT QoS (0 or 1).
+    zmq_hwm : int or None
+        ZeroMQ high-water mark, messages, set on the proxy's two sockets
+        (``SNDHWM``/``RCVHWM``) and, unless ``zmq_client_hwm`` is given, on
+        the publishers' ``SNDHWM`` and the subscribers' ``RCVHWM`` (0: no
+        limit); None: ZeroMQ's default, 1,000. Only the ``zmq-proxy`` broker
+        has it.
+    zmq_client_hwm : int or None
+        The clients' high-water mark alone, messages (None: ``zmq_hwm``).
     phase : str
         ``light``, ``doubling``, ``refine`` or ``fraction``.
     """
@@ -140,7 +151,14 @@ class RunSpec:
     cooldown_s: float
     cpu_cap_fraction: float | None = None
     qos: int = 0
+    zmq_hwm: int | None = None
+    zmq_client_hwm: int | None = None
     phase: str = "light"
+
+    @property
+    def client_hwm(self):
+        """The clients' ZeroMQ high-water mark (None: ZeroMQ's default)."""
+        return self.zmq_hwm if self.zmq_client_hwm is None else self.zmq_client_hwm
 
     def as_row(self):
         return dataclasses.asdict(self)
@@ -158,6 +176,8 @@ class Configuration:
     fanout: int
     cpu_cap_fraction: object  # float, None, or {broker: float}
     split: str
+    zmq_hwm: int | None = None
+    zmq_client_hwm: int | None = None
 
     def cap_for(self, broker):
         """CPU cap of ``broker`` in this configuration (cores, None = uncapped)."""
@@ -212,6 +232,8 @@ class Campaign:
             warmup_s=self.warmup_s,
             cooldown_s=self.cooldown_s,
             cpu_cap_fraction=config.cap_for(broker),
+            zmq_hwm=config.zmq_hwm,
+            zmq_client_hwm=config.zmq_client_hwm,
             phase=phase,
         )
 
@@ -226,7 +248,18 @@ def _int(spec, key, path, minimum=1):
 def _configuration(spec, path):
     if not isinstance(spec, dict) or "name" not in spec:
         raise ConfigError(path, spec, "a mapping with a name")
-    known = {"name", "payload_bytes", "publishers", "subscribers", "topics", "fanout", "cpu_cap_fraction", "split"}
+    known = {
+        "name",
+        "payload_bytes",
+        "publishers",
+        "subscribers",
+        "topics",
+        "fanout",
+        "cpu_cap_fraction",
+        "split",
+        "zmq_hwm",
+        "zmq_client_hwm",
+    }
     unknown = sorted(set(spec) - known)
     if unknown:
         raise ConfigError(f"{path}.{unknown[0]}", spec[unknown[0]], f"one of {sorted(known)}")
@@ -239,6 +272,8 @@ def _configuration(spec, path):
         fanout=_int(spec, "fanout", path) if "fanout" in spec else 1,
         cpu_cap_fraction=spec.get("cpu_cap_fraction"),
         split=spec.get("split", "train"),
+        zmq_hwm=_int(spec, "zmq_hwm", path, 0) if "zmq_hwm" in spec else None,
+        zmq_client_hwm=_int(spec, "zmq_client_hwm", path, 0) if "zmq_client_hwm" in spec else None,
     )
     if c.payload_bytes < 20:
         raise ConfigError(f"{path}.payload_bytes", c.payload_bytes, "at least 20 bytes (sequence + timestamp header)")
@@ -270,6 +305,12 @@ def parse_campaign(data):
     if not isinstance(configs, list) or not configs:
         raise ConfigError("configurations", configs, "a non-empty list of configurations")
     parsed = tuple(_configuration(c, f"configurations[{i}]") for i, c in enumerate(configs))
+    for i, c in enumerate(parsed):
+        for name in ("zmq_hwm", "zmq_client_hwm"):
+            if getattr(c, name) is not None and set(brokers) != {"zmq-proxy"}:
+                raise ConfigError(
+                    f"configurations[{i}].{name}", getattr(c, name), "only in a campaign of zmq-proxy alone"
+                )
     names = [c.name for c in parsed]
     if len(set(names)) != len(names):
         raise ConfigError("configurations.name", names, "unique names")

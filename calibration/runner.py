@@ -133,7 +133,7 @@ class RealHarness:
             port=0,
             cpus=tuple(self.campaign.broker_cpus) or None,
             cpu_cap_fraction=spec.cpu_cap_fraction,
-            options=self.broker_options,
+            options=self._broker_options(spec),
         )
         wd = self.workdir / f"{spec.broker}-{spec.config}"
         wd.mkdir(parents=True, exist_ok=True)
@@ -142,6 +142,12 @@ class RealHarness:
         self._sys_dropped = 0
         self._key = key
         return self.broker
+
+    def _broker_options(self, spec):
+        """The broker's options: the runner's, and a configuration's ZeroMQ high-water mark."""
+        if spec.zmq_hwm is None:
+            return self.broker_options
+        return {**self.broker_options, "hwm": spec.zmq_hwm}
 
     def close_broker(self):
         if self.broker is not None:
@@ -232,6 +238,7 @@ class RealHarness:
             cooldown_s=spec.cooldown_s,
             pub_cpus=cpus,
             sub_cpus=cpus,
+            **({} if spec.client_hwm is None else {"zmq_hwm": spec.client_hwm}),
         )
 
     #: The broker counts as idle when its CPU over one window is below this share of its cap (cores).

@@ -88,6 +88,9 @@ def test_parse_campaign_defaults_and_pairs():
         ({"search": {"retry": 1}}, "search.retry"),
         ({"search": {"retries": -1}}, "search.retries"),
         ({"search": "fast"}, "search"),
+        ({"configurations": [{"name": "x", "zmq_hwm": -1}]}, "configurations[0].zmq_hwm"),
+        ({"configurations": [{"name": "x", "zmq_hwm": 0}]}, "configurations[0].zmq_hwm"),  # mosquitto has none
+        ({"configurations": [{"name": "x", "zmq_client_hwm": 0}]}, "configurations[0].zmq_client_hwm"),
     ],
 )
 def test_bad_campaign_names_the_field(patch, field):
@@ -95,6 +98,15 @@ def test_bad_campaign_names_the_field(patch, field):
         parse_campaign({**SPEC, **patch})
     assert err.value.field == field
     assert "\n" not in str(err.value)
+
+
+def test_a_zmq_high_water_mark_reaches_the_run_spec():
+    c = parse_campaign(
+        {**SPEC, "brokers": ["zmq-proxy"], "configurations": [{"name": "x", "zmq_hwm": 0}, {"name": "y"}]}
+    )
+    x, y = c.configurations
+    assert c.run_spec("zmq-proxy", x, 100, "light").zmq_hwm == 0
+    assert c.run_spec("zmq-proxy", y, 100, "light").zmq_hwm is None
 
 
 def test_caps_per_broker():
@@ -241,3 +253,30 @@ def test_probe_settings_are_flags(flag):
     with pytest.raises(ConfigError) as err:
         parse_campaign({**SPEC, flag: "on"})
     assert err.value.field == flag
+
+
+def test_the_runner_gives_a_configurations_high_water_mark_to_the_proxy_and_the_clients(tmp_path):
+    from types import SimpleNamespace
+
+    from pubsim.calibration.runner import RealHarness
+
+    c = parse_campaign(
+        {
+            **SPEC,
+            "brokers": ["zmq-proxy"],
+            "configurations": [
+                {"name": "x", "zmq_hwm": 0},
+                {"name": "y"},
+                {"name": "z", "zmq_hwm": 0, "zmq_client_hwm": 1000},
+            ],
+        }
+    )
+    broker = SimpleNamespace(protocol="zmq", pub_port=1, sub_port=2)
+    with RealHarness(c, workdir=tmp_path) as runner:
+        x, y, z = (c.run_spec("zmq-proxy", cfg, 100, "light") for cfg in c.configurations)
+        assert runner._broker_options(x) == {"hwm": 0}
+        assert runner._broker_options(y) == {}
+        assert runner._broker_options(z) == {"hwm": 0}
+        assert runner._load_spec(x, broker).zmq_hwm == 0
+        assert runner._load_spec(y, broker).zmq_hwm == 1000  # ZeroMQ's default
+        assert runner._load_spec(z, broker).zmq_hwm == 1000  # the clients' own

@@ -307,6 +307,19 @@ def test_campaign_results_convert_into_evidence(tmp_path, capsys):
     assert len(read_evidence(out)) == len(table)
 
 
+def test_converted_rows_name_the_zeromq_high_water_marks_they_were_measured_with():
+    folder = ROOT / "calibration" / "data" / "zmq-hwm-side"
+    runs, sat, _, meta = read_results(folder)
+    table = evidence_from_results(runs, sat, meta, reference="zmq-hwm-side")
+    limits = table[table.observation == "limit"].set_index("limit_msg_per_s").note
+    by_config = dict(zip(sat.config, sat.limit_ingress_per_s))
+    assert limits[by_config["p64-f1-cap02-proxy0"]].endswith("proxy 0, clients 1000")
+    assert limits[by_config["p64-f1-cap02-clients0"]].endswith("proxy 1000, clients 0")
+    assert limits[by_config["p64-f1-cap02"]] == ""  # the default marks: nothing to say
+    old = evidence_from_results(*(read_results(ROOT / "calibration" / "data" / "zmq-caps")[i] for i in (0, 1, 3)))
+    assert not old.note.str.contains("high-water").any()
+
+
 def test_the_documentation_shows_the_columns_as_defined():
     assert columns_markdown() in (ROOT / "docs" / "evidence.md").read_text()
 
