@@ -84,6 +84,7 @@ from ..sim.safeyaml import safe_load
 from ..sim.units import parse_duration_s, parse_rate_per_s, parse_size_bytes
 from .harness.brokers import REGISTRY
 from .interleave import run_interleaved
+from .zmqmarks import client_mark
 
 __all__ = [
     "RunSpec",
@@ -158,7 +159,7 @@ class RunSpec:
     @property
     def client_hwm(self):
         """The clients' ZeroMQ high-water mark (None: ZeroMQ's default)."""
-        return self.zmq_hwm if self.zmq_client_hwm is None else self.zmq_client_hwm
+        return client_mark(self.zmq_hwm, self.zmq_client_hwm)
 
     def as_row(self):
         return dataclasses.asdict(self)

@@ -51,6 +51,7 @@ from ..sim.safeyaml import safe_load
 from ..sim.units import parse_duration_s, parse_rate_per_s, parse_size_bytes
 from .profile import BROKER_MODELS
 from .workload import topic_assignment
+from .zmqmarks import marks_note
 
 __all__ = [
     "Column",
@@ -510,20 +511,8 @@ def _run_rows(run, config, ref):
         rows.append({**base, "observation": "latency", **{c: float(run[c]) for c in LATENCY_COLUMNS}})
     if math.isfinite(run.get("loss_rate", math.nan)):
         rows.append({**base, "observation": "loss", "loss_fraction": min(max(float(run["loss_rate"]), 0.0), 1.0)})
-    note = "; ".join(n for n in (f"campaign split: {run['split']}" if "split" in run else "", _marks(run)) if n)
+    note = "; ".join(n for n in (f"campaign split: {run['split']}" if "split" in run else "", marks_note(run)) if n)
     return [{**r, "source_reference": where, "note": note} for r in rows]
-
-
-def _marks(run):
-    """The ZeroMQ high-water marks a run was measured with, when its configuration set them."""
-    proxy, clients = (run.get(c) for c in ("zmq_hwm", "zmq_client_hwm"))
-    known = [v is not None and not (isinstance(v, float) and math.isnan(v)) for v in (proxy, clients)]
-    if not any(known):
-        return ""
-    default = "1000 (ZeroMQ's default)"
-    proxy_text = f"{int(proxy)}" if known[0] else default
-    clients_text = f"{int(clients)}" if known[1] else proxy_text
-    return f"ZeroMQ high-water marks (0 = none): proxy {proxy_text}, clients {clients_text}"
 
 
 def evidence_from_results(runs, saturation, meta, *, reference="pubsim measure"):
@@ -552,11 +541,11 @@ def evidence_from_results(runs, saturation, meta, *, reference="pubsim measure")
     """
     cores = float(len(meta.get("broker_cpus", [])) or 1)
     rows = []
-    firsts, marks = {}, {}
+    firsts, notes = {}, {}
     for run in runs.to_dict("records"):
         config = _config_of(run, meta, cores)
         firsts.setdefault((run["broker"], run["config"]), config)
-        marks.setdefault((run["broker"], run["config"]), run)
+        notes.setdefault((run["broker"], run["config"]), marks_note(run))
         rows.extend(_run_rows(run, config, reference))
     for sat in saturation.to_dict("records"):
         config = firsts.get((sat["broker"], sat["config"]))
@@ -572,7 +561,7 @@ def evidence_from_results(runs, saturation, meta, *, reference="pubsim measure")
                 "limit_msg_per_s": limit,
                 "source_kind": "measured-here",
                 "source_reference": ref,
-                "note": _marks(marks.get((sat["broker"], sat["config"]), {})),
+                "note": notes[(sat["broker"], sat["config"])],
             }
         )
     return parse_evidence([{k: _plain(v) for k, v in r.items()} for r in rows], reference)

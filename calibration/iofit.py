@@ -26,6 +26,7 @@ import pandas as pd
 
 from .fit import LatencyFloorCalibrator, _check, relative_nnls, wakeups_of
 from .profile import build_profile
+from .zmqmarks import check_one_marks
 
 __all__ = ["IoCycleCalibrator", "IO_TERMS", "fit_io_profiles", "cycles_per_ingress"]
 
@@ -137,6 +138,7 @@ def fit_io_profiles(runs, meta, *, split="train", kinds=None):
     for kind, rows in train.groupby("broker"):
         if kinds is not None and kind not in kinds:
             continue
+        check_one_marks(runs[runs["broker"] == kind], what=f"{kind} runs")
         cal = IoCycleCalibrator(
             fit_per_byte=rows.payload_bytes.nunique() > 1,
             fit_delivery=rows.fanout.nunique() > 1,

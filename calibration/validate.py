@@ -57,6 +57,7 @@ from .sleep import SleepEntryCalibrator
 from .terms import busy_identified, passes_identified, terms_record
 from .variability import ServiceVariabilityCalibrator
 from .virtual import VirtualHarness
+from .zmqmarks import check_one_marks
 
 __all__ = [
     "bracket_error_pct",
@@ -131,6 +132,8 @@ def fit_profiles(
     The wake-up cost is regressed on the measured voluntary context
     switches per message (or ``1 - utilization`` where they were not
     measured). Only sustainable runs are fitted (see the comment below).
+    A broker's runs measured with different ZeroMQ high-water marks are
+    refused (:func:`pubsim.calibration.zmqmarks.check_one_marks`).
     With ``background``, a background CPU load is fitted (see
     :class:`pubsim.calibration.fit.BrokerDemandCalibrator`) and the simulated broker
     carries it (``background_cpu_fraction``). With ``variability``, the
@@ -194,6 +197,7 @@ def fit_profiles(
     idle_exit = idle_exit_preset(meta) if idle_exit_on else None
     machine = pair_machine(meta) if idle_exit is not None else None
     for kind, rows in train.groupby("broker"):
+        check_one_marks(runs[runs["broker"] == kind], what=f"{kind} runs")
         form = _form(connection_form, kind)
         wake = _wake_regressor(rows, kind)
         status = _identified(rows, form, kind, length_bytes=length_bytes)

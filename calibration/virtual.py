@@ -260,6 +260,12 @@ def _stalled_links(row, link, stalls, sub_filters):
 class VirtualHarness:
     """``measure(RunSpec) -> (row, latency sample)`` on the simulator.
 
+    The twin has no ZeroMQ high-water marks: a spec's ``zmq_hwm`` and
+    ``zmq_client_hwm`` are not simulated (every pipe is unbounded, as with
+    marks of 0), so a virtual run of a configuration with marks predicts the
+    proxy without them (calibration/README.md, "The ZeroMQ proxy's limit
+    under a quota is a loss limit").
+
     Parameters
     ----------
     profiles : dict

@@ -311,11 +311,13 @@ def test_converted_rows_name_the_zeromq_high_water_marks_they_were_measured_with
     folder = ROOT / "calibration" / "data" / "zmq-hwm-side"
     runs, sat, _, meta = read_results(folder)
     table = evidence_from_results(runs, sat, meta, reference="zmq-hwm-side")
-    limits = table[table.observation == "limit"].set_index("limit_msg_per_s").note
-    by_config = dict(zip(sat.config, sat.limit_ingress_per_s))
-    assert limits[by_config["p64-f1-cap02-proxy0"]].endswith("proxy 0, clients 1000")
-    assert limits[by_config["p64-f1-cap02-clients0"]].endswith("proxy 1000, clients 0")
-    assert limits[by_config["p64-f1-cap02"]] == ""  # the default marks: nothing to say
+    rows = table[table.observation == "limit"]
+    configs = rows.source_reference.str.extract(r"saturation\.csv, (\S+) ")[0]
+    notes = dict(zip(configs, rows.note))
+    assert set(notes) == set(sat.config[sat.limit_reached.astype(bool)])
+    assert notes["p64-f1-cap02-proxy0"] == "ZeroMQ high-water marks (0 = none): proxy 0, clients 1000"
+    assert notes["p64-f1-cap02-clients0"] == "ZeroMQ high-water marks (0 = none): proxy 1000, clients 0"
+    assert notes["p64-f1-cap02"] == ""  # the default marks: nothing to say
     old = evidence_from_results(*(read_results(ROOT / "calibration" / "data" / "zmq-caps")[i] for i in (0, 1, 3)))
     assert not old.note.str.contains("high-water").any()
 
