@@ -116,6 +116,7 @@ def _fitted(args, results=None, stalls=None, pacing=None):
         pacing=pacing,
         length_bytes=args.length_bytes,
         speed_drift=args.speed_drift,
+        knee_wakeups=args.knee_wakeups,
     )
     if args.io_cycles:  # the named brokers with the I/O-cycle structure (pubsim.calibration.iofit)
         profiles.update(fit_io_profiles(runs, meta, kinds=args.io_cycles.split(",")))
@@ -400,6 +401,12 @@ def _variability_flag(parser):
         action="store_false",
         help="keep each broker's speed constant instead of fitting its slow drift to the throttled-period "
         "fractions of its capped training runs (BrokerParams.speed_drift_log_sd; pubsim.calibration.drift)",
+    )
+    parser.add_argument(
+        "--knee-wakeups",
+        action="store_true",
+        help="take the measured wake-ups of the runs nearest each limit out of their busy costs, for "
+        "brokers that still sleep between bursts at their limit (pubsim.calibration.fit.KneeDemandCalibrator)",
     )
     parser.add_argument(
         "--no-variability",

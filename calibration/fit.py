@@ -560,16 +560,25 @@ class KneeDemandCalibrator(BrokerDemandCalibrator):
         refitted on what the background load leaves of the runs near the
         limit, so that the background (simulated apart, see
         :class:`pubsim.models.params.broker.BrokerParams`) is not also charged to the busy
-        costs. Wake-ups are never taken out of stage 1 (multi-threaded
-        brokers switch threads even when busy).
+        costs.
+    knee_wakeups : bool
+        False (default): wake-ups are not taken out of stage 1, so the CPU
+        of the runs near the limit is all busy cost (multi-threaded brokers
+        switch threads even when busy). True: the measured wake-ups of those
+        runs, at the cost stage 2 fits, are taken out too (alternating as
+        for the background), so the busy costs are what a message costs
+        without a wake-up: for a broker that still sleeps between its
+        publishers' bursts at its limit (the ZeroMQ proxy under a quota,
+        calibration/README.md, "Wake-ups at the limit").
     wake_regressor, fit_per_byte, fit_delivery, fit_background
         As :class:`BrokerDemandCalibrator`.
     """
 
-    def __init__(self, *, knee_runs=2, rounds=20, **settings):
+    def __init__(self, *, knee_runs=2, rounds=20, knee_wakeups=False, **settings):
         super().__init__(**settings)
         self.knee_runs = knee_runs
         self.rounds = rounds
+        self.knee_wakeups = knee_wakeups
 
     def fit(self, measurements):
         _check(measurements, self._columns() + ("config",))
@@ -589,9 +598,9 @@ class KneeDemandCalibrator(BrokerDemandCalibrator):
             )
         coef = np.zeros(len(names))
         xb = x[knee][:, busy]
-        bg = [i for i, n in enumerate(names) if n == "background_cpu_fraction"]
-        for _ in range(self.rounds if bg else 1):
-            near = y[knee] - x[knee][:, bg] @ coef[bg]
+        taken = [i for i in rest if self.knee_wakeups or names[i] == "background_cpu_fraction"]
+        for _ in range(self.rounds if taken else 1):
+            near = y[knee] - x[knee][:, taken] @ coef[taken]
             coef[busy], _ = nnls(xb * w[knee, None], near * w[knee])
             left = y - x[:, busy] @ coef[busy]
             coef[rest], _ = nnls(x[:, rest] * w[:, None], left * w)

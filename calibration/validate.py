@@ -23,6 +23,7 @@ apart from the fitted ones.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -99,6 +100,7 @@ def _metadata(rows, meta, kind, split, demand, wake):
         "wake_regressor": _WAKE_TEXT[wake]
         + (
             "; busy costs from the 2 sustainable runs nearest each measured limit"
+            + (", their measured wake-ups taken out" if getattr(demand, "knee_wakeups", False) else "")
             if "n_knee_runs" in demand.params_
             else ""
         ),
@@ -123,6 +125,7 @@ def fit_profiles(
     idle_exit_on=True,
     length_bytes=True,
     speed_drift=True,
+    knee_wakeups=False,
 ):
     """One calibrated profile per broker kind, fitted on ``runs[split]``.
 
@@ -178,7 +181,10 @@ def fit_profiles(
     fractions of its sustainable capped training runs, loaded at their
     measured CPU (:class:`pubsim.calibration.drift.SpeedDriftCalibrator`, with at most 30
     bootstrap resamples) and carried by its profile (``speed_drift_log_sd``,
-    ``speed_drift_time_s``) where the runs identify it.
+    ``speed_drift_time_s``) where the runs identify it. With
+    ``knee_wakeups`` (``method="knee"`` only), the measured wake-ups of the
+    runs nearest each limit are taken out of their busy costs
+    (:class:`pubsim.calibration.fit.KneeDemandCalibrator`).
 
     Returns
     -------
@@ -192,7 +198,11 @@ def fit_profiles(
     # served: an overloaded broker drops (ZeroMQ's high-water mark) or still
     # owes part of what it was sent, so only sustainable runs are fitted.
     train = runs[(runs["split"] == split) & (runs["ingress_rate_per_s"] > 0) & runs["sustainable"].astype(bool)]
-    calibrator = KneeDemandCalibrator if method == "knee" else BrokerDemandCalibrator
+    calibrator = (
+        functools.partial(KneeDemandCalibrator, knee_wakeups=knee_wakeups)
+        if method == "knee"
+        else BrokerDemandCalibrator
+    )
     fixed_mode = "every_packet" if jitter_on == "auto" else jitter_on
     idle_exit = idle_exit_preset(meta) if idle_exit_on else None
     machine = pair_machine(meta) if idle_exit is not None else None
