@@ -193,6 +193,8 @@ def fit_profiles(
     """
     if jitter_on not in (*JITTER_ON, "auto"):
         raise ConfigError("jitter_on", jitter_on, f"one of {', '.join(JITTER_ON)} or auto")
+    if knee_wakeups and method != "knee":
+        raise ConfigError("knee_wakeups", knee_wakeups, f'False with method="{method}" (it sets the knee fit)')
     profiles = {}
     # The utilization law D = CPU / messages holds where every message sent was
     # served: an overloaded broker drops (ZeroMQ's high-water mark) or still

@@ -13,6 +13,7 @@ import pytest
 from pubsim.calibration.fit import KneeDemandCalibrator
 from pubsim.calibration.profile import check_profile
 from pubsim.calibration.validate import fit_profiles
+from pubsim.sim.errors import ConfigError
 from pubsim.sim.units import parse_duration_s
 from tests.calibration.test_connection_term import META, TRUE, WIDE, busy, run_row
 
@@ -74,3 +75,8 @@ def test_fit_profiles_passes_the_setting_and_says_so():
     assert "their measured wake-ups taken out" in broker["provenance"]["note"]
     plain = fit_profiles(data, META, n_boot=0, connection_form="per_message")["mosquitto"]["broker"]["mosquitto"]
     assert "taken out" not in plain["provenance"]["note"]
+
+
+def test_the_setting_is_refused_with_the_joint_fit():
+    with pytest.raises(ConfigError, match="knee_wakeups: True is invalid"):
+        fit_profiles(runs(floor=0.05), META, n_boot=0, method="joint", knee_wakeups=True)
