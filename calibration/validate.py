@@ -100,7 +100,7 @@ def _metadata(rows, meta, kind, split, demand, wake):
         "wake_regressor": _WAKE_TEXT[wake]
         + (
             "; busy costs from the 2 sustainable runs nearest each measured limit"
-            + (", their measured wake-ups taken out" if getattr(demand, "knee_wakeups", False) else "")
+            + (", their measured wake-ups taken out" if demand.knee_wakeups else "")
             if "n_knee_runs" in demand.params_
             else ""
         ),

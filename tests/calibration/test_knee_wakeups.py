@@ -18,7 +18,6 @@ from pubsim.sim.units import parse_duration_s
 from tests.calibration.test_connection_term import META, TRUE, WIDE, busy, run_row
 
 CAP = 0.1
-LIGHTEST = 3.0  # wake-ups per message at the lightest load: one wake-up (wake_regressor "wakeups")
 
 
 def runs(floor):
