@@ -21,15 +21,19 @@ from __future__ import annotations
 import math
 import numbers
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from fractions import Fraction
 from typing import Any
+
+import numpy as np
 
 from .errors import ConfigError
 
 __all__ = [
     "parse_duration_s",
     "parse_size_bytes",
+    "parse_durations_s",
+    "parse_sizes_bytes",
     "parse_rate_Bps",
     "parse_rate_per_s",
     "format_duration_s",
@@ -235,6 +239,82 @@ def parse_size_bytes(value: Any, field: str = "size") -> int:
     if exact > MAX_SIZE_BYTES:
         raise ConfigError(field, value, f"a size up to 2**53 bytes ({MAX_SIZE_BYTES:,} B, 8 PiB)")
     return int(exact)
+
+
+def _real_array(values: Any) -> np.ndarray | None:
+    """``values`` as a 1-d int or float array when every item is a plain real number, else None.
+
+    Bools, text, nested lists and integers beyond int64 give None, so that the
+    item-by-item reader sees (and names) them.
+    """
+    if isinstance(values, np.ndarray):
+        arr = values
+    else:
+        if any(isinstance(v, (bool, np.bool_)) for v in values):
+            return None
+        try:
+            arr = np.asarray(values)
+        except (ValueError, TypeError, OverflowError):
+            return None
+    if arr.ndim != 1 or arr.dtype.kind not in "iuf":
+        return None
+    return arr
+
+
+def _read_list(
+    values: Any, field: str, fast: Callable[[np.ndarray], tuple | None], read: Callable[[Any, str], Any]
+) -> tuple:
+    """Read a list with ``fast`` (whole arrays of numbers) or else ``read`` item by item (errors name ``field[i]``)."""
+    arr = _real_array(values)
+    out = fast(arr) if arr is not None else None
+    if out is None:
+        out = tuple(read(v, f"{field}[{i}]") for i, v in enumerate(values))
+    return out
+
+
+def _fast_durations(arr: np.ndarray) -> tuple | None:
+    x = arr.astype(float)
+    if not (np.all(np.isfinite(x)) and np.all(x >= 0)):
+        return None
+    return tuple((x + 0.0).tolist())  # + 0.0: -0.0 reads as 0.0, as parse_duration_s gives
+
+
+def _fast_sizes(arr: np.ndarray) -> tuple | None:
+    if arr.dtype.kind == "f" and not (np.all(np.isfinite(arr)) and np.all(arr == np.floor(arr))):
+        return None
+    if not (np.all(arr >= 0) and np.all(arr <= MAX_SIZE_BYTES)):
+        return None
+    return tuple(arr.astype(np.int64).tolist())
+
+
+def parse_durations_s(values: Any, field: str = "durations") -> tuple[float, ...]:
+    """Read a list of durations in seconds, as :func:`parse_duration_s` reads each item.
+
+    A list (or array) of plain numbers is checked as one array (a trace of
+    millions of send times reads in milliseconds); any other list is read
+    item by item, and a bad item raises a :class:`ConfigError` naming
+    ``field[i]``.
+
+    Returns
+    -------
+    tuple of float
+        Durations, s; finite and >= 0.
+    """
+    return _read_list(values, field, _fast_durations, parse_duration_s)
+
+
+def parse_sizes_bytes(values: Any, field: str = "sizes") -> tuple[int, ...]:
+    """Read a list of sizes in whole bytes, as :func:`parse_size_bytes` reads each item.
+
+    Plain numbers are checked as one array, anything else item by item (a
+    bad item raises a :class:`ConfigError` naming ``field[i]``).
+
+    Returns
+    -------
+    tuple of int
+        Sizes, bytes; >= 0.
+    """
+    return _read_list(values, field, _fast_sizes, parse_size_bytes)
 
 
 def parse_rate_Bps(value: Any, field: str = "bandwidth") -> float:

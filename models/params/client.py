@@ -16,7 +16,7 @@ import numpy as np
 
 from ...sim.distributions import Constant, Distribution
 from ...sim.errors import ConfigError
-from ...sim.units import parse_duration_s, parse_size_bytes
+from ...sim.units import parse_durations_s, parse_sizes_bytes
 from .features import refuse
 from .mapping import check_fields
 from .provenance import ASSUMED, Provenance
@@ -212,9 +212,9 @@ class PublisherParams:
         return self.topic_priorities[self.topics.index(topic)]
 
     def _check_schedule(self) -> None:
-        times = _schedule_list(self, "schedule_time_s", parse_duration_s)
-        _schedule_list(self, "schedule_size_bytes", parse_size_bytes)
-        _schedule_list(self, "schedule_topic", lambda v, f: v if isinstance(v, str) else _not_topic(v, f))
+        times = _schedule_list(self, "schedule_time_s", parse_durations_s)
+        _schedule_list(self, "schedule_size_bytes", parse_sizes_bytes)
+        _schedule_list(self, "schedule_topic", _topic_list)
         t = np.asarray(times, dtype=float)
         n = len(t)
         if len(self.schedule_size_bytes) != n or len(self.schedule_topic) != n:
@@ -241,12 +241,18 @@ def _not_topic(value: Any, field: str) -> str:
     raise ConfigError(field, value, "a topic name (a string)")
 
 
-def _schedule_list(p: PublisherParams, name: str, read: Callable[[Any, str], Any]) -> tuple:
-    """Read a schedule list field item by item (one-line error naming ``name[i]``); store it as a tuple."""
+def _topic_list(values: Any, field: str) -> tuple:
+    if set(map(type, values)) <= {str}:  # C-speed check of a long trace's topics
+        return tuple(values)
+    return tuple(v if isinstance(v, str) else _not_topic(v, f"{field}[{i}]") for i, v in enumerate(values))
+
+
+def _schedule_list(p: PublisherParams, name: str, read: Callable[[Any, str], tuple]) -> tuple:
+    """Read a schedule list field (a bad item is a one-line error naming ``name[i]``); store it as a tuple."""
     values = getattr(p, name)
     if isinstance(values, (str, bytes)) or not isinstance(values, (list, tuple, np.ndarray)):
         raise ConfigError(name, values, "a list")
-    out = tuple(read(v, f"{name}[{i}]") for i, v in enumerate(values))
+    out = read(values, name)
     object.__setattr__(p, name, out)
     return out
 

@@ -13,9 +13,11 @@ from pubsim.sim.units import (
     format_duration_s,
     format_rate_Bps,
     parse_duration_s,
+    parse_durations_s,
     parse_rate_Bps,
     parse_rate_per_s,
     parse_size_bytes,
+    parse_sizes_bytes,
 )
 
 
@@ -315,3 +317,61 @@ def test_integer_sizes_are_exact(n, unit):
 def test_kibibytes_are_exact(n):
     assert parse_size_bytes(f"{n}KiB") == 1024 * n
     assert parse_size_bytes(f"{8 * n}bit") == n
+
+
+_ITEMS = st.one_of(
+    st.floats(allow_nan=True, allow_infinity=True, width=64),
+    st.integers(min_value=-(2**60), max_value=2**60),
+    st.booleans(),
+    st.sampled_from(["2ms", "1KiB", "x", "-1", "3"]),
+)
+
+
+def _item_by_item(parse, values, field):
+    out = []
+    for i, v in enumerate(values):
+        try:
+            out.append(parse(v, f"{field}[{i}]"))
+        except ConfigError as err:
+            return str(err)
+    return tuple(out)
+
+
+def _listed(parse_list, values, field):
+    try:
+        return parse_list(values, field)
+    except ConfigError as err:
+        return str(err)
+
+
+@pytest.mark.parametrize(
+    "parse_list, parse", [(parse_durations_s, parse_duration_s), (parse_sizes_bytes, parse_size_bytes)]
+)
+@given(values=st.lists(_ITEMS, max_size=6), as_array=st.booleans())
+def test_list_readers_read_every_list_as_its_items_read_one_by_one(parse_list, parse, values, as_array):
+    """Arrays of numbers take the vectorised path, anything else the item reader: same values, same error."""
+    if as_array:
+        try:
+            values = np.asarray(values)
+        except (ValueError, OverflowError):
+            return
+        if values.dtype.kind not in "iufb":
+            return
+    want = _item_by_item(parse, list(values), "f")
+    got = _listed(parse_list, values, "f")
+    assert got == want
+    if isinstance(got, tuple):
+        assert [type(x) for x in got] == [type(x) for x in want]
+        assert [math.copysign(1, x) for x in got] == [math.copysign(1, x) for x in want]  # no -0.0
+
+
+def test_list_readers_name_the_bad_item():
+    with pytest.raises(ConfigError) as err:
+        parse_durations_s(np.array([0.0, 1.0, -2.0]), "schedule_time_s")
+    assert err.value.field == "schedule_time_s[2]"
+    with pytest.raises(ConfigError) as err:
+        parse_sizes_bytes([1, 2.5], "schedule_size_bytes")
+    assert err.value.field == "schedule_size_bytes[1]"
+    assert parse_sizes_bytes(np.array([2**53], dtype=np.uint64), "s") == (2**53,)
+    with pytest.raises(ConfigError):
+        parse_sizes_bytes(np.array([2**53 + 2], dtype=np.uint64), "s")
