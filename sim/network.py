@@ -8,7 +8,7 @@ links, only about stations, visits and sources.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -39,8 +39,10 @@ class Network:
         sum_i P(t_i) S(t_i) / sum_i P(t_i) (SYSTEMS.md §4).
     window : (float, float)
         Measurement window, s.
-    parameters : list of dict or None
-        The parameter table of the components (for the records).
+    parameters : list of dict, callable or None
+        The parameter table of the components (for the records), or a
+        function that makes it: it is then made the first time it is read
+        (a trace's schedules make long rows that a twin run never reads).
     control : object or None
         Model data for accounting, opaque here: the ILDM control plane that
         routed the copies (``pubsim.models.mechanisms.ildm.traffic`` reads it).
@@ -60,7 +62,7 @@ class Network:
         names: dict[str, list[str]],
         sp_ratio: float,
         window: tuple[float, float],
-        parameters: list[Any] | None = None,
+        parameters: list[Any] | Callable[[], list[Any]] | None = None,
         control: Any = None,
         confirm_delay_s: np.ndarray | None = None,
     ) -> None:
@@ -70,7 +72,7 @@ class Network:
         self.names = names
         self.sp_ratio = float(sp_ratio)
         self.window = window
-        self.parameters = parameters if parameters is not None else []
+        self._parameters = parameters if parameters is not None else []
         self.control = control
         for i, st in enumerate(self.stations):
             st.bind(i, plan)
@@ -88,6 +90,13 @@ class Network:
         if confirm_delay_s is not None and np.isfinite(confirm_delay_s).any():
             self.confirm_delay_s = np.asarray(confirm_delay_s, dtype=np.float64)
             self.confirm_flow[plan.flow[np.isfinite(self.confirm_delay_s)]] = True
+
+    @property
+    def parameters(self) -> list[Any]:
+        """The parameter table of the components (made on first use when given as a function)."""
+        if callable(self._parameters):
+            self._parameters = self._parameters()
+        return self._parameters
 
     def on_delivered(self, packets: Packets) -> None:
         """Tell closed-loop sources about deliveries (replies) of their messages."""

@@ -27,6 +27,8 @@ specific to a mechanism.
 
 from __future__ import annotations
 
+from functools import partial
+
 import networkx as nx
 import numpy as np
 
@@ -128,7 +130,7 @@ def build_network(
         names=names,
         sp_ratio=_sp_ratio(ctx),
         window=window,
-        parameters=parameter_table(g),
+        parameters=partial(parameter_table, g.copy()),  # made when read: long schedules make long rows
         control=ctx.control,
         confirm_delay_s=wiring.confirm_delay_s,
     )

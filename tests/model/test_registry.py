@@ -45,3 +45,16 @@ def test_station_keys():
     assert StationKey.bridge("a", "b") != StationKey.bridge("b", "a")
     assert StationKey.downlink("s").node == "s"
     assert len({StationKey.uplink("x"), StationKey.encode("x"), StationKey.uplink("x")}) == 2
+
+
+def test_the_parameter_table_is_made_when_read_from_the_topology_as_compiled():
+    """build_network leaves the table for later (a trace's schedules make long rows that a twin run
+    never reads); read, it is the compiled topology's, even if the graph changed since."""
+    from pubsim.models.assembly.table import parameter_table
+
+    g = CASES["merged-star"][0]()
+    want = parameter_table(g)
+    net = build_network(g, seed=0)
+    assert callable(net._parameters)
+    g.remove_node(next(iter(g.nodes)))  # the user's graph changes after the compile
+    assert net.parameters == want and net.parameters is net.parameters  # made once
