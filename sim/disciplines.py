@@ -100,6 +100,15 @@ class Served:
     drop_code: np.ndarray
     service_end: np.ndarray | None = None  # end of each message's share of a batch (None: depart)
 
+    def __post_init__(self) -> None:
+        # Columns of a discipline's 2-d time table reach the compiled statistics: each array
+        # layout numba sees is a compile of its own (seconds per kernel), so the times are
+        # made contiguous here (no copy when they already are).
+        for name in ("admit", "start", "depart", "drop_t", "service_end"):
+            value = getattr(self, name)
+            if value is not None:
+                setattr(self, name, np.ascontiguousarray(value))
+
 
 @runtime_checkable
 class Discipline(Protocol):

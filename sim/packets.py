@@ -30,12 +30,13 @@ class Packets:
     __slots__ = tuple(name for name, _ in _FIELDS)
 
     def __init__(self, t: Any, msg: Any, visit: Any, size: Any, pub_t: Any) -> None:
-        """Each argument array-like (converted to its dtype)."""
-        self.t = np.asarray(t, dtype=np.float64)
-        self.msg = np.asarray(msg, dtype=np.int64)
-        self.visit = np.asarray(visit, dtype=np.int64)
-        self.size = np.asarray(size, dtype=np.int64)
-        self.pub_t = np.asarray(pub_t, dtype=np.float64)
+        """Each argument array-like (converted to its dtype, contiguous: the compiled kernels
+        are compiled once per array layout, so a column view of a table is copied here)."""
+        self.t = np.ascontiguousarray(t, dtype=np.float64)
+        self.msg = np.ascontiguousarray(msg, dtype=np.int64)
+        self.visit = np.ascontiguousarray(visit, dtype=np.int64)
+        self.size = np.ascontiguousarray(size, dtype=np.int64)
+        self.pub_t = np.ascontiguousarray(pub_t, dtype=np.float64)
 
     @classmethod
     def empty(cls) -> Packets:

@@ -45,16 +45,16 @@ def test_fifo_single_loop_matches_heap_steps(cap, idle_extra, quota):
     size = np.full(n, 10.0)
     d = FifoDiscipline(capacity_messages=cap, idle_extra_s=idle_extra, cpu_quota_s=quota, cpu_period_s=1.0)
     ref, fs_ref = _heap_reference(d, t, svc, size)
-    out = np.empty((n, 3))
+    out = np.empty((3, n))  # rows: contiguous slices, the layout the station passes (one compile)
     code = np.empty(n, dtype=np.int64)
     for lo, hi in ((0, 1000), (1000, 1001), (1001, n)):  # state carried across calls
         i = K.fifo_run(
             d.fs, d.ist, d.free, d.hdep, d.hsize, t[lo:hi], svc[lo:hi], size[lo:hi], 0,
-            out[lo:hi, 0], out[lo:hi, 1], out[lo:hi, 2], code[lo:hi],
+            out[0, lo:hi], out[1, lo:hi], out[2, lo:hi], code[lo:hi],
         )  # fmt: skip
         assert i == hi - lo
     np.testing.assert_array_equal(code, ref[:, 3].astype(np.int64))
-    np.testing.assert_array_equal(out, ref[:, :3])
+    np.testing.assert_array_equal(out.T, ref[:, :3])
     for j in (K.WORK, K.SERVED, K.ADMIT_FLOOR):
         assert d.fs[j] == fs_ref[j]
     if cap is not None:
@@ -93,16 +93,16 @@ def test_window_single_loop_matches_offer_steps(w, consumer):
         ]
     )
     state = _window_state(w)
-    out = np.empty((n, 4))
+    out = np.empty((4, n))  # rows: contiguous slices, as the QoS link passes them
     code = np.empty(n, dtype=np.int64)
     for lo, hi in ((0, 1000), (1000, 1001), (1001, n)):  # state carried across calls
         i = W.window_run(
             *state, t[lo:hi], svc[lo:hi], size[lo:hi], *(x[lo:hi] for x in inputs), 1.5, 0,
-            out[lo:hi, 0], out[lo:hi, 1], out[lo:hi, 2], out[lo:hi, 3], code[lo:hi],
+            out[0, lo:hi], out[1, lo:hi], out[2, lo:hi], out[3, lo:hi], code[lo:hi],
         )  # fmt: skip
         assert i == hi - lo
     np.testing.assert_array_equal(code, ref[:, 4].astype(np.int64))
-    np.testing.assert_array_equal(out, ref[:, :4])
+    np.testing.assert_array_equal(out.T, ref[:, :4])
     for a, b in zip(state, ref_state):
         np.testing.assert_array_equal(a, b)
     assert (code == K.DROP_LOSS).any() and (extra[code == K.OK] > 0).any()
