@@ -14,3 +14,18 @@ import tempfile
 
 def pytest_configure(config):
     os.environ["PUBSIM_PRESETS"] = tempfile.mkdtemp(prefix="pubsim-test-presets-")
+
+
+#: Tests that measure real brokers or this machine: they run alone, after the others
+#: (scripts/test.sh), so that no other test competes for the cores they measure.
+SERIAL_PATHS = ("tests/harness/", "tests/calibration/test_smoke_measure.py")
+
+
+def pytest_collection_modifyitems(config, items):
+    import pytest
+
+    root = config.rootpath
+    for item in items:
+        path = item.path.relative_to(root).as_posix() if item.path.is_relative_to(root) else ""
+        if path.startswith(SERIAL_PATHS):
+            item.add_marker(pytest.mark.serial)
