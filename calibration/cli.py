@@ -117,6 +117,7 @@ def _fitted(args, results=None, stalls=None, pacing=None):
         length_bytes=args.length_bytes,
         speed_drift=args.speed_drift,
         knee_wakeups=args.knee_wakeups,
+        knee_anchor=args.knee_anchor,
     )
     if args.io_cycles:  # the named brokers with the I/O-cycle structure (pubsim.calibration.iofit)
         profiles.update(fit_io_profiles(runs, meta, kinds=args.io_cycles.split(",")))
@@ -407,6 +408,14 @@ def _variability_flag(parser):
         action="store_true",
         help="take the measured wake-ups of the runs nearest each limit out of their busy costs, for "
         "brokers that still sleep between bursts at their limit (pubsim.calibration.fit.KneeDemandCalibrator)",
+    )
+    parser.add_argument(
+        "--knee-anchor",
+        choices=("runs", "bracket"),
+        default="runs",
+        help="busy costs from the measured CPU of the runs nearest each limit (runs, default), or, where such "
+        "a run spent its whole CPU quota, from the quota over the middle of the limit's bracket (bracket: "
+        "pubsim.calibration.fit.KneeDemandCalibrator)",
     )
     parser.add_argument(
         "--no-variability",

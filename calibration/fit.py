@@ -66,6 +66,9 @@ __all__ = [
     "WAKE_REGRESSORS",
     "extra_length_bytes_of",
     "HARNESS_TOPIC_BYTES",
+    "KNEE_ANCHORS",
+    "with_limit_bracket",
+    "bracket_scale",
 ]
 
 REQUIRED_COLUMNS = ("payload_bytes", "fanout", "ingress_rate_per_s", "demand_s_per_ingress")
@@ -561,6 +564,26 @@ class KneeDemandCalibrator(BrokerDemandCalibrator):
         limit, so that the background (simulated apart, see
         :class:`pubsim.models.params.broker.BrokerParams`) is not also charged to the busy
         costs.
+    knee_anchor : {"runs", "bracket"}
+        What stage 1 takes from a knee run whose broker spent its whole CPU
+        quota (at least ``quota_share`` of its cap). ``"runs"`` (default):
+        its measured CPU per message, as for any run. ``"bracket"``: that
+        CPU is the quota, and CPU per message is then the quota over the
+        rate, whatever a message costs, so the run bounds the busy cost
+        from above and says nothing more; the limit search brackets the
+        capacity between the configuration's highest sustainable rate and
+        the lowest unsustainable one above it (column
+        ``limit_upper_per_s``, offered rates: :func:`with_limit_bracket`),
+        and stage 1 takes the quota spent over the bracket's middle
+        (geometric: the search steps by ratios) as such a run's CPU per
+        message. Under ``"runs"`` the capacity so fitted lies below the
+        highest rate the broker sustained (the two knee runs' bounds are
+        averaged), and the twin's own search falls a step below that.
+        Configurations without a bracket (no unsustainable run above) and
+        runs below ``quota_share`` keep their measured CPU.
+    quota_share : float
+        Share of its CPU cap above which a knee run counts as having spent
+        its quota (``"bracket"`` only).
     knee_wakeups : bool
         False (default): wake-ups are not taken out of stage 1, so the CPU
         of the runs near the limit is all busy cost (multi-threaded brokers
@@ -574,11 +597,15 @@ class KneeDemandCalibrator(BrokerDemandCalibrator):
         As :class:`BrokerDemandCalibrator`.
     """
 
-    def __init__(self, *, knee_runs=2, rounds=20, knee_wakeups=False, **settings):
+    def __init__(self, *, knee_runs=2, rounds=20, knee_wakeups=False, knee_anchor="runs", quota_share=0.98, **settings):
         super().__init__(**settings)
+        if knee_anchor not in KNEE_ANCHORS:
+            raise ConfigError("knee_anchor", knee_anchor, f"one of {', '.join(KNEE_ANCHORS)}")
         self.knee_runs = knee_runs
         self.rounds = rounds
         self.knee_wakeups = knee_wakeups
+        self.knee_anchor = knee_anchor
+        self.quota_share = quota_share
 
     def fit(self, measurements):
         _check(measurements, self._columns() + ("config",))
@@ -597,15 +624,68 @@ class KneeDemandCalibrator(BrokerDemandCalibrator):
                 f"at least {len(busy)} for {[names[i] for i in busy]}",
             )
         coef = np.zeros(len(names))
-        xb = x[knee][:, busy]
+        xk, yk = x[knee], y[knee]
+        anchored = np.zeros(int(knee.sum()), dtype=bool)
+        if self.knee_anchor == "bracket":
+            scale = bracket_scale(m[knee], self.quota_share)  # rate / the bracket's middle; 1: as measured
+            anchored = scale != 1.0
+            xk, yk = xk.copy(), yk * scale  # the quota spent, over the middle rate
+            if "background_cpu_fraction" in names:  # its regressor is 1 / rate
+                xk[:, names.index("background_cpu_fraction")] *= scale
+        wk = 1.0 / np.maximum(yk, 1e-12)
+        xb = xk[:, busy]
         taken = [i for i in rest if self.knee_wakeups or names[i] == "background_cpu_fraction"]
         for _ in range(self.rounds if taken else 1):
-            near = y[knee] - x[knee][:, taken] @ coef[taken]
-            coef[busy], _ = nnls(xb * w[knee, None], near * w[knee])
+            near = yk - xk[:, taken] @ coef[taken]
+            coef[busy], _ = nnls(xb * wk[:, None], near * wk)
             left = y - x[:, busy] @ coef[busy]
             coef[rest], _ = nnls(x[:, rest] * w[:, None], left * w)
         params = dict.fromkeys(COSTS, 0.0)
         params.update(zip(names, coef.tolist()))
-        self.params_ = {**params, "n_runs": len(y), "n_knee_runs": int(knee.sum())}
+        self.params_ = {
+            **params,
+            "n_runs": len(y),
+            "n_knee_runs": int(knee.sum()),
+            "n_bracketed_knee_runs": int(anchored.sum()),
+        }
         self.residuals_ = pd.Series(y - x @ coef, name="demand_residual_s")
         return self
+
+
+#: What the knee fit takes from a knee run that spent its whole quota (:class:`KneeDemandCalibrator`).
+KNEE_ANCHORS = ("runs", "bracket")
+
+
+def with_limit_bracket(runs):
+    """``runs`` with ``limit_upper_per_s``: per (broker, configuration), the lowest offered rate
+    of an unsustainable run above its highest sustainable one (NaN: none above).
+
+    The limit search brackets the capacity between the two
+    (:class:`KneeDemandCalibrator`, ``knee_anchor="bracket"``); a run of any
+    phase counts, so a configuration whose search was not monotone is
+    bracketed above its highest sustainable run.
+    """
+    ok = runs["sustainable"].astype(bool) & (runs["ingress_rate_per_s"] > 0)
+    keys = ["broker", "config"]
+    top = runs[ok].groupby(keys)["rate_per_s"].max().rename("_top")
+    m = runs.join(top, on=keys)
+    above = m[~ok & (m["rate_per_s"] > m["_top"])].groupby(keys)["rate_per_s"].min().rename("limit_upper_per_s")
+    return runs.drop(columns="limit_upper_per_s", errors="ignore").join(above, on=keys)
+
+
+def bracket_scale(knee, quota_share):
+    """Per knee run: its offered rate over the middle of its configuration's limit bracket where
+    it spent at least ``quota_share`` of its CPU cap and a bracket is known, else 1.
+
+    The middle is geometric, ``sqrt(top x upper)``, between the configuration's
+    highest sustainable rate among these runs and ``limit_upper_per_s``.
+    """
+    if "limit_upper_per_s" not in knee or "rate_per_s" not in knee:
+        return np.ones(len(knee))
+    rate = knee["rate_per_s"].to_numpy(dtype=float)
+    top = knee.groupby("config")["rate_per_s"].transform("max").to_numpy(dtype=float)
+    upper = knee["limit_upper_per_s"].to_numpy(dtype=float)
+    spent = knee["ingress_rate_per_s"].to_numpy(dtype=float) * knee["demand_s_per_ingress"].to_numpy(dtype=float)
+    saturated = spent >= quota_share * cap_of(knee)
+    middle = np.sqrt(top * upper)
+    return np.where(saturated & np.isfinite(upper) & (upper > top), rate / middle, 1.0)

@@ -45,6 +45,7 @@ from .fit import (
     KneeDemandCalibrator,
     LatencyFloorCalibrator,
     wakeups_of,
+    with_limit_bracket,
 )
 from .jitter import JitterModeCalibrator
 from .profile import (
@@ -101,6 +102,12 @@ def _metadata(rows, meta, kind, split, demand, wake):
         + (
             "; busy costs from the 2 sustainable runs nearest each measured limit"
             + (", their measured wake-ups taken out" if demand.knee_wakeups else "")
+            + (
+                f" ({demand.params_['n_bracketed_knee_runs']} of them spent the CPU quota: taken as the quota"
+                " over the middle of the limit's bracket, the highest sustainable and lowest unsustainable rates)"
+                if demand.params_.get("n_bracketed_knee_runs")
+                else ""
+            )
             if "n_knee_runs" in demand.params_
             else ""
         ),
@@ -126,6 +133,7 @@ def fit_profiles(
     length_bytes=True,
     speed_drift=True,
     knee_wakeups=False,
+    knee_anchor="runs",
 ):
     """One calibrated profile per broker kind, fitted on ``runs[split]``.
 
@@ -184,7 +192,11 @@ def fit_profiles(
     ``speed_drift_time_s``) where the runs identify it. With
     ``knee_wakeups`` (``method="knee"`` only), the measured wake-ups of the
     runs nearest each limit are taken out of their busy costs
-    (:class:`pubsim.calibration.fit.KneeDemandCalibrator`).
+    (:class:`pubsim.calibration.fit.KneeDemandCalibrator`). ``knee_anchor``
+    (``method="knee"`` only): ``"runs"`` (default) fits the busy costs on
+    those runs' measured CPU; ``"bracket"`` takes a run that spent its whole
+    CPU quota as the quota over the middle of its configuration's limit
+    bracket (:func:`pubsim.calibration.fit.with_limit_bracket`).
 
     Returns
     -------
@@ -195,13 +207,17 @@ def fit_profiles(
         raise ConfigError("jitter_on", jitter_on, f"one of {', '.join(JITTER_ON)} or auto")
     if knee_wakeups and method != "knee":
         raise ConfigError("knee_wakeups", knee_wakeups, f'False with method="{method}" (it sets the knee fit)')
+    if knee_anchor != "runs" and method != "knee":
+        raise ConfigError("knee_anchor", knee_anchor, f'"runs" with method="{method}" (it sets the knee fit)')
     profiles = {}
     # The utilization law D = CPU / messages holds where every message sent was
     # served: an overloaded broker drops (ZeroMQ's high-water mark) or still
     # owes part of what it was sent, so only sustainable runs are fitted.
+    if knee_anchor == "bracket":
+        runs = with_limit_bracket(runs)
     train = runs[(runs["split"] == split) & (runs["ingress_rate_per_s"] > 0) & runs["sustainable"].astype(bool)]
     calibrator = (
-        functools.partial(KneeDemandCalibrator, knee_wakeups=knee_wakeups)
+        functools.partial(KneeDemandCalibrator, knee_wakeups=knee_wakeups, knee_anchor=knee_anchor)
         if method == "knee"
         else BrokerDemandCalibrator
     )
