@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from .fit import LatencyFloorCalibrator, _check, relative_nnls, wakeups_of
-from .profile import build_profile
+from .profile import build_profile, read_buffer
 from .zmqmarks import check_one_marks
 
 __all__ = ["IoCycleCalibrator", "IO_TERMS", "fit_io_profiles", "cycles_per_ingress"]
@@ -64,17 +64,32 @@ class IoCycleCalibrator:
     fit_per_byte, fit_delivery, fit_flush, fit_background : bool
         Which terms to fit (a term whose data do not vary, e.g. one payload
         size, cannot be identified: leave it out, it is reported as 0).
+    read_buffer : mapping or None
+        The broker's read limit (``cycle_max_bytes``, ``message_overhead_bytes``:
+        :func:`pubsim.calibration.profile.read_buffer`). None (default): a
+        cycle is a wake-up, ``x = min(1, w / w_ref)`` (module docstring).
+        Given: a cycle is a ``read`` that returned data, counted from the
+        measured reads per message ``r`` (column ``broker_reads_per_ingress``):
+        each wake-up ends with one read that finds nothing (``EAGAIN``; 2.0-2.1
+        reads per message at a configuration's lightest load, where every
+        message wakes the broker), so ``x = max(r - x_wake, (payload +
+        overhead) / cycle_max_bytes)`` (no read carries more than the
+        buffer), and the wake-ups ``x_wake = min(1, w / w_ref)`` get a cost
+        of their own, ``idle_wakeup_cost_s``, which the twin charges to a
+        message that finds the broker asleep.
 
     Attributes
     ----------
     params_ : dict
-        :data:`IO_TERMS` (s, s, s/byte, s, s, cores), ``cycle_max_messages``
-        (messages, None when no run shows cycles) and ``n_runs``.
+        :data:`IO_TERMS` (s, s, s/byte, s, s, cores), ``idle_wakeup_cost_s``
+        (s; 0 without ``read_buffer``), ``cycle_max_messages`` (messages, None
+        when no run shows cycles) and ``n_runs``.
     residuals_ : pandas.Series
         Measured minus fitted demand per run, s.
     """
 
-    def __init__(self, *, fit_per_byte=True, fit_delivery=True, fit_flush=True, fit_background=True):
+    def __init__(self, *, fit_per_byte=True, fit_delivery=True, fit_flush=True, fit_background=True, read_buffer=None):
+        self.read_buffer = read_buffer
         self.fit_per_byte = fit_per_byte
         self.fit_delivery = fit_delivery
         self.fit_flush = fit_flush
@@ -87,16 +102,31 @@ class IoCycleCalibrator:
         x = cycles_per_ingress(m)
         cols = [np.ones_like(fanout), fanout, payload * (1 + fanout), x, x * fanout, 1.0 / rate]
         keep = [True, self.fit_delivery, self.fit_per_byte, True, self.fit_flush, self.fit_background]
-        return np.column_stack([c for c, k in zip(cols, keep) if k]), [n for n, k in zip(IO_TERMS, keep) if k]
+        names = [n for n, k in zip(IO_TERMS, keep) if k]
+        if self.read_buffer is not None:
+            reads = self.reads_per_ingress(m)
+            cols[3:5] = [reads, reads * fanout]
+            cols.append(x)
+            keep.append(True)
+            names.append("idle_wakeup_cost_s")
+        return np.column_stack([c for c, k in zip(cols, keep) if k]), names
+
+    def reads_per_ingress(self, measurements):
+        """Reads that returned data per ingress message of each run (``read_buffer`` given)."""
+        m = measurements.reset_index(drop=True)
+        buf = self.read_buffer
+        floor = (m["payload_bytes"].to_numpy(dtype=float) + buf["message_overhead_bytes"]) / buf["cycle_max_bytes"]
+        reads = m["broker_reads_per_ingress"].to_numpy(dtype=float)
+        return np.maximum(reads - cycles_per_ingress(m), floor)
 
     def fit(self, measurements):
         """Fit on ``measurements`` (one row per sustainable run); sets ``params_``."""
-        _check(measurements, _COLUMNS)
+        _check(measurements, _COLUMNS + (() if self.read_buffer is None else ("broker_reads_per_ingress",)))
         m = measurements.reset_index(drop=True)
         x, names = self._design(m)
         y = m["demand_s_per_ingress"].to_numpy(dtype=float)
         coef = relative_nnls(x, y, names)
-        params = dict.fromkeys(IO_TERMS, 0.0)
+        params = dict.fromkeys((*IO_TERMS, "idle_wakeup_cost_s"), 0.0)
         params.update(zip(names, coef.tolist()))
         self.params_ = {**params, "cycle_max_messages": _most_per_cycle(m), "n_runs": len(y)}
         self.residuals_ = pd.Series(y - x @ coef, name="demand_residual_s")
@@ -121,9 +151,43 @@ def _io_note(kind, rows, cal, meta):
     return (
         f"I/O cycles fitted by NNLS on relative errors over {p['n_runs']} sustainable training runs of "
         f"calibration/data/{meta.get('campaign', 'campaign')}/runs.csv (rms residual {rms * 1e6:.1f} us): "
-        "cycles per message = measured voluntary context switches per message over those at the "
-        "configuration's lightest load (pubsim.calibration.iofit); nats-server 2.9.10 readLoop/flushClients, "
+        + (
+            "cycles per message = measured voluntary context switches per message over those at the "
+            "configuration's lightest load"
+            if cal.read_buffer is None
+            else "wake-ups per message = measured voluntary context switches per message over those at the "
+            "configuration's lightest load; cycles = the reads that returned data"
+        )
+        + " (pubsim.calibration.iofit); nats-server 2.9.10 readLoop/flushClients, "
         f"libzmq 4.3.5 out_event batching; {kind} {meta.get('versions', {}).get(kind, '?')}."
+    )
+
+
+def reads_buffer(kind, rows):
+    """The read limit the fit of broker ``kind`` uses: its source's
+    (:func:`pubsim.calibration.profile.read_buffer`) where every run of ``rows`` counted its
+    reads (``broker_reads_per_ingress``), else None (cycles are wake-ups)."""
+    buf = read_buffer(kind)
+    if buf is None or "broker_reads_per_ingress" not in rows or rows["broker_reads_per_ingress"].isna().any():
+        return None
+    return buf
+
+
+def _read_limit(buf, p):
+    """What ends a cycle: the read buffer in bytes (``buf``), else the fitted most messages per cycle."""
+    if buf is None:
+        return {"cycle_max_messages": p["cycle_max_messages"]}
+    return {"cycle_max_bytes": buf["cycle_max_bytes"], "message_overhead_bytes": buf["message_overhead_bytes"]}
+
+
+def _read_limit_note(buf, p):
+    if buf is None:
+        return f" Cycles are wake-ups, at most {p['cycle_max_messages']} messages each (fitted at the limits)."
+    return (
+        f" Cycles are the reads that returned data (measured reads per message less one per wake-up, "
+        f"at least a buffer's worth each), wake-ups apart ({p['idle_wakeup_cost_s'] * 1e6:.1f} us); a cycle "
+        f"reads at most {buf['cycle_max_bytes']} B (payload + {buf['message_overhead_bytes']} B per message): "
+        f"{buf['source']}."
     )
 
 
@@ -139,10 +203,12 @@ def fit_io_profiles(runs, meta, *, split="train", kinds=None):
         if kinds is not None and kind not in kinds:
             continue
         check_one_marks(runs[runs["broker"] == kind], what=f"{kind} runs")
+        buf = reads_buffer(kind, rows)
         cal = IoCycleCalibrator(
             fit_per_byte=rows.payload_bytes.nunique() > 1,
             fit_delivery=rows.fanout.nunique() > 1,
             fit_flush=rows.fanout.nunique() > 1,
+            read_buffer=buf,
         ).fit(rows)
         p = cal.params_
         limit = 0.5 * float(rows.cpu_cap_fraction.fillna(1.0).min())
@@ -150,7 +216,7 @@ def fit_io_profiles(runs, meta, *, split="train", kinds=None):
             "ingress_cost_s": p["ingress_cost_s"],
             "delivery_cost_s": p["delivery_cost_s"],
             "per_byte_cost_s": p["per_byte_cost_s"],
-            "idle_wakeup_cost_s": 0.0,
+            "idle_wakeup_cost_s": p["idle_wakeup_cost_s"],
             "background_cpu_fraction": min(p["background_cpu_fraction"], limit),
         }
         floor = LatencyFloorCalibrator().fit(rows, demand_s=cal.own_demand_s(rows))
@@ -177,11 +243,11 @@ def fit_io_profiles(runs, meta, *, split="train", kinds=None):
         bfields["io"] = {
             "cycle_cost_s": p["cycle_cost_s"],
             "flush_cost_s": p["flush_cost_s"],
-            "cycle_max_messages": p["cycle_max_messages"],
+            **_read_limit(buf, p),
             "provenance": {
                 "source": "measured",
                 "reference": f"calibration/data/{meta.get('campaign')}/runs.csv (split={split})",
-                "note": note,
+                "note": note + _read_limit_note(buf, p),
             },
         }
         profiles[kind] = prof

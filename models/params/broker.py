@@ -233,11 +233,14 @@ class BrokerParams:
         rather than per message (:mod:`pubsim.models.mechanisms.iothreads`);
         with ``cycle_max_per_connection: 1``, Mosquitto's event-loop passes
         (one packet per ready connection per pass, a pass's cost shared by
-        the messages of different connections read in it); None (default)
+        the messages of different connections read in it); with
+        ``cycle_max_bytes``, a cycle reads at most a read buffer's bytes
+        (nats-server: 64 KiB); None (default)
         = the plain FIFO worker. Needs one worker, FIFO scheduling, an
         unlimited ingress queue, no batching and no restarts. In scenario
         files a mapping of IoParams fields (``cycle_cost_s``,
-        ``flush_cost_s``, ``cycle_max_messages``, ``cycle_max_per_connection``).
+        ``flush_cost_s``, ``cycle_max_messages``, ``cycle_max_bytes``,
+        ``message_overhead_bytes``, ``cycle_max_per_connection``).
     overload : OverloadParams or None
         TCP flow control past the broker's limit: each publisher connection
         holds a bounded socket buffer, a publisher whose buffer is full waits

@@ -48,6 +48,18 @@ class IoParams:
         Most messages one cycle reads (a read buffer's worth: nats-server
         reads at most 64 KiB, libzmq 8 KiB per batch); later ones open the
         next cycle. None (default) = no limit.
+    cycle_max_bytes : float or None
+        Most bytes one cycle reads, each message counted as its payload plus
+        ``message_overhead_bytes``; a message that would overflow it opens
+        the next cycle (the first member always fits). nats-server 2.9.10
+        reads each connection into a buffer of at most 64 KiB
+        (``server/client.go`` ``maxBufSize``; measured past the limit on
+        ``data/brokers-wire``: 15.5-719 messages per ``read`` for 4 KiB-64 B,
+        64 KiB over their wire size within 2-8 %). None (default) = no limit.
+    message_overhead_bytes : float
+        Bytes a message occupies in a read beyond its payload (protocol
+        framing: NATS ``PUB <subject> <size>\r\n`` and the closing
+        ``\r\n``), for ``cycle_max_bytes``.
     cycle_max_per_connection : int or None
         Most messages one cycle reads from one client connection; a further
         one waits for the next cycle. Mosquitto 2.0 reads one packet per
@@ -67,6 +79,8 @@ class IoParams:
     cycle_cost_s: float = field(default=0.0, metadata={"unit": "duration"})
     flush_cost_s: float = field(default=0.0, metadata={"unit": "duration"})
     cycle_max_messages: int | None = field(default=None, metadata={"unit": "optional_count"})
+    cycle_max_bytes: float | None = field(default=None, metadata={"unit": "optional_size"})
+    message_overhead_bytes: float = field(default=0.0, metadata={"unit": "size"})
     cycle_max_per_connection: int | None = field(default=None, metadata={"unit": "optional_count"})
     provenance: Provenance = field(default=ASSUMED, metadata={"unit": "provenance"})
 
@@ -76,6 +90,14 @@ class IoParams:
             value = getattr(self, name)
             if value is not None and value < 1:
                 raise ConfigError(name, value, "at least 1 message, or unset")
+        if self.cycle_max_bytes is not None and not self.cycle_max_bytes > 0:
+            raise ConfigError("cycle_max_bytes", self.cycle_max_bytes, "more than 0 bytes, or unset")
+        if self.cycle_max_bytes is not None and self.cycle_max_per_connection is not None:
+            raise ConfigError(
+                "cycle_max_bytes",
+                self.cycle_max_bytes,
+                "unset with cycle_max_per_connection (passes read whole packets per connection)",
+            )
 
     def cost_s(self, copies: Any) -> Any:
         """Cost of a cycle opened by a message with ``copies`` copies (number or array), s."""

@@ -524,10 +524,11 @@ CASES["store-sync-per-message"] = (
 )
 
 
-def io_cycle_star(quota, per_connection=None, sleep_entry_s=0.0):
+def io_cycle_star(quota, per_connection=None, sleep_entry_s=0.0, max_bytes=None):
     """A broker served in I/O cycles (NATS-like; with ``per_connection`` 1, Mosquitto's passes):
     Poisson and simultaneous publishers, fan-out 1-3, with and without a CPU quota (stalls),
-    with and without a wake-up cost spared within a sleep entry."""
+    with and without a wake-up cost spared within a sleep entry, with and without a read limit
+    in bytes (``max_bytes``, 21 B of framing per message)."""
 
     broker = BrokerParams(
         ingress_cost_s=Exponential(mean_value=20e-6),
@@ -537,6 +538,7 @@ def io_cycle_star(quota, per_connection=None, sleep_entry_s=0.0):
             cycle_cost_s=60e-6,
             flush_cost_s=10e-6,
             cycle_max_per_connection=per_connection,
+            **({"cycle_max_bytes": max_bytes, "message_overhead_bytes": 21} if max_bytes else {}),
         ),
         **({"idle_wakeup_cost_s": 40e-6, "sleep_entry_s": sleep_entry_s} if sleep_entry_s else {}),
         **({"cpu_fraction": 0.3, "cpu_period_s": 0.01} if quota else {}),
@@ -561,6 +563,7 @@ def io_cycle_star(quota, per_connection=None, sleep_entry_s=0.0):
 CASES["io-cycles"] = (lambda: io_cycle_star(False), 0.3)
 CASES["io-cycles-quota"] = (lambda: io_cycle_star(True), 0.3)
 CASES["io-passes-per-connection"] = (lambda: io_cycle_star(True, per_connection=1), 0.3)
+CASES["io-cycles-read-bytes"] = (lambda: io_cycle_star(True, max_bytes=100), 0.3)
 CASES["io-cycles-sleep-entry"] = (lambda: io_cycle_star(True, sleep_entry_s=150e-6), 0.3)
 CASES["io-passes-sleep-entry"] = (lambda: io_cycle_star(True, per_connection=1, sleep_entry_s=150e-6), 0.3)
 

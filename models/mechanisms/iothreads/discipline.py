@@ -9,7 +9,7 @@ import numpy as np
 from ....sim import kernels as K
 from ....sim.disciplines import Served, ServerTotals
 from ....sim.packets import Packets
-from .kernel import CYC_COUNT, CYC_LEN, CYC_MAX, CYC_START, cycle_run
+from .kernel import CYC_COUNT, CYC_LEN, CYC_MAX, CYC_MAX_BYTES, CYC_START, cycle_run
 
 __all__ = ["CycleDiscipline", "OneServer"]
 
@@ -45,6 +45,11 @@ class CycleDiscipline(OneServer):
         Extra time of a message that finds the server idle, s.
     max_members : float
         Most messages per cycle (inf: no limit).
+    max_bytes : float
+        Most bytes per cycle (inf: no limit), a message counted as its size
+        plus ``overhead_bytes``; the first member of a cycle always fits.
+    overhead_bytes : float
+        Bytes a message takes in a read beyond its size (protocol framing).
     cpu_quota_s, cpu_period_s : float
         CPU quota per period, s (inf: none), as :class:`pubsim.sim.disciplines.FifoDiscipline`.
     idle_exit : tuple of (idle times, exit latencies) or None
@@ -68,6 +73,8 @@ class CycleDiscipline(OneServer):
         *,
         idle_extra_s: float = 0.0,
         max_members: float = math.inf,
+        max_bytes: float = math.inf,
+        overhead_bytes: float = 0.0,
         cpu_quota_s: float = math.inf,
         cpu_period_s: float = 0.1,
         idle_exit: tuple | None = None,
@@ -77,6 +84,8 @@ class CycleDiscipline(OneServer):
         self.cyc = np.zeros(CYC_LEN)
         self.cyc[CYC_START] = -math.inf
         self.cyc[CYC_MAX] = float(max_members)
+        self.cyc[CYC_MAX_BYTES] = float(max_bytes)
+        self.overhead_bytes = float(overhead_bytes)
         self.free = np.zeros(1)
         self._cycle_cost = np.empty(0)
         self.opened_starts = np.empty(0)  # starts of the cycles the last run opened, s
@@ -86,7 +95,7 @@ class CycleDiscipline(OneServer):
         self._cycle_cost = np.asarray(cycle_cost_s, dtype=np.float64)
 
     def run(self, packets: Packets, service_s, size_bytes, horizon_s, priority=None, key=None) -> Served:
-        """Serve a batch (every message is settled); only arrival times and service matter."""
+        """Serve a batch (every message is settled); only arrival times, service and sizes matter."""
         n = len(packets)
         if self._cycle_cost.shape[0] != n:
             raise ValueError(f"cycle costs for {self._cycle_cost.shape[0]} messages, {n} offered")
@@ -98,6 +107,7 @@ class CycleDiscipline(OneServer):
             self.free,
             np.asarray(packets.t, dtype=np.float64),
             np.asarray(service_s, dtype=np.float64),
+            np.asarray(size_bytes, dtype=np.float64) + self.overhead_bytes,
             self._cycle_cost,
             start,
             dep,

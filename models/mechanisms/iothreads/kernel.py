@@ -3,8 +3,9 @@
 One server, an unlimited FIFO queue, optional CPU quota. A message that
 arrives after the current cycle started opens a new cycle; one that arrived
 before (it was waiting when the cycle began, or arrived with its opener) is
-read by the same cycle, unless the cycle already holds its most members
-(one ``read`` returns at most a buffer's worth), then it opens the next.
+read by the same cycle, unless the cycle already holds its most members or
+its bytes would pass the most a cycle reads (one ``read`` returns at most a
+buffer's worth: nats-server's 64 KiB), then it opens the next.
 (A loop that reads a few messages per connection per pass, as Mosquitto's,
 serves out of arrival order: :mod:`.pass_kernel`.)
 The members are routed back to back (their own demands); the cycle's cost
@@ -25,8 +26,9 @@ that finds the server idle starts that much later, unless it came within
 the sleep entry, :func:`pubsim.sim.kernels.wakes`); ``cyc`` float64[2]: start of
 the current cycle (s, -inf before the first), cycles opened so far,
 members of the current cycle, most members per cycle (inf: no limit),
-its cost not yet put on the server (s); ``free`` float64[1]: when the
-server is next free, s.
+its cost not yet put on the server (s), bytes of the current cycle, most
+bytes per cycle (inf: no limit); ``free`` float64[1]: when the server is
+next free, s.
 """
 
 from __future__ import annotations
@@ -36,10 +38,10 @@ from numba import njit
 
 from ....sim import kernels as K
 
-__all__ = ["CYC_START", "CYC_COUNT", "CYC_LEN", "cycle_run", "finish"]
+__all__ = ["CYC_START", "CYC_COUNT", "CYC_LEN", "CYC_MAX", "CYC_MAX_BYTES", "cycle_run", "finish"]
 
-CYC_START, CYC_COUNT, CYC_MEMBERS, CYC_MAX, CYC_PENDING = 0, 1, 2, 3, 4
-CYC_LEN = 5
+CYC_START, CYC_COUNT, CYC_MEMBERS, CYC_MAX, CYC_PENDING, CYC_BYTES, CYC_MAX_BYTES = 0, 1, 2, 3, 4, 5, 6
+CYC_LEN = 7
 
 
 @njit(cache=True, inline="always")
@@ -57,14 +59,15 @@ def cycle_run(
     free: np.ndarray,
     arrival: np.ndarray,
     service: np.ndarray,
+    size: np.ndarray,
     cycle_cost: np.ndarray,
     out_start: np.ndarray,
     out_dep: np.ndarray,
     out_end: np.ndarray,
     out_opens: np.ndarray,
 ) -> None:
-    """Serve ``arrival`` (sorted) with own demands ``service`` and, after the
-    last member of a cycle, the ``cycle_cost`` of its opener (s); fills start
+    """Serve ``arrival`` (sorted) with own demands ``service``, read sizes ``size`` (bytes)
+    and, after the last member of a cycle, the ``cycle_cost`` of its opener (s); fills start
     and departure times, and each message's departure plus, for an opener,
     its cycle's cost (so that busy time sums to the work), s, and whether it
     opened a cycle; a message that woke the server (paid the wake-up) is
@@ -72,7 +75,8 @@ def cycle_run(
     for i in range(arrival.shape[0]):
         a = arrival[i]
         work = service[i]
-        opens = a > cyc[CYC_START] or cyc[CYC_MEMBERS] >= cyc[CYC_MAX]
+        full = cyc[CYC_MEMBERS] >= cyc[CYC_MAX] or cyc[CYC_BYTES] + size[i] > cyc[CYC_MAX_BYTES]
+        opens = a > cyc[CYC_START] or (full and cyc[CYC_MEMBERS] > 0.0)
         if opens and cyc[CYC_PENDING] > 0.0:  # the previous cycle ended with the last message
             free[0] = finish(fs, free[0], cyc[CYC_PENDING])
             cyc[CYC_PENDING] = 0.0
@@ -90,8 +94,10 @@ def cycle_run(
             cyc[CYC_START] = start
             cyc[CYC_COUNT] += 1.0
             cyc[CYC_MEMBERS] = 0.0
+            cyc[CYC_BYTES] = 0.0
             cyc[CYC_PENDING] = extra
         cyc[CYC_MEMBERS] += 1.0
+        cyc[CYC_BYTES] += size[i]
         fs[K.WORK] += work + extra
         fs[K.SERVED] += 1.0
         dep = finish(fs, start, work)

@@ -47,6 +47,7 @@ class CycleBrokerStation(BrokerStation):
         common = {
             "idle_extra_s": _wakeup_s(params, connections) * _background_stretch(params),
             "max_members": math.inf if most is None else float(most),
+            **self._byte_limit(params.io),
             "idle_exit": None if params.idle_exit is None else params.idle_exit.curve,
             "sleep_entry_s": params.sleep_entry_s,
             **_quota(params),
@@ -55,6 +56,13 @@ class CycleBrokerStation(BrokerStation):
         if per_connection is None:
             return CycleDiscipline(**common)
         return PassDiscipline(max_per_connection=float(per_connection), **common)
+
+    @staticmethod
+    def _byte_limit(io):
+        """The cycles' byte limit (discipline arguments; none for passes, which read whole packets)."""
+        if io.cycle_max_bytes is None:
+            return {}
+        return {"max_bytes": float(io.cycle_max_bytes), "overhead_bytes": float(io.message_overhead_bytes)}
 
     def after_service(self, served):
         """Count the cycles opened in the window (by start), then as the broker."""

@@ -57,6 +57,77 @@ def test_most_members_per_cycle():
     assert err.value.field == "cycle_max_messages"
 
 
+def _serve_sized(disc, times, sizes, cost, cycle_cost, *, one_by_one=False):
+    """Departures of messages of ``sizes`` bytes (the discipline reads sizes, not payloads)."""
+    n = len(times)
+    t, size = np.asarray(times, float), np.asarray(sizes, float)
+    pk = Packets(t, np.arange(n), np.zeros(n, np.int64), size.astype(np.int64), t)
+    parts = [slice(i, i + 1) for i in range(n)] if one_by_one else [slice(None)]
+    dep = []
+    for part in parts:
+        sub = pk.take(part)
+        disc.set_cycle_cost(np.full(len(sub), cycle_cost))
+        dep.extend(disc.run(sub, np.full(len(sub), cost), size[part], np.inf).depart.tolist())
+    return dep
+
+
+@pytest.mark.parametrize("one_by_one", [False, True])
+def test_most_bytes_per_cycle(one_by_one):
+    # at most 250 B per cycle, 20 B of framing per message: two 100 B messages (240 B) share a
+    # cycle, a third opens the next, as max_members=2 does: 0-1, 1-2, cost 2-5, 5-6, 6-7
+    disc = CycleDiscipline(max_bytes=250.0, overhead_bytes=20.0)
+    assert _serve_sized(disc, [0.0] * 4, [100] * 4, 1.0, 3.0, one_by_one=one_by_one) == [1.0, 2.0, 6.0, 7.0]
+    assert disc.cycles_total == 2
+    # a message larger than the limit is read alone, and the next opens a cycle: 0-1, cost 1-4, 4-5
+    disc = CycleDiscipline(max_bytes=250.0, overhead_bytes=20.0)
+    assert _serve_sized(disc, [0.0, 0.0], [300, 10], 1.0, 3.0, one_by_one=one_by_one) == [1.0, 5.0]
+    assert disc.cycles_total == 2
+    # bytes and members both limit: whichever is reached first ends the cycle
+    disc = CycleDiscipline(max_members=3, max_bytes=1000.0)
+    _serve_sized(disc, [0.0] * 7, [100] * 7, 1.0, 3.0, one_by_one=one_by_one)
+    assert disc.cycles_total == 3
+
+
+def test_most_bytes_bad_input():
+    with pytest.raises(ConfigError) as err:
+        IoParams(cycle_max_bytes=0)
+    assert err.value.field == "cycle_max_bytes"
+    with pytest.raises(ConfigError) as err:
+        IoParams(cycle_max_bytes=65536, cycle_max_per_connection=1)
+    assert err.value.field == "cycle_max_bytes" and "\n" not in str(err.value)
+    assert IoParams(cycle_max_bytes="64 KiB").cycle_max_bytes == 65536
+
+
+def test_messages_per_read_follow_the_payload_in_the_simulated_broker():
+    # a broker reading at most 64 KiB per cycle, fed far past its limit: messages per cycle are
+    # 64 KiB over payload + framing (21 B), as nats-server's reads past its limit were measured
+    io = IoParams(cycle_cost_s=20e-6, cycle_max_bytes=65536, message_overhead_bytes=21)
+    per_cycle = {}
+    for size in (64, 1024):
+        b = BrokerParams(ingress_cost_s=Constant(value=5e-6), io=io, overflow="backpressure")
+        n = 40_000
+        times = tuple(np.arange(n) / 400_000.0)  # twice its limit: a backlog from the first ms on
+        pubs = {
+            "p": PublisherParams(
+                topics=("t",),
+                arrival="schedule",
+                schedule_time_s=times,
+                schedule_size_bytes=(size,) * n,
+                schedule_topic=("t",) * n,
+            )
+        }
+        top = T.star(
+            broker=b,
+            publishers=pubs,
+            subscribers={"s": SubscriberParams(subscriptions=("t",))},
+            link=LinkParams(latency_s=1e-4),
+        )
+        st = simulate(top, duration_s=0.1, warmup_s=0.02, seed=0).stations().set_index("station").loc["broker:broker"]
+        per_cycle[size] = st["served"] / st["cycles"]
+    assert per_cycle[64] == pytest.approx(65536 // 85, rel=0.02)
+    assert per_cycle[1024] == pytest.approx(65536 // 1045, rel=0.02)
+
+
 def _serve_keys(disc, times, keys, cost, cycle_cost, *, one_by_one=False):
     """Departures by message; one by one: each arrival in its own call with the horizon at its
     time, and calls with no arrival at the discipline's wake times, as the reference driver."""
@@ -339,3 +410,57 @@ def test_sleep_entry_counts_the_wakeups_paid():
     assert rec[0.5e-3]["wakeups"] == 0  # the first message came before the window
     cpu = {s: r["utilization"] for s, r in rec.items()}
     assert cpu[0.5e-3] == pytest.approx(cpu[0.0] * 50 / 80, rel=0.01)  # 10 + 40 us a message instead of 80
+
+
+def test_the_fit_takes_natss_read_buffer_from_its_source():
+    # NATS, its reads counted: a cycle ends at 64 KiB read (nats-server's maxBufSize), not at a
+    # fitted message count; without counted reads, or for a broker whose source gives no read
+    # limit, cycles are wake-ups with the fitted count
+    from pubsim.calibration.iofit import _read_limit, _read_limit_note, reads_buffer
+
+    rows = pd.DataFrame({"broker_reads_per_ingress": [2.0, 0.01]})
+    buf = reads_buffer("nats", rows)
+    fitted = {"cycle_max_messages": 80, "idle_wakeup_cost_s": 7e-5}
+    assert _read_limit(buf, fitted) == {"cycle_max_bytes": 65536, "message_overhead_bytes": 21}
+    assert "maxBufSize" in _read_limit_note(buf, fitted) and "70.0 us" in _read_limit_note(buf, fitted)
+    assert reads_buffer("zmq-proxy", rows) is None
+    assert reads_buffer("nats", rows.assign(broker_reads_per_ingress=[2.0, np.nan])) is None
+    assert reads_buffer("nats", pd.DataFrame({"x": [1]})) is None
+    assert _read_limit(None, fitted) == {"cycle_max_messages": 80}
+    assert IoParams(cycle_cost_s=1e-5, **_read_limit(buf, fitted)).cycle_max_bytes == 65536
+
+
+def test_calibrator_with_counted_reads_recovers_known_parameters():
+    # reads per message: one that returned data per cycle, one empty read per wake-up; the
+    # cycles here are the wake-ups at light load and buffers of 64 KiB once they are rare
+    truth = {
+        "ingress_cost_s": 1e-6,
+        "delivery_cost_s": 0.5e-6,
+        "per_byte_cost_s": 1e-9,
+        "cycle_cost_s": 5e-6,
+        "flush_cost_s": 20e-6,
+        "background_cpu_fraction": 0.01,
+        "idle_wakeup_cost_s": 70e-6,
+    }
+    buf = {"cycle_max_bytes": 65536, "message_overhead_bytes": 21}
+    m = _synthetic(truth)
+    wake = cycles_per_ingress(m)
+    full = (m["payload_bytes"] + 21) / 65536
+    reads = np.maximum(np.minimum(1.0, 2.0 * wake), full)  # a read per wake-up, more near the limit
+    m["broker_reads_per_ingress"] = reads + wake
+    m["demand_s_per_ingress"] = (
+        truth["ingress_cost_s"]
+        + m.fanout * truth["delivery_cost_s"]
+        + m.payload_bytes * (1 + m.fanout) * truth["per_byte_cost_s"]
+        + reads * (truth["cycle_cost_s"] + m.fanout * truth["flush_cost_s"])
+        + wake * truth["idle_wakeup_cost_s"]
+        + truth["background_cpu_fraction"] / m.ingress_rate_per_s
+    )
+    cal = IoCycleCalibrator(read_buffer=buf).fit(m)
+    assert cal.reads_per_ingress(m) == pytest.approx(reads)
+    for k, v in truth.items():
+        assert cal.params_[k] == pytest.approx(v, rel=1e-6), k
+    assert IoCycleCalibrator().fit(m).params_["idle_wakeup_cost_s"] == 0.0  # cycles are wake-ups there
+    with pytest.raises(ConfigError) as err:
+        IoCycleCalibrator(read_buffer=buf).fit(m.drop(columns="broker_reads_per_ingress"))
+    assert err.value.field == "measurements.broker_reads_per_ingress"
