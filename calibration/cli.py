@@ -118,9 +118,10 @@ def _fitted(args, results=None, stalls=None, pacing=None):
         speed_drift=args.speed_drift,
         knee_wakeups=args.knee_wakeups,
         knee_anchor=args.knee_anchor,
+        cpu_tick_s=args.cpu_tick,
     )
     if args.io_cycles:  # the named brokers with the I/O-cycle structure (pubsim.calibration.iofit)
-        profiles.update(fit_io_profiles(runs, meta, kinds=args.io_cycles.split(",")))
+        profiles.update(fit_io_profiles(runs, meta, kinds=args.io_cycles.split(","), cpu_tick_s=args.cpu_tick))
     return runs, sat, lat, meta, profiles
 
 
@@ -416,6 +417,15 @@ def _variability_flag(parser):
         help="busy costs from the measured CPU of the runs nearest each limit (runs, default), or, where such "
         "a run spent its whole CPU quota, from the quota over the middle of the limit's bracket (bracket: "
         "pubsim.calibration.fit.KneeDemandCalibrator)",
+    )
+    parser.add_argument(
+        "--cpu-tick",
+        type=float,
+        default=0.0,
+        metavar="SECONDS",
+        help="check each capped broker's CPU quota at scheduler ticks of this length, as Linux charges a busy "
+        "task's runtime (e.g. 0.004 for CONFIG_HZ=250): a broker working without a break runs past its quota "
+        "and repays it from the next periods (BrokerParams.cpu_tick_s); 0 (default): checked at every instant",
     )
     parser.add_argument(
         "--no-variability",

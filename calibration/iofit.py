@@ -191,11 +191,12 @@ def _read_limit_note(buf, p):
     )
 
 
-def fit_io_profiles(runs, meta, *, split="train", kinds=None):
+def fit_io_profiles(runs, meta, *, split="train", kinds=None, cpu_tick_s=0.0):
     """One profile with I/O cycles per broker kind, fitted on ``runs[split]`` (sustainable runs).
 
     Returns broker kind -> profile mapping (:func:`pubsim.calibration.profile.build_profile`),
-    whose broker carries ``io`` (cycle and flush costs) and no per-message wake-up.
+    whose broker carries ``io`` (cycle and flush costs) and, where the reads were not counted,
+    no per-message wake-up; ``cpu_tick_s`` as :func:`pubsim.calibration.validate.fit_profiles`.
     """
     train = runs[(runs["split"] == split) & (runs["ingress_rate_per_s"] > 0) & runs["sustainable"].astype(bool)]
     profiles = {}
@@ -218,6 +219,7 @@ def fit_io_profiles(runs, meta, *, split="train", kinds=None):
             "per_byte_cost_s": p["per_byte_cost_s"],
             "idle_wakeup_cost_s": p["idle_wakeup_cost_s"],
             "background_cpu_fraction": min(p["background_cpu_fraction"], limit),
+            **({"cpu_tick_s": float(cpu_tick_s)} if cpu_tick_s else {}),
         }
         floor = LatencyFloorCalibrator().fit(rows, demand_s=cal.own_demand_s(rows))
         note = _io_note(kind, rows, cal, meta)

@@ -296,6 +296,13 @@ def build_profile(
         )
         + _drift_text(speed_drift)
         + (f"{metadata['sleep_entry']}; " if metadata.get("sleep_entry") else "")
+        + (
+            f"CPU quota checked at {demand_params['cpu_tick_s'] * 1e3:g} ms scheduler ticks (the measuring "
+            "machine's CONFIG_HZ; Linux kernel/sched/fair.c update_curr, distribute_cfs_runtime): a broker "
+            "busy without a break runs past its quota and repays it from the next periods; "
+            if demand_params.get("cpu_tick_s")
+            else ""
+        )
         + "costs are CPU seconds of a whole "
         f"core: set cpu_fraction for a capped broker. {where}. Workers, topic syntax "
         f"and overflow from the broker's design: {model['why']}."
@@ -318,6 +325,7 @@ def build_profile(
         "per_byte_cost_s": float(demand_params["per_byte_cost_s"]),
         "idle_wakeup_cost_s": _us(demand_params["idle_wakeup_cost_s"]),
         **({"sleep_entry_s": _us(demand_params["sleep_entry_s"])} if demand_params.get("sleep_entry_s") else {}),
+        **({"cpu_tick_s": demand_params["cpu_tick_s"]} if demand_params.get("cpu_tick_s") else {}),
         **extra,
         "background_cpu_fraction": float(f"{demand_params.get('background_cpu_fraction', 0.0):.4g}"),
         "topic_syntax": model["topic_syntax"],

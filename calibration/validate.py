@@ -134,6 +134,7 @@ def fit_profiles(
     speed_drift=True,
     knee_wakeups=False,
     knee_anchor="runs",
+    cpu_tick_s=0.0,
 ):
     """One calibrated profile per broker kind, fitted on ``runs[split]``.
 
@@ -196,7 +197,10 @@ def fit_profiles(
     (``method="knee"`` only): ``"runs"`` (default) fits the busy costs on
     those runs' measured CPU; ``"bracket"`` takes a run that spent its whole
     CPU quota as the quota over the middle of its configuration's limit
-    bracket (:func:`pubsim.calibration.fit.with_limit_bracket`).
+    bracket (:func:`pubsim.calibration.fit.with_limit_bracket`). ``cpu_tick_s``
+    (> 0): every broker's quota is checked at scheduler ticks of that length
+    (``BrokerParams.cpu_tick_s``, a fact of the measuring machine's kernel:
+    ``CONFIG_HZ``), in every simulation of the fit and in the profile.
 
     Returns
     -------
@@ -240,7 +244,7 @@ def fit_profiles(
         base = {
             "name": kind,
             "broker_kind": kind,
-            "demand_params": _within_cap(demand.params_, rows),
+            "demand_params": {**_within_cap(demand.params_, rows), **_tick(cpu_tick_s)},
             "metadata": {
                 **_metadata(rows, meta, kind, split, demand, wake),
                 "connections": _connection_text(demand.params_, status, form),
@@ -601,6 +605,13 @@ class Validation:
     per_pair: pd.DataFrame
     per_run: pd.DataFrame
     simulated_latency: dict
+
+
+def _tick(cpu_tick_s):
+    """The demand parameter of a quota checked at ticks (none for 0: at every instant)."""
+    if not cpu_tick_s >= 0:
+        raise ConfigError("cpu_tick_s", cpu_tick_s, "0 (checked at every instant) or a tick > 0 s")
+    return {"cpu_tick_s": float(cpu_tick_s)} if cpu_tick_s else {}
 
 
 def validate(

@@ -24,7 +24,7 @@ against 36 and 200 ns for a :func:`fifo_offer` call per message.
 
 State layout (arrays so that numba can mutate them in place)
 
-* ``fs`` float64[39]: admission floor (FIFO admission under back-pressure),
+* ``fs`` float64[43]: admission floor (FIFO admission under back-pressure),
   bytes in station, byte capacity (inf = none), extra service when a message
   finds its server idle (wake-up cost, s); CPU quota per period (s, inf =
   none), quota period (s), index of the current period, CPU used in it (s);
@@ -39,7 +39,21 @@ State layout (arrays so that numba can mutate them in place)
   period, log factor and factor last drawn; then the window in which
   throttled periods are counted (:func:`set_throttle_window`) and the count;
   then the sleep entry (s, :func:`wakes`; 0 = none) and the wake-ups charged
-  in that window (:func:`count_woke`).
+  in that window (:func:`count_woke`); then the scheduler tick at which a
+  busy server's quota is checked (:func:`set_quota_tick`; 0 = at every
+  instant) and when its last service ended.
+
+Quota checked at ticks (:func:`set_quota_tick`). Linux charges a task's
+CFS runtime in ``update_curr`` (kernel/sched/fair.c), which runs at the
+scheduler tick (``CONFIG_HZ``) and when the task itself sleeps, wakes or is
+switched; ``account_cfs_rq_runtime`` throttles only then. So a server that
+works without a break runs past its quota until the next tick, and the
+deficit is repaid from the next periods' quotas (``distribute_cfs_runtime``
+gives a throttled queue ``-runtime_remaining + 1`` first): it is throttled
+for whole periods while the deficit lasts. Here a busy server is checked at
+the ticks (multiples of the tick) and when its service starts after a gap
+(a wake-up); CPU used past the quota is carried into the next periods. With
+one server only (the state holds one last end).
 
 Sleep entry. A server that ran out of work less than ``sleep_entry`` ago
 is still on its way to sleep: a message that comes then is served at once,
@@ -110,7 +124,11 @@ THR_W0, THR_W1, THR_N = DRIFT_S + 1, DRIFT_S + 2, DRIFT_S + 3
 SLEEP_ENTRY = THR_N + 1
 # wake-ups charged (IDLE_EXTRA paid) by messages whose service starts in [THR_W0, THR_W1)
 WOKE_N = SLEEP_ENTRY + 1
-FS_LEN = WOKE_N + 1
+# the quota checked at the scheduler's ticks (set_quota_tick): tick length (s, 0 = checked at
+# every instant), when the server's last service ended (s; a later start is a wake-up, where the
+# quota is checked too)
+TICK, LAST_END = WOKE_N + 1, WOKE_N + 2
+FS_LEN = LAST_END + 1
 N_HEAP, CAP_MSGS, POLICY, RING_HEAD = 0, 1, 2, 3
 
 # overflow policies understood by the arithmetic kernel
@@ -361,9 +379,84 @@ def periodic(fs: np.ndarray) -> bool:
     return fs[QUOTA] < np.inf or fs[DRIFT_SIGMA] > 0.0
 
 
+def set_quota_tick(fs: np.ndarray, tick_s: float) -> None:
+    """Check a one-server station's CPU quota at the scheduler's ticks (see the module docstring).
+
+    Parameters
+    ----------
+    fs : numpy.ndarray
+        Station float state.
+    tick_s : float
+        Scheduler tick, s (``1 / CONFIG_HZ``: 4 ms at 250 Hz); 0 = the quota is
+        enforced at every instant (the default).
+    """
+    fs[TICK] = tick_s
+    fs[LAST_END] = -np.inf
+
+
+@njit(cache=True, inline="always")
+def _throttle_periods(fs: np.ndarray, p: float, t: float) -> tuple[float, float]:
+    """Throttled from ``t`` in period ``p``: ``(period, time)`` where the server runs again, the
+    deficit repaid (each period's quota pays it first); the throttled periods are counted."""
+    period = fs[PERIOD]
+    while True:
+        if fs[THR_W0] <= p * period < fs[THR_W1]:
+            fs[THR_N] += 1.0
+        p += 1.0
+        t = p * period
+        fs[USED] = max(0.0, fs[USED] - fs[QUOTA])
+        if fs[USED] < fs[QUOTA]:
+            return p, t
+
+
+@njit(cache=True, inline="always")
+def _tick_quota_finish(fs: np.ndarray, start: float, work: float) -> float:
+    """:func:`quota_finish` with the quota checked at ticks and wake-ups (:func:`set_quota_tick`)."""
+    period = fs[PERIOD]
+    quota = fs[QUOTA]
+    tick = fs[TICK]
+    p = np.floor(start / period)
+    if p > fs[PERIOD_IDX]:  # the periods passed since repay the deficit
+        fs[USED] = max(0.0, fs[USED] - quota * (p - fs[PERIOD_IDX]))
+        fs[PERIOD_IDX] = p
+    p = fs[PERIOD_IDX]
+    t = start
+    if start > fs[LAST_END] and fs[USED] >= quota:  # a wake-up: checked, out of budget
+        p, t = _throttle_periods(fs, p, t)
+    remaining = work
+    while True:
+        end = (p + 1.0) * period
+        if t >= end:  # a new period: its quota repays the deficit first
+            p += 1.0
+            fs[USED] = max(0.0, fs[USED] - quota)
+            continue
+        nxt = (np.floor(t / tick) + 1.0) * tick  # the next tick
+        if nxt <= t:  # t / tick rounded down across a tick: the one after
+            nxt += tick
+        speed = drift_factor(fs, p)
+        need = remaining * speed
+        run = need
+        if end - t < run:
+            run = end - t
+        if nxt - t < run:
+            run = nxt - t
+        fs[USED] += run
+        t += run
+        if run >= need:
+            break
+        remaining -= run / speed
+        if t >= nxt and t < end and fs[USED] >= quota:  # a tick finds the budget spent
+            p, t = _throttle_periods(fs, p, t)
+    fs[PERIOD_IDX] = p
+    fs[LAST_END] = t
+    return t
+
+
 @njit(cache=True, inline="always")
 def quota_finish(fs: np.ndarray, start: float, work: float) -> float:
     """Finish time of ``work`` CPU seconds started at ``start`` under the quota (and speed drift)."""
+    if fs[TICK] > 0.0:
+        return _tick_quota_finish(fs, start, work)
     period = fs[PERIOD]
     quota = fs[QUOTA]
     p = np.floor(start / period)

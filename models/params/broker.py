@@ -107,6 +107,16 @@ class BrokerParams:
         (:attr:`cpu_quota_cores`).
     cpu_period_s : float
         Quota period, s (Linux default 100 ms; pubsim's harness uses 10 ms).
+    cpu_tick_s : float
+        The scheduler tick at which a busy broker's quota is checked, s
+        (``1 / CONFIG_HZ``; 4 ms on the calibration machine's kernel,
+        ``CONFIG_HZ=250``). Linux throttles a cgroup only when it charges its
+        runtime (``update_curr``: at each tick and when a thread sleeps or
+        wakes), so a broker that works without a break runs past its quota
+        until the next tick and repays the deficit from the next periods,
+        throttled for whole periods meanwhile
+        (:func:`pubsim.sim.kernels.set_quota_tick`). One worker only. 0
+        (default): the quota is enforced at every instant.
     speed_drift_log_sd : float
         The broker's speed drifts. In each period of ``cpu_period_s`` (its
         quota's, if it has one) its work takes ``S`` times its nominal CPU, ``log S`` a stationary
@@ -274,6 +284,7 @@ class BrokerParams:
     connection_wakeup_cost_s: float = field(default=0.0, metadata={"unit": "duration"})
     cpu_fraction: float = field(default=1.0, metadata={"unit": "cpu_cores"})
     cpu_period_s: float = field(default=0.1, metadata={"unit": "duration"})
+    cpu_tick_s: float = field(default=0.0, metadata={"unit": "duration"})
     speed_drift_log_sd: float = field(default=0.0, metadata={"unit": "float"})
     speed_drift_time_s: float = field(default=0.0, metadata={"unit": "duration"})
     background_cpu_fraction: float = field(default=0.0, metadata={"unit": "cpu_load"})
@@ -328,6 +339,8 @@ class BrokerParams:
             )
         if not self.cpu_period_s > 0:
             raise ConfigError("cpu_period_s", self.cpu_period_s, "a period > 0 s")
+        if self.cpu_tick_s < 0 or self.cpu_tick_s > 0 and self.workers != 1:
+            raise ConfigError("cpu_tick_s", self.cpu_tick_s, "0 (checked at every instant), or > 0 s with one worker")
 
     @property
     def cpu_quota_cores(self) -> float | None:

@@ -422,6 +422,8 @@ class BrokerStation(ModelStation):
             p = self.params
             K.set_speed_drift(fs, p.speed_drift_log_sd, p.speed_drift_time_s, self._drift_key)
         K.set_throttle_window(fs, self.stats.w0, self.stats.w1)
+        if self.params.cpu_tick_s > 0:
+            K.set_quota_tick(fs, self.params.cpu_tick_s)
 
     def service_s(self, packets):
         return np.zeros(len(packets)) if self.cpu_shared else self.demand_s(packets)

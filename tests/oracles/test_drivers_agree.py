@@ -747,6 +747,29 @@ def tick_stall_links():
 CASES["tick-stall-links"] = (tick_stall_links, 0.3)
 
 
+def quota_ticks(io):
+    """A capped broker whose quota is checked at 4 ms ticks, near its limit (deficits carried over
+    whole periods), as the plain worker (a message ring) or in I/O cycles with a byte limit."""
+    broker = BrokerParams(
+        ingress_cost_s=Exponential(mean_value=1e-4),
+        idle_wakeup_cost_s=2e-5,
+        cpu_fraction=0.2,
+        cpu_period_s=0.01,
+        cpu_tick_s=0.004,
+        speed_drift_log_sd=0.1,
+        speed_drift_time_s=0.05,
+        overflow="backpressure",
+        **({"io": IoParams(cycle_cost_s=2e-5, cycle_max_bytes=300, message_overhead_bytes=21)} if io else {}),
+    )
+    pubs = {f"p{i}": PublisherParams(topics=("t",), rate_per_s=800.0, size_bytes=Constant(value=64)) for i in range(2)}
+    subs = {f"s{j}": SubscriberParams(subscriptions=("t",)) for j in range(2)}
+    return T.star(broker=broker, publishers=pubs, subscribers=subs, link=LAN)
+
+
+CASES["quota-ticks"] = (lambda: quota_ticks(False), 0.3)
+CASES["quota-ticks-io-cycles"] = (lambda: quota_ticks(True), 0.3)
+
+
 def idle_receiver_bursts():
     """Publishers writing bursts of 1 to 7 messages at once (the load generator's batches) over links
     whose jitter only a message finding the receiver idle pays (``jitter_on="idle_receiver"``), a lossy
