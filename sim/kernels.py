@@ -395,6 +395,24 @@ def set_quota_tick(fs: np.ndarray, tick_s: float) -> None:
 
 
 @njit(cache=True, inline="always")
+def _run_until(fs: np.ndarray, p: float, t: float, remaining: float, a: float, b: float) -> tuple[float, bool, float]:
+    """Serve ``remaining`` work from ``t`` in period ``p`` for at most ``a`` and ``b`` s of CPU:
+    ``(time, done, work left)``, the CPU charged to the period's budget."""
+    speed = drift_factor(fs, p)
+    need = remaining * speed
+    run = need
+    if a < run:
+        run = a
+    if b < run:
+        run = b
+    fs[USED] += run
+    t += run
+    if run >= need:
+        return t, True, remaining
+    return t, False, remaining - run / speed
+
+
+@njit(cache=True, inline="always")
 def _throttle_periods(fs: np.ndarray, p: float, t: float) -> tuple[float, float]:
     """Throttled from ``t`` in period ``p``: ``(period, time)`` where the server runs again, the
     deficit repaid (each period's quota pays it first); the throttled periods are counted."""
@@ -433,18 +451,9 @@ def _tick_quota_finish(fs: np.ndarray, start: float, work: float) -> float:
         nxt = (np.floor(t / tick) + 1.0) * tick  # the next tick
         if nxt <= t:  # t / tick rounded down across a tick: the one after
             nxt += tick
-        speed = drift_factor(fs, p)
-        need = remaining * speed
-        run = need
-        if end - t < run:
-            run = end - t
-        if nxt - t < run:
-            run = nxt - t
-        fs[USED] += run
-        t += run
-        if run >= need:
+        t, done, remaining = _run_until(fs, p, t, remaining, end - t, nxt - t)
+        if done:
             break
-        remaining -= run / speed
         if t >= nxt and t < end and fs[USED] >= quota:  # a tick finds the budget spent
             p, t = _throttle_periods(fs, p, t)
     fs[PERIOD_IDX] = p
@@ -477,18 +486,9 @@ def quota_finish(fs: np.ndarray, start: float, work: float) -> float:
             if t < p * period:
                 t = p * period
             continue
-        speed = drift_factor(fs, p)
-        need = remaining * speed
-        run = need
-        if avail < run:
-            run = avail
-        if end - t < run:
-            run = end - t
-        fs[USED] += run
-        t += run
-        if run >= need:
+        t, done, remaining = _run_until(fs, p, t, remaining, avail, end - t)
+        if done:
             break
-        remaining -= run / speed
     fs[PERIOD_IDX] = p
     return t
 
