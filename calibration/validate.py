@@ -35,6 +35,7 @@ from .. import progress as P
 from ..analysis.interval_search import interval_search, is_sustainable
 from ..models.params.link import JITTER_ON
 from ..sim.errors import ConfigError
+from ..sim.units import parse_duration_s
 from .drift import SpeedDriftCalibrator
 from .errors import bracket_error_pct
 from .errors import pct_error as _pct
@@ -609,9 +610,8 @@ class Validation:
 
 def _tick(cpu_tick_s):
     """The demand parameter of a quota checked at ticks (none for 0: at every instant)."""
-    if not cpu_tick_s >= 0:
-        raise ConfigError("cpu_tick_s", cpu_tick_s, "0 (checked at every instant) or a tick > 0 s")
-    return {"cpu_tick_s": float(cpu_tick_s)} if cpu_tick_s else {}
+    tick = parse_duration_s(cpu_tick_s, "cpu_tick_s")  # the reader of BrokerParams.cpu_tick_s
+    return {"cpu_tick_s": tick} if tick else {}
 
 
 def validate(

@@ -339,8 +339,6 @@ class BrokerParams:
             )
         if not self.cpu_period_s > 0:
             raise ConfigError("cpu_period_s", self.cpu_period_s, "a period > 0 s")
-        if self.cpu_tick_s < 0 or self.cpu_tick_s > 0 and self.workers != 1:
-            raise ConfigError("cpu_tick_s", self.cpu_tick_s, "0 (checked at every instant), or > 0 s with one worker")
 
     @property
     def cpu_quota_cores(self) -> float | None:

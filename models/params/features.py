@@ -69,6 +69,7 @@ class Feature(str, enum.Enum):
     IDLE_EXIT = "idle_exit"  # a broker whose core takes time to leave its idle state (idle_exit)
     SLEEP_ENTRY = "sleep_entry"  # a broker whose worker stays awake a while after its work (sleep_entry_s)
     SPEED_DRIFT = "speed_drift"  # a broker whose speed drifts per period (speed_drift_log_sd > 0)
+    QUOTA_TICK = "quota_tick"  # a broker whose CPU quota is checked at scheduler ticks (cpu_tick_s > 0)
 
 
 F = Feature
@@ -153,6 +154,14 @@ REFUSED: tuple[Refusal, ...] = (
     Refusal("broker", F.SPEED_DRIFT, F.PRIORITY, "scheduling", "scheduling", "fifo" + _DRIFT),
     Refusal(
         "broker", F.SPEED_DRIFT, F.EVENT_QUEUE, "overflow", "overflow", "drop_newest, reject or backpressure" + _DRIFT
+    ),
+    Refusal(
+        "broker",
+        F.QUOTA_TICK,
+        F.WORKERS,
+        "cpu_tick_s",
+        "cpu_tick_s",
+        "0 (checked at every instant) with workers > 1 (the quota is checked at ticks for one worker)",
     ),
     Refusal("broker", F.CPU_QUOTA, F.PRIORITY, "cpu_fraction", "cpu_fraction", _QUOTA),
     Refusal("broker", F.CPU_QUOTA, F.EVENT_QUEUE, "cpu_fraction", "cpu_fraction", _QUOTA),
@@ -383,6 +392,7 @@ DETECT: dict[str, dict[Feature, Callable[[Any], bool]]] = {
         F.IDLE_EXIT: lambda p: p.idle_exit is not None,
         F.SLEEP_ENTRY: lambda p: p.sleep_entry_s > 0,
         F.SPEED_DRIFT: lambda p: p.speed_drift_log_sd > 0,
+        F.QUOTA_TICK: lambda p: p.cpu_tick_s > 0,
     },
     "link": {
         F.PRIORITY: lambda p: p.scheduling == "priority",

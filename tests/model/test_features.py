@@ -78,6 +78,7 @@ CASES = {
         lambda: BrokerParams(speed_drift_log_sd=0.1, overflow="ring"),
         "overflow",
     ),
+    ("broker", F.QUOTA_TICK, F.WORKERS): (lambda: BrokerParams(cpu_tick_s=0.004, workers=2), "cpu_tick_s"),
     ("broker", F.BATCHING, F.WORKERS): (lambda: BrokerParams(batch_max_messages=4, workers=2), "workers"),
     ("broker", F.BATCHING, F.CPU_QUOTA): (lambda: BrokerParams(batch_max_messages=4, cpu_fraction=0.5), "cpu_fraction"),
     ("broker", F.BATCHING, F.PRIORITY): (
