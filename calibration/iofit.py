@@ -104,7 +104,7 @@ class IoCycleCalibrator:
         keep = [True, self.fit_delivery, self.fit_per_byte, True, self.fit_flush, self.fit_background]
         names = [n for n, k in zip(IO_TERMS, keep) if k]
         if self.read_buffer is not None:
-            reads = self.reads_per_ingress(m)
+            reads = self._data_reads(m, x)
             cols[3:5] = [reads, reads * fanout]
             cols.append(x)
             keep.append(True)
@@ -114,10 +114,14 @@ class IoCycleCalibrator:
     def reads_per_ingress(self, measurements):
         """Reads that returned data per ingress message of each run (``read_buffer`` given)."""
         m = measurements.reset_index(drop=True)
+        return self._data_reads(m, cycles_per_ingress(m))
+
+    def _data_reads(self, m, wakeups):
+        """:meth:`reads_per_ingress` of ``m`` (index reset) with its wake-ups per message given."""
         buf = self.read_buffer
         floor = (m["payload_bytes"].to_numpy(dtype=float) + buf["message_overhead_bytes"]) / buf["cycle_max_bytes"]
         reads = m["broker_reads_per_ingress"].to_numpy(dtype=float)
-        return np.maximum(reads - cycles_per_ingress(m), floor)
+        return np.maximum(reads - wakeups, floor)
 
     def fit(self, measurements):
         """Fit on ``measurements`` (one row per sustainable run); sets ``params_``."""
