@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from .fit import LatencyFloorCalibrator, _check, relative_nnls, wakeups_of
-from .profile import build_profile, read_buffer
+from .profile import build_profile, read_buffer, tick_demand
 from .zmqmarks import check_one_marks
 
 __all__ = ["IoCycleCalibrator", "IO_TERMS", "fit_io_profiles", "cycles_per_ingress"]
@@ -223,7 +223,7 @@ def fit_io_profiles(runs, meta, *, split="train", kinds=None, cpu_tick_s=0.0):
             "per_byte_cost_s": p["per_byte_cost_s"],
             "idle_wakeup_cost_s": p["idle_wakeup_cost_s"],
             "background_cpu_fraction": min(p["background_cpu_fraction"], limit),
-            **({"cpu_tick_s": float(cpu_tick_s)} if cpu_tick_s else {}),
+            **tick_demand(cpu_tick_s),
         }
         floor = LatencyFloorCalibrator().fit(rows, demand_s=cal.own_demand_s(rows))
         note = _io_note(kind, rows, cal, meta)

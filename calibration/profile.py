@@ -18,6 +18,7 @@ import yaml
 from ..models.params.broker import BrokerParams
 from ..models.params.link import LinkParams
 from ..models.params.mapping import from_mapping
+from ..sim.units import parse_duration_s
 
 __all__ = [
     "BROKER_MODELS",
@@ -28,6 +29,7 @@ __all__ = [
     "pass_reads_reason",
     "sleeps_in_kernel",
     "read_buffer",
+    "tick_demand",
     "several_switches_per_wakeup",
 ]
 
@@ -147,6 +149,13 @@ def sleeps_in_kernel(kind):
     voluntary switches are its wake-ups (``sleeps`` in :data:`BROKER_MODELS`: ``sleep_entry_s`` may
     be fitted); False for a runtime whose schedulers switch whether or not messages come."""
     return BROKER_MODELS.get(kind, {}).get("sleeps") is not None
+
+
+def tick_demand(cpu_tick_s):
+    """The demand parameter of a CPU quota checked at scheduler ticks of ``cpu_tick_s`` (s;
+    ``BrokerParams.cpu_tick_s``, read as that field is), for :func:`build_profile`; none for 0."""
+    tick = parse_duration_s(cpu_tick_s, "cpu_tick_s")
+    return {"cpu_tick_s": tick} if tick else {}
 
 
 def read_buffer(kind):

@@ -35,7 +35,6 @@ from .. import progress as P
 from ..analysis.interval_search import interval_search, is_sustainable
 from ..models.params.link import JITTER_ON
 from ..sim.errors import ConfigError
-from ..sim.units import parse_duration_s
 from .drift import SpeedDriftCalibrator
 from .errors import bracket_error_pct
 from .errors import pct_error as _pct
@@ -55,6 +54,7 @@ from .profile import (
     pass_reads_reason,
     several_switches_per_wakeup,
     sleeps_in_kernel,
+    tick_demand,
 )
 from .sleep import SleepEntryCalibrator
 from .terms import busy_identified, passes_identified, terms_record
@@ -245,7 +245,7 @@ def fit_profiles(
         base = {
             "name": kind,
             "broker_kind": kind,
-            "demand_params": {**_within_cap(demand.params_, rows), **_tick(cpu_tick_s)},
+            "demand_params": {**_within_cap(demand.params_, rows), **tick_demand(cpu_tick_s)},
             "metadata": {
                 **_metadata(rows, meta, kind, split, demand, wake),
                 "connections": _connection_text(demand.params_, status, form),
@@ -606,12 +606,6 @@ class Validation:
     per_pair: pd.DataFrame
     per_run: pd.DataFrame
     simulated_latency: dict
-
-
-def _tick(cpu_tick_s):
-    """The demand parameter of a quota checked at ticks (none for 0: at every instant)."""
-    tick = parse_duration_s(cpu_tick_s, "cpu_tick_s")  # the reader of BrokerParams.cpu_tick_s
-    return {"cpu_tick_s": tick} if tick else {}
 
 
 def validate(
