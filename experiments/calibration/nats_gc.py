@@ -16,7 +16,6 @@ calibration/README.md, "NATS's tails near its limit", has the result.
 Needs NATS (scripts/install_brokers.sh) and cgroup CPU control (root).
 """
 
-import dataclasses
 import os
 import re
 import sys
@@ -52,7 +51,7 @@ def main(path, config, rates, rounds):
                 for gogc in ("100", "off"):
                     harness.close_broker()  # a fresh server, started with this setting
                     os.environ.update(GOGC=gogc, GODEBUG="gctrace=1")
-                    spec = dataclasses.replace(camp.run_spec("nats", cfg, rate, "light"))
+                    spec = camp.run_spec("nats", cfg, rate, "light")
                     start = out.stat().st_size if out.exists() else 0
                     row, _ = harness(spec)
                     with open(out, "rb") as f:
