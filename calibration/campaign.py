@@ -83,6 +83,7 @@ from ..sim.errors import ConfigError
 from ..sim.safeyaml import safe_load
 from ..sim.units import parse_duration_s, parse_rate_per_s, parse_size_bytes
 from .harness.brokers import REGISTRY
+from .harness.machine import compare_machines
 from .interleave import run_interleaved
 from .zmqmarks import client_mark
 
@@ -590,7 +591,10 @@ def pool_results(out_dirs):
     and latency sample stays with its own campaign, and a configuration's
     split is its own); ``meta`` is the first directory's, with every
     directory's per-pair facts (renamed alike) and ``pooled``: the
-    directories in order.
+    directories in order, and ``machine_differences``: the figures in which
+    a later directory's machine differs from the first's
+    (:func:`pubsim.calibration.harness.machine.compare_machines`; a pooled
+    fit then mixes machines, which the caller should say).
 
     Raises
     ------
@@ -620,6 +624,9 @@ def pool_results(out_dirs):
             facts.update({f"{key}{suffix}": value for key, value in (m.get("pair_facts") or {}).items()})
     meta["pair_facts"] = facts
     meta["pooled"] = [str(d) for d in dirs]
+    meta["machine_differences"] = [
+        r for r in compare_machines([(n, p[3]) for n, p in zip(names, parts)]) if r["differs"]
+    ]
     return (
         pd.concat(runs, ignore_index=True),
         pd.concat(sats, ignore_index=True),

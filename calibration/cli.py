@@ -205,7 +205,7 @@ def _calibrate_table(args, console):
     return 0
 
 
-def _pooled(args, what):
+def _pooled(args, what, console):
     """Several result directories (``pubsim {what} A B ...``): read as one (:func:`pool_results`); None for one."""
     if len(args.results) == 1:
         args.results = args.results[0]
@@ -213,12 +213,27 @@ def _pooled(args, what):
     for path in args.results:
         if is_evidence_file(path):
             raise ConfigError("results", str(path), f"campaign result directories only when {what} pools several")
-    return pool_results(args.results)
+    pooled = pool_results(args.results)
+    for r in pooled[3]["machine_differences"]:
+        console.print(
+            f"warning: {_machine_line(r, Path(args.results[0]).resolve().name)}", markup=False, highlight=False
+        )
+    return pooled
+
+
+def _machine_line(r, first):
+    """One line of a machine difference (:func:`pubsim.calibration.harness.machine.compare_machines`)."""
+    if r["figure"] == "kernel":
+        return f"{r['campaign']} ran on kernel {r['value']}, {first} on {r['reference']}: pooling mixes machines"
+    return (
+        f"{r['campaign']}'s {r['figure']} is {r['ratio']:.2f} x {first}'s ({r['value']:.3g} against "
+        f"{r['reference']:.3g}): pooling mixes machines (calibration/README.md, 'The machine drifts')"
+    )
 
 
 def _calibrate(args, console):
 
-    pooled = _pooled(args, "calibrate")
+    pooled = _pooled(args, "calibrate", console)
     if pooled is None and is_evidence_file(args.results):
         return _calibrate_table(args, console)
     if args.export_evidence and pooled is not None:
@@ -284,7 +299,7 @@ def _table(df, title):
 
 def _validate(args, console):
 
-    pooled = _pooled(args, "validate")
+    pooled = _pooled(args, "validate", console)
     results = read_results(args.results) if pooled is None else pooled
     stalls = _tick_stalls(results[0], results[2]) if args.tick_stalls else None
     pacing = _pacing(args, results[0])

@@ -12,6 +12,7 @@ two campaigns can be compared before their brokers are.
 
 from __future__ import annotations
 
+import math
 import os
 import socket
 import statistics
@@ -20,7 +21,15 @@ import time
 
 from .rxstamp import ANCILLARY_BYTES, RealToMonotonic, enable_kernel_stamps, kernel_time_ns
 
-__all__ = ["EXIT_GAPS_S", "idle_exit_curve", "idle_wakeup_latency", "loopback_round_trips_per_s", "machine_reference"]
+__all__ = [
+    "EXIT_GAPS_S",
+    "compare_machines",
+    "idle_exit_curve",
+    "idle_wakeup_latency",
+    "loopback_round_trips_per_s",
+    "machine_reference",
+    "machine_summary",
+]
 
 
 def loopback_round_trips_per_s(duration_s: float = 0.3) -> float:
@@ -314,3 +323,93 @@ class _spinning:
         os.kill(self.pid, 9)
         os.waitpid(self.pid, 0)
         return False
+
+
+#: Pauses (s) at most which an idle-exit curve's busy-core wake-up counts as short, and at least which as long.
+SHORT_PAUSE_S, LONG_PAUSE_S = 0.0011, 0.005
+#: Ratio between two machines' figures past which :func:`compare_machines` flags them.
+MACHINE_TOLERANCE = 1.5
+
+
+def machine_summary(meta: dict) -> dict:
+    """A campaign's machine in four figures, from its ``meta.json`` (``meta``, a dict).
+
+    Returns
+    -------
+    dict
+        ``kernel`` (the kernel's release string: one VM image build is one
+        machine), ``loopback_round_trips_per_s`` (:func:`machine_reference`),
+        and ``wake_short_s`` / ``wake_long_s``: the median busy-core wake-up
+        of the broker core after pauses of at most :data:`SHORT_PAUSE_S` and
+        at least :data:`LONG_PAUSE_S` (``wake_busy_s`` of
+        :func:`idle_exit_curve`, over the campaign's curve and those measured
+        before each pair, ``pair_facts``), s. The wake-up is the scheduler's
+        and the reader's path, which a broker's light-load CPU per message
+        follows and a ping-pong's throughput does not (calibration/README.md,
+        "The machine drifts"). NaN where not recorded.
+    """
+    curves = [meta.get("idle_exit")] + [f.get("idle_exit") for f in (meta.get("pair_facts") or {}).values()]
+    short, long_ = [], []
+    for c in curves:
+        if not isinstance(c, dict) or "wake_busy_s" not in c:
+            continue
+        for gap, wake in zip(EXIT_GAPS_S, c["wake_busy_s"]):
+            if gap <= SHORT_PAUSE_S:
+                short.append(wake)
+            elif gap >= LONG_PAUSE_S:
+                long_.append(wake)
+    ref = meta.get("machine_reference") or {}
+    nan = float("nan")
+    return {
+        "kernel": str(meta.get("kernel", "")),
+        "loopback_round_trips_per_s": float(ref.get("loopback_round_trips_per_s") or nan),
+        "wake_short_s": statistics.median(short) if short else nan,
+        "wake_long_s": statistics.median(long_) if long_ else nan,
+    }
+
+
+def compare_machines(named_metas, tolerance: float = MACHINE_TOLERANCE) -> list[dict]:
+    """How the machines of several campaigns differ from the first one's: tidy records.
+
+    Parameters
+    ----------
+    named_metas : sequence of (str, dict)
+        Each campaign's name and ``meta.json``, the reference first.
+    tolerance : float
+        A figure differs when its ratio to the reference's is above
+        ``tolerance`` or below ``1 / tolerance`` (> 1).
+
+    Returns
+    -------
+    list of dict
+        One record per later campaign and figure of :func:`machine_summary`:
+        ``campaign``, ``figure``, ``value``, ``reference``, ``ratio`` (NaN for
+        the kernel, or where either is not recorded) and ``differs`` (the
+        kernel's string differs, or the ratio is out of tolerance).
+    """
+    if not tolerance > 1:
+        raise ValueError(f"tolerance must be > 1, got {tolerance}")
+    (_, first), *rest = named_metas
+    ref = machine_summary(first)
+    out = []
+    for name, meta in rest:
+        for figure, value in machine_summary(meta).items():
+            out.append(_record(name, figure, value, ref[figure], tolerance))
+    return out
+
+
+def _record(campaign, figure, value, reference, tolerance):
+    """One figure of :func:`compare_machines` (a kernel string differs or not; a number by its ratio)."""
+    if figure == "kernel":
+        ratio, differs = float("nan"), value != reference
+    else:
+        ratio = value / reference if reference > 0 else float("nan")
+        differs = math.isfinite(ratio) and not 1 / tolerance <= ratio <= tolerance
+    return {
+        "campaign": campaign,
+        "figure": figure,
+        "value": value,
+        "reference": reference,
+        "ratio": ratio,
+        "differs": bool(differs),
+    }
