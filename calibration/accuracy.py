@@ -28,7 +28,7 @@ from ..models.params.accuracy import METRICS, SPLITS, parse_accuracy
 from ..sim.errors import ConfigError
 from ..sim.safeyaml import safe_load
 from .profile import profile_yaml
-from .workload import topic_assignment
+from .workload import installed_filters
 
 __all__ = [
     "VALIDATION_FILE",
@@ -51,17 +51,6 @@ _NOTE = (
 )
 
 
-def _installed(row):
-    """Topic filters the campaign's subscribers install (:func:`topic_assignment`)."""
-    _, subs = topic_assignment(
-        publishers=int(row["publishers"]),
-        subscribers=int(row["subscribers"]),
-        topics=int(row["topics"]),
-        fanout=int(row["fanout"]),
-    )
-    return sum(len(s) for s in subs)
-
-
 def fitted_range(runs, kind, split="train"):
     """``{parameter: [low, high]}`` of the configurations of ``kind`` in ``split`` (campaign ``runs``)."""
     rows = runs[(runs["broker"] == kind) & (runs["split"] == split)]
@@ -78,7 +67,7 @@ def fitted_range(runs, kind, split="train"):
         "qos": qos,
     }
     if {"subscribers", "topics"} <= set(configs):
-        values["installed_subscriptions"] = configs.apply(_installed, axis=1).astype(float)
+        values["installed_subscriptions"] = configs.apply(installed_filters, axis=1).astype(float)
     return {k: [_plain(v.min()), _plain(v.max())] for k, v in values.items()}
 
 

@@ -5,7 +5,9 @@ settings and a list of configurations (payload, publishers, subscribers,
 topics, fan-out, CPU cap, ``split``: ``train`` or ``holdout``, and for a
 campaign of the ZeroMQ proxy alone ``zmq_hwm``, the high-water mark of
 the proxy's and the clients' sockets: 0 for none, and ``zmq_client_hwm``
-to give the clients' apart). For every
+to give the clients' apart), and ``idle_filters``: subscriptions installed
+on topics nobody publishes to (0 by default), so that a campaign can tell
+what more installed subscriptions cost each message. For every
 (broker, configuration) pair the campaign makes
 
 1. light runs at fixed low rates (latency floor, wake-up cost),
@@ -136,6 +138,10 @@ class RunSpec:
         has it.
     zmq_client_hwm : int or None
         The clients' high-water mark alone, messages (None: ``zmq_hwm``).
+    idle_filters : int
+        Subscriptions installed besides the workload's, on topics nobody
+        publishes to (:class:`pubsim.calibration.harness.loadgen.LoadSpec`
+        ``idle_filters``); >= 0.
     phase : str
         ``light``, ``doubling``, ``refine`` or ``fraction``.
     """
@@ -155,6 +161,7 @@ class RunSpec:
     qos: int = 0
     zmq_hwm: int | None = None
     zmq_client_hwm: int | None = None
+    idle_filters: int = 0
     phase: str = "light"
 
     @property
@@ -180,6 +187,7 @@ class Configuration:
     split: str
     zmq_hwm: int | None = None
     zmq_client_hwm: int | None = None
+    idle_filters: int = 0
 
     def cap_for(self, broker):
         """CPU cap of ``broker`` in this configuration (cores, None = uncapped)."""
@@ -236,6 +244,7 @@ class Campaign:
             cpu_cap_fraction=config.cap_for(broker),
             zmq_hwm=config.zmq_hwm,
             zmq_client_hwm=config.zmq_client_hwm,
+            idle_filters=config.idle_filters,
             phase=phase,
         )
 
@@ -261,6 +270,7 @@ def _configuration(spec, path):
         "split",
         "zmq_hwm",
         "zmq_client_hwm",
+        "idle_filters",
     }
     unknown = sorted(set(spec) - known)
     if unknown:
@@ -276,6 +286,7 @@ def _configuration(spec, path):
         split=spec.get("split", "train"),
         zmq_hwm=_int(spec, "zmq_hwm", path, 0) if "zmq_hwm" in spec else None,
         zmq_client_hwm=_int(spec, "zmq_client_hwm", path, 0) if "zmq_client_hwm" in spec else None,
+        idle_filters=_int(spec, "idle_filters", path, 0) if "idle_filters" in spec else 0,
     )
     if c.payload_bytes < 20:
         raise ConfigError(f"{path}.payload_bytes", c.payload_bytes, "at least 20 bytes (sequence + timestamp header)")

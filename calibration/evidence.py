@@ -50,7 +50,7 @@ from ..sim.errors import ConfigError
 from ..sim.safeyaml import safe_load
 from ..sim.units import parse_duration_s, parse_rate_per_s, parse_size_bytes
 from .profile import BROKER_MODELS
-from .workload import topic_assignment
+from .workload import installed_filters
 from .zmqmarks import marks_note
 
 __all__ = [
@@ -469,16 +469,6 @@ def columns_markdown():
     return "\n".join(lines)
 
 
-def _installed(run):
-    _, filters = topic_assignment(
-        publishers=int(run["publishers"]),
-        subscribers=int(run["subscribers"]),
-        topics=int(run["topics"]),
-        fanout=int(run["fanout"]),
-    )
-    return sum(len(f) for f in filters)
-
-
 def _config_of(run, meta, cores):
     cap = run.get("cpu_cap_fraction")
     cap = cores if cap is None or (isinstance(cap, float) and math.isnan(cap)) else float(cap)
@@ -490,7 +480,7 @@ def _config_of(run, meta, cores):
         "publishers": int(run["publishers"]),
         "subscribers": int(run["subscribers"]),
         "topics": int(run["topics"]),
-        "installed_subscriptions": _installed(run),
+        "installed_subscriptions": installed_filters(run),
         "qos": int(run.get("qos", 0) or 0),
         "persistent": False,
         "fanout": int(run["fanout"]),

@@ -17,6 +17,7 @@ Broker demand model (see :mod:`pubsim.models.params.broker`)::
                                  + payload * (1 + fanout) * per_byte
                                  [+ extra length bytes * length_byte]
                                  + idle_wakeup * P(worker idle at arrival)
+                                 [+ installed subscriptions * filter_scan]
 
 The last term is what makes CPU per message fall with load (issue #3:
 Mosquitto ~21 us at 1k msg/s, ~8 us at 40k msg/s): an event-loop broker
@@ -37,7 +38,10 @@ a 32 KiB one 50-74 % too much). The fitted step holds whatever changes at
 those sizes: it came out at 2.8-2.9 us, seven times a warm 1-byte ``recv``
 on the same machine (calibration/README.md, "Message size"). The topic length comes from a
 ``topic_bytes`` column or, without one, the harness's topic names
-(:func:`pubsim.calibration.workload.topic_name`). The model is linear in its costs, so they are fitted
+(:func:`pubsim.calibration.workload.topic_name`). With ``fit_filters``, the
+subscriptions installed at the broker (:func:`filters_of`: the workload's
+and a run's ``idle_filters``) are the regressor of ``filter_scan_cost_s``,
+fitted only on runs that vary their idle subscriptions. The model is linear in its costs, so they are fitted
 by non-negative least squares (Lawson & Hanson 1974, ``scipy.optimize.nnls``)
 with rows weighted by 1 / demand (relative errors).
 """
@@ -53,7 +57,7 @@ from scipy.stats import gamma
 
 from ..models.protocol import mqtt_length_bytes
 from ..sim.errors import ConfigError
-from .workload import topic_name
+from .workload import installed_filters, topic_name
 
 __all__ = [
     "BrokerDemandCalibrator",
@@ -63,6 +67,7 @@ __all__ = [
     "CONNECTION_TERMS",
     "connections_of",
     "wakeups_of",
+    "filters_of",
     "WAKE_REGRESSORS",
     "extra_length_bytes_of",
     "HARNESS_TOPIC_BYTES",
@@ -82,6 +87,7 @@ COSTS = (
     "connection_wakeup_cost_s",
     "length_byte_cost_s",
     "pass_cost_s",
+    "filter_scan_cost_s",
 )
 #: Paid by a busy broker too.
 BUSY = (
@@ -91,6 +97,7 @@ BUSY = (
     "connection_cost_s",
     "length_byte_cost_s",
     "pass_cost_s",
+    "filter_scan_cost_s",
 )
 #: Topic name length of the harness's runs, bytes ("pubsim/t0"; t10 and above are a byte longer).
 HARNESS_TOPIC_BYTES = len(topic_name(0))
@@ -197,6 +204,19 @@ def cap_of(measurements):
 WAKE_REGRESSORS = ("idle_fraction", "wakeups", "wakeup_switches")
 
 
+def filters_of(measurements):
+    """Subscriptions installed at the broker in each run (:func:`pubsim.calibration.workload.installed_filters`).
+
+    The regressor of ``filter_scan_cost_s``: a broker that matched every
+    message against each installed subscription would pay it per
+    subscription (``BrokerParams.filter_scan_cost_s``); one whose matching
+    is a lookup by topic level (Mosquitto's subscription tree, NATS's
+    sublist with its cache) should show none.
+    """
+    m = measurements.reset_index(drop=True)
+    return np.array([installed_filters(r) for r in m.to_dict("records")], dtype=float)
+
+
 def wakeups_of(measurements, *, min_reference=1.0):
     """Wake-ups per ingress message of each run, from its voluntary context switches.
 
@@ -269,6 +289,12 @@ class BrokerDemandCalibrator:
         both sides of a step, 128 B or 16 KiB, besides those that identify
         the per-byte cost). Default False: 0.
 
+    fit_filters : bool
+        Also fit ``filter_scan_cost_s``, the cost per installed subscription
+        per ingress message (:func:`filters_of`: the workload's and the
+        run's ``idle_filters``; needs training configurations with different
+        counts). Default False: 0.
+
     Attributes
     ----------
     params_ : dict
@@ -289,6 +315,7 @@ class BrokerDemandCalibrator:
         fit_background=False,
         connection_form=None,
         fit_length_bytes=False,
+        fit_filters=False,
     ):
         if wake_regressor not in WAKE_REGRESSORS:
             raise ConfigError("wake_regressor", wake_regressor, f"one of {', '.join(WAKE_REGRESSORS)}")
@@ -300,6 +327,7 @@ class BrokerDemandCalibrator:
         self.fit_background = fit_background
         self.connection_form = connection_form
         self.fit_length_bytes = fit_length_bytes
+        self.fit_filters = fit_filters
 
     def _design(self, m):
         fanout = m["fanout"].to_numpy(dtype=float)
@@ -317,6 +345,7 @@ class BrokerDemandCalibrator:
         form = self.connection_form
         length = extra_length_bytes_of(m) if self.fit_length_bytes else np.zeros_like(fanout)
         passes = passes_of(m) if form == "per_pass" else np.zeros_like(fanout)
+        filters = filters_of(m) if self.fit_filters else np.zeros_like(fanout)
         cols = [
             np.ones_like(fanout),
             fanout,
@@ -327,14 +356,17 @@ class BrokerDemandCalibrator:
             conn * idle,
             length,
             passes,
+            filters,
         ]
         keep = [True, self.fit_delivery, self.fit_per_byte, True, self.fit_background]
         keep += [form == "per_message", form == "per_wakeup", self.fit_length_bytes, form == "per_pass"]
+        keep += [self.fit_filters]
         return np.column_stack([c for c, k in zip(cols, keep) if k]), [n for n, k in zip(COSTS, keep) if k]
 
     def _columns(self):
         cols = REQUIRED_COLUMNS + (("wakeups_per_ingress",) if self.wake_regressor != "idle_fraction" else ())
-        return cols + (("publishers", "subscribers") if self.connection_form is not None else ())
+        cols += ("publishers", "subscribers") if self.connection_form is not None else ()
+        return cols + (("publishers", "subscribers", "topics") if self.fit_filters else ())
 
     def _known(self, measurements):
         """The runs the fit can use: with ``per_pass``, those whose passes are known (:func:`passes_of`)."""
@@ -376,14 +408,16 @@ class BrokerDemandCalibrator:
         return self.predict(m) - self.params_["background_cpu_fraction"] / rate
 
     def capacity_per_s(
-        self, *, payload_bytes, fanout, cap=1.0, workers=1, connections=0, topic_bytes=None, publishers=1
+        self, *, payload_bytes, fanout, cap=1.0, workers=1, connections=0, topic_bytes=None, publishers=1, filters=0
     ):
         """Ingress rate at which the workers are always busy (no wake-ups), msg/s
         (``topic_bytes`` None: the harness's, :data:`HARNESS_TOPIC_BYTES`; a
-        pass is shared by one message of each of ``publishers``, all backed up)."""
+        pass is shared by one message of each of ``publishers``, all backed up;
+        ``filters``: subscriptions installed at the broker)."""
         p = self.params_
         busy = p["ingress_cost_s"] + fanout * p["delivery_cost_s"] + payload_bytes * (1 + fanout) * p["per_byte_cost_s"]
         busy += connections * p["connection_cost_s"] + p.get("pass_cost_s", 0.0) / max(int(publishers), 1)
+        busy += filters * p.get("filter_scan_cost_s", 0.0)
         topic = HARNESS_TOPIC_BYTES if topic_bytes is None else topic_bytes
         busy += p.get("length_byte_cost_s", 0.0) * (int(mqtt_length_bytes(int(payload_bytes), int(topic))) - 1)
         return math.inf if busy <= 0 else max(cap * workers - p["background_cpu_fraction"], 0.0) / busy

@@ -303,6 +303,12 @@ def build_profile(
             if demand_params.get("length_byte_cost_s")
             else ""
         )
+        + (
+            f"filter_scan_cost_s {demand_params['filter_scan_cost_s'] * 1e9:.3g} ns per installed subscription "
+            "per message (fitted on runs with idle subscriptions, idle_filters); "
+            if demand_params.get("filter_scan_cost_s")
+            else ""
+        )
         + _drift_text(speed_drift)
         + (f"{metadata['sleep_entry']}; " if metadata.get("sleep_entry") else "")
         + (

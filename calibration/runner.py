@@ -232,6 +232,7 @@ class RealHarness:
             fanout=spec.fanout,
             payload_bytes=spec.payload_bytes,
             qos=spec.qos,
+            idle_filters=spec.idle_filters,
             rate_per_s=spec.rate_per_s,
             duration_s=spec.duration_s,
             warmup_s=spec.warmup_s,

@@ -22,7 +22,7 @@ import copy
 import numpy as np
 import pandas as pd
 
-from .fit import PASSES, connections_of, extra_length_bytes_of, passes_of
+from .fit import PASSES, connections_of, extra_length_bytes_of, filters_of, passes_of
 
 __all__ = ["TERM_UNITS", "busy_identified", "passes_identified", "bootstrap_intervals", "terms_record"]
 
@@ -37,6 +37,7 @@ TERM_UNITS = {
     "connection_wakeup_cost_s": "s",
     "length_byte_cost_s": "s",
     "pass_cost_s": "s",
+    "filter_scan_cost_s": "s",
 }
 
 _RANK_TOL = 1e-8
@@ -44,16 +45,19 @@ _RANK_TOL = 1e-8
 
 def _configurations(rows):
     """One row per training configuration: fan-out, payload, connections (and topic length)."""
-    cols = ["fanout", "payload_bytes", "publishers", "subscribers"] + (["topic_bytes"] if "topic_bytes" in rows else [])
+    cols = ["fanout", "payload_bytes", "publishers", "subscribers"]
+    cols += [c for c in ("topic_bytes", "topics", "idle_filters") if c in rows]
     return rows.drop_duplicates(cols)[cols].reset_index(drop=True)
 
 
-def busy_identified(rows, *, length_bytes=False):
+def busy_identified(rows, *, length_bytes=False, filters=False):
     """Which busy terms the training configurations identify, in order.
 
     Terms are added in the order ingress, delivery, per byte, remaining-length
     bytes (only with ``length_bytes``: a broker that reads them one by one,
-    ``BrokerParams.length_byte_cost_s``), connections while the rank of their columns over the configurations grows
+    ``BrokerParams.length_byte_cost_s``), connections, installed subscriptions
+    (only with ``filters``: :func:`pubsim.calibration.fit.filters_of`,
+    ``filter_scan_cost_s``) while the rank of their columns over the configurations grows
     (columns scaled to unit norm, singular values below ``1e-8`` of the
     largest count as zero; a term beyond the number of configurations is
     not identified either).
@@ -71,15 +75,19 @@ def busy_identified(rows, *, length_bytes=False):
         "per_byte_cost_s": c.payload_bytes.to_numpy(dtype=float) * (1 + fan),
         "length_byte_cost_s": extra_length_bytes_of(c),
         "connection_cost_s": connections_of(c),
+        "filter_scan_cost_s": filters_of(c) if filters else np.zeros(len(c)),
     }
     what = {
         "delivery_cost_s": "fan-out",
         "per_byte_cost_s": "payload size",
         "length_byte_cost_s": "MQTT remaining-length bytes beyond the first",
         "connection_cost_s": "connections (publishers + subscribers)",
+        "filter_scan_cost_s": "installed subscriptions",
     }
     if not length_bytes:
         del cols["length_byte_cost_s"]
+    if not filters:
+        del cols["filter_scan_cost_s"]
     kept, status = [], {}
     for name, x in cols.items():
         if name != "ingress_cost_s" and np.ptp(x) == 0:

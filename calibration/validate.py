@@ -241,6 +241,7 @@ def fit_profiles(
             fit_background=background,
             connection_form=form if form and status[CONNECTION_TERMS[form]] is None else None,
             fit_length_bytes=status["length_byte_cost_s"] is None,
+            fit_filters=status["filter_scan_cost_s"] is None,
         ).fit(rows)
         base = {
             "name": kind,
@@ -521,8 +522,10 @@ def _identified(rows, connection_form, kind, *, length_bytes=True):
     not_read = length_reads_reason(kind) if length_bytes else "not fitted: length bytes not asked for"
     counted = {"publishers", "subscribers"} <= set(rows.columns)
     uncounted = "not identified: the runs do not say how many publishers and subscribers"
-    ids = busy_identified(rows, length_bytes=not_read is None) if counted else {}
+    unvaried = _filters_reason(rows)
+    ids = busy_identified(rows, length_bytes=not_read is None, filters=unvaried is None) if counted else {}
     status = {"length_byte_cost_s": not_read or (ids["length_byte_cost_s"] if counted else uncounted)}
+    status["filter_scan_cost_s"] = unvaried or (ids["filter_scan_cost_s"] if counted else uncounted)
     if rows.payload_bytes.nunique() < 2:
         status["per_byte_cost_s"] = f"not identified: one payload size ({rows.payload_bytes.iloc[0]} B)"
     if rows.fanout.nunique() < 2:
@@ -539,6 +542,17 @@ def _identified(rows, connection_form, kind, *, length_bytes=True):
         chosen = connection_form is None or form == connection_form
         status[term] = reason if chosen else f"not fitted (form {connection_form} chosen)"
     return status
+
+
+def _filters_reason(rows):
+    """None if the training runs vary their idle subscriptions (``idle_filters``), so that
+    ``filter_scan_cost_s`` may be fitted; else why not. Without them, the installed subscriptions of
+    the harness's workloads follow its subscribers, and the term would stand in for connections."""
+    if "idle_filters" not in rows or rows["idle_filters"].fillna(0).nunique() < 2:
+        return "not fitted: the training runs do not vary idle_filters (installed subscriptions follow the subscribers)"
+    if not {"topics", "publishers", "subscribers"} <= set(rows.columns):
+        return "not identified: the runs do not say their topics, publishers and subscribers"
+    return None
 
 
 def _connection_text(params, status, form):

@@ -25,7 +25,7 @@ from ..sim.distributions import Sporadic, Uniform
 from .harness.cpu import quota_us
 from .harness.loadgen import pacing_batch
 from .pacing import batch_due_ns
-from .workload import IDLE_TOPIC, topic_assignment
+from .workload import IDLE_TOPIC, idle_filter_names, idle_filters_of, topic_assignment
 
 __all__ = ["ROW_FIELDS", "result_row", "broker_cpu_s", "paced_publisher", "topology_for", "VirtualHarness"]
 
@@ -231,7 +231,11 @@ def topology_for(row, profile, *, pacing=None, rng=None, stalls=None):
         rate, b = _batching(row, len(pub_topics[0]))
         batches = lag.send_times_s(rate, b, float(row["duration_s"]), rng, publishers=len(pub_topics))
     pubs = {f"pub{i}": paced_publisher(row, i, tuple(t), batch_s=batches[i]) for i, t in enumerate(pub_topics)}
-    subs = {f"sub{j}": SubscriberParams(subscriptions=tuple(f)) for j, f in enumerate(sub_filters)}
+    idle = tuple(idle_filter_names(idle_filters_of(row)))  # installed on subscriber 0, as the harness does
+    subs = {
+        f"sub{j}": SubscriberParams(subscriptions=tuple(f) + (idle if j == 0 else ()))
+        for j, f in enumerate(sub_filters)
+    }
     protocol = {"zmq-proxy": "zmq", "nats": "none"}.get(kind, "mqtt")
     if stalls is not None:
         link = _stalled_links(row, link, stalls, sub_filters)

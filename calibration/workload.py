@@ -13,13 +13,22 @@ from __future__ import annotations
 
 from ..sim.errors import ConfigError
 
-__all__ = ["topic_name", "topic_assignment", "IDLE_TOPIC"]
+__all__ = ["topic_name", "topic_assignment", "idle_filter_names", "idle_filters_of", "installed_filters", "IDLE_TOPIC"]
 
 IDLE_TOPIC = "pubsim/idle"
 
 
 def topic_name(k):
     return f"pubsim/t{k}"
+
+
+def idle_filter_names(n):
+    """The ``n`` installed subscriptions nobody publishes to (a run's ``idle_filters``):
+    ``pubsim/i0``, ``pubsim/i1``, ...; siblings of the published ``pubsim/t<k>``, one level
+    down from the same root, as the idle devices' topics of an IoT deployment."""
+    if not isinstance(n, int) or isinstance(n, bool) or n < 0:
+        raise ConfigError("idle_filters", n, "an integer >= 0")
+    return [f"pubsim/i{k}" for k in range(n)]
 
 
 def topic_assignment(*, publishers, subscribers, topics, fanout):
@@ -49,3 +58,22 @@ def topic_assignment(*, publishers, subscribers, topics, fanout):
                 subs[j].append(name)
     subs = [s or [IDLE_TOPIC] for s in subs]
     return [list(names) for _ in range(publishers)], subs
+
+
+def idle_filters_of(row):
+    """A run's idle subscriptions (its ``idle_filters``; 0 where the column is missing or NaN)."""
+    n = row.get("idle_filters", 0) if hasattr(row, "get") else 0
+    return 0 if n is None or n != n else int(n)
+
+
+def installed_filters(row):
+    """Subscriptions installed at the broker in a run (a mapping or a table row): one per subscriber and
+    topic filter of :func:`topic_assignment`, an idle subscriber's placeholder included, plus its
+    ``idle_filters``; as the simulated broker's subscription table counts them."""
+    _, subs = topic_assignment(
+        publishers=int(row["publishers"]),
+        subscribers=int(row["subscribers"]),
+        topics=int(row["topics"]),
+        fanout=int(row["fanout"]),
+    )
+    return sum(len(s) for s in subs) + idle_filters_of(row)

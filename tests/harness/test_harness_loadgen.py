@@ -404,3 +404,50 @@ def test_zmq_proxy_no_loss(zmq_proxy):
 
 def test_zmq_direct_no_loss():
     _check(run_load(_spec(protocol="zmq", zmq_mode="direct", fanout=1)), 1)
+
+
+# -- idle subscriptions (idle_filters) ------------------------------------------------------
+
+
+def test_idle_filters_are_checked_and_named_beside_the_published_topics():
+    from pubsim.calibration.workload import idle_filter_names
+
+    assert LoadSpec(**GOOD).idle_filters == 0
+    assert idle_filter_names(3) == ["pubsim/i0", "pubsim/i1", "pubsim/i2"]
+    for bad in (-1, 1.5, True, 1_000_001):
+        with pytest.raises(ConfigError) as err:
+            LoadSpec(**GOOD, idle_filters=bad)
+        assert err.value.field == "idle_filters"
+
+
+@pytest.mark.brokers
+def test_mosquitto_installs_the_idle_subscriptions_and_delivers_as_before(tmp_path):
+    """1,500 idle filters (two SUBSCRIBE packets) on subscriber 0: the broker counts them while the
+    run starts, and the run delivers exactly the workload's messages."""
+    from pubsim.calibration.harness.brokers import BrokerSpec, broker, read_mosquitto_sys
+
+    if _which("mosquitto") is None:
+        pytest.skip("mosquitto not installed")
+    seen = {}
+    with broker(BrokerSpec(kind="mosquitto"), tmp_path) as rb:
+
+        def started():
+            time.sleep(1.2)  # the harness's broker updates $SYS every second
+            seen.update(read_mosquitto_sys(rb.port, timeout_s=5))
+
+        result = run_load(_spec(protocol="mqtt", pub_port=rb.port, fanout=1, idle_filters=1500), on_start=started)
+    _check(result, 1)
+    # the workload's two filters, the 1,500 idle ones, and the $SYS reader's own
+    assert int(seen["$SYS/broker/subscriptions/count"]) >= 1502
+
+
+@pytest.mark.brokers
+def test_nats_with_idle_subscriptions_delivers_as_before(nats):
+    _check(run_load(_spec(protocol="nats", pub_port=nats.pub_port, fanout=1, idle_filters=1500)), 1)
+
+
+def test_zmq_proxy_with_idle_subscriptions_delivers_as_before(zmq_proxy):
+    # fewer than the fixture proxy's default high-water mark (1,000): its XSUB resends its
+    # subscriptions to each publisher that connects through a pipe bounded by it (LoadSpec)
+    xsub, xpub = zmq_proxy
+    _check(run_load(_spec(protocol="zmq", pub_port=xsub, sub_port=xpub, fanout=1, idle_filters=900)), 1)

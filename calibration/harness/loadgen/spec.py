@@ -13,7 +13,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from ....sim.errors import ConfigError
-from ...workload import IDLE_TOPIC, topic_assignment, topic_name  # noqa: F401 - topic_name re-exported for the roles
+from ...workload import (  # noqa: F401 - topic_name, idle_filter_names re-exported for the roles
+    IDLE_TOPIC,
+    idle_filter_names,
+    topic_assignment,
+    topic_name,
+)
 from .records import HEADER_BYTES
 
 __all__ = [
@@ -36,6 +41,7 @@ ZMQ_MODES = ("proxy", "direct")
 _MAX_BATCH_BYTES = 256 * 1024
 BATCH_INTERVAL_S = 0.001  # default pacing interval of a publisher, s
 MAX_BATCH = 256  # default largest batch, messages
+MAX_IDLE_FILTERS = 1_000_000  # most idle subscriptions a run installs
 
 
 class HarnessError(RuntimeError):
@@ -89,6 +95,18 @@ class LoadSpec:
         >= 20 (the header).
     qos : int
         MQTT QoS of publications and subscriptions (0 or 1; 0 for the others).
+    idle_filters : int
+        Subscriptions installed besides the workload's, on topics nobody
+        publishes to (:func:`pubsim.calibration.workload.idle_filter_names`):
+        subscriber 0 subscribes to them at set-up, so the broker matches
+        every message with that many more subscriptions installed and no
+        connection more; 0..1,000,000. Through a ZeroMQ proxy keep them
+        below the proxy's high-water mark (or set it to 0): libzmq's XSUB
+        resends its subscriptions to each publisher that connects through a
+        pipe bounded by its ``SNDHWM`` and drops the rest (``xsub.cpp``
+        ``send_subscription``), in the trie's order, so the workload's own
+        filters (``pubsim/t...`` after ``pubsim/i...``) are lost first
+        (measured: 990 pass, 1,100 time out at the default 1,000).
     pub_cpus, sub_cpus : tuple of int or None
         CPU sets (``os.sched_setaffinity``) of the publisher and subscriber
         processes.
@@ -135,6 +153,7 @@ class LoadSpec:
     fanout: int = 1
     payload_bytes: int = 64
     qos: int = 0
+    idle_filters: int = 0
     pub_cpus: tuple | None = None
     sub_cpus: tuple | None = None
     drain_s: float | None = None
@@ -167,6 +186,8 @@ class LoadSpec:
             raise ConfigError("qos", self.qos, "0 or 1")
         if self.qos and self.protocol != "mqtt":
             raise ConfigError("qos", self.qos, f"0 for protocol {self.protocol} (QoS 1 is MQTT only)")
+        if not _is_int(self.idle_filters) or not 0 <= self.idle_filters <= MAX_IDLE_FILTERS:
+            raise ConfigError("idle_filters", self.idle_filters, f"an integer in 0..{MAX_IDLE_FILTERS}")
         if not _is_num(self.rate_per_s) or self.rate_per_s <= 0:
             raise ConfigError("rate_per_s", self.rate_per_s, "a finite rate > 0 msg/s")
         for name in ("duration_s", "warmup_s", "cooldown_s"):

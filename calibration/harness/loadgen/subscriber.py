@@ -33,7 +33,9 @@ from .. import zmtpwire as zw
 from ..rxstamp import ANCILLARY_BYTES, RealToMonotonic, enable_kernel_stamps, kernel_time_ns
 from .child import _CONTROL_PERIOD_NS, _READ_BYTES, _child_setup, _report_error, _schedstat
 from .records import HEADER_BYTES, PROBE_SEQ, STRIDE, _flag_records, _Records
-from .spec import IDLE_TOPIC, HarnessError, topic_name
+from .spec import IDLE_TOPIC, HarnessError, idle_filter_names, topic_name
+
+_SUBSCRIBE_CHUNK = 1000  # topic filters per MQTT SUBSCRIBE of the idle subscriptions
 
 
 def _subscriber_main(spec, index, topics, counters, conn):
@@ -152,9 +154,15 @@ def _send_blocking(sock, data):
         sock.settimeout(timeout)
 
 
+def _idle_filters(spec, index):
+    """The idle subscriptions a subscriber installs: all of them on subscriber 0, none elsewhere."""
+    return idle_filter_names(spec.idle_filters) if index == 0 else []
+
+
 def _stream_subscriber(spec, index, topics, conn, counters):
     port = spec.sub_port_effective
     names = [topic_name(k) for k in topics] or [IDLE_TOPIC]
+    idle = _idle_filters(spec, index)
     keepalive = int(min(65535, max(60, 3 * (spec.duration_s + spec.setup_timeout_s + spec.max_drain_s))))
     if spec.protocol == "mqtt":
         sock, stream = mw.connect(
@@ -166,15 +174,20 @@ def _stream_subscriber(spec, index, topics, conn, counters):
             username=spec.mqtt_username,
             password=spec.mqtt_password,
         )
-        mw.subscribe(sock, stream, names, qos=spec.qos, timeout_s=spec.setup_timeout_s)
+        filters = names + idle
+        for k in range(0, len(filters), _SUBSCRIBE_CHUNK):  # one SUBSCRIBE (and SUBACK) per chunk
+            chunk = filters[k : k + _SUBSCRIBE_CHUNK]
+            mw.subscribe(
+                sock, stream, chunk, qos=spec.qos, packet_id=1 + k // _SUBSCRIBE_CHUNK, timeout_s=spec.setup_timeout_s
+            )
         min_msg = 4 + HEADER_BYTES
     elif spec.protocol == "zmq":
-        prefixes = [n.encode() + b"\0" for n in names]
+        prefixes = [n.encode() + b"\0" for n in names + idle]
         sock, stream = zw.connect(port, prefixes, host=spec.host, timeout_s=spec.setup_timeout_s)
         min_msg = 2 + 1 + HEADER_BYTES
     else:
         sock, stream, _ = nw.connect(port, host=spec.host, name=f"pubsim-sub{index}", timeout_s=spec.setup_timeout_s)
-        nw.subscribe(sock, stream, [nw.subject_for(n) for n in names], timeout_s=spec.setup_timeout_s)
+        nw.subscribe(sock, stream, [nw.subject_for(n) for n in names + idle], timeout_s=spec.setup_timeout_s)
         min_msg = 12 + HEADER_BYTES
     conn.send(("subscribed", index, None))
     rec = _Records(_expected_records(spec, topics))
@@ -260,7 +273,7 @@ def _zmq_subscriber(spec, index, topics, conn, counters):
     else:
         sub.connect(f"tcp://{spec.host}:{spec.sub_port}")
     names = [topic_name(k) for k in topics] or [IDLE_TOPIC]
-    for n in names:
+    for n in names + _idle_filters(spec, index):
         sub.setsockopt(zmq.SUBSCRIBE, n.encode() + b"\0")
     conn.send(("subscribed", index, endpoint))
     rec = _Records(_expected_records(spec, topics))
