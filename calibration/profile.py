@@ -45,6 +45,9 @@ BROKER_MODELS = {
         "pass_reads": "Mosquitto 2.0.11 src/mux_epoll.c mux_epoll__handle: one epoll_wait per pass of the "
         "main loop, then one packet__read per ready connection",
         "sleeps": "one thread that sleeps in epoll_wait when it runs out of work (src/mux_epoll.c)",
+        "matching_lookup": "Mosquitto src/subs.c sub__search: per topic level one hash lookup (uthash "
+        "HASH_FIND) of the literal child, the '+' child and the '#' child, so a message meets only the "
+        "subscriptions on its own path, however many others are installed",
     },
     "nats": {
         "workers": 1,
@@ -134,6 +137,14 @@ def length_reads_reason(kind):
     if BROKER_MODELS.get(kind, {}).get("length_reads") is not None:
         return None
     return f"not fitted: {kind} does not read MQTT lengths byte by byte"
+
+
+def matching_lookup_reason(kind):
+    """Why broker ``kind``'s cost does not grow with its installed subscriptions (``matching_lookup``
+    in :data:`BROKER_MODELS`: it matches a message by lookups along its topic, so
+    ``filter_scan_cost_s`` is not fitted), or None for a broker whose matching is not known to."""
+    how = BROKER_MODELS.get(kind, {}).get("matching_lookup")
+    return None if how is None else f"not fitted: matching is a lookup, not a scan ({how}): 0"
 
 
 def several_switches_per_wakeup(kind):

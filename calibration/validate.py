@@ -51,6 +51,7 @@ from .jitter import JitterModeCalibrator
 from .profile import (
     build_profile,
     length_reads_reason,
+    matching_lookup_reason,
     pass_reads_reason,
     several_switches_per_wakeup,
     sleeps_in_kernel,
@@ -293,7 +294,13 @@ def fit_profiles(
                     0
                 ],
                 cv_grid=cv_grid,
-            ).fit(rows)
+            )
+            if var.select(rows).empty:  # nothing to choose it on: constant, and the profile says why
+                return 0.0, (
+                    f"per-message costs constant (cv 0): variability not identified, no training run at "
+                    f"{var.min_utilization:.0%}-{var.max_utilization:.0%} utilization that the quota did not throttle"
+                )
+            var.fit(rows)
             cv = var.params_["service_cv"]
             return cv, (
                 f"per-message costs {f'gamma with cv {cv:g}' if cv else 'constant (cv 0)'}, chosen from "
@@ -522,7 +529,7 @@ def _identified(rows, connection_form, kind, *, length_bytes=True):
     not_read = length_reads_reason(kind) if length_bytes else "not fitted: length bytes not asked for"
     counted = {"publishers", "subscribers"} <= set(rows.columns)
     uncounted = "not identified: the runs do not say how many publishers and subscribers"
-    unvaried = _filters_reason(rows)
+    unvaried = _filters_reason(rows) or matching_lookup_reason(kind)
     ids = busy_identified(rows, length_bytes=not_read is None, filters=unvaried is None) if counted else {}
     status = {"length_byte_cost_s": not_read or (ids["length_byte_cost_s"] if counted else uncounted)}
     status["filter_scan_cost_s"] = unvaried or (ids["filter_scan_cost_s"] if counted else uncounted)

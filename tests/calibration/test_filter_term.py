@@ -66,10 +66,13 @@ def test_the_fits_recover_a_known_cost_per_installed_subscription(calibrator):
     )
 
 
+SCANNING = "rabbitmq-mqtt"  # a broker whose matching BROKER_MODELS does not declare a lookup
+
+
 def test_fit_profiles_fits_it_where_the_runs_vary_their_idle_subscriptions():
-    runs = synthetic_runs(SHAPES, np.random.default_rng(3), noise=0.01)
-    prof = check_profile(fit_profiles(runs, META, n_boot=40)["mosquitto"])
-    broker = prof["broker"]["mosquitto"]
+    runs = synthetic_runs(SHAPES, np.random.default_rng(3), noise=0.01).assign(broker=SCANNING)
+    prof = check_profile(fit_profiles(runs, META, n_boot=40)[SCANNING])
+    broker = prof["broker"][SCANNING]
     assert broker["filter_scan_cost_s"] == pytest.approx(TRUE["filter_scan_cost_s"], rel=0.3)
     term = prof["fit_terms"]["terms"]["filter_scan_cost_s"]
     assert term["ci"][0] <= term["value"] <= term["ci"][1]
@@ -84,13 +87,25 @@ def test_without_idle_subscriptions_the_term_is_not_fitted_and_says_why():
     assert term["identifiable"] is False and "do not vary idle_filters" in term["reason"]
 
 
+def test_a_broker_that_matches_by_lookup_is_not_charged_per_subscription():
+    """Mosquitto's subscription tree (src/subs.c sub__search): the term is 0 and says why, although
+    these runs would fit one."""
+    runs = synthetic_runs(SHAPES, np.random.default_rng(3), noise=0.01)
+    prof = check_profile(fit_profiles(runs, META, n_boot=10)["mosquitto"])
+    assert "filter_scan_cost_s" not in prof["broker"]["mosquitto"]
+    term = prof["fit_terms"]["terms"]["filter_scan_cost_s"]
+    assert (
+        term["identifiable"] is False and "matching is a lookup" in term["reason"] and "sub__search" in term["reason"]
+    )
+
+
 def test_the_twin_installs_the_idle_subscriptions_and_pays_for_them():
-    runs = synthetic_runs(SHAPES, np.random.default_rng(3))
-    prof = fit_profiles(runs, META, n_boot=0, speed_drift=False)["mosquitto"]
+    runs = synthetic_runs(SHAPES, np.random.default_rng(3)).assign(broker=SCANNING)
+    prof = fit_profiles(runs, META, n_boot=0, speed_drift=False)[SCANNING]
     row = {**runs[runs.config == "p64-f1"].iloc[0].to_dict(), "duration_s": 2.0, "warmup_s": 0.5, "cooldown_s": 0.25}
     plain = simulate_run({**row, "idle_filters": 0}, prof, sample=10)[0]
     idle = simulate_run({**row, "idle_filters": 10000}, prof, sample=10)[0]
-    cost = prof["broker"]["mosquitto"]["filter_scan_cost_s"]
+    cost = prof["broker"][SCANNING]["filter_scan_cost_s"]
     assert idle["demand_s_per_ingress"] - plain["demand_s_per_ingress"] == pytest.approx(
         10000 * cost, rel=0.02
     )  # light: every message wakes it either way
@@ -108,3 +123,14 @@ def test_a_campaign_configuration_takes_idle_filters():
     with pytest.raises(ConfigError) as err:
         parse_campaign({**spec, "configurations": [{"name": "a", "idle_filters": -1}]})
     assert err.value.field.endswith("idle_filters")
+
+
+def test_variability_with_no_unthrottled_run_in_the_band_is_constant_and_says_why():
+    """A campaign whose every run the quota throttled (NATS at 0.1 core, idle-filters 2026-12-02)
+    leaves the cost variability unidentified: constant costs, said in the profile, not an error."""
+    runs = synthetic_runs(SHAPES[:3], np.random.default_rng(3))
+    runs = runs.assign(cap_throttled_period_fraction=0.5, latency_p99_s=runs.latency_p90_s * 2)
+    prof = check_profile(fit_profiles(runs, META, n_boot=0, variability=True, speed_drift=False)["mosquitto"])
+    broker = prof["broker"]["mosquitto"]
+    assert "variability not identified" in broker["provenance"]["note"]
+    assert "cv" not in str(broker["ingress_cost_s"])  # a constant cost, not a distribution
