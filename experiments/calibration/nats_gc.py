@@ -8,7 +8,9 @@ collections, their CPU (the trace's "ms cpu" fields summed) per second and
 per collection, the run's CPU per message and throttled periods, and the
 latency quantiles over own stamps and over all messages. If the collector
 makes the tails, the runs without it have short tails at the same rates.
-calibration/README.md, "NATS's tails near its limit", has the result.
+calibration/README.md, "NATS's tails near its limit", has the result, and
+"Installed subscriptions nobody publishes to" the same A/B on idle subscriptions
+(``experiments/calibration/idle-filters.yaml``).
 
     .venv/bin/python experiments/calibration/nats_gc.py experiments/calibration/brokers-wire.yaml \
         p256-f2-holdout 25600,32000,37647 2
