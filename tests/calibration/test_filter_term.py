@@ -134,3 +134,17 @@ def test_variability_with_no_unthrottled_run_in_the_band_is_constant_and_says_wh
     broker = prof["broker"]["mosquitto"]
     assert "variability not identified" in broker["provenance"]["note"]
     assert "cv" not in str(broker["ingress_cost_s"])  # a constant cost, not a distribution
+
+
+def test_a_proxy_campaign_refuses_more_idle_subscriptions_than_its_high_water_mark():
+    base = {"name": "c", "brokers": ["zmq-proxy"]}
+    with pytest.raises(ConfigError) as err:
+        parse_campaign({**base, "configurations": [{"name": "a", "idle_filters": 999}]})  # 1 topic + 999 = the mark
+    assert err.value.field == "configurations[0].idle_filters" and "high-water mark (1000)" in str(err.value)
+    assert "\n" not in str(err.value)
+    ok = [{"name": "a", "idle_filters": 998}, {"name": "b", "idle_filters": 50_000, "zmq_hwm": 0}]
+    assert [c.idle_filters for c in parse_campaign({**base, "configurations": ok}).configurations] == [998, 50_000]
+    with pytest.raises(ConfigError):
+        parse_campaign({**base, "configurations": [{"name": "a", "idle_filters": 5000, "zmq_hwm": 5000}]})
+    # the other brokers have no such mark
+    parse_campaign({"name": "c", "brokers": ["nats"], "configurations": [{"name": "a", "idle_filters": 50_000}]})
