@@ -209,9 +209,10 @@ def filters_of(measurements):
 
     The regressor of ``filter_scan_cost_s``: a broker that matched every
     message against each installed subscription would pay it per
-    subscription (``BrokerParams.filter_scan_cost_s``); one whose matching
-    is a lookup by topic level (Mosquitto's subscription tree, NATS's
-    sublist with its cache) should show none.
+    subscription (``BrokerParams.filter_scan_cost_s``). Mosquitto, whose
+    matching is a lookup per topic level, showed none; NATS, whose matching
+    is a lookup too, paid more through its garbage collector, concavely
+    (calibration/README.md, "Installed subscriptions nobody publishes to").
     """
     m = measurements.reset_index(drop=True)
     return np.array([installed_filters(r) for r in m.to_dict("records")], dtype=float)
