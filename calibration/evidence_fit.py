@@ -38,10 +38,12 @@ import pandas as pd
 from scipy.optimize import nnls
 
 from ..models.mechanisms.qos.rules import handshake_packets
+from ..models.params.broker import filter_load
 from ..sim.errors import ConfigError
 from .accuracy import evidence_accuracy
 from .evidence import CONFIG_COLUMNS
 from .fit import extra_length_bytes_of
+from .forms import LOO_MARGIN
 from .profile import build_profile, length_reads_reason
 
 __all__ = ["TERMS", "demand_rows", "EvidenceCalibrator", "evidence_profile"]
@@ -60,7 +62,6 @@ TERMS = (
 NAMES = tuple(t[0] for t in TERMS)
 LOAD_TERMS = {"background_cpu_fraction": 2, "idle_wakeup_cost_s": 3}  # distinct rates needed in one configuration
 SATURATED = 0.99  # the sustainability rule of SYSTEMS.md §4
-LOO_MARGIN = 0.05  # the log form must beat the linear one by this (relative) to be kept
 
 
 def demand_rows(table):
@@ -104,7 +105,7 @@ def _columns(rows, sub_form, length_reads=False):
         "delivery_cost_s": fan,
         "per_byte_cost_s": pay * (1 + fan),
         "length_byte_cost_s": extra_length_bytes_of(rows) if length_reads else np.zeros(len(rows)),
-        "filter_scan_cost_s": subs if sub_form == "linear" else np.log1p(subs),
+        "filter_scan_cost_s": filter_load(subs, sub_form),
         "ack_cost_s": hs * (1 + fan),
         "background_cpu_fraction": 1.0 / rows.rate_per_s.to_numpy(dtype=float),
         "idle_wakeup_cost_s": 1.0 - rows.util.to_numpy(dtype=float),
@@ -243,7 +244,7 @@ class EvidenceCalibrator:
         form = "log" if log < (1 - LOO_MARGIN) * lin else "linear"
         why = f"leave-one-out rms relative error {log:.2%} (log) vs {lin:.2%} (linear)"
         if form == "linear" and log < lin:
-            why += f"; within {LOO_MARGIN:.0%}: linear, the simulator's form"
+            why += f"; within {LOO_MARGIN:.0%}: linear, the simpler form"
         return form, why
 
     def fit(self, table):
@@ -349,9 +350,8 @@ def evidence_profile(kind, table, cal, *, source, date):
     default, 0, and are listed as not identifiable); the top-level
     ``evidence`` mapping records the sources, the fitted range of each
     configuration column, every term with its confidence interval and the
-    fit's residual errors. The simulator's subscription term is linear: when
-    the log form fitted better, the preset's ``filter_scan_cost_s`` comes from
-    the linear form's fit and the evidence says so.
+    fit's residual errors. The preset's subscription term takes the chosen
+    form (``filter_cost_form``, :func:`pubsim.models.params.broker.filter_load`).
 
     Parameters
     ----------
@@ -367,10 +367,9 @@ def evidence_profile(kind, table, cal, *, source, date):
         ISO date of the calibration.
     """
     p = cal.params_
-    linear = cal
-    if p["subscription_form"] == "log":
-        linear = EvidenceCalibrator(n_boot=1, seed=cal.seed, sub_form="linear").fit(table)
-    demand = {n: (linear.params_[n]["value"] if linear.params_[n]["identifiable"] else 0.0) for n in NAMES}
+    demand = {n: (p[n]["value"] if p[n]["identifiable"] else 0.0) for n in NAMES}
+    if p["subscription_form"] != "linear":
+        demand["filter_cost_form"] = p["subscription_form"]
     kinds = sorted(table.source_kind.unique())
     refs = list(dict.fromkeys(table.source_reference))
     missing = [n for n in NAMES if not p[n]["identifiable"]]
@@ -403,7 +402,7 @@ def evidence_profile(kind, table, cal, *, source, date):
         "confidence_level": cal.level,
         "subscription_form": p["subscription_form"],
         "subscription_choice": p["subscription_choice"],
-        "preset_subscription_form": "linear",
+        "preset_subscription_form": p["subscription_form"],
         "rms_relative_error": float(f"{p['rms_relative_error']:.4g}"),
         "max_relative_error": float(f"{p['max_relative_error']:.4g}"),
     }

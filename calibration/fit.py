@@ -55,6 +55,7 @@ import pandas as pd
 from scipy.optimize import brentq, nnls
 from scipy.stats import gamma
 
+from ..models.params.broker import FILTER_FORMS, filter_load
 from ..models.protocol import mqtt_length_bytes
 from ..sim.errors import ConfigError
 from .workload import installed_filters, topic_name
@@ -295,6 +296,14 @@ class BrokerDemandCalibrator:
         per ingress message (:func:`filters_of`: the workload's and the
         run's ``idle_filters``; needs training configurations with different
         counts). Default False: 0.
+    filter_form : str
+        How that cost grows with the installed subscriptions
+        (:func:`pubsim.models.params.broker.filter_load`): ``linear``
+        (default), ``log`` or ``power``;
+        :func:`pubsim.calibration.forms.choose_filter_form` picks one by
+        leave-one-configuration-out error.
+    filter_exponent : float
+        The ``power`` form's exponent, in (0, 1]; 1 (default) otherwise.
 
     Attributes
     ----------
@@ -317,11 +326,17 @@ class BrokerDemandCalibrator:
         connection_form=None,
         fit_length_bytes=False,
         fit_filters=False,
+        filter_form="linear",
+        filter_exponent=1.0,
     ):
         if wake_regressor not in WAKE_REGRESSORS:
             raise ConfigError("wake_regressor", wake_regressor, f"one of {', '.join(WAKE_REGRESSORS)}")
         if connection_form is not None and connection_form not in CONNECTION_FORMS:
             raise ConfigError("connection_form", connection_form, f"None or one of {sorted(CONNECTION_FORMS)}")
+        if filter_form not in FILTER_FORMS:
+            raise ConfigError("filter_form", filter_form, f"one of {', '.join(FILTER_FORMS)}")
+        if not 0 < filter_exponent <= 1:
+            raise ConfigError("filter_exponent", filter_exponent, "an exponent in (0, 1]")
         self.wake_regressor = wake_regressor
         self.fit_per_byte = fit_per_byte
         self.fit_delivery = fit_delivery
@@ -329,6 +344,8 @@ class BrokerDemandCalibrator:
         self.connection_form = connection_form
         self.fit_length_bytes = fit_length_bytes
         self.fit_filters = fit_filters
+        self.filter_form = filter_form
+        self.filter_exponent = filter_exponent
 
     def _design(self, m):
         fanout = m["fanout"].to_numpy(dtype=float)
@@ -346,7 +363,7 @@ class BrokerDemandCalibrator:
         form = self.connection_form
         length = extra_length_bytes_of(m) if self.fit_length_bytes else np.zeros_like(fanout)
         passes = passes_of(m) if form == "per_pass" else np.zeros_like(fanout)
-        filters = filters_of(m) if self.fit_filters else np.zeros_like(fanout)
+        filters = self._filter_load(filters_of(m)) if self.fit_filters else np.zeros_like(fanout)
         cols = [
             np.ones_like(fanout),
             fanout,
@@ -363,6 +380,9 @@ class BrokerDemandCalibrator:
         keep += [form == "per_message", form == "per_wakeup", self.fit_length_bytes, form == "per_pass"]
         keep += [self.fit_filters]
         return np.column_stack([c for c, k in zip(cols, keep) if k]), [n for n, k in zip(COSTS, keep) if k]
+
+    def _filter_load(self, filters):
+        return filter_load(filters, self.filter_form, self.filter_exponent)
 
     def _columns(self):
         cols = REQUIRED_COLUMNS + (("wakeups_per_ingress",) if self.wake_regressor != "idle_fraction" else ())
@@ -418,7 +438,7 @@ class BrokerDemandCalibrator:
         p = self.params_
         busy = p["ingress_cost_s"] + fanout * p["delivery_cost_s"] + payload_bytes * (1 + fanout) * p["per_byte_cost_s"]
         busy += connections * p["connection_cost_s"] + p.get("pass_cost_s", 0.0) / max(int(publishers), 1)
-        busy += filters * p.get("filter_scan_cost_s", 0.0)
+        busy += float(self._filter_load(filters)) * p.get("filter_scan_cost_s", 0.0)
         topic = HARNESS_TOPIC_BYTES if topic_bytes is None else topic_bytes
         busy += p.get("length_byte_cost_s", 0.0) * (int(mqtt_length_bytes(int(payload_bytes), int(topic))) - 1)
         return math.inf if busy <= 0 else max(cap * workers - p["background_cpu_fraction"], 0.0) / busy

@@ -184,6 +184,21 @@ def pass_reads_reason(kind):
     return f"not fitted: {kind} is not modelled as reading one packet per connection per pass"
 
 
+def _filter_text(demand_params, metadata):
+    """The note's sentence on the installed-subscription term, with its form and how it was chosen."""
+    cost = demand_params.get("filter_scan_cost_s")
+    if not cost:
+        return ""
+    form = demand_params.get("filter_cost_form", "linear")
+    unit = {
+        "linear": "per installed subscription",
+        "log": "per unit of ln(1 + installed subscriptions)",
+        "power": f"per unit of installed subscriptions ** {demand_params.get('filter_cost_exponent', 1.0):g}",
+    }[form]
+    why = f", {form} form: {metadata['filter_form']}" if metadata.get("filter_form") else ""
+    return f"filter_scan_cost_s {cost * 1e9:.3g} ns {unit} per message (fitted on runs with idle subscriptions, idle_filters{why}); "
+
+
 def _passes(demand_params, metadata):
     """``{"io": ...}``: the broker's event-loop passes (I/O cycles of one message per
     connection, :class:`pubsim.models.params.io.IoParams`) when a pass cost was fitted, else ``{}``."""
@@ -314,12 +329,7 @@ def build_profile(
             if demand_params.get("length_byte_cost_s")
             else ""
         )
-        + (
-            f"filter_scan_cost_s {demand_params['filter_scan_cost_s'] * 1e9:.3g} ns per installed subscription "
-            "per message (fitted on runs with idle subscriptions, idle_filters); "
-            if demand_params.get("filter_scan_cost_s")
-            else ""
-        )
+        + _filter_text(demand_params, metadata)
         + _drift_text(speed_drift)
         + (f"{metadata['sleep_entry']}; " if metadata.get("sleep_entry") else "")
         + (
@@ -353,6 +363,7 @@ def build_profile(
         **({"sleep_entry_s": _us(demand_params["sleep_entry_s"])} if demand_params.get("sleep_entry_s") else {}),
         **({"cpu_tick_s": demand_params["cpu_tick_s"]} if demand_params.get("cpu_tick_s") else {}),
         **extra,
+        **{k: demand_params[k] for k in ("filter_cost_form", "filter_cost_exponent") if k in demand_params},
         "background_cpu_fraction": float(f"{demand_params.get('background_cpu_fraction', 0.0):.4g}"),
         "topic_syntax": model["topic_syntax"],
         "overflow": model["overflow"],

@@ -47,6 +47,7 @@ from .fit import (
     wakeups_of,
     with_limit_bracket,
 )
+from .forms import choose_filter_form
 from .jitter import JitterModeCalibrator
 from .profile import (
     build_profile,
@@ -235,22 +236,30 @@ def fit_profiles(
         form = _form(connection_form, kind)
         wake = _wake_regressor(rows, kind)
         status = _identified(rows, form, kind, length_bytes=length_bytes)
-        demand = calibrator(
-            wake_regressor=wake,
-            fit_per_byte=rows.payload_bytes.nunique() > 1,
-            fit_delivery=rows.fanout.nunique() > 1,
-            fit_background=background,
-            connection_form=form if form and status[CONNECTION_TERMS[form]] is None else None,
-            fit_length_bytes=status["length_byte_cost_s"] is None,
-            fit_filters=status["filter_scan_cost_s"] is None,
-        ).fit(rows)
+        settings = {
+            "wake_regressor": wake,
+            "fit_per_byte": rows.payload_bytes.nunique() > 1,
+            "fit_delivery": rows.fanout.nunique() > 1,
+            "fit_background": background,
+            "connection_form": form if form and status[CONNECTION_TERMS[form]] is None else None,
+            "fit_length_bytes": status["length_byte_cost_s"] is None,
+            "fit_filters": status["filter_scan_cost_s"] is None,
+        }
+        filter_form, exponent, filter_why = _filter_form(calibrator, settings, rows)
+        demand = calibrator(**settings, filter_form=filter_form, filter_exponent=exponent).fit(rows)
         base = {
             "name": kind,
             "broker_kind": kind,
-            "demand_params": {**_within_cap(demand.params_, rows), **tick_demand(cpu_tick_s)},
+            "demand_params": {
+                **_within_cap(demand.params_, rows),
+                **tick_demand(cpu_tick_s),
+                **({"filter_cost_form": filter_form} if filter_form != "linear" else {}),
+                **({"filter_cost_exponent": exponent} if filter_form == "power" else {}),
+            },
             "metadata": {
                 **_metadata(rows, meta, kind, split, demand, wake),
                 "connections": _connection_text(demand.params_, status, form),
+                **({"filter_form": filter_why} if filter_why else {}),
             },
             "terms": terms_record(demand, rows, status, n_boot=n_boot, seed=seed) if n_boot else None,
             "speed_drift": SpeedDriftCalibrator(seed=seed, n_boot=min(n_boot, 30)).fit(rows) if speed_drift else None,
@@ -549,6 +558,14 @@ def _identified(rows, connection_form, kind, *, length_bytes=True):
         chosen = connection_form is None or form == connection_form
         status[term] = reason if chosen else f"not fitted (form {connection_form} chosen)"
     return status
+
+
+def _filter_form(calibrator, settings, rows):
+    """``(form, exponent, why)`` of the installed-subscription term
+    (:func:`pubsim.calibration.forms.choose_filter_form`); ``("linear", 1.0, None)`` where it is not fitted."""
+    if not settings["fit_filters"]:
+        return "linear", 1.0, None
+    return choose_filter_form(lambda f, e: calibrator(**settings, filter_form=f, filter_exponent=e), rows)
 
 
 def _filters_reason(rows):

@@ -3,12 +3,13 @@
 Service demand of one message at a broker (seconds of a worker's time)::
 
     ingress + matched * match + deliveries * delivery
-            + per_byte * size * (1 + deliveries) + filter_scan * filters
+            + per_byte * size * (1 + deliveries) + filter_scan * f(filters)
             (+ idle_wakeup when the message finds its worker idle)
 
 where ``matched`` is the number of subscription filters the topic matches at
 this broker, ``deliveries`` the copies it sends on (to subscribers and
-neighbour brokers) and ``filters`` the filters installed on the broker. Each
+neighbour brokers) and ``filters`` the filters installed on the broker
+(``f`` is :func:`filter_load`: the count, or its logarithm). Each
 of ``ingress``, ``match`` and ``delivery`` is a distribution drawn once per
 message and multiplied by its count. ``idle_wakeup`` captures load-dependent
 cost: an event-loop broker that sleeps between messages pays a wake-up
@@ -20,6 +21,8 @@ message at 1k msg/s and about 8 us at 40k msg/s).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+
+import numpy as np
 
 from ...sim.disciplines import Overflow
 from ...sim.distributions import Constant, Distribution
@@ -35,12 +38,34 @@ from .provenance import ASSUMED, Provenance
 from .store import StoreParams
 from .topics import TopicSyntax
 
-__all__ = ["BrokerParams", "SHARED_DISPATCH"]
+__all__ = ["BrokerParams", "FILTER_FORMS", "SHARED_DISPATCH", "filter_load"]
 
 #: Dispatch policies of shared subscriptions (models.mechanisms.shared).
 SHARED_DISPATCH = ("round_robin", "random", "sticky")
 
 _ZERO = Constant(value=0.0)
+
+#: How the cost of installed filters grows with their number (:func:`filter_load`).
+FILTER_FORMS = ("linear", "log", "power")
+
+
+def filter_load(filters: int | float | np.ndarray, form: str = "linear", exponent: float = 1.0) -> float | np.ndarray:
+    """Multiplier of ``filter_scan_cost_s`` for ``filters`` installed filters (scalar or array).
+
+    ``linear``: ``filters`` (a broker that tests every filter per message).
+    ``log``: ``ln(1 + filters)``. ``power``: ``filters ** exponent``. The
+    concave forms are empirical, for a cost that grows ever more slowly with
+    the filters; a campaign chooses one by held-out error where its data
+    demand it (:mod:`pubsim.calibration.forms`). NATS under a CPU quota paid
+    per idle subscription through its garbage collector, which marks the
+    larger heap less often as it grows (calibration/README.md, "Installed
+    subscriptions nobody publishes to"); no form models the collector.
+    """
+    if form == "log":
+        return np.log1p(filters)
+    if form == "power":
+        return np.power(np.asarray(filters, dtype=float), exponent)
+    return filters
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -70,7 +95,14 @@ class BrokerParams:
         Default 0 (brokers that read whole buffers).
     filter_scan_cost_s : float
         Cost per installed filter per message (topic matching grows with the
-        number of subscriptions), s.
+        number of subscriptions), s; with ``filter_cost_form`` ``log``, per
+        unit of ``ln(1 + filters)``, with ``power``, per unit of
+        ``filters ** filter_cost_exponent``.
+    filter_cost_form : str
+        How that cost grows with the installed filters (:func:`filter_load`):
+        ``linear`` (default), ``log`` or ``power``.
+    filter_cost_exponent : float
+        The exponent of the ``power`` form, in (0, 1]; 1 (default) otherwise.
     idle_wakeup_cost_s : float
         Extra cost of a message that finds its worker idle, s.
     sleep_entry_s : float
@@ -278,6 +310,8 @@ class BrokerParams:
     per_byte_cost_s: float = field(default=0.0, metadata={"unit": "float"})
     length_byte_cost_s: float = field(default=0.0, metadata={"unit": "duration"})
     filter_scan_cost_s: float = field(default=0.0, metadata={"unit": "float"})
+    filter_cost_form: str = field(default="linear", metadata={"unit": "choice", "choices": FILTER_FORMS})
+    filter_cost_exponent: float = field(default=1.0, metadata={"unit": "float"})
     idle_wakeup_cost_s: float = field(default=0.0, metadata={"unit": "duration"})
     sleep_entry_s: float = field(default=0.0, metadata={"unit": "duration"})
     connection_cost_s: float = field(default=0.0, metadata={"unit": "duration"})
@@ -339,6 +373,7 @@ class BrokerParams:
             )
         if not self.cpu_period_s > 0:
             raise ConfigError("cpu_period_s", self.cpu_period_s, "a period > 0 s")
+        _check_filter_exponent(self)
 
     @property
     def cpu_quota_cores(self) -> float | None:
@@ -351,6 +386,15 @@ class BrokerParams:
     def mean_demand_s(self) -> float:
         """Mean demand of a message with one match and one copy, s (for quick sizing)."""
         return self.ingress_cost_s.mean + self.match_cost_s.mean + self.delivery_cost_s.mean
+
+
+def _check_filter_exponent(p: BrokerParams) -> None:
+    """The power form's exponent in (0, 1] (concave or linear); 1 with the other forms."""
+    e = p.filter_cost_exponent
+    if p.filter_cost_form == "power" and not 0 < e <= 1:
+        raise ConfigError("filter_cost_exponent", e, "an exponent in (0, 1] for filter_cost_form power")
+    if p.filter_cost_form != "power" and e != 1.0:
+        raise ConfigError("filter_cost_exponent", e, f"1 with filter_cost_form {p.filter_cost_form} (power takes one)")
 
 
 def _check_frames(p: BrokerParams) -> None:

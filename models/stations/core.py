@@ -14,6 +14,7 @@ from ...sim.distributions import Constant
 from ...sim.restart import RestartQueueDiscipline
 from ...sim.station import Station
 from ...sim.station_pass import Propagation
+from ..params.broker import filter_load
 from ..protocol import mqtt_length_bytes, needs_topic, wire_bytes
 from .wiring import Wiring
 
@@ -461,9 +462,11 @@ class BrokerStation(ModelStation):
     @property
     def constant_s(self):
         """Demand every visit pays whatever it carries, s: installed filters
-        scanned and client connections (``filter_scan_cost_s``, ``connection_cost_s``)."""
+        scanned and client connections (``filter_scan_cost_s`` in its ``filter_cost_form``,
+        ``connection_cost_s``)."""
         p = self.params
-        return p.filter_scan_cost_s * self.filters + p.connection_cost_s * self.connections
+        scan = p.filter_scan_cost_s * float(filter_load(self.filters, p.filter_cost_form, p.filter_cost_exponent))
+        return scan + p.connection_cost_s * self.connections
 
     def priority(self, packets):
         if self.params.scheduling != "priority":

@@ -212,6 +212,11 @@ def test_log_subscription_form_is_chosen_when_the_data_follow_it():
     assert cal.params_["subscription_form"] == "log"
     assert "leave-one-out" in cal.params_["subscription_choice"]
     assert cal.params_["filter_scan_cost_s"]["value"] == pytest.approx(3e-6, rel=1e-3)
+    prof = evidence_profile("nats", parse_evidence(rows), cal, source="log.csv", date="2026-12-02")
+    broker = prof["broker"]["nats"]  # the preset takes the chosen form, not a linear refit
+    assert broker["filter_cost_form"] == "log" and prof["evidence"]["preset_subscription_form"] == "log"
+    assert broker["filter_scan_cost_s"] == pytest.approx(3e-6, rel=1e-3)
+    assert BrokerParams(**{k: broker[k] for k in ("filter_scan_cost_s", "filter_cost_form")}).filter_cost_form == "log"
 
 
 def test_saturated_throughput_rows_give_demand_and_sustainable_ones_do_not():

@@ -8,9 +8,11 @@ import pytest
 
 from pubsim.calibration.campaign import parse_campaign
 from pubsim.calibration.fit import BrokerDemandCalibrator, KneeDemandCalibrator, filters_of
+from pubsim.calibration.forms import choose_filter_form
 from pubsim.calibration.profile import check_profile
 from pubsim.calibration.validate import fit_profiles, simulate_run
 from pubsim.calibration.workload import installed_filters
+from pubsim.models.params.broker import BrokerParams, filter_load
 from pubsim.sim.errors import ConfigError
 from tests.calibration.test_connection_term import META, busy, run_row
 
@@ -32,10 +34,10 @@ SHAPES = [
 ]
 
 
-def synthetic_runs(shapes, rng, noise=0.0, cap=0.2, truth=TRUE):
+def synthetic_runs(shapes, rng, noise=0.0, cap=0.2, truth=TRUE, form="linear", exponent=1.0):
     rows = []
     for name, payload, pubs, subs, fanout, idle in shapes:
-        b = busy(payload, pubs, subs, fanout, truth) + truth["filter_scan_cost_s"] * (subs + idle)
+        b = busy(payload, pubs, subs, fanout, truth) + truth["filter_scan_cost_s"] * filter_load(subs + idle, form, exponent)
         limit = (cap - truth["background_cpu_fraction"]) / b
         for frac in (0.02, 0.1, 0.3, 0.5, 0.7, 0.85, 0.92, 0.96):
             rate = frac * limit
@@ -77,6 +79,85 @@ def test_fit_profiles_fits_it_where_the_runs_vary_their_idle_subscriptions():
     term = prof["fit_terms"]["terms"]["filter_scan_cost_s"]
     assert term["ci"][0] <= term["value"] <= term["ci"][1]
     assert "per installed subscription" in broker["provenance"]["note"]
+    assert "filter_cost_form" not in broker  # linear data, linear form
+    assert "linear form: leave-one-configuration-out" in broker["provenance"]["note"]
+
+
+LOG_TRUTH = {**TRUE, "filter_scan_cost_s": 0.4e-6}  # per unit of ln(1 + installed subscriptions)
+
+
+def test_fit_profiles_chooses_the_log_form_where_held_out_configurations_follow_it():
+    """NATS's cost per idle subscription grew concavely (its garbage collector, idle-filters
+    2026-12-02): a linear term fitted on few counts misses the others; the log form is kept when it
+    predicts each held-out configuration better."""
+    runs = synthetic_runs(SHAPES, np.random.default_rng(3), noise=0.01, truth=LOG_TRUTH, form="log")
+    prof = check_profile(fit_profiles(runs.assign(broker=SCANNING), META, n_boot=20)[SCANNING])
+    broker = prof["broker"][SCANNING]
+    assert broker["filter_cost_form"] == "log"
+    assert broker["filter_scan_cost_s"] == pytest.approx(LOG_TRUTH["filter_scan_cost_s"], rel=0.1)
+    assert "ln(1 + installed subscriptions)" in broker["provenance"]["note"]
+    assert "log form: leave-one-configuration-out rms relative error" in broker["provenance"]["note"]
+    assert "filter_cost_exponent" not in broker
+    assert BrokerParams(filter_scan_cost_s=1e-6, filter_cost_form="log").filter_cost_form == "log"
+
+
+def _make(form, exponent):
+    return BrokerDemandCalibrator(
+        wake_regressor="wakeups", fit_background=True, fit_filters=True, filter_form=form, filter_exponent=exponent
+    )
+
+
+def _errors(why):
+    """``{form: error %}`` of a choice's sentence."""
+    parts = why.split(": ", 1)[1].split("; ")[0].split(", ")
+    out = {}
+    for part in parts:
+        name, value = part.rsplit(" ", 1)
+        out[name.split(" (")[0]] = float(value.rstrip("%"))
+    return out
+
+
+def test_the_form_needs_three_subscription_counts_and_compares_held_out_errors():
+    two = synthetic_runs(SHAPES[:4], np.random.default_rng(0), truth=LOG_TRUTH, form="log")
+    two = two[two.config != "p64-f4"]  # installed subscriptions 1 and 1001 only
+    form, exponent, why = choose_filter_form(_make, two)
+    assert (form, exponent) == ("linear", 1.0) and "2 installed-subscription counts cannot tell the forms apart" in why
+    lin = synthetic_runs(SHAPES, np.random.default_rng(0), noise=0.01)
+    assert choose_filter_form(_make, lin)[:2] == ("linear", 1.0)
+    log = synthetic_runs(SHAPES, np.random.default_rng(0), truth=LOG_TRUTH, form="log")
+    form, _, why = choose_filter_form(_make, log)
+    errors = _errors(why)
+    assert form == "log" and errors["log"] < 0.5 and errors["linear"] > 50
+    # with 1 % noise, a power of exponent 0.1 is as good as the log: a concave form either way
+    noisy = synthetic_runs(SHAPES, np.random.default_rng(0), noise=0.01, truth=LOG_TRUTH, form="log")
+    form, exponent, _ = choose_filter_form(_make, noisy)
+    assert form == "log" or (form == "power" and exponent <= 0.2)
+
+
+def test_a_power_law_is_found_with_its_exponent():
+    """Costs growing as installed subscriptions ** 0.3 (the shape of NATS's 0.1-core CPU per message
+    over 1,000 to 30,000 idle subscriptions, idle-filters 2026-12-02)."""
+    truth = {**TRUE, "filter_scan_cost_s": 300e-9}
+    runs = synthetic_runs(SHAPES, np.random.default_rng(0), noise=0.005, truth=truth, form="power", exponent=0.3)
+    form, exponent, why = choose_filter_form(_make, runs)
+    assert (form, exponent) == ("power", 0.3), why
+    cal = _make(form, exponent).fit(runs)
+    assert cal.params_["filter_scan_cost_s"] == pytest.approx(300e-9, rel=0.1)
+    b = BrokerParams(filter_scan_cost_s=300e-9, filter_cost_form="power", filter_cost_exponent=0.3)
+    assert b.filter_cost_exponent == 0.3
+
+
+def test_a_broker_refuses_an_unknown_subscription_cost_form():
+    with pytest.raises(ConfigError) as err:
+        BrokerParams(filter_cost_form="quadratic")
+    assert err.value.field == "filter_cost_form" and "quadratic" in str(err.value)
+    with pytest.raises(ConfigError) as err:
+        BrokerDemandCalibrator(filter_form="quadratic")
+    assert err.value.field == "filter_form"
+    for bad in ({"filter_cost_form": "power", "filter_cost_exponent": 1.5}, {"filter_cost_exponent": 0.5}):
+        with pytest.raises(ConfigError) as err:
+            BrokerParams(**bad)
+        assert err.value.field == "filter_cost_exponent"
 
 
 def test_without_idle_subscriptions_the_term_is_not_fitted_and_says_why():
@@ -109,6 +190,20 @@ def test_the_twin_installs_the_idle_subscriptions_and_pays_for_them():
     assert idle["demand_s_per_ingress"] - plain["demand_s_per_ingress"] == pytest.approx(
         10000 * cost, rel=0.02
     )  # light: every message wakes it either way
+
+
+def test_the_twin_pays_the_log_form_by_the_logarithm_of_its_subscriptions():
+    runs = synthetic_runs(SHAPES, np.random.default_rng(3), truth=LOG_TRUTH, form="log").assign(broker=SCANNING)
+    prof = fit_profiles(runs, META, n_boot=0, speed_drift=False)[SCANNING]
+    assert prof["broker"][SCANNING]["filter_cost_form"] == "log"
+    row = {**runs[runs.config == "p64-f1"].iloc[0].to_dict(), "duration_s": 2.0, "warmup_s": 0.5, "cooldown_s": 0.25}
+    plain = simulate_run({**row, "idle_filters": 0}, prof, sample=10)[0]
+    idle = simulate_run({**row, "idle_filters": 10000}, prof, sample=10)[0]
+    cost = prof["broker"][SCANNING]["filter_scan_cost_s"]
+    # 1 workload subscription, then 10,001: ln(10002) - ln(2)
+    assert idle["demand_s_per_ingress"] - plain["demand_s_per_ingress"] == pytest.approx(
+        cost * (np.log(10002) - np.log(2)), rel=0.02
+    )
 
 
 def test_a_campaign_configuration_takes_idle_filters():
