@@ -7,7 +7,9 @@ campaign of the ZeroMQ proxy alone ``zmq_hwm``, the high-water mark of
 the proxy's and the clients' sockets: 0 for none, and ``zmq_client_hwm``
 to give the clients' apart), and ``idle_filters``: subscriptions installed
 on topics nobody publishes to (0 by default), so that a campaign can tell
-what more installed subscriptions cost each message. For every
+what more installed subscriptions cost each message, and ``qos``: the MQTT
+QoS of the publications and subscriptions (0, 1 or 2; above 0 only in a
+campaign of MQTT brokers), for the cost per handshake packet. For every
 (broker, configuration) pair the campaign makes
 
 1. light runs at fixed low rates (latency floor, wake-up cost),
@@ -129,7 +131,7 @@ class RunSpec:
         a configuration may give one cap per broker
         (``{mosquitto: 0.2, nats: 0.03, default: 0.1}``).
     qos : int
-        MQTT QoS (0 or 1).
+        MQTT QoS (0, 1 or 2).
     zmq_hwm : int or None
         ZeroMQ high-water mark, messages, set on the proxy's two sockets
         (``SNDHWM``/``RCVHWM``) and, unless ``zmq_client_hwm`` is given, on
@@ -188,6 +190,7 @@ class Configuration:
     zmq_hwm: int | None = None
     zmq_client_hwm: int | None = None
     idle_filters: int = 0
+    qos: int = 0
 
     def cap_for(self, broker):
         """CPU cap of ``broker`` in this configuration (cores, None = uncapped)."""
@@ -245,6 +248,7 @@ class Campaign:
             zmq_hwm=config.zmq_hwm,
             zmq_client_hwm=config.zmq_client_hwm,
             idle_filters=config.idle_filters,
+            qos=config.qos,
             phase=phase,
         )
 
@@ -271,6 +275,7 @@ def _configuration(spec, path):
         "zmq_hwm",
         "zmq_client_hwm",
         "idle_filters",
+        "qos",
     }
     unknown = sorted(set(spec) - known)
     if unknown:
@@ -287,7 +292,10 @@ def _configuration(spec, path):
         zmq_hwm=_int(spec, "zmq_hwm", path, 0) if "zmq_hwm" in spec else None,
         zmq_client_hwm=_int(spec, "zmq_client_hwm", path, 0) if "zmq_client_hwm" in spec else None,
         idle_filters=_int(spec, "idle_filters", path, 0) if "idle_filters" in spec else 0,
+        qos=_int(spec, "qos", path, 0) if "qos" in spec else 0,
     )
+    if c.qos > 2:
+        raise ConfigError(f"{path}.qos", c.qos, "0, 1 or 2 (MQTT QoS)")
     if c.payload_bytes < 20:
         raise ConfigError(f"{path}.payload_bytes", c.payload_bytes, "at least 20 bytes (sequence + timestamp header)")
     if c.fanout > c.subscribers:
@@ -302,6 +310,13 @@ def _configuration(spec, path):
     if c.split not in ("train", "holdout"):
         raise ConfigError(f"{path}.split", c.split, "train or holdout")
     return c
+
+
+def _check_qos(config, path, brokers):
+    """QoS above 0 only where every broker of the campaign speaks MQTT (the others have no levels)."""
+    other = [b for b in brokers if REGISTRY[b].protocol != "mqtt"]
+    if config.qos and other:
+        raise ConfigError(f"{path}.qos", config.qos, f"0 with broker {other[0]} (QoS 1 and 2 are MQTT only)")
 
 
 def _check_proxy_subscriptions(config, path, brokers):
@@ -347,6 +362,7 @@ def parse_campaign(data):
                     f"configurations[{i}].{name}", getattr(c, name), "only in a campaign of zmq-proxy alone"
                 )
         _check_proxy_subscriptions(c, f"configurations[{i}]", brokers)
+        _check_qos(c, f"configurations[{i}]", brokers)
     names = [c.name for c in parsed]
     if len(set(names)) != len(names):
         raise ConfigError("configurations.name", names, "unique names")

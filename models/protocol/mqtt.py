@@ -58,6 +58,9 @@ __all__ = [
     "encode_subscribe",
     "encode_publish",
     "encode_puback",
+    "encode_pubrec",
+    "encode_pubrel",
+    "encode_pubcomp",
     "encode_pingreq",
     "encode_disconnect",
     "decode_packet",
@@ -238,14 +241,14 @@ def encode_subscribe(packet_id: int, topic_filters: str | Iterable[str], qos: in
 def encode_publish(
     topic: str, payload, *, qos: int = 0, packet_id: int | None = None, retain: bool = False, dup: bool = False
 ) -> bytes:
-    """PUBLISH; ``packet_id`` (1..65535) is required for QoS 1."""
-    if qos not in (0, 1):
-        raise ValueError(f"qos {qos} not supported (0 or 1)")
+    """PUBLISH; ``packet_id`` (1..65535) is required for QoS 1 and 2."""
+    if qos not in (0, 1, 2):
+        raise ValueError(f"qos {qos} not in 0, 1, 2")
     head = (PUBLISH << 4) | (qos << 1) | (0x01 if retain else 0) | (0x08 if dup else 0)
     body = _str(topic)
     if qos:
         if packet_id is None or not 1 <= packet_id <= 0xFFFF:
-            raise ValueError(f"QoS 1 needs a packet id in 1..65535, got {packet_id!r}")
+            raise ValueError(f"QoS {qos} needs a packet id in 1..65535, got {packet_id!r}")
         body += struct.pack("!H", packet_id)
     return _packet(head, body + bytes(payload))
 
@@ -253,6 +256,21 @@ def encode_publish(
 def encode_puback(packet_id: int) -> bytes:
     """PUBACK of the QoS 1 PUBLISH ``packet_id`` (4 bytes)."""
     return struct.pack("!BBH", PUBACK << 4, 2, packet_id)
+
+
+def encode_pubrec(packet_id: int) -> bytes:
+    """PUBREC of the QoS 2 PUBLISH ``packet_id`` (4 bytes; MQTT 3.1.1 section 3.5)."""
+    return struct.pack("!BBH", PUBREC << 4, 2, packet_id)
+
+
+def encode_pubrel(packet_id: int) -> bytes:
+    """PUBREL answering a PUBREC of ``packet_id`` (4 bytes; fixed-header flags 0010, section 3.6)."""
+    return struct.pack("!BBH", PUBREL << 4 | FIXED_FLAGS[PUBREL], 2, packet_id)
+
+
+def encode_pubcomp(packet_id: int) -> bytes:
+    """PUBCOMP answering a PUBREL of ``packet_id`` (4 bytes; section 3.7)."""
+    return struct.pack("!BBH", PUBCOMP << 4, 2, packet_id)
 
 
 def encode_pingreq() -> bytes:
@@ -280,7 +298,7 @@ class PublishTemplate:
     payload_bytes : int
         Payload length, bytes; the payload is zero-filled until patched.
     qos : int
-        0 or 1 (QoS 1 reserves a packet id, initially 1).
+        0, 1 or 2 (QoS 1 and 2 reserve a packet id, initially 1).
     retain : bool
     """
 

@@ -101,6 +101,7 @@ from .spec import (  # noqa: F401
     BATCH_INTERVAL_S,
     MAX_BATCH,
     PROTOCOLS,
+    QOS2_WINDOW,
     ZMQ_MODES,
     HarnessError,
     LoadSpec,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import array
 import os
+import select
 import socket
 import struct
 import time
@@ -21,7 +22,7 @@ from ..rxstamp import RealToMonotonic
 from ..txstamp import TxStamps
 from .child import _CONTROL_PERIOD_NS, _FLUSH_TIMEOUT_S, _PROBE_PERIOD_NS, _child_setup, _report_error, _schedstat
 from .records import _SEQ_TIME, PROBE_SEQ
-from .spec import HarnessError, batch_size, topic_name
+from .spec import QOS2_WINDOW, HarnessError, batch_size, topic_name
 
 _COLLECT_EVERY = 16  # batches between reads of the transmit stamps (the error queue fills the receive buffer)
 
@@ -102,6 +103,22 @@ class _PubControl:
             raise SystemExit(0) from None
 
 
+def _finish_exchanges(sock, stream, acks, done, release, deadline):
+    """Count the exchanges the broker completed before a PINGRESP, answering its PUBRECs (QoS 2)
+    and asking again until none is left: a broker handles a connection's packets in order, so
+    the PUBCOMPs of the PUBRELs sent come before the next PINGRESP."""
+    while True:
+        sock.sendall(mw.encode_pingreq())
+        mw.recv_packet(sock, stream, mw.PINGRESP, deadline)
+        pending = [p.packet_id for p in stream.backlog if p.type == mw.PUBREC]
+        acks[0] += sum(p.type == done for p in stream.backlog)
+        stream.backlog.clear()
+        if not pending:
+            return
+        for packet_id in pending:
+            release(packet_id)
+
+
 def _wait_start(ctl, send_probes, drain):
     """Send a probe round every 20 ms until the parent says ``quiet`` (every
     subscriber is ready), answer ``quiet`` once the probes have stopped, and
@@ -128,8 +145,12 @@ def _sleep_until(t_ns):
         time.sleep(d / 1e9)
 
 
-def _pace(spec, index, ctl, b, send_batch, drain):
-    """The publishing loop; returns the publisher's report (module docstring, Pacing)."""
+def _pace(spec, index, ctl, b, send_batch, drain, wait=None):
+    """The publishing loop; returns the publisher's report (module docstring, Pacing).
+
+    ``wait(seconds)``: how the loop passes the time until a batch is due (default
+    ``time.sleep``); a QoS 2 publisher answers the broker's PUBRECs meanwhile."""
+    wait = time.sleep if wait is None else wait
     rate = spec.rate_per_s / spec.publishers
     interval = b * 1e9 / rate
     t0 = ctl.start_ns
@@ -147,7 +168,7 @@ def _pace(spec, index, ctl, b, send_batch, drain):
             break
         now = clock()
         if now < due:
-            time.sleep((due - now) / 1e9)
+            wait((due - now) / 1e9)
             now = clock()
         if now >= t_end:
             break
@@ -228,7 +249,9 @@ def _stream_publisher(spec, index, conn):
                 raise HarnessError("connection closed by the broker")
             for item in stream.feed(data):
                 if is_mqtt:
-                    acks[0] += item.type == mw.PUBACK
+                    acks[0] += item.type == done
+                    if item.type == mw.PUBREC:
+                        release(item.packet_id)
                 elif item.op == "PING":
                     pings[0] += 1
                     sendall(nw.PONG)
@@ -236,10 +259,43 @@ def _stream_publisher(spec, index, conn):
                 elif item.op == "-ERR":
                     raise HarnessError(f"NATS error: {item.payload.decode(errors='replace')}")
 
+    done = mw.PUBCOMP if spec.qos == 2 else mw.PUBACK  # the packet that completes an exchange
+
+    window = QOS2_WINDOW if is_mqtt and spec.qos == 2 else None
+    open_ = [0]  # QoS 2 exchanges sent and not yet released
+
+    def release(packet_id):
+        """QoS 2: answer a PUBREC with its PUBREL (MQTT 3.1.1 section 4.3.3)."""
+        rel = mw.encode_pubrel(packet_id)
+        sendall(rel)
+        tx.other(len(rel))
+        open_[0] -= 1
+
+    def answer_while(seconds):
+        """QoS 2: wait ``seconds`` answering PUBRECs as they come, as a client's network loop does:
+        the broker releases a QoS 2 message to its subscribers only on its PUBREL."""
+        until = time.monotonic() + seconds
+        while (left := until - time.monotonic()) > 0:
+            if select.select([sock], [], [], left)[0]:
+                drain()
+
+    def wait_window(n):
+        """QoS 2: block until ``n`` more exchanges fit the broker's window (:data:`QOS2_WINDOW`),
+        as a client library queues publications while its in-flight window is full."""
+        deadline = time.monotonic() + _FLUSH_TIMEOUT_S
+        while open_[0] + n > window:
+            if time.monotonic() > deadline:
+                raise HarnessError(f"QoS 2: no PUBREC from the broker for {_FLUSH_TIMEOUT_S:g} s")
+            select.select([sock], [], [], 0.01)
+            drain()
+
     def patch_ids(buf, offsets):
         pid[0] = mw.patch_packet_ids(buf, offsets, pid[0])
 
     def send_probes(now):
+        if window is not None:
+            wait_window(len(probe.slot_headers[0]))
+            open_[0] += len(probe.slot_headers[0])
         for o in probe.slot_headers[0]:
             _SEQ_TIME.pack_into(probe.buf, o + 2, PROBE_SEQ, now)
         if probe.slot_pids:
@@ -253,6 +309,9 @@ def _stream_publisher(spec, index, conn):
     writes = array.array("q")  # each batch's clock read just before its sendall
 
     def send_batch(n, now):
+        if window is not None:
+            wait_window(b)
+            open_[0] += b
         s = n % slots
         seq = n * b
         for o in slot_headers[s]:
@@ -275,15 +334,12 @@ def _stream_publisher(spec, index, conn):
         if not ctl.abort:
             if spec.kernel_timestamps:
                 tx.start()
-            report = _pace(spec, index, ctl, b, send_batch, drain)
+            report = _pace(spec, index, ctl, b, send_batch, drain, None if window is None else answer_while)
         tx.finish(realtime_offset_ns(), _FLUSH_TIMEOUT_S)
         t = time.monotonic()
         try:
             if is_mqtt:
-                sendall(mw.encode_pingreq())
-                mw._recv_packet(sock, stream, mw.PINGRESP, t + _FLUSH_TIMEOUT_S)
-                acks[0] += sum(p.type == mw.PUBACK for p in stream.backlog)
-                stream.backlog.clear()
+                _finish_exchanges(sock, stream, acks, done, release, t + _FLUSH_TIMEOUT_S)
                 sendall(mw.encode_disconnect())
             else:
                 nw.flush(sock, stream, timeout_s=_FLUSH_TIMEOUT_S)

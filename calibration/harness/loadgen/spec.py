@@ -26,6 +26,7 @@ __all__ = [
     "ZMQ_MODES",
     "BATCH_INTERVAL_S",
     "MAX_BATCH",
+    "QOS2_WINDOW",
     "HarnessError",
     "PublisherBlocked",
     "LoadSpec",
@@ -42,6 +43,10 @@ _MAX_BATCH_BYTES = 256 * 1024
 BATCH_INTERVAL_S = 0.001  # default pacing interval of a publisher, s
 MAX_BATCH = 256  # default largest batch, messages
 MAX_IDLE_FILTERS = 1_000_000  # most idle subscriptions a run installs
+#: Most QoS 2 exchanges a publisher leaves unreleased (PUBLISH sent, PUBREC not yet answered):
+#: Mosquitto's max_inflight_messages default (mosquitto.conf(5)), beyond which it closes an MQTT
+#: 3.1.1 connection (its test/broker/03-publish-qos2-max-inflight-exceeded.py); also Paho's default.
+QOS2_WINDOW = 20
 
 
 class HarnessError(RuntimeError):
@@ -94,7 +99,7 @@ class LoadSpec:
     payload_bytes : int
         >= 20 (the header).
     qos : int
-        MQTT QoS of publications and subscriptions (0 or 1; 0 for the others).
+        MQTT QoS of publications and subscriptions (0, 1 or 2; 0 for the others).
     idle_filters : int
         Subscriptions installed besides the workload's, on topics nobody
         publishes to (:func:`pubsim.calibration.workload.idle_filter_names`):
@@ -182,10 +187,10 @@ class LoadSpec:
                 self.payload_bytes,
                 f"an integer in {HEADER_BYTES}..{256 * 2**20} (the header takes {HEADER_BYTES})",
             )
-        if self.qos not in (0, 1) or isinstance(self.qos, bool):
-            raise ConfigError("qos", self.qos, "0 or 1")
+        if self.qos not in (0, 1, 2) or isinstance(self.qos, bool):
+            raise ConfigError("qos", self.qos, "0, 1 or 2")
         if self.qos and self.protocol != "mqtt":
-            raise ConfigError("qos", self.qos, f"0 for protocol {self.protocol} (QoS 1 is MQTT only)")
+            raise ConfigError("qos", self.qos, f"0 for protocol {self.protocol} (QoS 1 and 2 are MQTT only)")
         if not _is_int(self.idle_filters) or not 0 <= self.idle_filters <= MAX_IDLE_FILTERS:
             raise ConfigError("idle_filters", self.idle_filters, f"an integer in 0..{MAX_IDLE_FILTERS}")
         if not _is_num(self.rate_per_s) or self.rate_per_s <= 0:
@@ -276,12 +281,13 @@ def subscriber_topics(spec: LoadSpec) -> list[list[int]]:
 
 
 def batch_size(spec: LoadSpec) -> int:
-    """Messages per batch of one publisher of ``spec`` (package docstring, Pacing)."""
+    """Messages per batch of one publisher of ``spec`` (package docstring, Pacing); at QoS 2 at most
+    :data:`QOS2_WINDOW`, the exchanges it may leave open."""
     return pacing_batch(
         spec.rate_per_s / spec.publishers,
         spec.payload_bytes,
         spec.topics,
-        max_batch=spec.max_batch,
+        max_batch=min(spec.max_batch, QOS2_WINDOW) if spec.qos == 2 else spec.max_batch,
         batch_interval_s=spec.batch_interval_s,
     )
 

@@ -232,9 +232,8 @@ def _stream_subscriber(spec, index, topics, conn, counters):
                             ack_ids=ack_ids,
                             t_kernel_ns=t_kernel,
                         )
-                        if ack_ids:
-                            _send_blocking(sock, b"".join(mw.encode_puback(p) for p in ack_ids))
-                            ack_ids.clear()
+                        if ack_ids or others:
+                            _acknowledge(sock, ack_ids, others, spec.qos)
                     else:
                         rec.off, others = stream.feed_records(
                             data, now, rec.buf, rec.off, header_bytes=HEADER_BYTES, stride=STRIDE, t_kernel_ns=t_kernel
@@ -257,6 +256,18 @@ def _stream_subscriber(spec, index, topics, conn, counters):
             pass
         sock.close()
     st.finish()
+
+
+def _acknowledge(sock, ack_ids, others, qos):
+    """Answer the deliveries of one read (MQTT 3.1.1 section 4.3): a PUBACK per QoS 1 PUBLISH,
+    a PUBREC per QoS 2 one and a PUBCOMP per PUBREL, in one write; ``ack_ids`` is cleared."""
+    encode = mw.encode_pubrec if qos == 2 else mw.encode_puback
+    out = [encode(p) for p in ack_ids or ()]
+    out += [mw.encode_pubcomp(p.packet_id) for p in others if p.type == mw.PUBREL]
+    if out:
+        _send_blocking(sock, b"".join(out))
+    if ack_ids:
+        ack_ids.clear()
 
 
 def _zmq_subscriber(spec, index, topics, conn, counters):
