@@ -55,6 +55,7 @@ import pandas as pd
 from scipy.optimize import brentq, nnls
 from scipy.stats import gamma
 
+from ..models.mechanisms.qos.rules import handshake_packets
 from ..models.params.broker import FILTER_FORMS, filter_load
 from ..models.protocol import mqtt_length_bytes
 from ..sim.errors import ConfigError
@@ -69,6 +70,7 @@ __all__ = [
     "connections_of",
     "wakeups_of",
     "filters_of",
+    "acks_of",
     "WAKE_REGRESSORS",
     "extra_length_bytes_of",
     "HARNESS_TOPIC_BYTES",
@@ -89,6 +91,7 @@ COSTS = (
     "length_byte_cost_s",
     "pass_cost_s",
     "filter_scan_cost_s",
+    "ack_cost_s",
 )
 #: Paid by a busy broker too.
 BUSY = (
@@ -99,6 +102,7 @@ BUSY = (
     "length_byte_cost_s",
     "pass_cost_s",
     "filter_scan_cost_s",
+    "ack_cost_s",
 )
 #: Topic name length of the harness's runs, bytes ("pubsim/t0"; t10 and above are a byte longer).
 HARNESS_TOPIC_BYTES = len(topic_name(0))
@@ -219,6 +223,17 @@ def filters_of(measurements):
     return np.array([installed_filters(r) for r in m.to_dict("records")], dtype=float)
 
 
+def acks_of(measurements):
+    """QoS handshake packets the broker handles per ingress message of each run, the regressor of
+    ``ack_cost_s``: those of the publication's exchange and of each of its ``fanout`` copies, at the
+    run's ``qos`` (:func:`pubsim.models.mechanisms.qos.rules.handshake_packets`: 0, 1 PUBACK, or
+    PUBREC + PUBREL + PUBCOMP), as the simulated broker charges them
+    (:func:`pubsim.models.mechanisms.qos.build.broker_handshakes`)."""
+    m = measurements.reset_index(drop=True)
+    qos = m["qos"].fillna(0).to_numpy(dtype=int) if "qos" in m else np.zeros(len(m), dtype=int)
+    return handshake_packets(qos) * (1.0 + m["fanout"].to_numpy(dtype=float))
+
+
 def wakeups_of(measurements, *, min_reference=1.0):
     """Wake-ups per ingress message of each run, from its voluntary context switches.
 
@@ -304,6 +319,10 @@ class BrokerDemandCalibrator:
         leave-one-configuration-out error.
     filter_exponent : float
         The ``power`` form's exponent, in (0, 1]; 1 (default) otherwise.
+    fit_acks : bool
+        Also fit ``ack_cost_s``, the cost per MQTT QoS handshake packet
+        (:func:`acks_of`: a run's ``qos`` exchanges on the way in and on each
+        copy; needs training runs at different QoS). Default False: 0.
 
     Attributes
     ----------
@@ -328,6 +347,7 @@ class BrokerDemandCalibrator:
         fit_filters=False,
         filter_form="linear",
         filter_exponent=1.0,
+        fit_acks=False,
     ):
         if wake_regressor not in WAKE_REGRESSORS:
             raise ConfigError("wake_regressor", wake_regressor, f"one of {', '.join(WAKE_REGRESSORS)}")
@@ -346,6 +366,7 @@ class BrokerDemandCalibrator:
         self.fit_filters = fit_filters
         self.filter_form = filter_form
         self.filter_exponent = filter_exponent
+        self.fit_acks = fit_acks
 
     def _design(self, m):
         fanout = m["fanout"].to_numpy(dtype=float)
@@ -375,10 +396,11 @@ class BrokerDemandCalibrator:
             length,
             passes,
             filters,
+            acks_of(m) if self.fit_acks else np.zeros_like(fanout),
         ]
         keep = [True, self.fit_delivery, self.fit_per_byte, True, self.fit_background]
         keep += [form == "per_message", form == "per_wakeup", self.fit_length_bytes, form == "per_pass"]
-        keep += [self.fit_filters]
+        keep += [self.fit_filters, self.fit_acks]
         return np.column_stack([c for c, k in zip(cols, keep) if k]), [n for n, k in zip(COSTS, keep) if k]
 
     def _filter_load(self, filters):
@@ -387,6 +409,7 @@ class BrokerDemandCalibrator:
     def _columns(self):
         cols = REQUIRED_COLUMNS + (("wakeups_per_ingress",) if self.wake_regressor != "idle_fraction" else ())
         cols += ("publishers", "subscribers") if self.connection_form is not None else ()
+        cols += ("qos",) if self.fit_acks else ()
         return cols + (("publishers", "subscribers", "topics") if self.fit_filters else ())
 
     def _known(self, measurements):
@@ -429,16 +452,28 @@ class BrokerDemandCalibrator:
         return self.predict(m) - self.params_["background_cpu_fraction"] / rate
 
     def capacity_per_s(
-        self, *, payload_bytes, fanout, cap=1.0, workers=1, connections=0, topic_bytes=None, publishers=1, filters=0
+        self,
+        *,
+        payload_bytes,
+        fanout,
+        cap=1.0,
+        workers=1,
+        connections=0,
+        topic_bytes=None,
+        publishers=1,
+        filters=0,
+        qos=0,
     ):
         """Ingress rate at which the workers are always busy (no wake-ups), msg/s
         (``topic_bytes`` None: the harness's, :data:`HARNESS_TOPIC_BYTES`; a
         pass is shared by one message of each of ``publishers``, all backed up;
-        ``filters``: subscriptions installed at the broker)."""
+        ``filters``: subscriptions installed at the broker; ``qos``: the MQTT QoS of
+        publications and subscriptions)."""
         p = self.params_
         busy = p["ingress_cost_s"] + fanout * p["delivery_cost_s"] + payload_bytes * (1 + fanout) * p["per_byte_cost_s"]
         busy += connections * p["connection_cost_s"] + p.get("pass_cost_s", 0.0) / max(int(publishers), 1)
         busy += float(self._filter_load(filters)) * p.get("filter_scan_cost_s", 0.0)
+        busy += int(handshake_packets(int(qos))) * (1 + fanout) * p.get("ack_cost_s", 0.0)
         topic = HARNESS_TOPIC_BYTES if topic_bytes is None else topic_bytes
         busy += p.get("length_byte_cost_s", 0.0) * (int(mqtt_length_bytes(int(payload_bytes), int(topic))) - 1)
         return math.inf if busy <= 0 else max(cap * workers - p["background_cpu_fraction"], 0.0) / busy

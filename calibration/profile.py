@@ -330,6 +330,13 @@ def build_profile(
             else ""
         )
         + _filter_text(demand_params, metadata)
+        + (
+            f"ack_cost_s {demand_params['ack_cost_s'] * 1e6:.3g} us per MQTT QoS handshake packet handled "
+            "(a PUBACK at QoS 1; PUBREC, PUBREL and PUBCOMP at QoS 2; on the way in and on each copy), fitted "
+            "on runs at several QoS; "
+            if demand_params.get("ack_cost_s")
+            else ""
+        )
         + _drift_text(speed_drift)
         + (f"{metadata['sleep_entry']}; " if metadata.get("sleep_entry") else "")
         + (

@@ -22,7 +22,7 @@ import copy
 import numpy as np
 import pandas as pd
 
-from .fit import PASSES, connections_of, extra_length_bytes_of, filters_of, passes_of
+from .fit import PASSES, acks_of, connections_of, extra_length_bytes_of, filters_of, passes_of
 
 __all__ = ["TERM_UNITS", "busy_identified", "passes_identified", "bootstrap_intervals", "terms_record"]
 
@@ -38,6 +38,7 @@ TERM_UNITS = {
     "length_byte_cost_s": "s",
     "pass_cost_s": "s",
     "filter_scan_cost_s": "s",
+    "ack_cost_s": "s",
 }
 
 _RANK_TOL = 1e-8
@@ -46,18 +47,19 @@ _RANK_TOL = 1e-8
 def _configurations(rows):
     """One row per training configuration: fan-out, payload, connections (and topic length)."""
     cols = ["fanout", "payload_bytes", "publishers", "subscribers"]
-    cols += [c for c in ("topic_bytes", "topics", "idle_filters") if c in rows]
+    cols += [c for c in ("topic_bytes", "topics", "idle_filters", "qos") if c in rows]
     return rows.drop_duplicates(cols)[cols].reset_index(drop=True)
 
 
-def busy_identified(rows, *, length_bytes=False, filters=False):
+def busy_identified(rows, *, length_bytes=False, filters=False, acks=False):
     """Which busy terms the training configurations identify, in order.
 
     Terms are added in the order ingress, delivery, per byte, remaining-length
     bytes (only with ``length_bytes``: a broker that reads them one by one,
     ``BrokerParams.length_byte_cost_s``), connections, installed subscriptions
     (only with ``filters``: :func:`pubsim.calibration.fit.filters_of`,
-    ``filter_scan_cost_s``) while the rank of their columns over the configurations grows
+    ``filter_scan_cost_s``), QoS handshake packets (only with ``acks``:
+    :func:`pubsim.calibration.fit.acks_of`, ``ack_cost_s``) while the rank of their columns over the configurations grows
     (columns scaled to unit norm, singular values below ``1e-8`` of the
     largest count as zero; a term beyond the number of configurations is
     not identified either).
@@ -76,6 +78,7 @@ def busy_identified(rows, *, length_bytes=False, filters=False):
         "length_byte_cost_s": extra_length_bytes_of(c),
         "connection_cost_s": connections_of(c),
         "filter_scan_cost_s": filters_of(c) if filters else np.zeros(len(c)),
+        "ack_cost_s": acks_of(c) if acks else np.zeros(len(c)),
     }
     what = {
         "delivery_cost_s": "fan-out",
@@ -83,11 +86,14 @@ def busy_identified(rows, *, length_bytes=False, filters=False):
         "length_byte_cost_s": "MQTT remaining-length bytes beyond the first",
         "connection_cost_s": "connections (publishers + subscribers)",
         "filter_scan_cost_s": "installed subscriptions",
+        "ack_cost_s": "QoS handshake packets",
     }
     if not length_bytes:
         del cols["length_byte_cost_s"]
     if not filters:
         del cols["filter_scan_cost_s"]
+    if not acks:
+        del cols["ack_cost_s"]
     kept, status = [], {}
     for name, x in cols.items():
         if name != "ingress_cost_s" and np.ptp(x) == 0:

@@ -244,6 +244,7 @@ def fit_profiles(
             "connection_form": form if form and status[CONNECTION_TERMS[form]] is None else None,
             "fit_length_bytes": status["length_byte_cost_s"] is None,
             "fit_filters": status["filter_scan_cost_s"] is None,
+            "fit_acks": status["ack_cost_s"] is None,
         }
         filter_form, exponent, filter_why = _filter_form(calibrator, settings, rows)
         demand = calibrator(**settings, filter_form=filter_form, filter_exponent=exponent).fit(rows)
@@ -539,9 +540,15 @@ def _identified(rows, connection_form, kind, *, length_bytes=True):
     counted = {"publishers", "subscribers"} <= set(rows.columns)
     uncounted = "not identified: the runs do not say how many publishers and subscribers"
     unvaried = _filters_reason(rows) or matching_lookup_reason(kind)
-    ids = busy_identified(rows, length_bytes=not_read is None, filters=unvaried is None) if counted else {}
+    one_qos = _qos_reason(rows)
+    ids = (
+        busy_identified(rows, length_bytes=not_read is None, filters=unvaried is None, acks=one_qos is None)
+        if counted
+        else {}
+    )
     status = {"length_byte_cost_s": not_read or (ids["length_byte_cost_s"] if counted else uncounted)}
     status["filter_scan_cost_s"] = unvaried or (ids["filter_scan_cost_s"] if counted else uncounted)
+    status["ack_cost_s"] = one_qos or (ids["ack_cost_s"] if counted else uncounted)
     if rows.payload_bytes.nunique() < 2:
         status["per_byte_cost_s"] = f"not identified: one payload size ({rows.payload_bytes.iloc[0]} B)"
     if rows.fanout.nunique() < 2:
@@ -566,6 +573,14 @@ def _filter_form(calibrator, settings, rows):
     if not settings["fit_filters"]:
         return "linear", 1.0, None
     return choose_filter_form(lambda f, e: calibrator(**settings, filter_form=f, filter_exponent=e), rows)
+
+
+def _qos_reason(rows):
+    """None if the training runs differ in MQTT QoS, so that ``ack_cost_s`` may be fitted; else why not."""
+    levels = sorted(set(rows["qos"].fillna(0).astype(int))) if "qos" in rows else [0]
+    if len(levels) < 2:
+        return f"not identified: every training run has QoS {levels[0]} (no handshake packets to tell apart)"
+    return None
 
 
 def _filters_reason(rows):

@@ -23,9 +23,9 @@ from ..run import simulate
 from ..sim import kernels as K
 from ..sim.distributions import Sporadic, Uniform
 from .harness.cpu import quota_us
-from .harness.loadgen import pacing_batch
+from .harness.loadgen import MAX_BATCH, QOS2_WINDOW, pacing_batch
 from .pacing import batch_due_ns
-from .workload import IDLE_TOPIC, idle_filter_names, idle_filters_of, topic_assignment
+from .workload import IDLE_TOPIC, idle_filter_names, idle_filters_of, qos_of, topic_assignment
 
 __all__ = ["ROW_FIELDS", "result_row", "broker_cpu_s", "paced_publisher", "topology_for", "VirtualHarness"]
 
@@ -195,7 +195,8 @@ def paced_publisher(row, index, topics, *, batch_s=None):
 def _batching(row, topics):
     """``(rate per publisher, messages per batch)`` of a run's publishers."""
     rate = float(row["rate_per_s"]) / int(row["publishers"])
-    return rate, pacing_batch(rate, int(row["payload_bytes"]), topics)
+    most = QOS2_WINDOW if qos_of(row) == 2 else MAX_BATCH  # as loadgen.batch_size
+    return rate, pacing_batch(rate, int(row["payload_bytes"]), topics, max_batch=most)
 
 
 def topology_for(row, profile, *, pacing=None, rng=None, stalls=None):
@@ -230,12 +231,18 @@ def topology_for(row, profile, *, pacing=None, rng=None, stalls=None):
     if lag is not None:
         rate, b = _batching(row, len(pub_topics[0]))
         batches = lag.send_times_s(rate, b, float(row["duration_s"]), rng, publishers=len(pub_topics))
+    qos = qos_of(row)
     pubs = {f"pub{i}": paced_publisher(row, i, tuple(t), batch_s=batches[i]) for i, t in enumerate(pub_topics)}
+    if qos:  # the load generator's window: none at QoS 1, the broker's at QoS 2 (loadgen.QOS2_WINDOW)
+        window = QOS2_WINDOW if qos == 2 else 0
+        pubs = {n: replace(p, qos=qos, inflight_messages=window) for n, p in pubs.items()}
     idle = tuple(idle_filter_names(idle_filters_of(row)))  # installed on subscriber 0, as the harness does
     subs = {
-        f"sub{j}": SubscriberParams(subscriptions=tuple(f) + (idle if j == 0 else ()))
+        f"sub{j}": SubscriberParams(subscriptions=tuple(f) + (idle if j == 0 else ()), qos=qos)
         for j, f in enumerate(sub_filters)
     }
+    if qos and link.jitter_on == "idle_receiver":  # a QoS window's propagation draws jitter for every packet
+        link = replace(link, jitter_on="every_packet")
     protocol = {"zmq-proxy": "zmq", "nats": "none"}.get(kind, "mqtt")
     if stalls is not None:
         link = _stalled_links(row, link, stalls, sub_filters)

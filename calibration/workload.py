@@ -13,7 +13,15 @@ from __future__ import annotations
 
 from ..sim.errors import ConfigError
 
-__all__ = ["topic_name", "topic_assignment", "idle_filter_names", "idle_filters_of", "installed_filters", "IDLE_TOPIC"]
+__all__ = [
+    "topic_name",
+    "topic_assignment",
+    "idle_filter_names",
+    "idle_filters_of",
+    "installed_filters",
+    "qos_of",
+    "IDLE_TOPIC",
+]
 
 IDLE_TOPIC = "pubsim/idle"
 
@@ -64,6 +72,12 @@ def idle_filters_of(row):
     """A run's idle subscriptions (its ``idle_filters``; 0 where the column is missing or NaN)."""
     n = row.get("idle_filters", 0) if hasattr(row, "get") else 0
     return 0 if n is None or n != n else int(n)
+
+
+def qos_of(row):
+    """A run's MQTT QoS (its ``qos``; 0 where the column is missing or NaN)."""
+    q = row.get("qos", 0) if hasattr(row, "get") else 0
+    return 0 if q is None or q != q else int(q)
 
 
 def installed_filters(row):

@@ -37,7 +37,9 @@ SHAPES = [
 def synthetic_runs(shapes, rng, noise=0.0, cap=0.2, truth=TRUE, form="linear", exponent=1.0):
     rows = []
     for name, payload, pubs, subs, fanout, idle in shapes:
-        b = busy(payload, pubs, subs, fanout, truth) + truth["filter_scan_cost_s"] * filter_load(subs + idle, form, exponent)
+        b = busy(payload, pubs, subs, fanout, truth) + truth["filter_scan_cost_s"] * filter_load(
+            subs + idle, form, exponent
+        )
         limit = (cap - truth["background_cpu_fraction"]) / b
         for frac in (0.02, 0.1, 0.3, 0.5, 0.7, 0.85, 0.92, 0.96):
             rate = frac * limit

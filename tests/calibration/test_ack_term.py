@@ -1,0 +1,102 @@
+"""The cost per MQTT QoS handshake packet (ack_cost_s) from runs at several QoS levels."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from pubsim.calibration.campaign import parse_campaign
+from pubsim.calibration.fit import BrokerDemandCalibrator, KneeDemandCalibrator, acks_of
+from pubsim.calibration.profile import check_profile
+from pubsim.calibration.validate import fit_profiles, simulate_run
+from pubsim.models.mechanisms.qos.rules import handshake_packets
+from pubsim.sim.errors import ConfigError
+from tests.calibration.test_connection_term import META, busy, run_row
+
+TRUE = {
+    "ingress_cost_s": 6e-6,
+    "delivery_cost_s": 3e-6,
+    "per_byte_cost_s": 1e-9,
+    "idle_wakeup_cost_s": 12e-6,
+    "background_cpu_fraction": 0.01,
+    "ack_cost_s": 1.5e-6,
+}
+# (name, payload, publishers, subscribers, fanout, qos)
+SHAPES = [
+    ("p64-f1", 64, 1, 1, 1, 0),
+    ("p1024-f1", 1024, 1, 1, 1, 0),
+    ("p64-f4", 64, 1, 4, 4, 0),
+    ("p64-f1-q1", 64, 1, 1, 1, 1),
+    ("p64-f1-q2", 64, 1, 1, 1, 2),
+]
+
+
+def synthetic_runs(shapes, rng, noise=0.0, cap=0.2, truth=TRUE):
+    rows = []
+    for name, payload, pubs, subs, fanout, qos in shapes:
+        b = busy(payload, pubs, subs, fanout, truth) + truth["ack_cost_s"] * int(handshake_packets(qos)) * (1 + fanout)
+        limit = (cap - truth["background_cpu_fraction"]) / b
+        for frac in (0.02, 0.1, 0.3, 0.5, 0.7, 0.85, 0.92, 0.96):
+            rate = frac * limit
+            wake = (1.0 - frac) ** 2 if frac < 0.9 else 0.0
+            d = b + truth["idle_wakeup_cost_s"] * wake + truth["background_cpu_fraction"] / rate
+            d = d * (1 + noise * rng.standard_normal())
+            rows.append(run_row(len(rows), name, payload, pubs, subs, fanout, cap, rate, d, wake, qos=qos))
+    return pd.DataFrame(rows)
+
+
+def test_handshake_packets_per_message_count_the_way_in_and_each_copy():
+    runs = pd.DataFrame({"qos": [0, 1, 2, 1, np.nan], "fanout": [1, 1, 1, 4, 2]})
+    assert list(acks_of(runs)) == [0.0, 2.0, 6.0, 5.0, 0.0]  # 1 + fan-out exchanges; NaN: QoS 0
+    assert list(acks_of(pd.DataFrame({"fanout": [3]}))) == [0.0]  # campaigns before the column
+
+
+@pytest.mark.parametrize("calibrator", [BrokerDemandCalibrator, KneeDemandCalibrator])
+def test_the_fits_recover_a_known_cost_per_handshake_packet(calibrator):
+    cal = calibrator(wake_regressor="wakeups", fit_background=True, fit_acks=True).fit(
+        synthetic_runs(SHAPES, np.random.default_rng(0))
+    )
+    for name, value in TRUE.items():
+        assert cal.params_[name] == pytest.approx(value, rel=1e-4), name
+    busy2 = busy(64, 1, 4, 4, TRUE) + 3 * 5 * TRUE["ack_cost_s"]  # QoS 2 at fan-out 4: 15 packets
+    assert cal.capacity_per_s(payload_bytes=64, fanout=4, cap=0.2, qos=2) == pytest.approx(
+        (0.2 - TRUE["background_cpu_fraction"]) / busy2, rel=1e-4
+    )
+
+
+def test_fit_profiles_fits_it_where_the_runs_vary_their_qos_and_the_twin_pays_it():
+    runs = synthetic_runs(SHAPES, np.random.default_rng(3), noise=0.01)
+    prof = check_profile(fit_profiles(runs, META, n_boot=20)["mosquitto"])
+    broker = prof["broker"]["mosquitto"]
+    assert broker["ack_cost_s"] == pytest.approx(TRUE["ack_cost_s"], rel=0.2)
+    term = prof["fit_terms"]["terms"]["ack_cost_s"]
+    assert term["ci"][0] <= term["value"] <= term["ci"][1]
+    assert "per MQTT QoS handshake packet" in broker["provenance"]["note"]
+    row = {**runs[runs.config == "p64-f1"].iloc[0].to_dict(), "duration_s": 2.0, "warmup_s": 0.5, "cooldown_s": 0.25}
+    plain = simulate_run(row, prof, sample=10)[0]
+    two = simulate_run({**row, "qos": 2}, prof, sample=10)[0]
+    assert two["delivery_ratio"] == pytest.approx(1.0, abs=0.01)  # the twin's QoS 2 delivers every message
+    # light: every message wakes it either way; QoS 2 at fan-out 1: 3 packets in, 3 on the copy
+    assert two["demand_s_per_ingress"] - plain["demand_s_per_ingress"] == pytest.approx(
+        6 * broker["ack_cost_s"], rel=0.02
+    )
+
+
+def test_at_one_qos_the_term_is_not_fitted_and_says_why():
+    runs = synthetic_runs(SHAPES[:3], np.random.default_rng(3))
+    prof = check_profile(fit_profiles(runs, META, n_boot=10)["mosquitto"])
+    assert "ack_cost_s" not in prof["broker"]["mosquitto"]
+    term = prof["fit_terms"]["terms"]["ack_cost_s"]
+    assert term["identifiable"] is False and "every training run has QoS 0" in term["reason"]
+
+
+def test_a_campaign_configuration_takes_qos_and_refuses_it_where_a_broker_has_none():
+    spec = {"name": "c", "brokers": ["mosquitto"], "configurations": [{"name": "a", "qos": 2}, {"name": "b"}]}
+    camp = parse_campaign(spec)
+    assert [c.qos for c in camp.configurations] == [2, 0]
+    assert camp.run_spec("mosquitto", camp.configurations[0], 100.0, "light").qos == 2
+    for bad, brokers in ((3, ["mosquitto"]), (1, ["mosquitto", "nats"])):
+        with pytest.raises(ConfigError) as err:
+            parse_campaign({**spec, "brokers": brokers, "configurations": [{"name": "a", "qos": bad}]})
+        assert err.value.field == "configurations[0].qos"
