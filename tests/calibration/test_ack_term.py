@@ -12,38 +12,24 @@ from pubsim.calibration.profile import check_profile
 from pubsim.calibration.validate import fit_profiles, simulate_run
 from pubsim.models.mechanisms.qos.rules import handshake_packets
 from pubsim.sim.errors import ConfigError
-from tests.calibration.test_connection_term import META, busy, run_row
+from tests.calibration.test_connection_term import META, busy
+from tests.calibration.test_filter_term import SHAPES as FILTER_SHAPES
+from tests.calibration.test_filter_term import TRUE as FILTER_TRUE
+from tests.calibration.test_filter_term import shaped_runs
 
-TRUE = {
-    "ingress_cost_s": 6e-6,
-    "delivery_cost_s": 3e-6,
-    "per_byte_cost_s": 1e-9,
-    "idle_wakeup_cost_s": 12e-6,
-    "background_cpu_fraction": 0.01,
-    "ack_cost_s": 1.5e-6,
-}
+TRUE = {**{k: v for k, v in FILTER_TRUE.items() if k != "filter_scan_cost_s"}, "ack_cost_s": 1.5e-6}
 # (name, payload, publishers, subscribers, fanout, qos)
-SHAPES = [
-    ("p64-f1", 64, 1, 1, 1, 0),
-    ("p1024-f1", 1024, 1, 1, 1, 0),
-    ("p64-f4", 64, 1, 4, 4, 0),
+SHAPES = [s[:5] + (0,) for s in FILTER_SHAPES[:3]] + [
     ("p64-f1-q1", 64, 1, 1, 1, 1),
     ("p64-f1-q2", 64, 1, 1, 1, 2),
 ]
 
 
-def synthetic_runs(shapes, rng, noise=0.0, cap=0.2, truth=TRUE):
-    rows = []
-    for name, payload, pubs, subs, fanout, qos in shapes:
-        b = busy(payload, pubs, subs, fanout, truth) + truth["ack_cost_s"] * int(handshake_packets(qos)) * (1 + fanout)
-        limit = (cap - truth["background_cpu_fraction"]) / b
-        for frac in (0.02, 0.1, 0.3, 0.5, 0.7, 0.85, 0.92, 0.96):
-            rate = frac * limit
-            wake = (1.0 - frac) ** 2 if frac < 0.9 else 0.0
-            d = b + truth["idle_wakeup_cost_s"] * wake + truth["background_cpu_fraction"] / rate
-            d = d * (1 + noise * rng.standard_normal())
-            rows.append(run_row(len(rows), name, payload, pubs, subs, fanout, cap, rate, d, wake, qos=qos))
-    return pd.DataFrame(rows)
+def synthetic_runs(shapes, rng, noise=0.0):
+    def acks(subs, fanout, qos):
+        return TRUE["ack_cost_s"] * int(handshake_packets(qos)) * (1 + fanout)
+
+    return shaped_runs(shapes, rng, acks, "qos", noise=noise, truth=TRUE)
 
 
 def test_handshake_packets_per_message_count_the_way_in_and_each_copy():

@@ -34,20 +34,27 @@ SHAPES = [
 ]
 
 
-def synthetic_runs(shapes, rng, noise=0.0, cap=0.2, truth=TRUE, form="linear", exponent=1.0):
+def shaped_runs(shapes, rng, extra, column, *, noise=0.0, cap=0.2, truth=TRUE):
+    """Sustainable runs of ``(name, payload, publishers, subscribers, fanout, value)`` shapes whose
+    busy demand is the model's plus ``extra(subscribers, fanout, value)``; ``value`` in ``column``."""
     rows = []
-    for name, payload, pubs, subs, fanout, idle in shapes:
-        b = busy(payload, pubs, subs, fanout, truth) + truth["filter_scan_cost_s"] * filter_load(
-            subs + idle, form, exponent
-        )
+    for name, payload, pubs, subs, fanout, value in shapes:
+        b = busy(payload, pubs, subs, fanout, truth) + extra(subs, fanout, value)
         limit = (cap - truth["background_cpu_fraction"]) / b
         for frac in (0.02, 0.1, 0.3, 0.5, 0.7, 0.85, 0.92, 0.96):
             rate = frac * limit
             wake = (1.0 - frac) ** 2 if frac < 0.9 else 0.0
             d = b + truth["idle_wakeup_cost_s"] * wake + truth["background_cpu_fraction"] / rate
             d = d * (1 + noise * rng.standard_normal())
-            rows.append(run_row(len(rows), name, payload, pubs, subs, fanout, cap, rate, d, wake, idle_filters=idle))
+            rows.append(run_row(len(rows), name, payload, pubs, subs, fanout, cap, rate, d, wake, **{column: value}))
     return pd.DataFrame(rows)
+
+
+def synthetic_runs(shapes, rng, noise=0.0, cap=0.2, truth=TRUE, form="linear", exponent=1.0):
+    def scan(subs, fanout, idle):
+        return truth["filter_scan_cost_s"] * filter_load(subs + idle, form, exponent)
+
+    return shaped_runs(shapes, rng, scan, "idle_filters", noise=noise, cap=cap, truth=truth)
 
 
 def test_installed_filters_count_the_workloads_and_the_idle_ones():
