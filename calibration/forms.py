@@ -21,6 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from .fit import filters_of
+from .terms import full_column_rank
 
 __all__ = [
     "LOO_MARGIN",
@@ -37,20 +38,19 @@ LOO_MARGIN = 0.05
 MIN_FILTER_LEVELS = 3
 #: Exponents the power form tries (:func:`choose_filter_form`).
 POWER_EXPONENTS = tuple(round(0.1 * k, 1) for k in range(1, 10))
-_RANK_TOL = 1e-8
 
 
 def holdable_configurations(make, rows):
     """The configurations whose runs can be held out: without them the others still identify
-    every term the calibrator fits (its design has full column rank, columns scaled to unit norm).
+    every term the calibrator fits (its design has full column rank,
+    :func:`pubsim.calibration.terms.full_column_rank`).
     A configuration that alone identifies a term (the only large payload, the only fan-out) would
     be predicted with that term unfitted, whatever the form."""
     out = []
     for name in sorted(rows["config"].unique()):
         cal = make()
         x, _ = cal._design(cal._known(rows[rows["config"] != name]))
-        norms = np.linalg.norm(x, axis=0)
-        if np.all(norms > 0) and np.linalg.matrix_rank(x / norms, tol=_RANK_TOL) == x.shape[1]:
+        if full_column_rank(x):
             out.append(name)
     return out
 

@@ -24,7 +24,14 @@ import pandas as pd
 
 from .fit import PASSES, acks_of, connections_of, extra_length_bytes_of, filters_of, passes_of
 
-__all__ = ["TERM_UNITS", "busy_identified", "passes_identified", "bootstrap_intervals", "terms_record"]
+__all__ = [
+    "TERM_UNITS",
+    "busy_identified",
+    "full_column_rank",
+    "passes_identified",
+    "bootstrap_intervals",
+    "terms_record",
+]
 
 #: Unit of each term of the campaign fit.
 TERM_UNITS = {
@@ -42,6 +49,17 @@ TERM_UNITS = {
 }
 
 _RANK_TOL = 1e-8
+
+
+def full_column_rank(x):
+    """True if the columns of ``x`` (rows by terms) are independent: scaled to unit norm, its
+    smallest singular value is above ``1e-8`` of the largest, and it has as many rows as columns.
+    A zero column is dependent."""
+    norms = np.linalg.norm(x, axis=0)
+    if x.shape[0] < x.shape[1] or not np.all(norms > 0):
+        return False
+    sv = np.linalg.svd(x / norms, compute_uv=False)
+    return bool(sv[-1] > _RANK_TOL * sv[0])
 
 
 def _configurations(rows):
@@ -99,9 +117,7 @@ def busy_identified(rows, *, length_bytes=False, filters=False, acks=False):
         if name != "ingress_cost_s" and np.ptp(x) == 0:
             status[name] = f"not identified: every training configuration has the same {what[name]} ({x[0]:g})"
             continue
-        base = np.column_stack([cols[k] for k in kept] + [x])
-        sv = np.linalg.svd(base / np.linalg.norm(base, axis=0), compute_uv=False)
-        if len(sv) < base.shape[1] or sv[-1] <= _RANK_TOL * sv[0]:  # fewer configurations than terms, or collinear
+        if not full_column_rank(np.column_stack([cols[k] for k in kept] + [x])):
             status[name] = (
                 f"not identified: its column is a combination of {', '.join(kept)} over the "
                 f"{len(c)} training configurations (they hold its share)" + _why_collinear(name, c)

@@ -23,7 +23,7 @@ from ..run import simulate
 from ..sim import kernels as K
 from ..sim.distributions import Sporadic, Uniform
 from .harness.cpu import quota_us
-from .harness.loadgen import MAX_BATCH, QOS2_WINDOW, pacing_batch
+from .harness.loadgen import QOS2_WINDOW, max_batch_for, pacing_batch
 from .pacing import batch_due_ns
 from .workload import IDLE_TOPIC, idle_filter_names, idle_filters_of, qos_of, topic_assignment
 
@@ -195,8 +195,7 @@ def paced_publisher(row, index, topics, *, batch_s=None):
 def _batching(row, topics):
     """``(rate per publisher, messages per batch)`` of a run's publishers."""
     rate = float(row["rate_per_s"]) / int(row["publishers"])
-    most = QOS2_WINDOW if qos_of(row) == 2 else MAX_BATCH  # as loadgen.batch_size
-    return rate, pacing_batch(rate, int(row["payload_bytes"]), topics, max_batch=most)
+    return rate, pacing_batch(rate, int(row["payload_bytes"]), topics, max_batch=max_batch_for(qos_of(row)))
 
 
 def topology_for(row, profile, *, pacing=None, rng=None, stalls=None):

@@ -68,16 +68,20 @@ def topic_assignment(*, publishers, subscribers, topics, fanout):
     return [list(names) for _ in range(publishers)], subs
 
 
+def _count_of(row, key):
+    """A run's integer setting ``key`` (0 where the column is missing, None or NaN)."""
+    n = row.get(key, 0) if hasattr(row, "get") else 0
+    return 0 if n is None or n != n else int(n)
+
+
 def idle_filters_of(row):
     """A run's idle subscriptions (its ``idle_filters``; 0 where the column is missing or NaN)."""
-    n = row.get("idle_filters", 0) if hasattr(row, "get") else 0
-    return 0 if n is None or n != n else int(n)
+    return _count_of(row, "idle_filters")
 
 
 def qos_of(row):
     """A run's MQTT QoS (its ``qos``; 0 where the column is missing or NaN)."""
-    q = row.get("qos", 0) if hasattr(row, "get") else 0
-    return 0 if q is None or q != q else int(q)
+    return _count_of(row, "qos")
 
 
 def installed_filters(row):

@@ -253,24 +253,29 @@ def encode_publish(
     return _packet(head, body + bytes(payload))
 
 
+def _encode_ack(ptype: int, packet_id: int) -> bytes:
+    """A 4-byte acknowledgement of ``packet_id``: type, its fixed-header flags, length 2, the id."""
+    return struct.pack("!BBH", ptype << 4 | FIXED_FLAGS[ptype], 2, packet_id)
+
+
 def encode_puback(packet_id: int) -> bytes:
     """PUBACK of the QoS 1 PUBLISH ``packet_id`` (4 bytes)."""
-    return struct.pack("!BBH", PUBACK << 4, 2, packet_id)
+    return _encode_ack(PUBACK, packet_id)
 
 
 def encode_pubrec(packet_id: int) -> bytes:
     """PUBREC of the QoS 2 PUBLISH ``packet_id`` (4 bytes; MQTT 3.1.1 section 3.5)."""
-    return struct.pack("!BBH", PUBREC << 4, 2, packet_id)
+    return _encode_ack(PUBREC, packet_id)
 
 
 def encode_pubrel(packet_id: int) -> bytes:
     """PUBREL answering a PUBREC of ``packet_id`` (4 bytes; fixed-header flags 0010, section 3.6)."""
-    return struct.pack("!BBH", PUBREL << 4 | FIXED_FLAGS[PUBREL], 2, packet_id)
+    return _encode_ack(PUBREL, packet_id)
 
 
 def encode_pubcomp(packet_id: int) -> bytes:
     """PUBCOMP answering a PUBREL of ``packet_id`` (4 bytes; section 3.7)."""
-    return struct.pack("!BBH", PUBCOMP << 4, 2, packet_id)
+    return _encode_ack(PUBCOMP, packet_id)
 
 
 def encode_pingreq() -> bytes:

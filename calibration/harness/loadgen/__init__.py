@@ -108,6 +108,7 @@ from .spec import (  # noqa: F401
     PublisherBlocked,
     SetupTimeout,
     batch_size,
+    max_batch_for,
     pacing_batch,
     subscriber_topics,
     topic_of,

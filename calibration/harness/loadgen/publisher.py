@@ -103,20 +103,20 @@ class _PubControl:
             raise SystemExit(0) from None
 
 
-def _finish_exchanges(sock, stream, acks, done, release, deadline):
-    """Count the exchanges the broker completed before a PINGRESP, answering its PUBRECs (QoS 2)
-    and asking again until none is left: a broker handles a connection's packets in order, so
-    the PUBCOMPs of the PUBRELs sent come before the next PINGRESP."""
+def _finish_exchanges(sock, stream, on_packet, deadline):
+    """Hand the broker's packets before a PINGRESP to ``on_packet`` (which counts completed
+    exchanges and answers PUBRECs, QoS 2), asking again until no PUBREC is left: a broker
+    handles a connection's packets in order, so the PUBCOMPs of the PUBRELs sent come before
+    the next PINGRESP."""
     while True:
         sock.sendall(mw.encode_pingreq())
         mw.recv_packet(sock, stream, mw.PINGRESP, deadline)
-        pending = [p.packet_id for p in stream.backlog if p.type == mw.PUBREC]
-        acks[0] += sum(p.type == done for p in stream.backlog)
+        packets = list(stream.backlog)
         stream.backlog.clear()
-        if not pending:
+        for pkt in packets:
+            on_packet(pkt)
+        if not any(pkt.type == mw.PUBREC for pkt in packets):
             return
-        for packet_id in pending:
-            release(packet_id)
 
 
 def _wait_start(ctl, send_probes, drain):
@@ -249,9 +249,7 @@ def _stream_publisher(spec, index, conn):
                 raise HarnessError("connection closed by the broker")
             for item in stream.feed(data):
                 if is_mqtt:
-                    acks[0] += item.type == done
-                    if item.type == mw.PUBREC:
-                        release(item.packet_id)
+                    on_packet(item)
                 elif item.op == "PING":
                     pings[0] += 1
                     sendall(nw.PONG)
@@ -264,12 +262,15 @@ def _stream_publisher(spec, index, conn):
     window = QOS2_WINDOW if is_mqtt and spec.qos == 2 else None
     open_ = [0]  # QoS 2 exchanges sent and not yet released
 
-    def release(packet_id):
-        """QoS 2: answer a PUBREC with its PUBREL (MQTT 3.1.1 section 4.3.3)."""
-        rel = mw.encode_pubrel(packet_id)
-        sendall(rel)
-        tx.other(len(rel))
-        open_[0] -= 1
+    def on_packet(pkt):
+        """An MQTT packet from the broker: count a completed exchange; answer a PUBREC with its
+        PUBREL (QoS 2, MQTT 3.1.1 section 4.3.3)."""
+        acks[0] += pkt.type == done
+        if pkt.type == mw.PUBREC:
+            rel = mw.encode_pubrel(pkt.packet_id)
+            sendall(rel)
+            tx.other(len(rel))
+            open_[0] -= 1
 
     def answer_while(seconds):
         """QoS 2: wait ``seconds`` answering PUBRECs as they come, as a client's network loop does:
@@ -339,7 +340,7 @@ def _stream_publisher(spec, index, conn):
         t = time.monotonic()
         try:
             if is_mqtt:
-                _finish_exchanges(sock, stream, acks, done, release, t + _FLUSH_TIMEOUT_S)
+                _finish_exchanges(sock, stream, on_packet, t + _FLUSH_TIMEOUT_S)
                 sendall(mw.encode_disconnect())
             else:
                 nw.flush(sock, stream, timeout_s=_FLUSH_TIMEOUT_S)

@@ -27,6 +27,7 @@ __all__ = [
     "BATCH_INTERVAL_S",
     "MAX_BATCH",
     "QOS2_WINDOW",
+    "max_batch_for",
     "HarnessError",
     "PublisherBlocked",
     "LoadSpec",
@@ -287,9 +288,15 @@ def batch_size(spec: LoadSpec) -> int:
         spec.rate_per_s / spec.publishers,
         spec.payload_bytes,
         spec.topics,
-        max_batch=min(spec.max_batch, QOS2_WINDOW) if spec.qos == 2 else spec.max_batch,
+        max_batch=max_batch_for(spec.qos, spec.max_batch),
         batch_interval_s=spec.batch_interval_s,
     )
+
+
+def max_batch_for(qos: int, max_batch: int = MAX_BATCH) -> int:
+    """Most messages per batch at ``qos``: at QoS 2 no more than :data:`QOS2_WINDOW`, the exchanges a
+    publisher may leave open (the simulated twin batches as the load generator does)."""
+    return min(max_batch, QOS2_WINDOW) if qos == 2 else max_batch
 
 
 def pacing_batch(
