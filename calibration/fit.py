@@ -71,6 +71,7 @@ __all__ = [
     "wakeups_of",
     "filters_of",
     "acks_of",
+    "copy_acks_of",
     "WAKE_REGRESSORS",
     "extra_length_bytes_of",
     "HARNESS_TOPIC_BYTES",
@@ -92,6 +93,7 @@ COSTS = (
     "pass_cost_s",
     "filter_scan_cost_s",
     "ack_cost_s",
+    "copy_ack_cost_s",
 )
 #: Paid by a busy broker too.
 BUSY = (
@@ -103,6 +105,7 @@ BUSY = (
     "pass_cost_s",
     "filter_scan_cost_s",
     "ack_cost_s",
+    "copy_ack_cost_s",
 )
 #: Topic name length of the harness's runs, bytes ("pubsim/t0"; t10 and above are a byte longer).
 HARNESS_TOPIC_BYTES = len(topic_name(0))
@@ -230,8 +233,20 @@ def acks_of(measurements):
     PUBREC + PUBREL + PUBCOMP), as the simulated broker charges them
     (:func:`pubsim.models.mechanisms.qos.build.broker_handshakes`)."""
     m = measurements.reset_index(drop=True)
+    return _handshakes(m) * (1.0 + m["fanout"].to_numpy(dtype=float))
+
+
+def copy_acks_of(measurements):
+    """The share of :func:`acks_of` that the exchanges with the ``fanout`` copies' receivers
+    handle per ingress message, the regressor of ``copy_ack_cost_s`` (the rest,
+    ``handshake_packets(qos)``, is the publisher's exchange)."""
+    m = measurements.reset_index(drop=True)
+    return _handshakes(m) * m["fanout"].to_numpy(dtype=float)
+
+
+def _handshakes(m):
     qos = m["qos"].fillna(0).to_numpy(dtype=int) if "qos" in m else np.zeros(len(m), dtype=int)
-    return handshake_packets(qos) * (1.0 + m["fanout"].to_numpy(dtype=float))
+    return handshake_packets(qos).astype(float)
 
 
 def wakeups_of(measurements, *, min_reference=1.0):
@@ -323,6 +338,12 @@ class BrokerDemandCalibrator:
         Also fit ``ack_cost_s``, the cost per MQTT QoS handshake packet
         (:func:`acks_of`: a run's ``qos`` exchanges on the way in and on each
         copy; needs training runs at different QoS). Default False: 0.
+    fit_copy_acks : bool
+        With ``fit_acks``, fit the copies' packets apart: ``copy_ack_cost_s``
+        on :func:`copy_acks_of`, and ``ack_cost_s`` on the publisher's
+        exchange only (needs training runs at QoS > 0 with different
+        fan-outs). Default False: the copies' packets cost ``ack_cost_s``
+        (``copy_ack_cost_s`` is set to it).
 
     Attributes
     ----------
@@ -348,6 +369,7 @@ class BrokerDemandCalibrator:
         filter_form="linear",
         filter_exponent=1.0,
         fit_acks=False,
+        fit_copy_acks=False,
     ):
         if wake_regressor not in WAKE_REGRESSORS:
             raise ConfigError("wake_regressor", wake_regressor, f"one of {', '.join(WAKE_REGRESSORS)}")
@@ -367,6 +389,7 @@ class BrokerDemandCalibrator:
         self.filter_form = filter_form
         self.filter_exponent = filter_exponent
         self.fit_acks = fit_acks
+        self.fit_copy_acks = fit_acks and fit_copy_acks
 
     def _design(self, m):
         fanout = m["fanout"].to_numpy(dtype=float)
@@ -385,6 +408,8 @@ class BrokerDemandCalibrator:
         length = extra_length_bytes_of(m) if self.fit_length_bytes else np.zeros_like(fanout)
         passes = passes_of(m) if form == "per_pass" else np.zeros_like(fanout)
         filters = self._filter_load(filters_of(m)) if self.fit_filters else np.zeros_like(fanout)
+        copy_acks = copy_acks_of(m) if self.fit_copy_acks else np.zeros_like(fanout)
+        acks = acks_of(m) - copy_acks if self.fit_acks else np.zeros_like(fanout)
         cols = [
             np.ones_like(fanout),
             fanout,
@@ -396,12 +421,22 @@ class BrokerDemandCalibrator:
             length,
             passes,
             filters,
-            acks_of(m) if self.fit_acks else np.zeros_like(fanout),
+            acks,
+            copy_acks,
         ]
         keep = [True, self.fit_delivery, self.fit_per_byte, True, self.fit_background]
         keep += [form == "per_message", form == "per_wakeup", self.fit_length_bytes, form == "per_pass"]
-        keep += [self.fit_filters, self.fit_acks]
+        keep += [self.fit_filters, self.fit_acks, self.fit_copy_acks]
         return np.column_stack([c for c, k in zip(cols, keep) if k]), [n for n, k in zip(COSTS, keep) if k]
+
+    def _params(self, names, coef):
+        """Every cost of :data:`COSTS`: the fitted ones, 0 for the rest, and ``copy_ack_cost_s``
+        equal to ``ack_cost_s`` where the copies' packets were not fitted apart."""
+        params = dict.fromkeys(COSTS, 0.0)
+        params.update(zip(names, coef.tolist()))
+        if not self.fit_copy_acks:
+            params["copy_ack_cost_s"] = params["ack_cost_s"]
+        return params
 
     def _filter_load(self, filters):
         return filter_load(filters, self.filter_form, self.filter_exponent)
@@ -425,8 +460,7 @@ class BrokerDemandCalibrator:
         x, names = self._design(m)
         y = m["demand_s_per_ingress"].to_numpy(dtype=float)
         coef = relative_nnls(x, y, names)
-        params = dict.fromkeys(COSTS, 0.0)
-        params.update(zip(names, coef.tolist()))
+        params = self._params(names, coef)
         self.params_ = {**params, "n_runs": len(y)}
         self.residuals_ = pd.Series(y - x @ coef, name="demand_residual_s")
         return self
@@ -473,7 +507,8 @@ class BrokerDemandCalibrator:
         busy = p["ingress_cost_s"] + fanout * p["delivery_cost_s"] + payload_bytes * (1 + fanout) * p["per_byte_cost_s"]
         busy += connections * p["connection_cost_s"] + p.get("pass_cost_s", 0.0) / max(int(publishers), 1)
         busy += float(self._filter_load(filters)) * p.get("filter_scan_cost_s", 0.0)
-        busy += int(handshake_packets(int(qos))) * (1 + fanout) * p.get("ack_cost_s", 0.0)
+        acks = int(handshake_packets(int(qos)))
+        busy += acks * (p.get("ack_cost_s", 0.0) + fanout * p.get("copy_ack_cost_s", p.get("ack_cost_s", 0.0)))
         topic = HARNESS_TOPIC_BYTES if topic_bytes is None else topic_bytes
         busy += p.get("length_byte_cost_s", 0.0) * (int(mqtt_length_bytes(int(payload_bytes), int(topic))) - 1)
         return math.inf if busy <= 0 else max(cap * workers - p["background_cpu_fraction"], 0.0) / busy
@@ -730,8 +765,7 @@ class KneeDemandCalibrator(BrokerDemandCalibrator):
             coef[busy], _ = nnls(xb * wk[:, None], near * wk)
             left = y - x[:, busy] @ coef[busy]
             coef[rest], _ = nnls(x[:, rest] * w[:, None], left * w)
-        params = dict.fromkeys(COSTS, 0.0)
-        params.update(zip(names, coef.tolist()))
+        params = self._params(names, coef)
         self.params_ = {
             **params,
             "n_runs": len(y),

@@ -184,6 +184,20 @@ def pass_reads_reason(kind):
     return f"not fitted: {kind} is not modelled as reading one packet per connection per pass"
 
 
+def _ack_text(demand_params):
+    """The profile note's sentence on the QoS handshake packets ('' where they cost nothing)."""
+    ack, copy = demand_params.get("ack_cost_s", 0.0), demand_params.get("copy_ack_cost_s")
+    if not ack and not copy:
+        return ""
+    what = "(a PUBACK at QoS 1; PUBREC, PUBREL and PUBCOMP at QoS 2"
+    if copy is None or copy == ack:
+        return f"ack_cost_s {ack * 1e6:.3g} us per MQTT QoS handshake packet handled {what}; on the way in and on each copy), fitted on runs at several QoS; "
+    return (
+        f"ack_cost_s {ack * 1e6:.3g} us per MQTT QoS handshake packet of the publisher's exchange and copy_ack_cost_s "
+        f"{copy * 1e6:.3g} us per packet of a copy's exchange {what}), fitted on runs at several QoS and fan-outs; "
+    )
+
+
 def _filter_text(demand_params, metadata):
     """The note's sentence on the installed-subscription term, with its form and how it was chosen."""
     cost = demand_params.get("filter_scan_cost_s")
@@ -330,13 +344,7 @@ def build_profile(
             else ""
         )
         + _filter_text(demand_params, metadata)
-        + (
-            f"ack_cost_s {demand_params['ack_cost_s'] * 1e6:.3g} us per MQTT QoS handshake packet handled "
-            "(a PUBACK at QoS 1; PUBREC, PUBREL and PUBCOMP at QoS 2; on the way in and on each copy), fitted "
-            "on runs at several QoS; "
-            if demand_params.get("ack_cost_s")
-            else ""
-        )
+        + _ack_text(demand_params)
         + _drift_text(speed_drift)
         + (f"{metadata['sleep_entry']}; " if metadata.get("sleep_entry") else "")
         + (
@@ -355,12 +363,15 @@ def build_profile(
         for k in (
             "filter_scan_cost_s",
             "ack_cost_s",
+            "copy_ack_cost_s",
             "connection_cost_s",
             "connection_wakeup_cost_s",
             "length_byte_cost_s",
         )
         if k in demand_params and (demand_params[k] or k == "connection_cost_s")  # 0 per wake-up: left out
     }
+    if extra.get("copy_ack_cost_s") == extra.get("ack_cost_s"):  # not fitted apart: the broker's default
+        extra.pop("copy_ack_cost_s", None)
     broker = {
         "workers": model["workers"],
         "ingress_cost_s": _cost(demand_params["ingress_cost_s"], service_cv),

@@ -22,7 +22,7 @@ import copy
 import numpy as np
 import pandas as pd
 
-from .fit import PASSES, acks_of, connections_of, extra_length_bytes_of, filters_of, passes_of
+from .fit import PASSES, acks_of, connections_of, copy_acks_of, extra_length_bytes_of, filters_of, passes_of
 
 __all__ = [
     "TERM_UNITS",
@@ -46,6 +46,7 @@ TERM_UNITS = {
     "pass_cost_s": "s",
     "filter_scan_cost_s": "s",
     "ack_cost_s": "s",
+    "copy_ack_cost_s": "s",
 }
 
 _RANK_TOL = 1e-8
@@ -69,7 +70,7 @@ def _configurations(rows):
     return rows.drop_duplicates(cols)[cols].reset_index(drop=True)
 
 
-def busy_identified(rows, *, length_bytes=False, filters=False, acks=False):
+def busy_identified(rows, *, length_bytes=False, filters=False, acks=False, copy_acks=False):
     """Which busy terms the training configurations identify, in order.
 
     Terms are added in the order ingress, delivery, per byte, remaining-length
@@ -77,7 +78,9 @@ def busy_identified(rows, *, length_bytes=False, filters=False, acks=False):
     ``BrokerParams.length_byte_cost_s``), connections, installed subscriptions
     (only with ``filters``: :func:`pubsim.calibration.fit.filters_of`,
     ``filter_scan_cost_s``), QoS handshake packets (only with ``acks``:
-    :func:`pubsim.calibration.fit.acks_of`, ``ack_cost_s``) while the rank of their columns over the configurations grows
+    :func:`pubsim.calibration.fit.acks_of`, ``ack_cost_s``; with ``copy_acks`` the publisher's
+    exchange alone, and the copies' packets, :func:`pubsim.calibration.fit.copy_acks_of`,
+    ``copy_ack_cost_s``, after it) while the rank of their columns over the configurations grows
     (columns scaled to unit norm, singular values below ``1e-8`` of the
     largest count as zero; a term beyond the number of configurations is
     not identified either).
@@ -96,7 +99,8 @@ def busy_identified(rows, *, length_bytes=False, filters=False, acks=False):
         "length_byte_cost_s": extra_length_bytes_of(c),
         "connection_cost_s": connections_of(c),
         "filter_scan_cost_s": filters_of(c) if filters else np.zeros(len(c)),
-        "ack_cost_s": acks_of(c) if acks else np.zeros(len(c)),
+        "ack_cost_s": acks_of(c) - (copy_acks_of(c) if copy_acks else 0.0) if acks else np.zeros(len(c)),
+        "copy_ack_cost_s": copy_acks_of(c) if acks and copy_acks else np.zeros(len(c)),
     }
     what = {
         "delivery_cost_s": "fan-out",
@@ -105,6 +109,7 @@ def busy_identified(rows, *, length_bytes=False, filters=False, acks=False):
         "connection_cost_s": "connections (publishers + subscribers)",
         "filter_scan_cost_s": "installed subscriptions",
         "ack_cost_s": "QoS handshake packets",
+        "copy_ack_cost_s": "QoS handshake packets of the copies",
     }
     if not length_bytes:
         del cols["length_byte_cost_s"]
@@ -112,6 +117,8 @@ def busy_identified(rows, *, length_bytes=False, filters=False, acks=False):
         del cols["filter_scan_cost_s"]
     if not acks:
         del cols["ack_cost_s"]
+    if not (acks and copy_acks):
+        del cols["copy_ack_cost_s"]
     kept, status = [], {}
     for name, x in cols.items():
         if name != "ingress_cost_s" and np.ptp(x) == 0:

@@ -245,6 +245,7 @@ def fit_profiles(
             "fit_length_bytes": status["length_byte_cost_s"] is None,
             "fit_filters": status["filter_scan_cost_s"] is None,
             "fit_acks": status["ack_cost_s"] is None,
+            "fit_copy_acks": status["copy_ack_cost_s"] is None,
         }
         filter_form, exponent, filter_why = _filter_form(calibrator, settings, rows)
         demand = calibrator(**settings, filter_form=filter_form, filter_exponent=exponent).fit(rows)
@@ -542,13 +543,14 @@ def _identified(rows, connection_form, kind, *, length_bytes=True):
     unvaried = _filters_reason(rows) or matching_lookup_reason(kind)
     one_qos = _qos_reason(rows)
     ids = (
-        busy_identified(rows, length_bytes=not_read is None, filters=unvaried is None, acks=one_qos is None)
+        _busy_ids(rows, length_bytes=not_read is None, filters=unvaried is None, acks=one_qos is None)
         if counted
         else {}
     )
     status = {"length_byte_cost_s": not_read or (ids["length_byte_cost_s"] if counted else uncounted)}
     status["filter_scan_cost_s"] = unvaried or (ids["filter_scan_cost_s"] if counted else uncounted)
     status["ack_cost_s"] = one_qos or (ids["ack_cost_s"] if counted else uncounted)
+    status["copy_ack_cost_s"] = one_qos or (ids["copy_ack_cost_s"] if counted else uncounted)
     if rows.payload_bytes.nunique() < 2:
         status["per_byte_cost_s"] = f"not identified: one payload size ({rows.payload_bytes.iloc[0]} B)"
     if rows.fanout.nunique() < 2:
@@ -565,6 +567,18 @@ def _identified(rows, connection_form, kind, *, length_bytes=True):
         chosen = connection_form is None or form == connection_form
         status[term] = reason if chosen else f"not fitted (form {connection_form} chosen)"
     return status
+
+
+def _busy_ids(rows, **terms):
+    """:func:`pubsim.calibration.terms.busy_identified` with the copies' handshake packets
+    apart where the training runs identify them, else with one cost per packet
+    (``copy_ack_cost_s`` then says why and follows ``ack_cost_s``)."""
+    split = busy_identified(rows, **terms, copy_acks=True)
+    if "copy_ack_cost_s" in split and split["copy_ack_cost_s"] is None and split["ack_cost_s"] is None:
+        return split
+    joint = busy_identified(rows, **terms)
+    why = split.get("copy_ack_cost_s") or split.get("ack_cost_s") or "not fitted"
+    return {**joint, "copy_ack_cost_s": f"{why}; the copies' packets cost ack_cost_s"}
 
 
 def _filter_form(calibrator, settings, rows):

@@ -77,6 +77,10 @@ UNITS: dict[str, tuple[dict[str, Any], str]] = {
         {"anyOf": [{"type": "null"}, *_DIST["anyOf"]]},
         "a distribution of sizes in bytes, or null (see the field)",
     ),
+    "optional_duration": (
+        {"anyOf": [{"type": "null"}, {"type": "number"}, {"type": "string"}]},
+        "a duration, or null (see the field)",
+    ),
     "optional_size": (
         {"anyOf": [{"type": "null"}, {"type": "number"}, {"type": "string"}]},
         "a size in bytes, or null for no limit",

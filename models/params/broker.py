@@ -190,7 +190,17 @@ class BrokerParams:
     ack_cost_s : float
         CPU cost per QoS handshake packet the broker sends or receives
         (PUBACK, PUBREC, PUBREL, PUBCOMP, AMQP basic.ack), s; default 0
-        (assumption: not measured; handshake packets have no payload).
+        (assumption: not measured; handshake packets have no payload). With
+        ``copy_ack_cost_s`` set, only the packets of the exchange with the
+        sender (the publisher or the upstream hop) pay it.
+    copy_ack_cost_s : float or None
+        CPU cost per handshake packet of the exchanges with the receivers of
+        the copies (the subscribers' PUBACKs; PUBREC, PUBREL, PUBCOMP), s;
+        None (default): ``ack_cost_s``. Mosquitto 2.0 reads one packet per
+        ready connection per ``epoll_wait`` (``src/mux_epoll.c``), so the
+        copies' acknowledgements, ready together on several connections,
+        share a pass that the sender's, one connection, does not
+        (calibration/README.md, "QoS handshakes").
     max_inflight_messages : int
         Most un-acknowledged QoS > 0 messages per client connection (and
         bridge) it sends on; 0 = no limit. Default 20: Mosquitto
@@ -332,6 +342,7 @@ class BrokerParams:
     )
     scheduling: str = field(default="fifo", metadata={"unit": "choice", "choices": ("fifo", "priority")})
     ack_cost_s: float = field(default=0.0, metadata={"unit": "duration"})
+    copy_ack_cost_s: float | None = field(default=None, metadata={"unit": "optional_duration"})
     max_inflight_messages: int = field(default=20, metadata={"unit": "count"})
     retry_timeout_s: float = field(default=20.0, metadata={"unit": "duration"})
     client_scheduling: str = field(default="fifo", metadata={"unit": "choice", "choices": ("fifo", "priority")})
@@ -381,6 +392,11 @@ class BrokerParams:
         and ``workers`` (a multi-core quota on a host); 1 or at least ``workers`` is none."""
         c = self.cpu_fraction
         return c if c < 1.0 or 1.0 < c < self.workers else None
+
+    @property
+    def copy_ack_s(self) -> float:
+        """Cost per handshake packet with a copy's receiver, s: ``copy_ack_cost_s``, or ``ack_cost_s`` if None."""
+        return self.ack_cost_s if self.copy_ack_cost_s is None else self.copy_ack_cost_s
 
     @property
     def mean_demand_s(self) -> float:

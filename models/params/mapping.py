@@ -3,7 +3,7 @@
 Every field of a parameter dataclass declares how a human value is read with
 ``metadata={"unit": ...}``: ``"duration"`` (s), ``"size"`` (bytes),
 ``"bandwidth"`` (bytes/s), ``"rate"`` (1/s), ``"duration_dist"`` and
-``"size_dist"`` (distributions), ``"count"``, ``"optional_count"``,
+``"size_dist"`` (distributions), ``"count"``, ``"optional_count"``, ``"optional_duration"``,
 ``"optional_size"``, ``"probability"``, ``"float"``, ``"strings"``,
 ``"choice"`` (with ``choices``), ``"provenance"``. :func:`from_mapping`
 rejects unknown fields and bad values with a one-line
@@ -157,6 +157,7 @@ READERS: dict[str, Reader] = {
     "positive_count": lambda v, f: _count(v, f, 1),
     "optional_count": _optional(_count),
     "optional_size": _optional(units.parse_size_bytes),
+    "optional_duration": _optional(units.parse_duration_s),
     "probability": _probability,
     "float": _float,
     "cpu_fraction": _cpu_fraction,

@@ -405,7 +405,8 @@ class BrokerStation(ModelStation):
         self.ingress = streams.draws(params.ingress_cost_s, name, "ingress")
         self.match = streams.draws(params.match_cost_s, name, "match")
         self.delivery = streams.draws(params.delivery_cost_s, name, "delivery")
-        self.ack_packets = None  # QoS handshake packets per visit (models.mechanisms.qos), or None
+        self.ack_packets = None  # QoS handshake packets with the sender per visit (models.mechanisms.qos), or None
+        self.copy_ack_packets = None  # ... with the copies' receivers (set with ack_packets)
         self.copies_by_visit = None  # copies made per visit below a disk (models.mechanisms.persistence), or None
         self.topic_bytes = None  # topic length per flow, for length_byte_cost_s
         self._drift_key = _drift_key(params, streams, name)
@@ -414,6 +415,7 @@ class BrokerStation(ModelStation):
         """Handshake packets per visit, copies per visit below a disk, durable visits, topic bytes."""
         self.topic_bytes = wiring.flow_topic_bytes
         self.ack_packets = wiring.ack_packets
+        self.copy_ack_packets = wiring.copy_ack_packets
         self.copies_by_visit = wiring.copies_by_visit.get(index)
         self._wire_durable(index, wiring)
         fs = getattr(self.discipline, "fs", None)  # the discipline the station ended with (mechanisms replace it)
@@ -451,7 +453,8 @@ class BrokerStation(ModelStation):
         if p.length_byte_cost_s:
             demand = demand + p.length_byte_cost_s * self.extra_length_bytes(packets)
         if self.ack_packets is not None:
-            demand = demand + p.ack_cost_s * self.ack_packets[packets.visit]
+            v = packets.visit
+            demand = demand + p.ack_cost_s * self.ack_packets[v] + p.copy_ack_s * self.copy_ack_packets[v]
         demand = demand + self.constant_s
         return demand if self.stretch == 1.0 else demand * self.stretch
 

@@ -30,7 +30,11 @@ class Wiring:
     visit_qos : numpy.ndarray or None
         QoS of each visit on QoS links (:mod:`pubsim.models.mechanisms.qos`).
     ack_packets : numpy.ndarray or None
-        Handshake packets a broker handles per visit; None when there are none.
+        Handshake packets of the exchange with the sender a broker handles per visit;
+        None when no visit has handshake packets.
+    copy_ack_packets : numpy.ndarray or None
+        Handshake packets of the exchanges with the copies' receivers, per visit
+        (set together with ``ack_packets``).
     flow_retain : numpy.ndarray or None
         Per flow: its publisher retains (sessions' retained messages); None when nobody retains.
     copies_by_visit : dict of int -> numpy.ndarray
@@ -54,6 +58,7 @@ class Wiring:
     flow_topic_bytes: np.ndarray
     visit_qos: np.ndarray | None = None
     ack_packets: np.ndarray | None = None
+    copy_ack_packets: np.ndarray | None = None
     flow_retain: np.ndarray | None = None
     copies_by_visit: dict[int, np.ndarray] = field(default_factory=dict)
     durable_visit: dict[int, np.ndarray] = field(default_factory=dict)

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from pubsim.calibration.campaign import parse_campaign
-from pubsim.calibration.fit import BrokerDemandCalibrator, KneeDemandCalibrator, acks_of
+from pubsim.calibration.fit import BrokerDemandCalibrator, KneeDemandCalibrator, acks_of, copy_acks_of
 from pubsim.calibration.profile import check_profile
 from pubsim.calibration.validate import fit_profiles, simulate_run
 from pubsim.models.mechanisms.qos.rules import handshake_packets
@@ -86,3 +86,55 @@ def test_a_campaign_configuration_takes_qos_and_refuses_it_where_a_broker_has_no
         with pytest.raises(ConfigError) as err:
             parse_campaign({**spec, "brokers": brokers, "configurations": [{"name": "a", "qos": bad}]})
         assert err.value.field == "configurations[0].qos"
+
+
+# --- the copies' packets apart (copy_ack_cost_s) -------------------------------
+COPY_TRUE = {**TRUE, "copy_ack_cost_s": 0.6e-6}
+COPY_SHAPES = SHAPES + [("p64-f4-q1", 64, 1, 4, 4, 1), ("p64-f2-q2", 64, 1, 2, 2, 2)]
+
+
+def copy_runs(shapes, rng, noise=0.0):
+    def acks(subs, fanout, qos):
+        n = int(handshake_packets(qos))
+        return COPY_TRUE["ack_cost_s"] * n + COPY_TRUE["copy_ack_cost_s"] * n * fanout
+
+    return shaped_runs(shapes, rng, acks, "qos", noise=noise, truth=TRUE)
+
+
+def test_the_copies_packets_are_counted_apart():
+    runs = pd.DataFrame({"qos": [0, 1, 2, 1], "fanout": [1, 1, 1, 4]})
+    assert list(copy_acks_of(runs)) == [0.0, 1.0, 3.0, 4.0]
+    assert list(acks_of(runs) - copy_acks_of(runs)) == [0.0, 1.0, 3.0, 1.0]  # the publisher's exchange
+
+
+@pytest.mark.parametrize("calibrator", [BrokerDemandCalibrator, KneeDemandCalibrator])
+def test_the_fits_recover_the_copies_cost_per_packet_apart(calibrator):
+    cal = calibrator(wake_regressor="wakeups", fit_background=True, fit_acks=True, fit_copy_acks=True).fit(
+        copy_runs(COPY_SHAPES, np.random.default_rng(0))
+    )
+    for name, value in COPY_TRUE.items():
+        assert cal.params_[name] == pytest.approx(value, rel=1e-4), name
+    busy2 = busy(64, 1, 4, 4, TRUE) + 3 * (COPY_TRUE["ack_cost_s"] + 4 * COPY_TRUE["copy_ack_cost_s"])
+    assert cal.capacity_per_s(payload_bytes=64, fanout=4, cap=0.2, qos=2) == pytest.approx(
+        (0.2 - TRUE["background_cpu_fraction"]) / busy2, rel=1e-4
+    )
+    joint = calibrator(wake_regressor="wakeups", fit_background=True, fit_acks=True).fit(
+        copy_runs(SHAPES, np.random.default_rng(0))
+    )
+    assert joint.params_["copy_ack_cost_s"] == joint.params_["ack_cost_s"]  # not apart: the same cost
+
+
+def test_fit_profiles_fits_them_apart_only_where_the_runs_identify_them():
+    runs = copy_runs(COPY_SHAPES, np.random.default_rng(3), noise=0.01)
+    prof = check_profile(fit_profiles(runs, META, n_boot=20)["mosquitto"])
+    broker = prof["broker"]["mosquitto"]
+    assert broker["ack_cost_s"] == pytest.approx(COPY_TRUE["ack_cost_s"], rel=0.25)
+    assert broker["copy_ack_cost_s"] == pytest.approx(COPY_TRUE["copy_ack_cost_s"], rel=0.25)
+    assert "per packet of a copy's exchange" in broker["provenance"]["note"]
+    term = prof["fit_terms"]["terms"]["copy_ack_cost_s"]
+    assert term["ci"][0] <= term["value"] <= term["ci"][1]
+    # QoS > 0 only at fan-out 1: one cost per packet, and the profile says why
+    joint = check_profile(fit_profiles(copy_runs(SHAPES, np.random.default_rng(3)), META, n_boot=10)["mosquitto"])
+    assert "copy_ack_cost_s" not in joint["broker"]["mosquitto"]
+    reason = joint["fit_terms"]["terms"]["copy_ack_cost_s"]["reason"]
+    assert "not identified" in reason and "the copies' packets cost ack_cost_s" in reason

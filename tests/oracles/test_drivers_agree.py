@@ -186,6 +186,7 @@ def qos_star():
     broker = BrokerParams(
         ingress_cost_s=Exponential(mean_value=1e-4),
         ack_cost_s=5e-6,
+        copy_ack_cost_s=2e-6,
         max_inflight_messages=4,
         retry_timeout_s=2e-3,
         client_queue_messages=30,

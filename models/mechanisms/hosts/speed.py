@@ -33,6 +33,7 @@ CPU_FIELDS: dict[type, tuple[str, ...]] = {
         "filter_scan_cost_s",
         "idle_wakeup_cost_s",
         "ack_cost_s",
+        "copy_ack_cost_s",
         "batch_fixed_cost_s",
         "connection_cost_s",
         "connection_wakeup_cost_s",
@@ -50,7 +51,9 @@ CODEC_FIELDS: dict[type, tuple[str, ...]] = {
 
 
 def scaled(value, factor: float):
-    """A cost (number or :class:`~pubsim.sim.distributions.Distribution`) times ``factor``."""
+    """A cost (number or :class:`~pubsim.sim.distributions.Distribution`; None stays None) times ``factor``."""
+    if value is None:
+        return None
     if not isinstance(value, Distribution):
         return value * factor
     if isinstance(value, Constant):

@@ -9,7 +9,8 @@
   MQTT downlinks, the consumer's ack mode on AMQP downlinks);
 * :func:`broker_handshakes`: handshake packets a broker handles per visit
   (those of the hop that brought the message plus those of each copy it
-  sends), charged at ``BrokerParams.ack_cost_s`` each.
+  sends), charged at ``BrokerParams.ack_cost_s`` each (those with the copies'
+  receivers at ``copy_ack_s``).
 """
 
 from __future__ import annotations
@@ -117,13 +118,16 @@ def _copy_visits(plan, v):
 
 
 def broker_handshakes(plan, qos, broker_stations):
-    """Handshake packets per visit at broker stations (0 elsewhere)."""
+    """Handshake packets per visit at broker stations (0 elsewhere): ``(sender, copies)``,
+    those of the exchange with the sender (publisher or upstream hop) and those of the
+    exchanges with the copies' receivers (``BrokerParams.ack_cost_s`` and ``copy_ack_s``)."""
     per_hop = handshake_packets(qos)
-    out = np.zeros(plan.n_visits, dtype=np.int64)
+    sender = np.zeros(plan.n_visits, dtype=np.int64)
+    copies = np.zeros(plan.n_visits, dtype=np.int64)
     for v in range(plan.n_visits):
         if int(plan.station[v]) not in broker_stations:
             continue
-        kids = _copy_visits(plan, v)
         parent = plan.parent[v]
-        out[v] = (per_hop[parent] if parent >= 0 else 0) + int(per_hop[kids].sum())
-    return out
+        sender[v] = per_hop[parent] if parent >= 0 else 0
+        copies[v] = int(per_hop[_copy_visits(plan, v)].sum())
+    return sender, copies

@@ -37,8 +37,9 @@ class Qos:
         plan = wiring.plan
         wiring.visit_qos = visit_qos(ctx.graph, plan, ctx.keys, ctx.publishers, ctx.subscribers)
         brokers = {i for k, i in ctx.index.items() if k.kind is StationKind.BROKER}
-        acks = broker_handshakes(plan, wiring.visit_qos, brokers)
-        wiring.ack_packets = acks if acks.any() else None
+        sender, copies = broker_handshakes(plan, wiring.visit_qos, brokers)
+        if sender.any() or copies.any():
+            wiring.ack_packets, wiring.copy_ack_packets = sender, copies
 
 
 QOS = Qos()

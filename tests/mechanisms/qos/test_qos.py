@@ -89,6 +89,19 @@ def test_hop_qos_is_the_lower_of_publish_and_granted(driver):
     assert _station(r, "link:broker->s")["control_packets"] == 1
 
 
+def test_the_copies_packets_cost_copy_ack_cost_s_where_it_is_set(driver):
+    # as above, the copy's PUBACK at 0.05 ms: 2 ms + 3 x 0.1 + 1 x 0.05 = 2.35 ms: 31.012 -> 33.362
+    # downlink 1 ms -> 34.362, +10 -> 44.362
+    sub = SubscriberParams(subscriptions=("a",), qos=1)
+    g = _star(_schedule([0.0], 992, qos=2), sub, ack_cost_s=1e-4, copy_ack_cost_s=5e-5)
+    r = simulate(g, duration_s=1.0, seed=1, driver=driver)
+    assert _delivered(r) == [0.044362]
+    assert BrokerParams(ack_cost_s=1e-4).copy_ack_s == 1e-4  # None: the copies pay ack_cost_s
+    with pytest.raises(ConfigError) as err:
+        BrokerParams(copy_ack_cost_s=-1e-6)
+    assert err.value.field == "copy_ack_cost_s"
+
+
 # --- in-flight window ---------------------------------------------------------
 def test_window_hand_timeline(driver):
     # protocol none, acks of 0 bytes; 96 B at 10 kB/s = 9.6 ms; no uplink window.
