@@ -72,6 +72,7 @@ __all__ = [
     "filters_of",
     "acks_of",
     "copy_acks_of",
+    "ack_columns",
     "WAKE_REGRESSORS",
     "extra_length_bytes_of",
     "HARNESS_TOPIC_BYTES",
@@ -244,6 +245,16 @@ def copy_acks_of(measurements):
     return _handshakes(m) * m["fanout"].to_numpy(dtype=float)
 
 
+def ack_columns(measurements, *, apart):
+    """The regressors of ``ack_cost_s`` and ``copy_ack_cost_s`` per run: with ``apart``, the
+    publisher's exchange (``handshake_packets(qos)``) and the copies' (:func:`copy_acks_of`);
+    else every packet (:func:`acks_of`) and zeros."""
+    m = measurements.reset_index(drop=True)
+    if not apart:
+        return acks_of(m), np.zeros(len(m))
+    return _handshakes(m), copy_acks_of(m)
+
+
 def _handshakes(m):
     qos = m["qos"].fillna(0).to_numpy(dtype=int) if "qos" in m else np.zeros(len(m), dtype=int)
     return handshake_packets(qos).astype(float)
@@ -408,8 +419,8 @@ class BrokerDemandCalibrator:
         length = extra_length_bytes_of(m) if self.fit_length_bytes else np.zeros_like(fanout)
         passes = passes_of(m) if form == "per_pass" else np.zeros_like(fanout)
         filters = self._filter_load(filters_of(m)) if self.fit_filters else np.zeros_like(fanout)
-        copy_acks = copy_acks_of(m) if self.fit_copy_acks else np.zeros_like(fanout)
-        acks = acks_of(m) - copy_acks if self.fit_acks else np.zeros_like(fanout)
+        zeros = (np.zeros_like(fanout), np.zeros_like(fanout))
+        acks, copy_acks = ack_columns(m, apart=self.fit_copy_acks) if self.fit_acks else zeros
         cols = [
             np.ones_like(fanout),
             fanout,

@@ -22,7 +22,7 @@ import copy
 import numpy as np
 import pandas as pd
 
-from .fit import PASSES, acks_of, connections_of, copy_acks_of, extra_length_bytes_of, filters_of, passes_of
+from .fit import PASSES, ack_columns, connections_of, extra_length_bytes_of, filters_of, passes_of
 
 __all__ = [
     "TERM_UNITS",
@@ -79,8 +79,8 @@ def busy_identified(rows, *, length_bytes=False, filters=False, acks=False, copy
     (only with ``filters``: :func:`pubsim.calibration.fit.filters_of`,
     ``filter_scan_cost_s``), QoS handshake packets (only with ``acks``:
     :func:`pubsim.calibration.fit.acks_of`, ``ack_cost_s``; with ``copy_acks`` the publisher's
-    exchange alone, and the copies' packets, :func:`pubsim.calibration.fit.copy_acks_of`,
-    ``copy_ack_cost_s``, after it) while the rank of their columns over the configurations grows
+    exchange alone, and the copies' packets, ``copy_ack_cost_s``, after it:
+    :func:`pubsim.calibration.fit.ack_columns`) while the rank of their columns over the configurations grows
     (columns scaled to unit norm, singular values below ``1e-8`` of the
     largest count as zero; a term beyond the number of configurations is
     not identified either).
@@ -92,6 +92,7 @@ def busy_identified(rows, *, length_bytes=False, filters=False, acks=False, copy
     """
     c = _configurations(rows)
     fan = c.fanout.to_numpy(dtype=float)
+    ack, copy_ack = ack_columns(c, apart=copy_acks)
     cols = {
         "ingress_cost_s": np.ones(len(c)),
         "delivery_cost_s": fan,
@@ -99,8 +100,8 @@ def busy_identified(rows, *, length_bytes=False, filters=False, acks=False, copy
         "length_byte_cost_s": extra_length_bytes_of(c),
         "connection_cost_s": connections_of(c),
         "filter_scan_cost_s": filters_of(c) if filters else np.zeros(len(c)),
-        "ack_cost_s": acks_of(c) - (copy_acks_of(c) if copy_acks else 0.0) if acks else np.zeros(len(c)),
-        "copy_ack_cost_s": copy_acks_of(c) if acks and copy_acks else np.zeros(len(c)),
+        "ack_cost_s": ack,
+        "copy_ack_cost_s": copy_ack,
     }
     what = {
         "delivery_cost_s": "fan-out",

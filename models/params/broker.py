@@ -200,7 +200,8 @@ class BrokerParams:
         ready connection per ``epoll_wait`` (``src/mux_epoll.c``), so the
         copies' acknowledgements, ready together on several connections,
         share a pass that the sender's, one connection, does not
-        (calibration/README.md, "QoS handshakes").
+        (calibration/README.md, "The copies' handshake packets": 3.8 us
+        against 6.3 us for the sender's, measured here at 0.2 core).
     max_inflight_messages : int
         Most un-acknowledged QoS > 0 messages per client connection (and
         bridge) it sends on; 0 = no limit. Default 20: Mosquitto
