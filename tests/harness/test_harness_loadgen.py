@@ -7,6 +7,7 @@ skipped, naming the binary, when it is not installed. Each run is 1 s of
 publishing at 2k msg/s.
 """
 
+import math
 import multiprocessing as mp
 import os
 import shutil
@@ -315,8 +316,11 @@ def _check(result, fanout):
     s = result.summary()
     d = result.deliveries
     assert s["scheduled_in_window"] == 2000
-    # a batch sent more than one interval late can cross a window edge
-    assert abs(s["published_in_window"] - 2000) <= 2 * s["batch"]
+    # a batch sent late can cross the window's end: two batches of slack, plus the batches due
+    # within the publisher's largest lag (a loaded CI machine delays the generator by milliseconds)
+    interval_s = s["batch"] / result.spec.rate_per_s
+    late_batches = 2 + math.ceil(s["publisher_lag_max_s"] / interval_s)
+    assert abs(s["published_in_window"] - 2000) <= late_batches * s["batch"], (s["publisher_lag_max_s"], s["batch"])
     assert s["delivered"] == s["published_in_window"] * fanout == s["expected_deliveries"]
     assert s["lost"] == 0 and s["duplicates"] == 0 and s["loss_rate"] == 0.0
     assert not s["generator_behind"] and not s["generator_saturated"]
