@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from pubsim.calibration.drift import SpeedDriftCalibrator, _Fluid
+from pubsim.calibration.drift import MAX_LOG_SD, SpeedDriftCalibrator, _Fluid
 from pubsim.calibration.profile import build_profile, check_profile
 
 
@@ -118,3 +118,24 @@ def test_fitted_costs_load_the_fluid_model_when_given():
     )
     assert lower.table_["utilization"].to_numpy() == pytest.approx(0.9 * own.table_["utilization"].to_numpy())
     assert lower.params_["speed_drift_log_sd"] > own.params_["speed_drift_log_sd"]
+
+
+def test_a_log_sd_at_the_search_bound_is_reported_not_fitted():
+    """Runs throttled in most periods at 60-70 % of their quota (as at fan-out 100, where one
+    message costs most of a period's quota): no slow drift up to the bound explains that."""
+    u = np.tile(np.linspace(0.6, 0.7, 6), 2)
+    fit = SpeedDriftCalibrator(replications=50, n_boot=5, seed=3, time_grid_s=(0.0, 10.0)).fit(
+        runs_table(u, np.full(len(u), 0.9))
+    )
+    assert fit.params_["speed_drift_log_sd"] == MAX_LOG_SD
+    assert not fit.params_["identified"]
+    assert "search bound" in fit.params_["reason"]
+    assert fit.table_["simulated_mean"].mean() < 0.9
+    demand = {"ingress_cost_s": 1e-5, "delivery_cost_s": 2e-6, "per_byte_cost_s": 0.0, "idle_wakeup_cost_s": 0.0}
+    meta = {"data": "x/runs.csv", "date": "2026-12-02", "n_runs": 12, "rms_residual_s": 1e-6}
+    profile = build_profile(
+        name="m", broker_kind="mosquitto", demand_params=demand, link_params=None, metadata=meta, speed_drift=fit
+    )
+    broker = check_profile(profile)["broker"]["m"]
+    assert "speed_drift_log_sd" not in broker
+    assert "search bound" in broker["provenance"]["note"]
