@@ -1,0 +1,70 @@
+"""One Mosquitto run with ``perf stat`` counting on the broker process (shared by the scripts here).
+
+:func:`count_run` starts Mosquitto capped at :data:`CAP_CORES` and pinned to core 1 (clients on
+core 0), runs the harness's load generator and counts ``events`` on the broker over
+:data:`COUNT_FOR_S` of the measurement window (``perf stat -p PID``, enabled through its control
+descriptor). Needs Mosquitto (scripts/install_brokers.sh), perf (linux-perf) and cgroup CPU
+control (root).
+"""
+
+import os
+import tempfile
+import threading
+import time
+
+from pubsim.calibration.harness.brokers import BrokerSpec, broker
+from pubsim.calibration.harness.loadgen import LoadSpec, run_load
+from pubsim.calibration.harness.perfctl import ControlledPerf
+
+CAP_CORES = 0.2
+COUNT_FROM_S, COUNT_FOR_S = 3.0, 3.0  # after the clients' set-up and the warm-up; inside the window
+
+
+def _count(pid, events, out):
+    """Count ``events`` on ``pid`` for COUNT_FOR_S, from COUNT_FROM_S after the call."""
+    perf = ControlledPerf(["stat", "-x", ",", "-e", ",".join(events), "-p", pid]).start()
+    time.sleep(COUNT_FROM_S)
+    perf.enable(f"counting on the broker {pid}")
+    time.sleep(COUNT_FOR_S)
+    for line in perf.stop(30).splitlines():
+        parts = line.split(",")
+        if len(parts) >= 3 and parts[2] in events:
+            out[parts[2]] = float(parts[0])
+
+
+def count_run(*, fanout, rate_per_s, payload_bytes, events, env=None):
+    """Counts of ``events`` per message (``task-clock`` in CPU seconds) and the run's summary.
+
+    ``env``: extra environment of the broker (and of the clients, which inherit it too).
+    """
+    saved = dict(os.environ)
+    os.environ.update(env or {})
+    try:
+        with broker(BrokerSpec(kind="mosquitto", cpus=(1,), cpu_cap_fraction=CAP_CORES), tempfile.mkdtemp()) as rb:
+            spec = LoadSpec(
+                protocol="mqtt",
+                rate_per_s=rate_per_s,
+                duration_s=COUNT_FROM_S + COUNT_FOR_S + 2.0,
+                warmup_s=1.0,
+                cooldown_s=0.5,
+                pub_port=rb.port,
+                sub_port=rb.port,
+                subscribers=fanout,
+                fanout=fanout,
+                payload_bytes=payload_bytes,
+                pub_cpus=(0,),
+                sub_cpus=(0,),
+            )
+            counts = {}
+            counter = threading.Thread(target=_count, args=(rb.pid, events, counts))
+            counter.start()
+            summary = run_load(spec).summary()
+            counter.join()
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+    messages = rate_per_s * COUNT_FOR_S
+    per = {k: v / messages for k, v in counts.items()}
+    if "task-clock" in per:
+        per["task-clock"] /= 1e3  # perf's task-clock is in ms
+    return per, summary
