@@ -33,7 +33,7 @@ from . import mqttwire as mw
 from .perfctl import ControlledPerf
 from .syscalls import receive_bytes
 
-__all__ = ["SyscallCounter", "perf_syscalls_available", "parse_perf_csv", "passes_per_message"]
+__all__ = ["SyscallCounter", "perf_syscalls_available", "parse_perf_csv", "parse_perf_events", "passes_per_message"]
 
 
 def _events(syscalls):
@@ -60,16 +60,22 @@ def perf_syscalls_available(syscalls=("epoll_wait",)):
     return True, ""
 
 
-def parse_perf_csv(text):
-    """``{syscall: count or None}`` from ``perf stat -x ,`` output (None: not counted)."""
+def parse_perf_events(text):
+    """``{event: count or None}`` from ``perf stat -x ,`` output, every event it names (None:
+    not counted; ``task-clock`` in ms, as perf reports it)."""
     counts = {}
     for line in text.splitlines():
         parts = line.split(",")
-        if len(parts) < 3 or not parts[2].startswith("syscalls:sys_enter_"):
+        if len(parts) < 3 or not parts[2] or line.startswith("#"):
             continue
-        name = parts[2][len("syscalls:sys_enter_") :]
-        counts[name] = float(parts[0]) if parts[0].replace(".", "", 1).isdigit() else None
+        counts[parts[2]] = float(parts[0]) if parts[0].replace(".", "", 1).isdigit() else None
     return counts
+
+
+def parse_perf_csv(text):
+    """``{syscall: count or None}`` from ``perf stat -x ,`` output (None: not counted)."""
+    prefix = "syscalls:sys_enter_"
+    return {e[len(prefix) :]: n for e, n in parse_perf_events(text).items() if e.startswith(prefix)}
 
 
 class SyscallCounter:

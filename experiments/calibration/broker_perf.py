@@ -14,6 +14,7 @@ import time
 
 from pubsim.calibration.harness.brokers import BrokerSpec, broker
 from pubsim.calibration.harness.loadgen import LoadSpec, run_load
+from pubsim.calibration.harness.passes import parse_perf_events
 from pubsim.calibration.harness.perfctl import ControlledPerf
 
 CAP_CORES = 0.2
@@ -26,10 +27,8 @@ def _count(pid, events, out):
     time.sleep(COUNT_FROM_S)
     perf.enable(f"counting on the broker {pid}")
     time.sleep(COUNT_FOR_S)
-    for line in perf.stop(30).splitlines():
-        parts = line.split(",")
-        if len(parts) >= 3 and parts[2] in events:
-            out[parts[2]] = float(parts[0])
+    counts = parse_perf_events(perf.stop(30))
+    out.update({e: counts[e] for e in events if counts.get(e) is not None})
 
 
 def count_run(*, fanout, rate_per_s, payload_bytes, events, env=None):

@@ -122,7 +122,7 @@ def test_fitted_costs_load_the_fluid_model_when_given():
 
 def test_a_log_sd_at_the_search_bound_is_reported_not_fitted():
     """Runs throttled in most periods at 60-70 % of their quota (as at fan-out 100, where one
-    message costs most of a period's quota): no slow drift up to the bound explains that."""
+    message costs a whole period's quota): no slow drift up to the bound explains that."""
     u = np.tile(np.linspace(0.6, 0.7, 6), 2)
     fit = SpeedDriftCalibrator(replications=50, n_boot=5, seed=3, time_grid_s=(0.0, 10.0)).fit(
         runs_table(u, np.full(len(u), 0.9))

@@ -7,7 +7,12 @@ import math
 import pytest
 
 from pubsim.calibration.harness.brokers import BrokerSpec, broker
-from pubsim.calibration.harness.passes import parse_perf_csv, passes_per_message, perf_syscalls_available
+from pubsim.calibration.harness.passes import (
+    parse_perf_csv,
+    parse_perf_events,
+    passes_per_message,
+    perf_syscalls_available,
+)
 from pubsim.calibration.runner import _syscall_fields
 from pubsim.sim.errors import ConfigError
 from tests.harness.test_harness_brokers import _require
@@ -20,6 +25,20 @@ PERF_OUT = """12044,,syscalls:sys_enter_epoll_wait,3001,100.00,,
 
 def test_parse_perf_csv_reads_counts_and_uncounted_events():
     assert parse_perf_csv(PERF_OUT) == {"epoll_wait": 12044.0, "read": None, "write": 36113.0}
+
+
+def test_parse_perf_events_reads_every_event_it_names():
+    """Software and scheduler events too, as this VM's perf prints them (no hardware counters)."""
+    text = "# started on Wed Dec  2\n\n436.79,msec,task-clock,436790000,100.00,,\n" + PERF_OUT
+    text += "<not supported>,,cycles,0,100.00,,\n9615,,sched:sched_waking,3001,100.00,,\n"
+    assert parse_perf_events(text) == {
+        "task-clock": 436.79,
+        "syscalls:sys_enter_epoll_wait": 12044.0,
+        "syscalls:sys_enter_read": None,
+        "syscalls:sys_enter_write": 36113.0,
+        "cycles": None,
+        "sched:sched_waking": 9615.0,
+    }
 
 
 def test_syscall_fields_group_calls_per_message_and_are_nan_when_not_counted():
