@@ -161,7 +161,7 @@ def idle_wakeup_latency(
         if sender_cpu is not None:
             os.sched_setaffinity(0, {sender_cpu})
         conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        conn.recv(1)  # the receiver is ready
+        _until_stamped(conn)
         sent = []
         last = time.monotonic_ns()
         for gap in gaps_s:
@@ -194,6 +194,42 @@ def idle_wakeup_latency(
     return records
 
 
+#: Probes the sender may send before the receiver's reads carry a kernel stamp (1 ms apart).
+_STAMP_PROBES = 2000
+
+
+def _until_stamped(conn):
+    """Send one-byte probes until the receiver reports a kernel-stamped read (``b"r"``).
+
+    Linux turns receive stamping on through a deferred work item
+    (``net_enable_timestamp`` schedules ``netstamp_work`` when no socket had
+    it on), so the first packets after ``SO_TIMESTAMPNS`` may carry no
+    stamp; on a fresh machine the first measured message did.
+    """
+    for _ in range(_STAMP_PROBES):
+        conn.sendall(b"p")
+        if conn.recv(1) != b"n":
+            return
+        time.sleep(0.001)
+
+
+def _answer_probes(s, *, stamped=True):
+    """The receiver's side of :func:`_until_stamped`: ``b"n"`` per unstamped probe, then ``b"r"``.
+
+    ``stamped`` False (the kernel refused ``SO_TIMESTAMPNS``): ready at the first probe.
+    """
+    clocks = RealToMonotonic()
+    for _ in range(_STAMP_PROBES if stamped else 1):
+        data, anc, _, _ = s.recvmsg(1, ANCILLARY_BYTES)
+        if not data:
+            raise OSError("the sender closed the connection")
+        clocks.refresh(time.monotonic_ns())
+        if not stamped or kernel_time_ns(anc, clocks.offset_ns) is not None:
+            break
+        s.sendall(b"n")
+    s.sendall(b"r")
+
+
 def _wake_receiver(port, total, cpu, results_w):
     code = 0
     try:
@@ -203,8 +239,7 @@ def _wake_receiver(port, total, cpu, results_w):
         clocks = RealToMonotonic()
         with socket.create_connection(("127.0.0.1", port)) as s:
             s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            enable_kernel_stamps(s)
-            s.sendall(b"r")
+            _answer_probes(s, stamped=enable_kernel_stamps(s))
             buf = b""
             for _ in range(total):
                 while len(buf) < _WAKE_MSG.size:
