@@ -463,6 +463,8 @@ class RealHarness:
             "generator_saturated": bool(s["generator_saturated"]),
             "subscriber_saturated": bool(s["subscriber_saturated"]),
             "publisher_lag_max_s": s["publisher_lag_max_s"],
+            "subscriber_sleeps_per_copy": s["subscriber_sleeps_per_copy"],
+            "subscriber_cpu_per_copy_s": s["subscriber_cpu_per_copy_s"],
             "demand_s_per_ingress": cpu_s / sent,
             "wakeups_per_ingress": cpu["voluntary_switches"] / sent,
             "broker_cpu_s": cpu_s,

@@ -62,6 +62,7 @@ __all__ = [
     "sample",
     "thread_ids",
     "thread_schedstat",
+    "thread_switches",
 ]
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
@@ -328,6 +329,17 @@ def thread_schedstat() -> tuple[float, float]:
     """``(ns on a CPU, ns waiting for a CPU)`` of the calling thread, or ``(nan, nan)`` without schedstat."""
     try:
         return parse_schedstat(_read("/proc/thread-self/schedstat"))
+    except (OSError, ValueError):
+        return math.nan, math.nan
+
+
+def thread_switches() -> tuple[float, float]:
+    """``(voluntary, involuntary)`` context switches of the calling thread, or ``(nan, nan)`` without them.
+
+    A voluntary switch is a sleep (a blocking read, a timeout): each one ends in a wake-up.
+    """
+    try:
+        return tuple(map(float, parse_switches(_read("/proc/thread-self/status"))))  # type: ignore[return-value]
     except (OSError, ValueError):
         return math.nan, math.nan
 

@@ -469,3 +469,19 @@ def test_zmq_proxy_with_idle_subscriptions_delivers_as_before(zmq_proxy):
     # subscriptions to each publisher that connects through a pipe bounded by it (LoadSpec)
     xsub, xpub = zmq_proxy
     _check(run_load(_spec(protocol="zmq", pub_port=xsub, sub_port=xpub, fanout=1, idle_filters=900)), 1)
+
+
+@pytest.mark.brokers
+def test_a_slow_subscriber_sleeps_once_per_copy_and_a_fast_one_reads_several_per_wakeup(mosquitto):
+    """The readers' sleeps per copy (voluntary switches per message read) and CPU per copy.
+
+    At 50 msg/s each copy comes 20 ms after the last: the reader has long
+    gone back to sleep, so each copy wakes it (one sleep per copy, a few
+    control timeouts aside). At 2k msg/s sent in batches the copies of a
+    batch come together and one wake-up reads several.
+    """
+    slow = run_load(_spec(protocol="mqtt", pub_port=mosquitto.pub_port, fanout=2, rate_per_s=50.0)).summary()
+    assert 0.9 <= slow["subscriber_sleeps_per_copy"] <= 1.3
+    assert 1e-6 < slow["subscriber_cpu_per_copy_s"] < 1e-2
+    fast = run_load(_spec(protocol="mqtt", pub_port=mosquitto.pub_port, fanout=2)).summary()
+    assert fast["subscriber_sleeps_per_copy"] < 0.9 * slow["subscriber_sleeps_per_copy"]

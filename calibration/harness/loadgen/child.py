@@ -14,6 +14,7 @@ _READ_BYTES = 256 * 1024  # one recv of a subscriber, bytes
 _FLUSH_TIMEOUT_S = 10.0  # a publisher's final flush (PINGREQ / PING), s
 
 _schedstat = procfs.thread_schedstat
+_switches = procfs.thread_switches
 
 
 def _child_setup(cpus):

@@ -176,6 +176,7 @@ class LoadResult:
                     "disconnected": r["disconnected"],
                     "cpu_fraction": r["cpu_fraction"],
                     "runnable_fraction": r["runnable_fraction"],
+                    **{k: r.get(k, math.nan) for k in ("sleeps", "cpu_s", "counted")},
                 }
             )
         deliveries = pd.concat(frames, ignore_index=True)
@@ -312,6 +313,7 @@ class LoadResult:
             out.update({f"latency_{k}_s": math.nan for k in ("mean", "std", "p01", "p50", "p90", "p99", "max")})
         out.update(self._stamp_fields())
         out.update(self._client_fields())
+        out.update(self._reader_fields())
         out.update(
             {
                 "publisher_lag_max_s": max(p["lag_max_s"] for p in self.publishers),
@@ -348,6 +350,20 @@ class LoadResult:
             "stamp_exact_fraction": float(exact.mean()) if exact.size else math.nan,
             "latency_any_p50_s": float(q[0]),
             "latency_any_p99_s": float(q[1]),
+        }
+
+    def _reader_fields(self):
+        """``subscriber_sleeps_per_copy`` (the subscribers' voluntary context switches per message
+        they read, from the start to the end of the run: a reader that sleeps between copies is
+        woken by the broker's write of each, one that is still busy is not) and
+        ``subscriber_cpu_per_copy_s`` (their CPU time per message read, s); nan without them."""
+        subs = [s for s in self.subscribers if s.get("counted", 0) and not math.isnan(s.get("sleeps", math.nan))]
+        counted = sum(s["counted"] for s in subs)
+        if not counted:
+            return {"subscriber_sleeps_per_copy": math.nan, "subscriber_cpu_per_copy_s": math.nan}
+        return {
+            "subscriber_sleeps_per_copy": sum(s["sleeps"] for s in subs) / counted,
+            "subscriber_cpu_per_copy_s": sum(s["cpu_s"] for s in subs) / counted,
         }
 
     def _client_fields(self):

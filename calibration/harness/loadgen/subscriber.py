@@ -31,7 +31,7 @@ from .. import mqttwire as mw
 from .. import natswire as nw
 from .. import zmtpwire as zw
 from ..rxstamp import ANCILLARY_BYTES, RealToMonotonic, enable_kernel_stamps, kernel_time_ns
-from .child import _CONTROL_PERIOD_NS, _READ_BYTES, _child_setup, _report_error, _schedstat
+from .child import _CONTROL_PERIOD_NS, _READ_BYTES, _child_setup, _report_error, _schedstat, _switches
 from .records import HEADER_BYTES, PROBE_SEQ, STRIDE, _flag_records, _Records
 from .spec import IDLE_TOPIC, HarnessError, idle_filter_names, topic_name
 
@@ -114,7 +114,7 @@ class _SubState:
                     self.t_start_ns = msg[1]
                     self.probing = False
                     self.base = self.rec.count
-                    self.sched0 = (time.monotonic_ns(), *_schedstat())
+                    self.sched0 = (time.monotonic_ns(), *_schedstat(), _switches()[0], self.rec.count)
                 elif msg[0] == "stop":
                     self.stop = True
         except (EOFError, OSError):
@@ -125,10 +125,13 @@ class _SubState:
         rec = rec[rec["seq"] != np.uint64(PROBE_SEQ)]
         dup, ooo = _flag_records(rec)
         t1, run1, wait1 = time.monotonic_ns(), *_schedstat()
+        sleeps = cpu_s = math.nan
+        counted = 0
         if self.sched0 is not None:
-            t0, run0, wait0 = self.sched0
+            t0, run0, wait0, sleeps0, count0 = self.sched0
             wall = max(t1 - t0, 1)
             cpu, runnable = (run1 - run0) / wall, (run1 - run0 + wait1 - wait0) / wall
+            sleeps, cpu_s, counted = _switches()[0] - sleeps0, (run1 - run0) / 1e9, self.rec.count - count0
         else:
             cpu = runnable = math.nan
         out = {
@@ -139,6 +142,9 @@ class _SubState:
             "disconnected": self.disconnected,
             "cpu_fraction": cpu,
             "runnable_fraction": runnable,
+            "sleeps": sleeps,  # voluntary switches from the start to the end: each one a wake-up
+            "cpu_s": cpu_s,
+            "counted": counted,  # messages read over the same time
         }
         out.update(extra or {})
         self.conn.send(("result", out))
