@@ -23,6 +23,7 @@ from ..mechanisms.patterns.plugin import REQREP
 from ..mechanisms.persistence import PERSISTENCE
 from ..mechanisms.priority import PRIORITY
 from ..mechanisms.qos import QOS
+from ..mechanisms.readers import READERS
 from ..mechanisms.serialization import SERIALIZATION
 from ..mechanisms.sessions import SESSIONS
 from ..mechanisms.shared import SHARED
@@ -45,6 +46,7 @@ MECHANISMS: tuple[Mechanism, ...] = (
     FRAMES,  # YAMI4 frame channels on framing brokers' downlinks (subscriber read inside)
     REQREP,  # request/reply server stations; server hop below server-broker visits of requests
     SHARED,  # share groups: dispatch stations, one choice hop per matching group
+    READERS,  # brokers with reader_wake: per-visit write times, copies that wake their readers
     HOSTS,  # speed, loopback within a host; shared CPUs and network cards (last); card and CPU hops
 )
 

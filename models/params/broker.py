@@ -35,6 +35,7 @@ from .mapping import MAX_WORKERS, check_fields
 from .overload import OverloadParams
 from .patterns import ReplyParams
 from .provenance import ASSUMED, Provenance
+from .readers import ReaderWakeParams
 from .store import StoreParams
 from .topics import TopicSyntax
 
@@ -311,6 +312,12 @@ class BrokerParams:
         backpressure on the ingress queue, no batching, no restarts, no
         ``io`` and a CPU of its own (not a host CPU shared with other
         processes). In scenario files a mapping of IdleExitParams fields.
+    reader_wake : ReaderWakeParams or None
+        Extra CPU for a copy whose reader sleeps when the broker writes it
+        (:mod:`pubsim.models.params.readers`, :mod:`pubsim.models.mechanisms.readers`):
+        a loopback write wakes the reader in the broker's context. None
+        (default): every copy costs ``delivery_cost_s``. In scenario files a
+        mapping of ReaderWakeParams fields.
     provenance : Provenance
     """
 
@@ -365,6 +372,7 @@ class BrokerParams:
     io: IoParams | None = field(default=None, metadata={"unit": "params", "cls": IoParams})
     overload: OverloadParams | None = field(default=None, metadata={"unit": "params", "cls": OverloadParams})
     idle_exit: IdleExitParams | None = field(default=None, metadata={"unit": "params", "cls": IdleExitParams})
+    reader_wake: ReaderWakeParams | None = field(default=None, metadata={"unit": "params", "cls": ReaderWakeParams})
     provenance: Provenance = field(default=ASSUMED, metadata={"unit": "provenance"})
 
     def __post_init__(self) -> None:

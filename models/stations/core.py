@@ -409,6 +409,7 @@ class BrokerStation(ModelStation):
         self.copy_ack_packets = None  # ... with the copies' receivers (set with ack_packets)
         self.copies_by_visit = None  # copies made per visit below a disk (models.mechanisms.persistence), or None
         self.topic_bytes = None  # topic length per flow, for length_byte_cost_s
+        self.reader_wakes = None  # copies that wake their readers (models.mechanisms.readers), or None
         self._drift_key = _drift_key(params, streams, name)
 
     def wire(self, index, wiring):
@@ -437,6 +438,8 @@ class BrokerStation(ModelStation):
         them, :func:`pubsim.sim.kernels.count_woke`), else the messages that started the
         moment they were admitted (the same thing without either)."""
         row = super().record()
+        if self.reader_wakes is not None:
+            row.update(self.reader_wakes.record())
         disc = self.discipline
         if type(disc) is FifoDiscipline and (disc.fs[K.EXIT_N] > 0 or disc.fs[K.SLEEP_ENTRY] > 0):
             row["wakeups"] = int(disc.fs[K.WOKE_N])
@@ -450,6 +453,8 @@ class BrokerStation(ModelStation):
         copies = (self.plan.n_children if self.copies_by_visit is None else self.copies_by_visit)[packets.visit]
         demand = self.ingress.take(n) + matched * self.match.take(n) + copies * self.delivery.take(n)
         demand = demand + p.per_byte_cost_s * (packets.size * (1 + copies))
+        if self.reader_wakes is not None:
+            demand = demand + p.reader_wake.wake_cost_s * self.reader_wakes.asleep(packets.t, packets.visit, copies)
         if p.length_byte_cost_s:
             demand = demand + p.length_byte_cost_s * self.extra_length_bytes(packets)
         if self.ack_packets is not None:
@@ -491,6 +496,8 @@ class BrokerStation(ModelStation):
         if type(self) is not BrokerStation or self.cpu_shared or not _open_fifo(self.discipline):
             return None
         if self.ack_packets is not None or self.copies_by_visit is not None or self.params.length_byte_cost_s:
+            return None
+        if self.reader_wakes is not None:
             return None
         p = self.params
         return {
