@@ -116,6 +116,7 @@ def _fitted(args, results=None, stalls=None, pacing=None):
         pacing=pacing,
         length_bytes=args.length_bytes,
         speed_drift=args.speed_drift,
+        reader_wakes=args.reader_wakes,
         knee_wakeups=args.knee_wakeups,
         knee_anchor=args.knee_anchor,
         cpu_tick_s=args.cpu_tick,
@@ -418,6 +419,13 @@ def _variability_flag(parser):
         action="store_false",
         help="keep each broker's speed constant instead of fitting its slow drift to the throttled-period "
         "fractions of its capped training runs (BrokerParams.speed_drift_log_sd; pubsim.calibration.drift)",
+    )
+    parser.add_argument(
+        "--reader-wakes",
+        action="store_true",
+        help="fit what a copy that wakes its sleeping reader costs more and simulate it (BrokerParams.reader_wake; "
+        "needs the subscribers' counted sleeps, subscriber_sleeps_per_copy); off by default: its rule counts "
+        "sleeps from arrival gaps and misses the bursts of a throttled broker (calibration/README.md)",
     )
     parser.add_argument(
         "--knee-wakeups",

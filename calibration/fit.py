@@ -69,6 +69,8 @@ __all__ = [
     "CONNECTION_TERMS",
     "connections_of",
     "wakeups_of",
+    "reader_wakes_of",
+    "READER_SLEEPS",
     "filters_of",
     "acks_of",
     "copy_acks_of",
@@ -95,6 +97,7 @@ COSTS = (
     "filter_scan_cost_s",
     "ack_cost_s",
     "copy_ack_cost_s",
+    "reader_wake_cost_s",
 )
 #: Paid by a busy broker too.
 BUSY = (
@@ -107,6 +110,7 @@ BUSY = (
     "filter_scan_cost_s",
     "ack_cost_s",
     "copy_ack_cost_s",
+    "reader_wake_cost_s",
 )
 #: Topic name length of the harness's runs, bytes ("pubsim/t0"; t10 and above are a byte longer).
 HARNESS_TOPIC_BYTES = len(topic_name(0))
@@ -125,6 +129,8 @@ CONNECTION_TERMS = {
     "per_wakeup": "connection_wakeup_cost_s",
     "per_pass": "pass_cost_s",
 }
+#: Column of the subscribers' sleeps per copy (voluntary switches per message read, :mod:`pubsim.calibration.harness.loadgen`).
+READER_SLEEPS = "subscriber_sleeps_per_copy"
 #: Column of the broker's event-loop passes per ingress message (:mod:`pubsim.calibration.harness.passes`).
 PASSES = "broker_passes_per_ingress"
 
@@ -179,6 +185,21 @@ def spread_over_rates(measurements, max_runs):
         idx = np.unique(np.linspace(0, len(rows) - 1, min(max_runs, len(rows))).round().astype(int))
         picked.append(rows.iloc[idx])
     return pd.concat(picked) if picked else measurements
+
+
+def reader_wakes_of(measurements):
+    """Copies per ingress message whose reader slept when the broker wrote them (NaN: not counted).
+
+    ``fanout x`` the subscribers' measured sleeps per copy (:data:`READER_SLEEPS`,
+    clipped to [0, 1]): a reader that sleeps between copies is woken by each
+    write, and on loopback the waking runs in the broker's context
+    (:mod:`pubsim.models.params.readers`).
+    """
+    m = measurements
+    if READER_SLEEPS not in m:
+        return np.full(len(m), np.nan)
+    sleeps = np.clip(m[READER_SLEEPS].to_numpy(dtype=float), 0.0, 1.0)
+    return m["fanout"].to_numpy(dtype=float) * sleeps
 
 
 def _check(measurements, columns):
@@ -355,6 +376,12 @@ class BrokerDemandCalibrator:
         exchange only (needs training runs at QoS > 0 with different
         fan-outs). Default False: the copies' packets cost ``ack_cost_s``
         (``copy_ack_cost_s`` is set to it).
+    fit_reader_wakes : bool
+        Also fit ``reader_wake_cost_s``, the cost of a copy whose reader
+        slept when the broker wrote it, on :func:`reader_wakes_of` (needs the
+        subscribers' sleeps per copy, counted by the harness since
+        2026-12-02, varying between runs apart from the fan-out). Default
+        False: 0.
 
     Attributes
     ----------
@@ -381,6 +408,7 @@ class BrokerDemandCalibrator:
         filter_exponent=1.0,
         fit_acks=False,
         fit_copy_acks=False,
+        fit_reader_wakes=False,
     ):
         if wake_regressor not in WAKE_REGRESSORS:
             raise ConfigError("wake_regressor", wake_regressor, f"one of {', '.join(WAKE_REGRESSORS)}")
@@ -401,6 +429,7 @@ class BrokerDemandCalibrator:
         self.filter_exponent = filter_exponent
         self.fit_acks = fit_acks
         self.fit_copy_acks = fit_acks and fit_copy_acks
+        self.fit_reader_wakes = fit_reader_wakes
 
     def _design(self, m):
         fanout = m["fanout"].to_numpy(dtype=float)
@@ -421,6 +450,7 @@ class BrokerDemandCalibrator:
         filters = self._filter_load(filters_of(m)) if self.fit_filters else np.zeros_like(fanout)
         zeros = (np.zeros_like(fanout), np.zeros_like(fanout))
         acks, copy_acks = ack_columns(m, apart=self.fit_copy_acks) if self.fit_acks else zeros
+        readers = reader_wakes_of(m) if self.fit_reader_wakes else np.zeros_like(fanout)
         cols = [
             np.ones_like(fanout),
             fanout,
@@ -434,10 +464,11 @@ class BrokerDemandCalibrator:
             filters,
             acks,
             copy_acks,
+            readers,
         ]
         keep = [True, self.fit_delivery, self.fit_per_byte, True, self.fit_background]
         keep += [form == "per_message", form == "per_wakeup", self.fit_length_bytes, form == "per_pass"]
-        keep += [self.fit_filters, self.fit_acks, self.fit_copy_acks]
+        keep += [self.fit_filters, self.fit_acks, self.fit_copy_acks, self.fit_reader_wakes]
         return np.column_stack([c for c, k in zip(cols, keep) if k]), [n for n, k in zip(COSTS, keep) if k]
 
     def _params(self, names, coef):
@@ -456,14 +487,18 @@ class BrokerDemandCalibrator:
         cols = REQUIRED_COLUMNS + (("wakeups_per_ingress",) if self.wake_regressor != "idle_fraction" else ())
         cols += ("publishers", "subscribers") if self.connection_form is not None else ()
         cols += ("qos",) if self.fit_acks else ()
+        cols += (READER_SLEEPS,) if self.fit_reader_wakes else ()
         return cols + (("publishers", "subscribers", "topics") if self.fit_filters else ())
 
     def _known(self, measurements):
-        """The runs the fit can use: with ``per_pass``, those whose passes are known (:func:`passes_of`)."""
+        """The runs the fit can use: with ``per_pass``, those whose passes are known (:func:`passes_of`);
+        with ``fit_reader_wakes``, those whose readers' sleeps are (:func:`reader_wakes_of`)."""
         m = measurements.reset_index(drop=True)
-        if self.connection_form != "per_pass":
-            return m
-        return m[~np.isnan(passes_of(m))].reset_index(drop=True)
+        if self.connection_form == "per_pass":
+            m = m[~np.isnan(passes_of(m))].reset_index(drop=True)
+        if self.fit_reader_wakes:
+            m = m[~np.isnan(reader_wakes_of(m))].reset_index(drop=True)
+        return m
 
     def fit(self, measurements):
         _check(measurements, self._columns())
@@ -508,16 +543,18 @@ class BrokerDemandCalibrator:
         publishers=1,
         filters=0,
         qos=0,
+        reader_sleeps=0.0,
     ):
         """Ingress rate at which the workers are always busy (no wake-ups), msg/s
         (``topic_bytes`` None: the harness's, :data:`HARNESS_TOPIC_BYTES`; a
         pass is shared by one message of each of ``publishers``, all backed up;
         ``filters``: subscriptions installed at the broker; ``qos``: the MQTT QoS of
-        publications and subscriptions)."""
+        publications and subscriptions; ``reader_sleeps``: the share of copies whose reader sleeps)."""
         p = self.params_
         busy = p["ingress_cost_s"] + fanout * p["delivery_cost_s"] + payload_bytes * (1 + fanout) * p["per_byte_cost_s"]
         busy += connections * p["connection_cost_s"] + p.get("pass_cost_s", 0.0) / max(int(publishers), 1)
         busy += float(self._filter_load(filters)) * p.get("filter_scan_cost_s", 0.0)
+        busy += fanout * float(reader_sleeps) * p.get("reader_wake_cost_s", 0.0)
         acks = int(handshake_packets(int(qos)))
         busy += acks * (p.get("ack_cost_s", 0.0) + fanout * p.get("copy_ack_cost_s", p.get("ack_cost_s", 0.0)))
         topic = HARNESS_TOPIC_BYTES if topic_bytes is None else topic_bytes

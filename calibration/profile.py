@@ -388,6 +388,7 @@ def build_profile(
         **({"idle_exit": idle_exit} if idle_exit is not None else {}),
         **_drift_fields(speed_drift),
         **_passes(demand_params, metadata),
+        **_reader_wake(demand_params, metadata),
         "provenance": {
             "source": metadata.get("source", "measured"),
             "reference": metadata["data"],
@@ -434,6 +435,29 @@ def build_profile(
         },
     }
     return {"broker": {name: broker}, "link": {f"loopback-{name}": link}, **tail}
+
+
+def _reader_wake(demand_params, metadata):
+    """The broker's ``reader_wake`` mapping where a cost per woken copy was fitted
+    (:mod:`pubsim.models.params.readers`): the harness runs every client on one core."""
+    cost, copy_s = demand_params.get("reader_wake_cost_s"), demand_params.get("reader_copy_s")
+    if not cost or not copy_s:
+        return {}
+    note = (
+        f"{cost * 1e6:.3g} us more per copy written to a sleeping reader, fitted with the other costs on "
+        "fan-out x the subscribers' measured sleeps per copy (voluntary context switches per message read); "
+        f"a reader stays awake (rank + 1) x {copy_s * 1e6:.3g} us after a write, its measured CPU per copy "
+        f"(median of {demand_params.get('reader_copy_runs', '?')} training runs), the readers sharing the "
+        "harness's client core"
+    )
+    return {
+        "reader_wake": {
+            "wake_cost_s": _us(cost),
+            "copy_s": _us(copy_s),
+            "shared_core": True,
+            "provenance": {"source": "measured", "reference": metadata["data"], "date": metadata["date"], "note": note},
+        }
+    }
 
 
 def _drift_fields(drift):

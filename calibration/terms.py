@@ -22,13 +22,23 @@ import copy
 import numpy as np
 import pandas as pd
 
-from .fit import PASSES, ack_columns, connections_of, extra_length_bytes_of, filters_of, passes_of
+from .fit import (
+    PASSES,
+    READER_SLEEPS,
+    ack_columns,
+    connections_of,
+    extra_length_bytes_of,
+    filters_of,
+    passes_of,
+    reader_wakes_of,
+)
 
 __all__ = [
     "TERM_UNITS",
     "busy_identified",
     "full_column_rank",
     "passes_identified",
+    "reader_wakes_identified",
     "bootstrap_intervals",
     "terms_record",
 ]
@@ -47,6 +57,7 @@ TERM_UNITS = {
     "filter_scan_cost_s": "s",
     "ack_cost_s": "s",
     "copy_ack_cost_s": "s",
+    "reader_wake_cost_s": "s",
 }
 
 _RANK_TOL = 1e-8
@@ -148,6 +159,24 @@ def passes_identified(rows, *, min_spread=0.1):
             f"not identified: every training run read about one message per pass ({known.min():.3g}-"
             f"{known.max():.3g} passes per message; one publisher each)"
         )
+    return None
+
+
+def reader_wakes_identified(rows, *, min_spread=0.1):
+    """None if the training runs' readers' sleeps per copy identify a cost per woken copy, else why not.
+
+    The sleeps are counted per run (:data:`pubsim.calibration.fit.READER_SLEEPS`); they must be
+    known in every run, spread by at least ``min_spread``, and their column (fan-out x sleeps)
+    independent of the ingress and fan-out columns over the runs.
+    """
+    if READER_SLEEPS not in rows or rows[READER_SLEEPS].isna().any():
+        return f"not identified: the runs did not count their readers' sleeps ({READER_SLEEPS})"
+    sleeps = rows[READER_SLEEPS].to_numpy(dtype=float)
+    if np.ptp(sleeps) < min_spread:
+        return f"not identified: the readers slept {sleeps.min():.3g}-{sleeps.max():.3g} times a copy in every run"
+    fan = rows["fanout"].to_numpy(dtype=float)
+    if not full_column_rank(np.column_stack([np.ones(len(fan)), fan, reader_wakes_of(rows)])):
+        return "not identified: the woken copies move with the fan-out over the training runs"
     return None
 
 

@@ -59,7 +59,7 @@ from .profile import (
     tick_demand,
 )
 from .sleep import SleepEntryCalibrator
-from .terms import busy_identified, passes_identified, terms_record
+from .terms import busy_identified, passes_identified, reader_wakes_identified, terms_record
 from .variability import ServiceVariabilityCalibrator
 from .virtual import VirtualHarness
 from .zmqmarks import check_one_marks
@@ -135,6 +135,7 @@ def fit_profiles(
     idle_exit_on=True,
     length_bytes=True,
     speed_drift=True,
+    reader_wakes=False,
     knee_wakeups=False,
     knee_anchor="runs",
     cpu_tick_s=0.0,
@@ -193,7 +194,12 @@ def fit_profiles(
     fractions of its sustainable capped training runs, loaded at their
     measured CPU (:class:`pubsim.calibration.drift.SpeedDriftCalibrator`, with at most 30
     bootstrap resamples) and carried by its profile (``speed_drift_log_sd``,
-    ``speed_drift_time_s``) where the runs identify it. With
+    ``speed_drift_time_s``) where the runs identify it. With ``reader_wakes``
+    (default False: on mosquitto-readers it made three of five limits worse,
+    calibration/README.md, "Readers asleep and the client core"), a copy whose reader slept costs ``reader_wake_cost_s`` more
+    where the training runs counted their readers' sleeps and those vary
+    (:func:`pubsim.calibration.terms.reader_wakes_identified`); the profile
+    then carries ``reader_wake`` (:mod:`pubsim.models.mechanisms.readers`). With
     ``knee_wakeups`` (``method="knee"`` only), the measured wake-ups of the
     runs nearest each limit are taken out of their busy costs
     (:class:`pubsim.calibration.fit.KneeDemandCalibrator`). ``knee_anchor``
@@ -235,7 +241,7 @@ def fit_profiles(
         check_one_marks(runs[runs["broker"] == kind], what=f"{kind} runs")
         form = _form(connection_form, kind)
         wake = _wake_regressor(rows, kind)
-        status = _identified(rows, form, kind, length_bytes=length_bytes)
+        status = _identified(rows, form, kind, length_bytes=length_bytes, reader_wakes=reader_wakes)
         settings = {
             "wake_regressor": wake,
             "fit_per_byte": rows.payload_bytes.nunique() > 1,
@@ -246,6 +252,7 @@ def fit_profiles(
             "fit_filters": status["filter_scan_cost_s"] is None,
             "fit_acks": status["ack_cost_s"] is None,
             "fit_copy_acks": status["copy_ack_cost_s"] is None,
+            "fit_reader_wakes": status["reader_wake_cost_s"] is None,
         }
         filter_form, exponent, filter_why = _filter_form(calibrator, settings, rows)
         demand = calibrator(**settings, filter_form=filter_form, filter_exponent=exponent).fit(rows)
@@ -255,6 +262,7 @@ def fit_profiles(
             "demand_params": {
                 **_within_cap(demand.params_, rows),
                 **tick_demand(cpu_tick_s),
+                **_reader_copy(rows, demand.params_),
                 **({"filter_cost_form": filter_form} if filter_form != "linear" else {}),
                 **({"filter_cost_exponent": exponent} if filter_form == "power" else {}),
             },
@@ -527,7 +535,7 @@ def _form(asked, kind):
     return "per_pass" if pass_reads_reason(kind) is None else "per_message"
 
 
-def _identified(rows, connection_form, kind, *, length_bytes=True):
+def _identified(rows, connection_form, kind, *, length_bytes=True, reader_wakes=False):
     """``{term: None or reason}`` for the terms a fit leaves out (see :mod:`pubsim.calibration.terms`).
 
     ``length_byte_cost_s`` is fitted only for brokers that read the MQTT
@@ -551,6 +559,9 @@ def _identified(rows, connection_form, kind, *, length_bytes=True):
     status["filter_scan_cost_s"] = unvaried or (ids["filter_scan_cost_s"] if counted else uncounted)
     status["ack_cost_s"] = one_qos or (ids["ack_cost_s"] if counted else uncounted)
     status["copy_ack_cost_s"] = one_qos or (ids["copy_ack_cost_s"] if counted else uncounted)
+    status["reader_wake_cost_s"] = (
+        reader_wakes_identified(rows) if reader_wakes else "not fitted: reader wakes not asked for"
+    )
     if rows.payload_bytes.nunique() < 2:
         status["per_byte_cost_s"] = f"not identified: one payload size ({rows.payload_bytes.iloc[0]} B)"
     if rows.fanout.nunique() < 2:
@@ -616,6 +627,15 @@ def _connection_text(params, status, form):
         return f"{term} {params[term] * 1e6:.3g} us per event-loop pass ({CONNECTION_FORMS[form]})"
     per = "message" if form == "per_message" else "wake-up"
     return f"{term} {params[term] * 1e6:.3g} us per client connection per {per} ({CONNECTION_FORMS[form]})"
+
+
+def _reader_copy(rows, params):
+    """``reader_copy_s``: the median of the training runs' measured CPU per copy of their
+    subscribers (``subscriber_cpu_per_copy_s``), where a cost per woken copy was fitted; else nothing."""
+    if not params.get("reader_wake_cost_s") or "subscriber_cpu_per_copy_s" not in rows:
+        return {}
+    cpu = rows["subscriber_cpu_per_copy_s"].dropna()
+    return {"reader_copy_s": float(cpu.median()), "reader_copy_runs": int(len(cpu))} if len(cpu) else {}
 
 
 def _within_cap(params, rows):
@@ -745,6 +765,9 @@ def _compare(runs, saturation, latency, profiles, seed, steps, progress, pacing=
             if not math.isnan(woke[i]):  # as the fit reads the counted switches, and the twin's charged ones
                 rec["measured_wakeups_per_ingress"] = woke[i]
                 rec["simulated_wakeups_per_ingress"] = summ["wakeups_per_ingress"]
+            sleeps = r.get("subscriber_sleeps_per_copy", math.nan), summ["subscriber_sleeps_per_copy"]
+            if not any(math.isnan(x) for x in sleeps):  # the readers' counted sleeps, and the twin's woken copies
+                rec["measured_sleeps_per_copy"], rec["simulated_sleeps_per_copy"] = sleeps
             thr = r.get("cap_throttled_period_fraction", math.nan), summ["cap_throttled_period_fraction"]
             if not any(math.isnan(x) for x in thr):  # cgroup nr_throttled / nr_periods, and the twin's
                 rec["measured_throttled_fraction"], rec["simulated_throttled_fraction"] = thr

@@ -117,9 +117,16 @@ def result_row(result, *, broker_station="broker:broker"):
         "broker_passes_per_ingress": _passes(st),
         "broker_utilization": st["utilization"],
         "cap_throttled_period_fraction": _throttled_fraction(disc),
+        "subscriber_sleeps_per_copy": _reader_sleeps(st),
     }
     row.update(latency_fields(window_latencies(result)))
     return row
+
+
+def _reader_sleeps(st):
+    """Copies that woke their reader per copy (:mod:`pubsim.models.mechanisms.readers`), NaN without it."""
+    copies = st.get("reader_copies", math.nan)
+    return st["reader_wakes"] / copies if copies == copies and copies > 0 else math.nan
 
 
 def _throttled_fraction(disc):

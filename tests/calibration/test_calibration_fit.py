@@ -253,3 +253,46 @@ def test_the_brokers_that_switch_several_times_per_wakeup_are_read_so():
         "ejabberd-mqtt": "wakeups",
     }
     assert _wake_regressor(rows.assign(wakeups_per_ingress=[3.0, np.nan]), "nats") == "idle_fraction"
+
+
+def _reader_runs(sleeps_by_run, wake_s=8e-6):
+    """Runs whose demand is 20 us + 10 us a copy + ``wake_s`` a copy that woke its reader."""
+    rows = []
+    for i, (fanout, sleeps) in enumerate(sleeps_by_run):
+        rows.append(
+            {
+                "config": f"f{fanout}",
+                "payload_bytes": 64,
+                "fanout": fanout,
+                "ingress_rate_per_s": 100.0 * (i + 1),
+                "cpu_cap_fraction": 1.0,
+                "subscriber_sleeps_per_copy": sleeps,
+                "demand_s_per_ingress": 20e-6 + fanout * (10e-6 + sleeps * wake_s),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def test_the_cost_of_a_copy_that_wakes_its_reader_is_fitted_apart():
+    from pubsim.calibration.fit import reader_wakes_of
+
+    runs = _reader_runs([(4, 1.0), (4, 0.25), (16, 0.8), (16, 1.0), (100, 0.9)])
+    assert reader_wakes_of(runs).tolist() == pytest.approx([4.0, 1.0, 12.8, 16.0, 90.0])
+    cal = BrokerDemandCalibrator(fit_per_byte=False, fit_reader_wakes=True).fit(runs)
+    assert cal.params_["reader_wake_cost_s"] == pytest.approx(8e-6, rel=1e-3)
+    assert cal.params_["delivery_cost_s"] == pytest.approx(10e-6, rel=1e-3)
+    without = BrokerDemandCalibrator(fit_per_byte=False).fit(runs)
+    assert without.params_["reader_wake_cost_s"] == 0.0
+    assert cal.capacity_per_s(payload_bytes=64, fanout=100, reader_sleeps=1.0) == pytest.approx(
+        1 / (cal.params_["ingress_cost_s"] + 100 * 18e-6), rel=1e-2
+    )
+
+
+def test_reader_wakes_are_identified_only_where_the_runs_counted_and_varied_them():
+    from pubsim.calibration.terms import reader_wakes_identified
+
+    varied = _reader_runs([(4, 1.0), (4, 0.25), (16, 0.8)])
+    assert reader_wakes_identified(varied) is None
+    assert "did not count" in reader_wakes_identified(varied.drop(columns="subscriber_sleeps_per_copy"))
+    assert "did not count" in reader_wakes_identified(varied.assign(subscriber_sleeps_per_copy=[1.0, np.nan, 1.0]))
+    assert "every run" in reader_wakes_identified(_reader_runs([(4, 1.0), (16, 0.98)]))
