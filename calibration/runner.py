@@ -465,6 +465,8 @@ class RealHarness:
             "publisher_lag_max_s": s["publisher_lag_max_s"],
             "subscriber_sleeps_per_copy": s["subscriber_sleeps_per_copy"],
             "subscriber_cpu_per_copy_s": s["subscriber_cpu_per_copy_s"],
+            "client_cpu_cores": s["client_cpu_cores"],
+            "client_core_busy_fraction": s["client_core_busy_fraction"],
             "demand_s_per_ingress": cpu_s / sent,
             "wakeups_per_ingress": cpu["voluntary_switches"] / sent,
             "broker_cpu_s": cpu_s,

@@ -35,3 +35,25 @@ def test_by_default_it_is_not_fitted_and_says_so():
     assert "reader_wake" not in prof["broker"]["mosquitto"]
     term = prof["fit_terms"]["terms"]["reader_wake_cost_s"]
     assert term["identifiable"] is False and "not asked for" in term["reason"]
+
+
+def test_the_clients_cores_above_a_limit_come_from_the_lowest_failing_rate():
+    import math
+
+    import pandas as pd
+
+    from pubsim.calibration.validate import client_cores_above_limit
+
+    rows = pd.DataFrame(
+        {
+            "rate_per_s": [80.0, 90.0, 100.0, 100.0, 200.0],
+            "sustainable": [True, True, False, False, False],
+            "egress_rate_per_s": [8000.0, 9000.0, 9800.0, 10000.0, 11000.0],
+            "subscriber_cpu_per_copy_s": [1e-4, 1e-4, 9e-5, 9.5e-5, 8e-5],
+        }
+    )
+    assert client_cores_above_limit(rows, 90.0) == pytest.approx(0.95)  # the subscribers' alone
+    both = rows.assign(client_cpu_cores=[0.8, 0.9, 0.97, 0.99, 0.9])
+    assert client_cores_above_limit(both, 90.0) == pytest.approx(0.99)
+    assert math.isnan(client_cores_above_limit(rows, 200.0))  # nothing failed above
+    assert math.isnan(client_cores_above_limit(rows.drop(columns="subscriber_cpu_per_copy_s"), 90.0))

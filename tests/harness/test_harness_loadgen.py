@@ -483,5 +483,10 @@ def test_a_slow_subscriber_sleeps_once_per_copy_and_a_fast_one_reads_several_per
     slow = run_load(_spec(protocol="mqtt", pub_port=mosquitto.pub_port, fanout=2, rate_per_s=50.0)).summary()
     assert 0.9 <= slow["subscriber_sleeps_per_copy"] <= 1.3
     assert 1e-6 < slow["subscriber_cpu_per_copy_s"] < 1e-2
-    fast = run_load(_spec(protocol="mqtt", pub_port=mosquitto.pub_port, fanout=2)).summary()
+    assert 0 < slow["client_cpu_cores"] < 1 and math.isnan(slow["client_core_busy_fraction"])  # not pinned
+    cpu = sorted(os.sched_getaffinity(0))[:1]
+    fast = run_load(
+        _spec(protocol="mqtt", pub_port=mosquitto.pub_port, fanout=2, pub_cpus=tuple(cpu), sub_cpus=tuple(cpu))
+    ).summary()
     assert fast["subscriber_sleeps_per_copy"] < 0.9 * slow["subscriber_sleeps_per_copy"]
+    assert fast["client_core_busy_fraction"] == pytest.approx(fast["client_cpu_cores"])  # one client core

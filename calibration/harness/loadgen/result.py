@@ -356,14 +356,30 @@ class LoadResult:
         """``subscriber_sleeps_per_copy`` (the subscribers' voluntary context switches per message
         they read, from the start to the end of the run: a reader that sleeps between copies is
         woken by the broker's write of each, one that is still busy is not) and
-        ``subscriber_cpu_per_copy_s`` (their CPU time per message read, s); nan without them."""
+        ``subscriber_cpu_per_copy_s`` (their CPU time per message read, s); nan without them; and
+        :meth:`_client_core_fields`."""
         subs = [s for s in self.subscribers if s.get("counted", 0) and not math.isnan(s.get("sleeps", math.nan))]
         counted = sum(s["counted"] for s in subs)
+        out = {**self._client_core_fields()}
         if not counted:
-            return {"subscriber_sleeps_per_copy": math.nan, "subscriber_cpu_per_copy_s": math.nan}
+            return {**out, "subscriber_sleeps_per_copy": math.nan, "subscriber_cpu_per_copy_s": math.nan}
         return {
+            **out,
             "subscriber_sleeps_per_copy": sum(s["sleeps"] for s in subs) / counted,
             "subscriber_cpu_per_copy_s": sum(s["cpu_s"] for s in subs) / counted,
+        }
+
+    def _client_core_fields(self):
+        """``client_cpu_cores`` (the publishers' and subscribers' CPU together, cores) and
+        ``client_core_busy_fraction`` (that over the client cores they were pinned to; nan unpinned):
+        100 subscribers on one core can fill it before the broker is at its limit."""
+        fractions = [c["cpu_fraction"] for c in (*self.publishers, *self.subscribers)]
+        cores = float(sum(f for f in fractions if not math.isnan(f))) if fractions else math.nan
+        pinned = set(self.spec.pub_cpus or ()) | set(self.spec.sub_cpus or ())
+        unpinned = self.spec.pub_cpus is None or self.spec.sub_cpus is None
+        return {
+            "client_cpu_cores": cores,
+            "client_core_busy_fraction": math.nan if unpinned or not pinned else cores / len(pinned),
         }
 
     def _client_fields(self):
