@@ -41,6 +41,7 @@ from .errors import pct_error as _pct
 from .fit import (
     CONNECTION_FORMS,
     CONNECTION_TERMS,
+    READER_SLEEPS,
     BrokerDemandCalibrator,
     KneeDemandCalibrator,
     LatencyFloorCalibrator,
@@ -788,7 +789,7 @@ def _compare(runs, saturation, latency, profiles, seed, steps, progress, pacing=
             if not math.isnan(woke[i]):  # as the fit reads the counted switches, and the twin's charged ones
                 rec["measured_wakeups_per_ingress"] = woke[i]
                 rec["simulated_wakeups_per_ingress"] = summ["wakeups_per_ingress"]
-            sleeps = r.get("subscriber_sleeps_per_copy", math.nan), summ["subscriber_sleeps_per_copy"]
+            sleeps = r.get(READER_SLEEPS, math.nan), summ[READER_SLEEPS]
             if not any(math.isnan(x) for x in sleeps):  # the readers' counted sleeps, and the twin's woken copies
                 rec["measured_sleeps_per_copy"], rec["simulated_sleeps_per_copy"] = sleeps
             thr = r.get("cap_throttled_period_fraction", math.nan), summ["cap_throttled_period_fraction"]

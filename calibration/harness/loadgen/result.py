@@ -314,6 +314,7 @@ class LoadResult:
         out.update(self._stamp_fields())
         out.update(self._client_fields())
         out.update(self._reader_fields())
+        out.update(self._client_core_fields())
         out.update(
             {
                 "publisher_lag_max_s": max(p["lag_max_s"] for p in self.publishers),
@@ -356,15 +357,12 @@ class LoadResult:
         """``subscriber_sleeps_per_copy`` (the subscribers' voluntary context switches per message
         they read, from the start to the end of the run: a reader that sleeps between copies is
         woken by the broker's write of each, one that is still busy is not) and
-        ``subscriber_cpu_per_copy_s`` (their CPU time per message read, s); nan without them; and
-        :meth:`_client_core_fields`."""
+        ``subscriber_cpu_per_copy_s`` (their CPU time per message read, s); nan without them."""
         subs = [s for s in self.subscribers if s.get("counted", 0) and not math.isnan(s.get("sleeps", math.nan))]
         counted = sum(s["counted"] for s in subs)
-        out = {**self._client_core_fields()}
         if not counted:
-            return {**out, "subscriber_sleeps_per_copy": math.nan, "subscriber_cpu_per_copy_s": math.nan}
+            return {"subscriber_sleeps_per_copy": math.nan, "subscriber_cpu_per_copy_s": math.nan}
         return {
-            **out,
             "subscriber_sleeps_per_copy": sum(s["sleeps"] for s in subs) / counted,
             "subscriber_cpu_per_copy_s": sum(s["cpu_s"] for s in subs) / counted,
         }

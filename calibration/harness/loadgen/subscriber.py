@@ -114,7 +114,7 @@ class _SubState:
                     self.t_start_ns = msg[1]
                     self.probing = False
                     self.base = self.rec.count
-                    self.sched0 = (time.monotonic_ns(), *_schedstat(), _switches()[0], self.rec.count)
+                    self.sched0 = (time.monotonic_ns(), *_schedstat(), _switches()[0])
                 elif msg[0] == "stop":
                     self.stop = True
         except (EOFError, OSError):
@@ -128,10 +128,10 @@ class _SubState:
         sleeps = cpu_s = math.nan
         counted = 0
         if self.sched0 is not None:
-            t0, run0, wait0, sleeps0, count0 = self.sched0
+            t0, run0, wait0, sleeps0 = self.sched0
             wall = max(t1 - t0, 1)
             cpu, runnable = (run1 - run0) / wall, (run1 - run0 + wait1 - wait0) / wall
-            sleeps, cpu_s, counted = _switches()[0] - sleeps0, (run1 - run0) / 1e9, self.rec.count - count0
+            sleeps, cpu_s, counted = _switches()[0] - sleeps0, (run1 - run0) / 1e9, self.rec.count - self.base
         else:
             cpu = runnable = math.nan
         out = {

@@ -58,7 +58,7 @@ class ReaderWakes:
         gap = self._gaps(t_s, visits)
         c = self.params.copy_s
         if self.params.shared_core:  # ranks k >= 0 with (k + 1) c < gap: ceil(gap / c) - 1 of them
-            woken = np.clip(np.ceil(np.minimum(gap / c, copies + 1.0)) - 1.0, 0, copies).astype(np.int64)
+            woken = np.clip(np.ceil(gap / c) - 1.0, 0, copies).astype(np.int64)
         else:
             woken = np.where(gap > c, copies, 0)
         inside = (t_s >= self.w0) & (t_s < self.w1)
@@ -70,13 +70,11 @@ class ReaderWakes:
         """Time since the previous message of the same visit, s (inf for a visit's first)."""
         order = np.argsort(visits, kind="stable")
         v, t = visits[order], t_s[order]
+        change = v[1:] != v[:-1]
+        first, last = np.r_[True, change], np.r_[change, True]  # a visit's first and last message here
         prev = np.empty_like(t)
-        first = np.ones(len(v), dtype=bool)
-        first[1:] = v[1:] != v[:-1]
-        prev[~first] = t[:-1][~first[1:]]
+        prev[~first] = t[:-1][~change]
         prev[first] = self.last_s[v[first]]
-        last = np.ones(len(v), dtype=bool)
-        last[:-1] = v[1:] != v[:-1]
         self.last_s[v[last]] = t[last]
         gap = np.empty_like(t)
         gap[order] = t - prev
