@@ -331,6 +331,8 @@ def eligible(network: Network, members: list[int]) -> bool:
     at_member = np.isin(plan.station, np.asarray(members, dtype=np.int64))
     if np.any(plan.is_delivery[at_member]) or np.any(plan.choice[at_member]):
         return False
+    if np.any(plan.child_lead_s > 0):  # copies that leave before their parent's departure: not compiled
+        return False
     parent = np.repeat(np.arange(plan.n_visits), np.diff(plan.child_ptr))
     return bool(np.all(plan.child_idx > parent))  # so a copy sent at no delay still comes after its parent
 

@@ -80,6 +80,13 @@ class RoutePlan:
         Per flow.
     choice : ndarray of bool
         Per visit: its children are alternatives (one taken per packet).
+    child_lead_s : ndarray of float
+        Per visit: how much earlier than its parent's departure the copy
+        leaves, s (>= 0; 0 = at the departure). A broker that writes each copy
+        as it routes it (:mod:`pubsim.models.mechanisms.turns`) sends all but
+        its last copy before its service ends; set once by the mechanisms
+        that wire the plan, never larger than what the parent's station
+        guarantees to have served by then (its lookahead holds).
     """
 
     def __init__(
@@ -112,6 +119,7 @@ class RoutePlan:
         self.child_ptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
         self.child_idx = np.array([c for cs in children for c in cs], dtype=np.int64)
         self.n_children = counts
+        self.child_lead_s = np.zeros(len(self.station))
         self.leaves = self._count_leaves()
         fr = np.asarray(flow_rows, dtype=np.int64).reshape(-1, 3)
         self.flow_publisher, self.flow_topic, self.flow_root = fr[:, 0], fr[:, 1], fr[:, 2]
@@ -187,7 +195,7 @@ class RoutePlan:
         child, station = _shared_children(packets.visit, self.child_ptr, self.child_idx, self.station)
         if len(station):
             return [
-                (int(station[j]), Packets(packets.t, packets.msg, child[j], packets.size, packets.pub_t))
+                (int(station[j]), self._led(Packets(packets.t, packets.msg, child[j], packets.size, packets.pub_t)))
                 for j in range(len(station))
                 if to is None or to[station[j]]
             ]
@@ -200,10 +208,25 @@ class RoutePlan:
             groups.append(
                 (
                     int(dest[g]),
-                    Packets(packets.t[idx], packets.msg[idx], child[a:b], packets.size[idx], packets.pub_t[idx]),
+                    self._led(
+                        Packets(packets.t[idx], packets.msg[idx], child[a:b], packets.size[idx], packets.pub_t[idx])
+                    ),
                 )
             )
         return groups
+
+    def _led(self, copies: Packets) -> Packets:
+        """``copies`` (times = their parents' departures) at the times they leave: each
+        ``child_lead_s`` earlier, in time order again (ties by
+        :meth:`Packets.order_key`). Unchanged (no copy) where no copy leads."""
+        lead = self.child_lead_s[copies.visit]
+        if not lead.any():
+            return copies
+        out = copies.with_time(copies.t - lead)
+        t = out.t
+        if len(t) > 1 and np.any(t[1:] < t[:-1]):
+            out = out.take(np.lexsort((out.order_key(len(self.station)), t)))
+        return out
 
     def group_by_station(self, packets: Packets) -> list[tuple[int, Packets]]:
         """``[(station, Packets)]`` of packets at their visits' stations, order kept."""

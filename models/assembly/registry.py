@@ -27,6 +27,7 @@ from ..mechanisms.readers import READERS
 from ..mechanisms.serialization import SERIALIZATION
 from ..mechanisms.sessions import SESSIONS
 from ..mechanisms.shared import SHARED
+from ..mechanisms.turns import TURNS
 
 __all__ = ["MECHANISMS", "Mechanism", "HOOKS", "hooks"]
 
@@ -47,6 +48,7 @@ MECHANISMS: tuple[Mechanism, ...] = (
     REQREP,  # request/reply server stations; server hop below server-broker visits of requests
     SHARED,  # share groups: dispatch stations, one choice hop per matching group
     READERS,  # brokers with reader_wake: per-visit write times, copies that wake their readers
+    TURNS,  # brokers with copies_in_turn: each copy leaves as it is written (route plan's child leads)
     HOSTS,  # speed, loopback within a host; shared CPUs and network cards (last); card and CPU hops
 )
 

@@ -318,6 +318,16 @@ class BrokerParams:
         a loopback write wakes the reader in the broker's context. None
         (default): every copy costs ``delivery_cost_s``. In scenario files a
         mapping of ReaderWakeParams fields.
+    copies_in_turn : bool
+        True: the broker writes each copy of a message as it routes it, so
+        the copy of rank ``k`` (0 first) of ``n`` leaves
+        ``(n - 1 - k) x`` the least ``delivery_cost_s`` before the message's
+        service ends (:mod:`pubsim.models.mechanisms.turns`; Mosquitto 2.0:
+        ``subs__send`` -> ``db__message_insert`` -> ``packet__queue`` ->
+        ``packet__write`` per subscriber). False (default): every copy
+        leaves when the service ends (a broker that flushes its clients
+        after the message, or one whose order is not known). Not with a
+        host CPU shared with other processes (refused there).
     provenance : Provenance
     """
 
@@ -373,6 +383,7 @@ class BrokerParams:
     overload: OverloadParams | None = field(default=None, metadata={"unit": "params", "cls": OverloadParams})
     idle_exit: IdleExitParams | None = field(default=None, metadata={"unit": "params", "cls": IdleExitParams})
     reader_wake: ReaderWakeParams | None = field(default=None, metadata={"unit": "params", "cls": ReaderWakeParams})
+    copies_in_turn: bool = field(default=False, metadata={"unit": "flag"})
     provenance: Provenance = field(default=ASSUMED, metadata={"unit": "provenance"})
 
     def __post_init__(self) -> None:
