@@ -117,6 +117,7 @@ def _fitted(args, results=None, stalls=None, pacing=None):
         length_bytes=args.length_bytes,
         speed_drift=args.speed_drift,
         reader_wakes=args.reader_wakes,
+        copies_in_turn=args.copies_in_turn,
         knee_wakeups=args.knee_wakeups,
         knee_anchor=args.knee_anchor,
         cpu_tick_s=args.cpu_tick,
@@ -426,6 +427,14 @@ def _variability_flag(parser):
         help="fit what a copy that wakes its sleeping reader costs more and simulate it (BrokerParams.reader_wake; "
         "needs the subscribers' counted sleeps, subscriber_sleeps_per_copy); off by default: its rule counts "
         "sleeps from arrival gaps and misses the bursts of a throttled broker (calibration/README.md)",
+    )
+    parser.add_argument(
+        "--copies-at-end",
+        dest="copies_in_turn",
+        action="store_false",
+        help="send every copy of a message when the broker's service of it ends, also for a broker that writes "
+        "each copy as it routes it (Mosquitto; default: those copies leave one after the other, "
+        "BrokerParams.copies_in_turn)",
     )
     parser.add_argument(
         "--knee-wakeups",

@@ -48,6 +48,9 @@ BROKER_MODELS = {
         "matching_lookup": "Mosquitto src/subs.c sub__search: per topic level one hash lookup (uthash "
         "HASH_FIND) of the literal child, the '+' child and the '#' child, so a message meets only the "
         "subscriptions on its own path, however many others are installed",
+        "copies_in_turn": "Mosquitto 2.0.11 src/subs.c subs__send -> src/database.c db__message_insert(update) "
+        "-> lib/packet_mosq.c packet__queue -> packet__write: each subscriber's copy is written as it is "
+        "routed, one after the other",
     },
     "nats": {
         "workers": 1,
@@ -265,6 +268,7 @@ def build_profile(
     jitter_on="every_packet",
     idle_exit=None,
     speed_drift=None,
+    copies_in_turn=True,
 ):
     """The preset mapping of one calibrated broker and its loopback link.
 
@@ -321,6 +325,11 @@ def build_profile(
         A fitted drift: its values become ``speed_drift_log_sd`` and
         ``speed_drift_time_s`` (when identified) and the note says how they
         were found; None: no drift.
+    copies_in_turn : bool
+        True (default): a broker whose design writes each copy as it routes it
+        (``copies_in_turn`` in :data:`BROKER_MODELS`: Mosquitto) gets
+        ``copies_in_turn`` (:mod:`pubsim.models.mechanisms.turns`); False:
+        every copy leaves at the end of the message's service.
     """
     model = BROKER_MODELS[broker_kind]
     where = (
@@ -352,6 +361,11 @@ def build_profile(
             "machine's CONFIG_HZ; Linux kernel/sched/fair.c update_curr, distribute_cfs_runtime): a broker "
             "busy without a break runs past its quota and repays it from the next periods; "
             if demand_params.get("cpu_tick_s")
+            else ""
+        )
+        + (
+            f"copies leave one after the other as they are written ({model['copies_in_turn']}); "
+            if copies_in_turn and model.get("copies_in_turn")
             else ""
         )
         + "costs are CPU seconds of a whole "
@@ -389,6 +403,7 @@ def build_profile(
         **_drift_fields(speed_drift),
         **_passes(demand_params, metadata),
         **_reader_wake(demand_params, metadata),
+        **({"copies_in_turn": True} if copies_in_turn and model.get("copies_in_turn") else {}),
         "provenance": {
             "source": metadata.get("source", "measured"),
             "reference": metadata["data"],

@@ -140,6 +140,7 @@ def fit_profiles(
     knee_wakeups=False,
     knee_anchor="runs",
     cpu_tick_s=0.0,
+    copies_in_turn=True,
 ):
     """One calibrated profile per broker kind, fitted on ``runs[split]``.
 
@@ -211,6 +212,11 @@ def fit_profiles(
     (> 0): every broker's quota is checked at scheduler ticks of that length
     (``BrokerParams.cpu_tick_s``, a fact of the measuring machine's kernel:
     ``CONFIG_HZ``), in every simulation of the fit and in the profile.
+    ``copies_in_turn`` (default True): a broker that writes each copy as it
+    routes it (:data:`pubsim.calibration.profile.BROKER_MODELS`: Mosquitto)
+    sends its copies one after the other in every simulation of the fit and
+    in the profile (:mod:`pubsim.models.mechanisms.turns`); False: all at the
+    end of the message's service.
 
     Returns
     -------
@@ -274,6 +280,7 @@ def fit_profiles(
             },
             "terms": terms_record(demand, rows, status, n_boot=n_boot, seed=seed) if n_boot else None,
             "speed_drift": SpeedDriftCalibrator(seed=seed, n_boot=min(n_boot, 30)).fit(rows) if speed_drift else None,
+            "copies_in_turn": copies_in_turn,
         }
 
         def link(cv, rows=rows, demand=demand, base=base):
