@@ -8,16 +8,15 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from pubsim.models import topology as T
 from pubsim.models.mechanisms.readers import ReaderWakes
 from pubsim.models.params.broker import BrokerParams
-from pubsim.models.params.client import PublisherParams, SubscriberParams
-from pubsim.models.params.link import LinkParams
 from pubsim.models.params.mapping import from_mapping
 from pubsim.models.params.readers import ReaderWakeParams
 from pubsim.run import simulate
 from pubsim.sim.distributions import Constant
 from pubsim.sim.errors import ConfigError
+
+from ..scheduled import scheduled_star
 
 
 def _wakes(shared=True, copy_s=0.1, visits=2):
@@ -59,16 +58,7 @@ def test_copy_s_must_be_positive_and_the_error_names_it():
 
 def _star(times, reader_wake, subscribers=3):
     b = BrokerParams(ingress_cost_s=Constant(value=1.0), reader_wake=reader_wake)
-    n = len(times)
-    pub = PublisherParams(
-        topics=("t",),
-        arrival="schedule",
-        schedule_time_s=tuple(times),
-        schedule_size_bytes=(10,) * n,
-        schedule_topic=("t",) * n,
-    )
-    subs = {f"s{j}": SubscriberParams(subscriptions=("t",)) for j in range(subscribers)}
-    return T.star(broker=b, publishers={"p": pub}, subscribers=subs, link=LinkParams(latency_s=0.0), protocol="none")
+    return scheduled_star(b, times, subscribers=subscribers)
 
 
 def test_hand_timeline_each_woken_copy_adds_its_cost():

@@ -9,12 +9,13 @@ import pytest
 from pubsim.models import topology as T
 from pubsim.models.mechanisms.turns import copy_leads_s
 from pubsim.models.params.broker import BrokerParams
-from pubsim.models.params.client import PublisherParams, SubscriberParams
+from pubsim.models.params.client import SubscriberParams
 from pubsim.models.params.host import HostParams
-from pubsim.models.params.link import LinkParams
 from pubsim.run import simulate
 from pubsim.sim.distributions import Constant, Gamma, Uniform
 from pubsim.sim.errors import ConfigError
+
+from ..scheduled import scheduled_star
 
 
 def test_the_last_copy_leaves_at_the_departure_and_each_earlier_one_a_copy_before():
@@ -28,24 +29,7 @@ def _star(times, in_turn, subscribers=3, delivery=None, hosts=None, placement=No
         delivery_cost_s=delivery or Constant(value=0.5),
         copies_in_turn=in_turn,
     )
-    n = len(times)
-    pub = PublisherParams(
-        topics=("t",),
-        arrival="schedule",
-        schedule_time_s=tuple(times),
-        schedule_size_bytes=(10,) * n,
-        schedule_topic=("t",) * n,
-    )
-    subs = {f"s{j}": SubscriberParams(subscriptions=("t",)) for j in range(subscribers)}
-    return T.star(
-        broker=b,
-        publishers={"p": pub},
-        subscribers=subs,
-        link=LinkParams(latency_s=0.1),
-        protocol="none",
-        hosts=hosts,
-        placement=placement,
-    )
+    return scheduled_star(b, times, subscribers=subscribers, latency_s=0.1, hosts=hosts, placement=placement)
 
 
 def _deliveries(r):
