@@ -24,7 +24,7 @@ against 36 and 200 ns for a :func:`fifo_offer` call per message.
 
 State layout (arrays so that numba can mutate them in place)
 
-* ``fs`` float64[43]: admission floor (FIFO admission under back-pressure),
+* ``fs`` float64[FS_LEN] (61): admission floor (FIFO admission under back-pressure),
   bytes in station, byte capacity (inf = none), extra service when a message
   finds its server idle (wake-up cost, s); CPU quota per period (s, inf =
   none), quota period (s), index of the current period, CPU used in it (s);
@@ -41,7 +41,10 @@ State layout (arrays so that numba can mutate them in place)
   then the sleep entry (s, :func:`wakes`; 0 = none) and the wake-ups charged
   in that window (:func:`count_woke`); then the scheduler tick at which a
   busy server's quota is checked (:func:`set_quota_tick`; 0 = at every
-  instant) and when its last service ended.
+  instant) and when its last service ended; then the wake-up curve
+  (:func:`set_wake_curve`): its number of points (0 = none), up to
+  :data:`EXIT_MAX_POINTS` idle times (s) and as many shares, and the share
+  of the message's own work a full wake-up adds.
 
 Quota checked at ticks (:func:`set_quota_tick`). Linux charges a task's
 CFS runtime in ``update_curr`` (kernel/sched/fair.c), which runs at the
@@ -66,6 +69,16 @@ latency; on a VM, the halted vCPU's wake-up through the host). The message
 starts that much later; it is latency, not work: it is neither charged to
 the CPU quota nor counted as work. ``exit`` is piecewise linear through
 ``(0, 0)`` and the curve's points, constant after the last one.
+
+Wake-up by idle time (:func:`set_wake_curve`, :func:`wake_extra_s`). A
+message that wakes its server pays ``IDLE_EXTRA`` more work. With a wake-up
+curve it pays ``share(t) x (IDLE_EXTRA + WAKE_WORK x own work)`` instead,
+``t`` the time the server idled and ``share`` piecewise linear through
+``(0, 0)`` and the curve's points, constant after the last one: the longer
+a core idled, the colder the caches and TLB the broker finds (on a VM the
+host ran other work on the core meanwhile), so the wake-up's own path and
+the first message's work take longer. Unlike the exit latency this is work:
+charged to the quota and counted as work.
 
 CPU quota (Linux CFS bandwidth control, ``cpu.cfs_quota_us`` /
 ``cpu.cfs_period_us``): the servers together may work ``quota`` seconds per
@@ -128,7 +141,14 @@ WOKE_N = SLEEP_ENTRY + 1
 # every instant), when the server's last service ended (s; a later start is a wake-up, where the
 # quota is checked too)
 TICK, LAST_END = WOKE_N + 1, WOKE_N + 2
-FS_LEN = LAST_END + 1
+# the wake-up's cost by idle time (set_wake_curve): its number of points (0 = none: IDLE_EXTRA
+# whatever the idle), their idle times (s) and shares of the full wake-up, and the share of the
+# message's own work that a wake-up after a long idle adds (wake_extra_s)
+WAKE_N = LAST_END + 1
+WAKE_IDLE = WAKE_N + 1
+WAKE_VALUE = WAKE_IDLE + EXIT_MAX_POINTS
+WAKE_WORK = WAKE_VALUE + EXIT_MAX_POINTS
+FS_LEN = WAKE_WORK + 1
 N_HEAP, CAP_MSGS, POLICY, RING_HEAD = 0, 1, 2, 3
 
 # overflow policies understood by the arithmetic kernel
@@ -187,15 +207,40 @@ def count_woke(fs: np.ndarray, start: float) -> None:
         fs[WOKE_N] += 1.0
 
 
+def set_wake_curve(fs: np.ndarray, idle_s: Sequence[float], share: Sequence[float], work_share: float) -> None:
+    """Store a wake-up curve in a station state ``fs`` (module docstring, Wake-up by idle time).
+
+    Parameters
+    ----------
+    fs : numpy.ndarray
+        Station float state.
+    idle_s, share : sequence of float
+        Points ``(idle_s[j], share[j])`` (s, dimensionless) of the share of
+        the full wake-up a server pays after that much idle.
+    work_share : float
+        Share of the waking message's own work that a full wake-up adds
+        (dimensionless, >= 0).
+    """
+    n = len(idle_s)
+    if n != len(share) or not 1 <= n <= EXIT_MAX_POINTS:
+        raise ValueError(f"a wake-up curve has 1..{EXIT_MAX_POINTS} points of (idle, share), got {n} and {len(share)}")
+    fs[WAKE_N] = n
+    fs[WAKE_IDLE : WAKE_IDLE + n] = idle_s
+    fs[WAKE_VALUE : WAKE_VALUE + n] = share
+    fs[WAKE_WORK] = work_share
+
+
 @njit(cache=True, inline="always")
-def idle_exit_s(fs: np.ndarray, idle: float) -> float:
-    """Exit latency of a server that has idled for ``idle`` s (module docstring, Idle exit), s."""
-    n = int(fs[EXIT_N])
+def _curve_at(fs: np.ndarray, n_at: int, idle: float) -> float:
+    """The piecewise-linear curve stored from ``fs[n_at]`` (its point count, then
+    :data:`EXIT_MAX_POINTS` idle times and as many values) at ``idle``: through ``(0, 0)``,
+    linear between the points, the last point's value beyond it."""
+    n = int(fs[n_at])
     x0 = 0.0
     y0 = 0.0
     for j in range(n):
-        x1 = fs[EXIT_IDLE + j]
-        y1 = fs[EXIT_VALUE + j]
+        x1 = fs[n_at + 1 + j]
+        y1 = fs[n_at + 1 + EXIT_MAX_POINTS + j]
         if idle <= x1:
             if x1 <= x0:
                 return y1
@@ -203,6 +248,29 @@ def idle_exit_s(fs: np.ndarray, idle: float) -> float:
         x0 = x1
         y0 = y1
     return y0
+
+
+@njit(cache=True, inline="always")
+def idle_exit_s(fs: np.ndarray, idle: float) -> float:
+    """Exit latency of a server that has idled for ``idle`` s (module docstring, Idle exit), s."""
+    return _curve_at(fs, EXIT_N, idle)
+
+
+@njit(cache=True, inline="always")
+def wake_extra_s(fs: np.ndarray, idle: float, work: float) -> float:
+    """Extra work of a message with own work ``work`` (s) that wakes its server after ``idle`` s
+    (module docstring, Wake-up by idle time): ``IDLE_EXTRA`` without a wake-up curve, else the
+    curve's share of ``IDLE_EXTRA + WAKE_WORK x work``, s."""
+    if fs[WAKE_N] == 0.0:
+        return fs[IDLE_EXTRA]
+    return _curve_at(fs, WAKE_N, idle) * (fs[IDLE_EXTRA] + fs[WAKE_WORK] * work)
+
+
+@njit(cache=True, inline="always")
+def plain_wakes(fs: np.ndarray) -> bool:
+    """Does every message that finds its server free pay ``IDLE_EXTRA`` at once (no idle exit,
+    sleep entry or wake-up curve)? Then a server's wake-ups need no idle time."""
+    return fs[EXIT_N] == 0.0 and fs[SLEEP_ENTRY] == 0.0 and fs[WAKE_N] == 0.0
 
 
 @njit(cache=True, inline="always")
@@ -522,7 +590,7 @@ def _ring_offer(
     if free[0] > arrival:
         start = free[0]
     elif wakes(fs, arrival - free[0]):
-        service = service + fs[IDLE_EXTRA]
+        service = service + wake_extra_s(fs, arrival - free[0], service)
         if fs[EXIT_N] > 0.0:
             start = arrival + idle_exit_s(fs, arrival - free[0])
         count_woke(fs, start)
@@ -596,7 +664,7 @@ def fifo_offer(
     if free[k] > admit:
         start = free[k]
     elif wakes(fs, admit - free[k]):
-        service = service + fs[IDLE_EXTRA]
+        service = service + wake_extra_s(fs, admit - free[k], service)
         if fs[EXIT_N] > 0.0:
             start = admit + idle_exit_s(fs, admit - free[k])
         count_woke(fs, start)
@@ -629,7 +697,6 @@ def _open_run(
     """:func:`fifo_offer` over a batch for one server, no buffer limit and no
     CPU quota, with the state in locals (the same operations in the same order)."""
     f = free[0]
-    extra = fs[IDLE_EXTRA]
     exits = fs[EXIT_N] > 0.0
     work = fs[WORK]
     served = fs[SERVED]
@@ -640,7 +707,7 @@ def _open_run(
         if f > a:
             st = f
         elif wakes(fs, a - f):
-            svc = svc + extra
+            svc = svc + wake_extra_s(fs, a - f, svc)
             if exits:
                 st = a + idle_exit_s(fs, a - f)
             count_woke(fs, st)
@@ -676,7 +743,6 @@ def _ring_run(
     head = ist[RING_HEAD]
     cnt = ist[N_HEAP]
     f = free[0]
-    extra = fs[IDLE_EXTRA]
     exits = fs[EXIT_N] > 0.0
     work = fs[WORK]
     served = fs[SERVED]
@@ -700,7 +766,7 @@ def _ring_run(
         if f > a:
             st = f
         elif wakes(fs, a - f):
-            svc = svc + extra
+            svc = svc + wake_extra_s(fs, a - f, svc)
             if exits:
                 st = a + idle_exit_s(fs, a - f)
             count_woke(fs, st)

@@ -93,11 +93,12 @@ NO_PROPAGATION = Propagation(ordered=False)
 
 def fusable_discipline(disc: object) -> bool:
     """Can :func:`fifo_station_pass` run this discipline? One FIFO server, no
-    byte limit, no CPU quota or speed drift, no idle-exit latency or sleep entry, and either
+    byte limit, no CPU quota or speed drift, no idle-exit latency, sleep entry or wake-up
+    curve (:func:`pubsim.sim.kernels.plain_wakes`), and either
     no message limit or drop-newest (or reject) on one."""
     if type(disc) is not FifoDiscipline or len(disc.free) != 1:
         return False
-    if disc.fs[K.CAP_BYTES] != np.inf or K.periodic(disc.fs) or disc.fs[K.EXIT_N] > 0 or disc.fs[K.SLEEP_ENTRY] > 0:
+    if disc.fs[K.CAP_BYTES] != np.inf or K.periodic(disc.fs) or not K.plain_wakes(disc.fs):
         return False
     return bool(disc.ist[K.CAP_MSGS] < 0 or disc.ist[K.POLICY] == K.POLICY_DROP_NEWEST)
 

@@ -29,7 +29,7 @@ from ...sim.distributions import Constant, Distribution
 from ...sim.errors import ConfigError
 from .disk import DiskParams
 from .features import refuse
-from .idle import IdleExitParams
+from .idle import IdleExitParams, WakeCurveParams
 from .io import IoParams
 from .mapping import MAX_WORKERS, check_fields
 from .overload import OverloadParams
@@ -312,6 +312,13 @@ class BrokerParams:
         backpressure on the ingress queue, no batching, no restarts, no
         ``io`` and a CPU of its own (not a host CPU shared with other
         processes). In scenario files a mapping of IdleExitParams fields.
+    wake_curve : WakeCurveParams or None
+        What a wake-up costs by how long the worker idled before it
+        (:class:`pubsim.models.params.idle.WakeCurveParams`): a message that
+        wakes it pays ``share(idle) x (idle_wakeup_cost_s + work_share x
+        its demand)`` instead of ``idle_wakeup_cost_s``. None (default): the
+        same wake-up whatever the idle. Needs what ``idle_exit`` needs. In
+        scenario files a mapping of WakeCurveParams fields.
     reader_wake : ReaderWakeParams or None
         Extra CPU for a copy whose reader sleeps when the broker writes it
         (:mod:`pubsim.models.params.readers`, :mod:`pubsim.models.mechanisms.readers`):
@@ -382,6 +389,7 @@ class BrokerParams:
     io: IoParams | None = field(default=None, metadata={"unit": "params", "cls": IoParams})
     overload: OverloadParams | None = field(default=None, metadata={"unit": "params", "cls": OverloadParams})
     idle_exit: IdleExitParams | None = field(default=None, metadata={"unit": "params", "cls": IdleExitParams})
+    wake_curve: WakeCurveParams | None = field(default=None, metadata={"unit": "params", "cls": WakeCurveParams})
     reader_wake: ReaderWakeParams | None = field(default=None, metadata={"unit": "params", "cls": ReaderWakeParams})
     copies_in_turn: bool = field(default=False, metadata={"unit": "flag"})
     provenance: Provenance = field(default=ASSUMED, metadata={"unit": "provenance"})

@@ -68,6 +68,7 @@ class Feature(str, enum.Enum):
     IDLE_RECEIVER = "idle_receiver"  # a link whose jitter only a message finding the receiver idle pays (jitter_on)
     IDLE_EXIT = "idle_exit"  # a broker whose core takes time to leave its idle state (idle_exit)
     SLEEP_ENTRY = "sleep_entry"  # a broker whose worker stays awake a while after its work (sleep_entry_s)
+    WAKE_CURVE = "wake_curve"  # a broker whose wake-up costs more the longer it idled (wake_curve)
     SPEED_DRIFT = "speed_drift"  # a broker whose speed drifts per period (speed_drift_log_sd > 0)
     QUOTA_TICK = "quota_tick"  # a broker whose CPU quota is checked at scheduler ticks (cpu_tick_s > 0)
 
@@ -117,6 +118,7 @@ _QUOTA = "1 with priority scheduling or {overflow} (the CPU quota is modelled fo
 _IDLE_EXIT = " with idle_exit (the idle exit is modelled for FIFO brokers)"
 _DRIFT = " with speed_drift_log_sd > 0 (the speed drift is modelled for FIFO brokers)"
 _SLEEP = " with sleep_entry_s > 0 (the sleep entry is modelled for FIFO brokers)"
+_WAKE = " with wake_curve (the wake-up by idle time is modelled for FIFO brokers)"
 
 #: The refused pairs, per scope, in the order they are checked.
 REFUSED: tuple[Refusal, ...] = (
@@ -148,6 +150,12 @@ REFUSED: tuple[Refusal, ...] = (
     ),
     Refusal(
         "broker", F.IDLE_EXIT, F.EVENT_QUEUE, "overflow", "overflow", "drop_newest, reject or backpressure" + _IDLE_EXIT
+    ),
+    Refusal("broker", F.WAKE_CURVE, F.BATCHING, "batch_max_messages", "batch_max_messages", "1" + _WAKE),
+    Refusal("broker", F.WAKE_CURVE, F.RESTART, "restart_at_s", "restart_at_s", "empty" + _WAKE),
+    Refusal("broker", F.WAKE_CURVE, F.PRIORITY, "scheduling", "scheduling", "fifo" + _WAKE),
+    Refusal(
+        "broker", F.WAKE_CURVE, F.EVENT_QUEUE, "overflow", "overflow", "drop_newest, reject or backpressure" + _WAKE
     ),
     Refusal("broker", F.SPEED_DRIFT, F.BATCHING, "batch_max_messages", "batch_max_messages", "1" + _DRIFT),
     Refusal("broker", F.SPEED_DRIFT, F.RESTART, "restart_at_s", "restart_at_s", "empty" + _DRIFT),
@@ -391,6 +399,7 @@ DETECT: dict[str, dict[Feature, Callable[[Any], bool]]] = {
         F.FRAMES: lambda p: p.client_frame_bytes is not None,
         F.IDLE_EXIT: lambda p: p.idle_exit is not None,
         F.SLEEP_ENTRY: lambda p: p.sleep_entry_s > 0,
+        F.WAKE_CURVE: lambda p: p.wake_curve is not None,
         F.SPEED_DRIFT: lambda p: p.speed_drift_log_sd > 0,
         F.QUOTA_TICK: lambda p: p.cpu_tick_s > 0,
     },

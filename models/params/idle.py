@@ -32,7 +32,7 @@ from ...sim.units import parse_duration_s
 from .mapping import check_fields
 from .provenance import ASSUMED, Provenance
 
-__all__ = ["IdleExitParams"]
+__all__ = ["IdleExitParams", "WakeCurveParams"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -80,6 +80,87 @@ class IdleExitParams:
         """Exit latency after ``idle_s`` seconds of idle (scalar or array), s."""
         out: float | np.ndarray = np.interp(idle_s, (0.0, *self.idle_s), (0.0, *self.exit_s))
         return out
+
+
+@dataclass(frozen=True, kw_only=True)
+class WakeCurveParams:
+    """What a wake-up costs by how long the broker idled before it: a piecewise-linear curve.
+
+    A message that wakes its worker after ``t`` seconds of idle costs
+    ``share(t) x (idle_wakeup_cost_s + work_share x its own demand)`` more
+    CPU, instead of ``idle_wakeup_cost_s`` whatever the idle
+    (:func:`pubsim.sim.kernels.wake_extra_s`). ``share`` runs linearly
+    through ``(0, 0)`` and the points ``(idle_s[j], share[j])`` and stays at
+    the last point's value beyond it; ``idle_wakeup_cost_s`` is then the
+    wake-up after a long idle (share 1).
+
+    Why: the longer a core idled, the colder the caches and TLB the broker
+    finds when it wakes (on a VM the host runs other work on the idle core
+    meanwhile), so both the wake-up's own path and the first message's work
+    take longer. On the calibration VM Mosquitto 2.0.11 at fan-out 16 spent
+    264 us of CPU per wake-up beyond its busy costs after 40 ms of idle,
+    143 us after 3.3 ms and 41-51 us after 1.3-1.5 ms; at fan-out 32, 334 us
+    after 34 ms (calibration/README.md, "A wake-up costs more the longer
+    the broker idled"). Unlike the idle exit (:class:`IdleExitParams`),
+    which is latency, this is CPU: charged to the quota and counted as work.
+
+    Parameters
+    ----------
+    idle_s : tuple of float
+        Idle times of the points, s: 1 to 8 of them, > 0 and increasing.
+        In scenario files a list of durations.
+    share : tuple of float
+        Share of the full wake-up paid after each of those idle times
+        (dimensionless, >= 0; 1 at the longest idle for a curve normalised
+        there).
+    work_share : float
+        Share of the waking message's own demand that a full wake-up adds
+        (dimensionless, >= 0; default 0: the wake-up's cost does not grow
+        with the message's work).
+    provenance : Provenance
+    """
+
+    idle_s: tuple = field(metadata={"unit": "raw"})
+    share: tuple = field(metadata={"unit": "raw"})
+    work_share: float = field(default=0.0, metadata={"unit": "float"})
+    provenance: Provenance = field(default=ASSUMED, metadata={"unit": "provenance"})
+
+    def __post_init__(self) -> None:
+        check_fields(self)
+        idle = _durations(self.idle_s, "idle_s")
+        share = _shares(self.share, "share")
+        if not 1 <= len(idle) <= EXIT_MAX_POINTS:
+            raise ConfigError("idle_s", self.idle_s, f"1 to {EXIT_MAX_POINTS} idle times")
+        if len(share) != len(idle):
+            raise ConfigError("share", self.share, f"one share per idle time ({len(idle)})")
+        if any(t <= 0 for t in idle) or any(b <= a for a, b in zip(idle, idle[1:], strict=False)):
+            raise ConfigError("idle_s", self.idle_s, "idle times > 0 s in increasing order")
+        if not (self.work_share >= 0 and math.isfinite(self.work_share)):
+            raise ConfigError("work_share", self.work_share, "a finite share >= 0")
+        object.__setattr__(self, "idle_s", idle)
+        object.__setattr__(self, "share", share)
+
+    @property
+    def curve(self) -> tuple[tuple, tuple, float]:
+        """``(idle_s, share, work_share)``, as :func:`pubsim.sim.kernels.set_wake_curve` takes them."""
+        return self.idle_s, self.share, float(self.work_share)
+
+    def share_at(self, idle_s: float | np.ndarray) -> float | np.ndarray:
+        """Share of the full wake-up after ``idle_s`` seconds of idle (scalar or array)."""
+        out: float | np.ndarray = np.interp(idle_s, (0.0, *self.idle_s), (0.0, *self.share))
+        return out
+
+
+def _shares(values: object, name: str) -> tuple:
+    if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__"):
+        raise ConfigError(name, values, "a list of numbers")
+    try:
+        out = tuple(float(v) for v in values)
+    except (TypeError, ValueError):
+        raise ConfigError(name, values, "a list of numbers") from None
+    if not all(v >= 0 and math.isfinite(v) for v in out):
+        raise ConfigError(name, values, "finite shares >= 0")
+    return out
 
 
 def _durations(values: object, name: str) -> tuple:

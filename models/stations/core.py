@@ -284,16 +284,15 @@ class LinkStation(ModelStation):
 
 
 def _open_fifo(disc):
-    """One FIFO server, no message or byte limit, no CPU quota or speed drift, no idle exit
-    or sleep entry, drop-newest."""
+    """One FIFO server, no message or byte limit, no CPU quota or speed drift, no idle exit,
+    sleep entry or wake-up curve (:func:`pubsim.sim.kernels.plain_wakes`), drop-newest."""
     return (
         type(disc) is FifoDiscipline
         and len(disc.free) == 1
         and disc.ist[K.CAP_MSGS] < 0
         and disc.fs[K.CAP_BYTES] == np.inf
         and not K.periodic(disc.fs)
-        and disc.fs[K.EXIT_N] == 0
-        and disc.fs[K.SLEEP_ENTRY] == 0
+        and K.plain_wakes(disc.fs)
         and not disc.reject
     )
 
@@ -428,20 +427,22 @@ class BrokerStation(ModelStation):
         K.set_throttle_window(fs, self.stats.w0, self.stats.w1)
         if self.params.cpu_tick_s > 0:
             K.set_quota_tick(fs, self.params.cpu_tick_s)
+        if self.params.wake_curve is not None and not self.cpu_shared:  # refused on a shared CPU anyway
+            K.set_wake_curve(fs, *self.params.wake_curve.curve)
 
     def service_s(self, packets):
         return np.zeros(len(packets)) if self.cpu_shared else self.demand_s(packets)
 
     def record(self):
         """The station's figures; ``wakeups`` are the wake-ups charged (by start in the window)
-        where an idle exit delays them or a sleep entry spares some (the FIFO kernel counts
-        them, :func:`pubsim.sim.kernels.count_woke`), else the messages that started the
-        moment they were admitted (the same thing without either)."""
+        where an idle exit delays them, a sleep entry spares some or a wake-up curve prices them
+        by idle time (the FIFO kernel counts them, :func:`pubsim.sim.kernels.count_woke`), else
+        the messages that started the moment they were admitted (the same thing without these)."""
         row = super().record()
         if self.reader_wakes is not None:
             row.update(self.reader_wakes.record())
         disc = self.discipline
-        if type(disc) is FifoDiscipline and (disc.fs[K.EXIT_N] > 0 or disc.fs[K.SLEEP_ENTRY] > 0):
+        if type(disc) is FifoDiscipline and not K.plain_wakes(disc.fs):
             row["wakeups"] = int(disc.fs[K.WOKE_N])
         return row
 

@@ -11,7 +11,7 @@ from pubsim.models.params.broker import BrokerParams
 from pubsim.models.params.client import PublisherParams, SubscriberParams
 from pubsim.models.params.features import REFUSED, Feature, object_features
 from pubsim.models.params.host import HostParams
-from pubsim.models.params.idle import IdleExitParams
+from pubsim.models.params.idle import IdleExitParams, WakeCurveParams
 from pubsim.models.params.link import LinkParams
 from pubsim.models.params.zmq import ZmqSocketParams
 from pubsim.sim.errors import ConfigError
@@ -40,6 +40,7 @@ def _qos_sub():
 #: For every refused pair: what builds it (a parameter object, or a small topology
 #: for connections) and the field its error names.
 _EXIT = IdleExitParams(idle_s=(1e-3,), exit_s=(2e-5,))
+_WAKE = WakeCurveParams(idle_s=(1e-3,), share=(1.0,))
 
 CASES = {
     ("broker", F.IDLE_EXIT, F.BATCHING): (
@@ -62,6 +63,13 @@ CASES = {
         "scheduling",
     ),
     ("broker", F.SLEEP_ENTRY, F.EVENT_QUEUE): (lambda: BrokerParams(sleep_entry_s=1e-5, overflow="ring"), "overflow"),
+    ("broker", F.WAKE_CURVE, F.BATCHING): (
+        lambda: BrokerParams(wake_curve=_WAKE, batch_max_messages=4),
+        "batch_max_messages",
+    ),
+    ("broker", F.WAKE_CURVE, F.RESTART): (lambda: BrokerParams(wake_curve=_WAKE, restart_at_s=(1.0,)), "restart_at_s"),
+    ("broker", F.WAKE_CURVE, F.PRIORITY): (lambda: BrokerParams(wake_curve=_WAKE, scheduling="priority"), "scheduling"),
+    ("broker", F.WAKE_CURVE, F.EVENT_QUEUE): (lambda: BrokerParams(wake_curve=_WAKE, overflow="ring"), "overflow"),
     ("broker", F.SPEED_DRIFT, F.BATCHING): (
         lambda: BrokerParams(speed_drift_log_sd=0.1, batch_max_messages=4),
         "batch_max_messages",

@@ -19,7 +19,7 @@ from pubsim.models.params.broker import BrokerParams
 from pubsim.models.params.client import PublisherParams, SubscriberParams
 from pubsim.models.params.disk import DiskParams
 from pubsim.models.params.host import HostParams
-from pubsim.models.params.idle import IdleExitParams
+from pubsim.models.params.idle import IdleExitParams, WakeCurveParams
 from pubsim.models.params.io import IoParams
 from pubsim.models.params.link import LinkParams
 from pubsim.models.params.overload import OverloadParams
@@ -799,11 +799,14 @@ def idle_receiver_bursts():
 CASES["idle-receiver-bursts"] = (idle_receiver_bursts, 0.3)
 
 
-def idle_exit_star(workers=1, queue=None, quota=False, overflow="drop_newest", exit_curve=True, sleep_entry_s=0.0):
+def idle_exit_star(
+    workers=1, queue=None, quota=False, overflow="drop_newest", exit_curve=True, sleep_entry_s=0.0, wake_curve=False
+):
     """A broker whose core takes time to leave its idle state (``idle_exit``): Poisson publishers and one
     bursty scheduled one, so messages find the broker idle after gaps of every length and queue behind
     a waking core; one, two workers, a queue limit, a CPU quota, back-pressure; with a sleep entry
-    (``sleep_entry_s``) that spares the wake-ups of messages coming soon after the worker's work."""
+    (``sleep_entry_s``) that spares the wake-ups of messages coming soon after the worker's work, and
+    with a wake-up that costs more the longer the worker idled (``wake_curve``)."""
     pubs = {f"p{i}": PublisherParams(topics=("a",), rate_per_s=600.0) for i in range(3)}
     times = tuple(np.repeat(np.arange(0, 0.3, 7e-3), 3).tolist())
     pubs["burst"] = PublisherParams(
@@ -823,6 +826,9 @@ def idle_exit_star(workers=1, queue=None, quota=False, overflow="drop_newest", e
         cpu_period_s=0.01,
         idle_exit=IdleExitParams(idle_s=(1e-4, 1e-3, 5e-3), exit_s=(5e-6, 4e-5, 1.5e-4)) if exit_curve else None,
         sleep_entry_s=sleep_entry_s,
+        wake_curve=WakeCurveParams(idle_s=(2e-4, 2e-3, 6e-3), share=(0.1, 0.4, 1.0), work_share=0.3)
+        if wake_curve
+        else None,
     )
     subs = {f"s{j}": SubscriberParams(subscriptions=("a",)) for j in range(2)}
     link = LinkParams(latency_s=3e-5, jitter_s=Exponential(mean_value=1e-5))
@@ -835,6 +841,12 @@ CASES["idle-exit-two-workers"] = (lambda: idle_exit_star(workers=2, queue=5), 0.
 CASES["idle-exit-backpressure"] = (lambda: idle_exit_star(queue=2, overflow="backpressure"), 0.3)
 CASES["sleep-entry-open"] = (lambda: idle_exit_star(exit_curve=False, sleep_entry_s=3e-4), 0.3)
 CASES["sleep-entry-idle-exit-ring-quota"] = (lambda: idle_exit_star(queue=3, quota=True, sleep_entry_s=3e-4), 0.3)
+CASES["wake-curve-open"] = (lambda: idle_exit_star(exit_curve=False, wake_curve=True), 0.3)
+CASES["wake-curve-idle-exit-ring-quota"] = (lambda: idle_exit_star(queue=3, quota=True, wake_curve=True), 0.3)
+CASES["wake-curve-two-workers-backpressure-sleep-entry"] = (
+    lambda: idle_exit_star(workers=2, queue=5, overflow="backpressure", sleep_entry_s=3e-4, wake_curve=True),
+    0.3,
+)
 CASES["sleep-entry-two-workers-backpressure"] = (
     lambda: idle_exit_star(workers=2, queue=5, overflow="backpressure", sleep_entry_s=3e-4),
     0.3,

@@ -11,7 +11,7 @@ import pytest
 from pubsim.models import topology as T
 from pubsim.models.params.broker import BrokerParams
 from pubsim.models.params.client import PublisherParams, SubscriberParams
-from pubsim.models.params.idle import IdleExitParams
+from pubsim.models.params.idle import IdleExitParams, WakeCurveParams
 from pubsim.models.params.link import LinkParams
 from pubsim.run import simulate
 from pubsim.sim.distributions import Constant
@@ -127,6 +127,23 @@ def test_idle_exit_is_not_charged_to_the_cpu_quota(driver):
     exit_ = IdleExitParams(idle_s=(0.001,), exit_s=(0.0015,))
     r = _run([0.0], [1000], cpu_fraction=0.25, cpu_period_s=0.004, idle_exit=exit_, driver=driver)
     assert _times(r) == [0.028]
+
+
+def test_wake_curve_prices_a_wake_up_by_the_idle_before_it(driver):
+    # Wake-up 1 ms; curve through (0, 0), (10 ms, 0.5), (20 ms, 1), flat after; work share 0.5, so a
+    # wake-up after t of idle costs share(t) x (1 + 0.5 x 2) ms more. Broker 2 ms per message.
+    # msg1 reaches the broker at 11 ms, idle since 0 (11 ms): share 0.55, +1.1 ms: 11->14.1 -> 25.1 ms.
+    # msg2 reaches it at 12 ms, queued behind msg1: no wake-up: 14.1->16.1 -> 27.1 ms.
+    # msg3 at 61 ms, idle since 16.1 (44.9 ms): share 1, +2 ms: 61->65 -> 76 ms.
+    # msg4 at 77 ms, idle since 65 (12 ms): share 0.6, +1.2 ms: 77->80.2 -> 91.2 ms.
+    # msg5 at 81 ms, idle since 80.2 (0.8 ms): share 0.04, +0.08 ms: 81->83.08 -> 94.08 ms.
+    # Unlike the idle exit this is work: 5 x 2 + 1.1 + 2 + 1.2 + 0.08 = 14.38 ms of CPU.
+    curve = WakeCurveParams(idle_s=(0.010, 0.020), share=(0.5, 1.0), work_share=0.5)
+    r = _run([0.0, 0.001, 0.050, 0.066, 0.070], [1000] * 5, idle_wakeup_cost_s=0.001, wake_curve=curve, driver=driver)
+    assert _times(r) == [0.0251, 0.0271, 0.076, 0.0912, 0.09408]
+    broker = r.stations().set_index("station").loc["broker:broker"]
+    assert broker["utilization"] == pytest.approx(0.01438)
+    assert broker["wakeups"] == 4
 
 
 def test_two_workers_serve_in_parallel(driver):

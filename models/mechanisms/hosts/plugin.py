@@ -247,6 +247,7 @@ def _cpu_station(ctx: CompileContext, h) -> HostCpuStation:
     for b in brokers:
         for field_name, used in (
             ("idle_exit", ctx.params(b).idle_exit is not None),
+            ("wake_curve", ctx.params(b).wake_curve is not None),
             ("sleep_entry_s", ctx.params(b).sleep_entry_s > 0),
             ("copies_in_turn", ctx.params(b).copies_in_turn),
         ):

@@ -84,7 +84,7 @@ def cycle_run(
         if free[0] > a:
             start = free[0]
         elif K.wakes(fs, a - free[0]):  # else the loop was still awake: read without a wake-up
-            work += fs[K.IDLE_EXTRA]
+            work += K.wake_extra_s(fs, a - free[0], work)
             if fs[K.EXIT_N] > 0.0:  # the idle core's exit latency, as the FIFO kernel's
                 start = a + K.idle_exit_s(fs, a - free[0])
             K.count_woke(fs, start)

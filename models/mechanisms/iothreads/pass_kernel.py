@@ -265,7 +265,7 @@ def pass_run(
             if ps[PS_FREE] > a:
                 start = ps[PS_FREE]
             elif K.wakes(fs, a - ps[PS_FREE]):  # else the loop was still entering epoll_wait: no wake-up
-                work += fs[K.IDLE_EXTRA]
+                work += K.wake_extra_s(fs, a - ps[PS_FREE], work)
                 if fs[K.EXIT_N] > 0.0:  # the idle core's exit latency, as the FIFO kernel's
                     start = a + K.idle_exit_s(fs, a - ps[PS_FREE])
                 K.count_woke(fs, start)
