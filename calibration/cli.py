@@ -118,6 +118,8 @@ def _fitted(args, results=None, stalls=None, pacing=None):
         speed_drift=args.speed_drift,
         reader_wakes=args.reader_wakes,
         copies_in_turn=args.copies_in_turn,
+        wake_curve=args.wake_curve or args.wake_work,
+        wake_work=args.wake_work,
         knee_wakeups=args.knee_wakeups,
         knee_anchor=args.knee_anchor,
         cpu_tick_s=args.cpu_tick,
@@ -427,6 +429,20 @@ def _variability_flag(parser):
         help="fit what a copy that wakes its sleeping reader costs more and simulate it (BrokerParams.reader_wake; "
         "needs the subscribers' counted sleeps, subscriber_sleeps_per_copy); off by default: its rule counts "
         "sleeps from arrival gaps and misses the bursts of a throttled broker (calibration/README.md)",
+    )
+    parser.add_argument(
+        "--wake-curve",
+        action="store_true",
+        help="price each wake-up by how long the broker idled before it, in the shape of the reader wake-ups "
+        "the campaign measured on its machine (meta.json idle_exit wake_idle_s; BrokerParams.wake_curve, "
+        "pubsim.calibration.wakecurve); off by default: it helps some campaigns and hurts others "
+        "(calibration/README.md)",
+    )
+    parser.add_argument(
+        "--wake-work",
+        action="store_true",
+        help="with --wake-curve (implied), a full wake-up also adds a fitted share of the message's own work, "
+        "on its path (WakeCurveParams.work_share)",
     )
     parser.add_argument(
         "--copies-at-end",

@@ -98,6 +98,7 @@ COSTS = (
     "ack_cost_s",
     "copy_ack_cost_s",
     "reader_wake_cost_s",
+    "wake_work_share",
 )
 #: Paid by a busy broker too.
 BUSY = (
@@ -200,6 +201,31 @@ def reader_wakes_of(measurements):
         return np.full(len(m), np.nan)
     sleeps = np.clip(m[READER_SLEEPS].to_numpy(dtype=float), 0.0, 1.0)
     return m["fanout"].to_numpy(dtype=float) * sleeps
+
+
+def wake_idle_of(measurements, wakes):
+    """Mean time the broker idled before each wake-up of each run, s.
+
+    The broker's core was idle ``1 - rate x demand`` of each second (its
+    measured CPU, in cores), and woke ``rate x wakes`` times a second, so
+    each wake-up followed ``(1 - rate x demand) / (rate x wakes)`` seconds
+    of idle on average (NaN where no wake-up was counted). For evenly paced
+    arrivals that is the gap between messages less a message's work; with
+    batches or quota stalls it is longer than that gap.
+
+    Parameters
+    ----------
+    measurements : pandas.DataFrame
+        ``ingress_rate_per_s`` and ``demand_s_per_ingress``.
+    wakes : numpy.ndarray
+        Wake-ups per ingress message of each run (the fit's wake regressor).
+    """
+    m = measurements.reset_index(drop=True)
+    rate = m["ingress_rate_per_s"].to_numpy(dtype=float)
+    busy = rate * m["demand_s_per_ingress"].to_numpy(dtype=float)
+    per_s = rate * np.asarray(wakes, dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(per_s > 0, np.clip(1.0 - busy, 0.0, None) / per_s, np.nan)
 
 
 def _check(measurements, columns):
@@ -382,6 +408,19 @@ class BrokerDemandCalibrator:
         subscribers' sleeps per copy, counted by the harness since
         2026-12-02, varying between runs apart from the fan-out). Default
         False: 0.
+    wake_curve : tuple of (idle times, shares) or None
+        The shape of a wake-up's cost by the idle time before it
+        (:class:`pubsim.models.params.idle.WakeCurveParams`, points through
+        ``(0, 0)``, flat after the last): the wake regressor of each run is
+        multiplied by the share at its mean idle per wake-up
+        (:func:`wake_idle_of`), so that ``idle_wakeup_cost_s`` is the
+        wake-up after a long idle. None (default): the same cost whatever
+        the idle.
+    fit_wake_work : bool
+        With ``wake_curve``, also fit ``wake_work_share``: the share of a
+        message's busy demand that a full wake-up adds (its regressor is the
+        scaled wake regressor times the fitted busy demand, so only the
+        two-stage :class:`KneeDemandCalibrator` fits it). Default False: 0.
 
     Attributes
     ----------
@@ -409,6 +448,8 @@ class BrokerDemandCalibrator:
         fit_acks=False,
         fit_copy_acks=False,
         fit_reader_wakes=False,
+        wake_curve=None,
+        fit_wake_work=False,
     ):
         if wake_regressor not in WAKE_REGRESSORS:
             raise ConfigError("wake_regressor", wake_regressor, f"one of {', '.join(WAKE_REGRESSORS)}")
@@ -430,18 +471,41 @@ class BrokerDemandCalibrator:
         self.fit_acks = fit_acks
         self.fit_copy_acks = fit_acks and fit_copy_acks
         self.fit_reader_wakes = fit_reader_wakes
+        if fit_wake_work and wake_curve is None:
+            raise ConfigError("fit_wake_work", fit_wake_work, "False without a wake_curve (it scales the curve)")
+        if fit_wake_work and not self._two_stage:
+            raise ConfigError("fit_wake_work", fit_wake_work, "False outside the knee fit (KneeDemandCalibrator)")
+        self.wake_curve = wake_curve
+        self.fit_wake_work = fit_wake_work
+
+    #: Fits the busy costs before the wake-ups (:class:`KneeDemandCalibrator`).
+    _two_stage = False
+
+    def _wakes(self, m, demand):
+        """Wake-ups per ingress message of each run, as the wake regressor estimates them."""
+        if self.wake_regressor == "wakeup_switches":
+            return wakeups_of(m)
+        if self.wake_regressor == "wakeups":
+            return np.clip(m["wakeups_per_ingress"].to_numpy(dtype=float), 0.0, 1.0)
+        busy = m["ingress_rate_per_s"].to_numpy(dtype=float) * demand / cap_of(m)
+        return np.clip(1.0 - busy, 0.0, 1.0)
+
+    def wake_share_of(self, measurements):
+        """Share of the full wake-up each run's wake-ups pay (:attr:`wake_curve` at
+        :func:`wake_idle_of`; 1 without a curve or where no wake-up was counted)."""
+        m = measurements.reset_index(drop=True)
+        if self.wake_curve is None:
+            return np.ones(len(m))
+        wakes = self._wakes(m, m["demand_s_per_ingress"].to_numpy(dtype=float))
+        idle_s, share = self.wake_curve
+        out = np.interp(wake_idle_of(m, wakes), (0.0, *idle_s), (0.0, *share))
+        return np.where(np.isnan(out), 1.0, out)
 
     def _design(self, m):
         fanout = m["fanout"].to_numpy(dtype=float)
         payload = m["payload_bytes"].to_numpy(dtype=float)
         demand = m["demand_s_per_ingress"].to_numpy(dtype=float)
-        if self.wake_regressor == "wakeup_switches":
-            idle = wakeups_of(m)
-        elif self.wake_regressor == "wakeups":
-            idle = np.clip(m["wakeups_per_ingress"].to_numpy(dtype=float), 0.0, 1.0)
-        else:
-            busy = m["ingress_rate_per_s"].to_numpy(dtype=float) * demand / cap_of(m)
-            idle = np.clip(1.0 - busy, 0.0, 1.0)
+        idle = self._wakes(m, demand) * self.wake_share_of(m)
         rate = m["ingress_rate_per_s"].to_numpy(dtype=float)
         conn = connections_of(m) if self.connection_form is not None else np.zeros_like(fanout)
         form = self.connection_form
@@ -465,11 +529,24 @@ class BrokerDemandCalibrator:
             acks,
             copy_acks,
             readers,
+            idle,  # times the busy demand: _with_wake_work
         ]
         keep = [True, self.fit_delivery, self.fit_per_byte, True, self.fit_background]
         keep += [form == "per_message", form == "per_wakeup", self.fit_length_bytes, form == "per_pass"]
-        keep += [self.fit_filters, self.fit_acks, self.fit_copy_acks, self.fit_reader_wakes]
+        keep += [self.fit_filters, self.fit_acks, self.fit_copy_acks, self.fit_reader_wakes, self.fit_wake_work]
         return np.column_stack([c for c, k in zip(cols, keep) if k]), [n for n, k in zip(COSTS, keep) if k]
+
+    @staticmethod
+    def _with_wake_work(x, names, coef):
+        """``x`` with the ``wake_work_share`` column (holding each run's scaled wake-ups) times
+        each run's busy demand under ``coef``; ``x`` itself where that term is not fitted."""
+        if "wake_work_share" not in names:
+            return x
+        j = names.index("wake_work_share")
+        busy = [i for i, n in enumerate(names) if n in BUSY]
+        out = x.copy()
+        out[:, j] = x[:, j] * (x[:, busy] @ np.asarray(coef)[busy])
+        return out
 
     def _params(self, names, coef):
         """Every cost of :data:`COSTS`: the fitted ones, 0 for the rest, and ``copy_ack_cost_s``
@@ -514,7 +591,8 @@ class BrokerDemandCalibrator:
     def predict(self, measurements):
         """Fitted demand per ingress message of each run, s."""
         x, names = self._design(measurements.reset_index(drop=True))
-        return x @ np.array([self.params_[n] for n in names])
+        coef = np.array([self.params_[n] for n in names])
+        return self._with_wake_work(x, names, coef) @ coef
 
     def path_demand_s(self, measurements):
         """Fitted CPU per ingress message that the message itself waits for, s.
@@ -770,6 +848,8 @@ class KneeDemandCalibrator(BrokerDemandCalibrator):
         As :class:`BrokerDemandCalibrator`.
     """
 
+    _two_stage = True
+
     def __init__(self, *, knee_runs=2, rounds=20, knee_wakeups=False, knee_anchor="runs", quota_share=0.98, **settings):
         super().__init__(**settings)
         if knee_anchor not in KNEE_ANCHORS:
@@ -809,10 +889,12 @@ class KneeDemandCalibrator(BrokerDemandCalibrator):
         xb = xk[:, busy]
         taken = [i for i in rest if self.knee_wakeups or names[i] == "background_cpu_fraction"]
         for _ in range(self.rounds if taken else 1):
-            near = yk - xk[:, taken] @ coef[taken]
+            near = yk - self._with_wake_work(xk, names, coef)[:, taken] @ coef[taken]
             coef[busy], _ = nnls(xb * wk[:, None], near * wk)
             left = y - x[:, busy] @ coef[busy]
-            coef[rest], _ = nnls(x[:, rest] * w[:, None], left * w)
+            xr = self._with_wake_work(x, names, coef)[:, rest]  # wake work on the busy costs just fitted
+            coef[rest], _ = nnls(xr * w[:, None], left * w)
+        x = self._with_wake_work(x, names, coef)
         params = self._params(names, coef)
         self.params_ = {
             **params,

@@ -269,6 +269,7 @@ def build_profile(
     idle_exit=None,
     speed_drift=None,
     copies_in_turn=True,
+    wake_curve=None,
 ):
     """The preset mapping of one calibrated broker and its loopback link.
 
@@ -330,6 +331,12 @@ def build_profile(
         (``copies_in_turn`` in :data:`BROKER_MODELS`: Mosquitto) gets
         ``copies_in_turn`` (:mod:`pubsim.models.mechanisms.turns`); False:
         every copy leaves at the end of the message's service.
+    wake_curve : dict or None
+        The broker's ``wake_curve`` mapping (``idle_s``, ``share``,
+        ``work_share``, ``provenance``;
+        :class:`pubsim.models.params.idle.WakeCurveParams`,
+        :func:`pubsim.calibration.wakecurve.wake_curve_mapping`): a wake-up
+        costs more the longer the broker idled; None: the same whatever the idle.
     """
     model = BROKER_MODELS[broker_kind]
     where = (
@@ -400,6 +407,7 @@ def build_profile(
         "topic_syntax": model["topic_syntax"],
         "overflow": model["overflow"],
         **({"idle_exit": idle_exit} if idle_exit is not None else {}),
+        **({"wake_curve": wake_curve} if wake_curve is not None else {}),
         **_drift_fields(speed_drift),
         **_passes(demand_params, metadata),
         **_reader_wake(demand_params, metadata),

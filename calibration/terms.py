@@ -58,6 +58,7 @@ TERM_UNITS = {
     "ack_cost_s": "s",
     "copy_ack_cost_s": "s",
     "reader_wake_cost_s": "s",
+    "wake_work_share": "share",
 }
 
 _RANK_TOL = 1e-8

@@ -63,6 +63,7 @@ from .sleep import SleepEntryCalibrator
 from .terms import busy_identified, passes_identified, reader_wakes_identified, terms_record
 from .variability import ServiceVariabilityCalibrator
 from .virtual import VirtualHarness
+from .wakecurve import machine_wake_shape, wake_curve_mapping
 from .zmqmarks import check_one_marks
 
 __all__ = [
@@ -141,6 +142,8 @@ def fit_profiles(
     knee_anchor="runs",
     cpu_tick_s=0.0,
     copies_in_turn=True,
+    wake_curve=False,
+    wake_work=False,
 ):
     """One calibrated profile per broker kind, fitted on ``runs[split]``.
 
@@ -216,7 +219,18 @@ def fit_profiles(
     routes it (:data:`pubsim.calibration.profile.BROKER_MODELS`: Mosquitto)
     sends its copies one after the other in every simulation of the fit and
     in the profile (:mod:`pubsim.models.mechanisms.turns`); False: all at the
-    end of the message's service.
+    end of the message's service. With ``wake_curve`` (default False) and a
+    reader's wake-up measured on the campaign's machine after pauses of
+    several lengths (``meta``'s ``idle_exit`` ``wake_idle_s``,
+    :func:`pubsim.calibration.wakecurve.machine_wake_shape`), a wake-up costs
+    more the longer the broker idled: its cost is regressed on each run's
+    wake-ups times that shape at the run's mean idle per wake-up; the profile
+    carries ``wake_curve`` (:class:`pubsim.models.params.idle.WakeCurveParams`).
+    With ``wake_work`` too (and ``method="knee"``), a full wake-up also adds
+    a share of the message's busy demand (``wake_work_share``, fitted), on
+    the message's path. Both are off by default: on the committed campaigns
+    they help some and hurt others (calibration/README.md, "A wake-up costs
+    more the longer the broker idled").
 
     Returns
     -------
@@ -244,11 +258,13 @@ def fit_profiles(
     fixed_mode = "every_packet" if jitter_on == "auto" else jitter_on
     idle_exit = idle_exit_preset(meta) if idle_exit_on else None
     machine = pair_machine(meta) if idle_exit is not None else None
+    shape = machine_wake_shape(meta) if wake_curve else None
     for kind, rows in train.groupby("broker"):
         check_one_marks(runs[runs["broker"] == kind], what=f"{kind} runs")
         form = _form(connection_form, kind)
         wake = _wake_regressor(rows, kind)
         status = _identified(rows, form, kind, length_bytes=length_bytes, reader_wakes=reader_wakes)
+        status["wake_work_share"] = _wake_work_reason(wake_curve, wake_work, shape, method)
         settings = {
             "wake_regressor": wake,
             "fit_per_byte": rows.payload_bytes.nunique() > 1,
@@ -260,6 +276,8 @@ def fit_profiles(
             "fit_acks": status["ack_cost_s"] is None,
             "fit_copy_acks": status["copy_ack_cost_s"] is None,
             "fit_reader_wakes": status["reader_wake_cost_s"] is None,
+            "wake_curve": None if shape is None else (shape["idle_s"], shape["share"]),
+            "fit_wake_work": status["wake_work_share"] is None,
         }
         filter_form, exponent, filter_why = _filter_form(calibrator, settings, rows)
         demand = calibrator(**settings, filter_form=filter_form, filter_exponent=exponent).fit(rows)
@@ -281,6 +299,7 @@ def fit_profiles(
             "terms": terms_record(demand, rows, status, n_boot=n_boot, seed=seed) if n_boot else None,
             "speed_drift": SpeedDriftCalibrator(seed=seed, n_boot=min(n_boot, 30)).fit(rows) if speed_drift else None,
             "copies_in_turn": copies_in_turn,
+            "wake_curve": _wake_curve(shape, demand.params_, meta, rows, split),
         }
 
         def link(cv, rows=rows, demand=demand, base=base):
@@ -657,6 +676,32 @@ def client_cores_above_limit(rows, limit_per_s):
     else:
         return math.nan
     return float(cores.max()) if cores.notna().any() else math.nan
+
+
+def _wake_work_reason(curve, work, shape, method):
+    """None if ``wake_work_share`` is fitted (a wake-up curve and its work share asked for, the curve
+    measured, and the knee fit); else why not."""
+    if not curve:
+        return "not fitted: no wake-up curve asked for (the same wake-up whatever the idle)"
+    if not work:
+        return "not fitted: the wake-up's share of the message's work not asked for (wake_work)"
+    if shape is None:
+        return (
+            "not fitted: the campaign's machine has no measured wake-ups by idle time (meta.json idle_exit wake_idle_s)"
+        )
+    if method != "knee":
+        return f'not fitted: its regressor needs the busy costs first (method="knee", not "{method}")'
+    return None
+
+
+def _wake_curve(shape, params, meta, rows, split):
+    """The broker's ``wake_curve`` mapping (:func:`pubsim.calibration.wakecurve.wake_curve_mapping`), or None."""
+    if shape is None:
+        return None
+    fitted_on = (
+        f"fitted on calibration/data/{meta.get('campaign', 'campaign')}/runs.csv (split={split}, {len(rows)} runs)"
+    )
+    return wake_curve_mapping(shape, params.get("wake_work_share", 0.0), meta, fitted_on=fitted_on)
 
 
 def _reader_copy(rows, params):

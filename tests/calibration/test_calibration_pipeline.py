@@ -147,6 +147,15 @@ def test_calibrate_and_validate_commands(results_dir, tmp_path, capsys):
     assert (tmp_path / "rep" / "saturation-mosquitto-f2-256.png").exists()
 
 
+def test_calibrate_with_the_wake_curve_says_why_a_campaign_without_one_has_none(results_dir, capsys):
+    # the virtual campaign records no reader wake-ups by idle time (meta.json idle_exit wake_idle_s)
+    from pubsim.cli import main
+
+    assert main(["calibrate", str(results_dir), "--wake-work", "--no-variability"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "wake_curve:" not in out and "no measured wake-ups by idle time" in out
+
+
 def test_validate_on_a_missing_directory_is_one_line(tmp_path, capsys):
     from pubsim.cli import main
 
