@@ -31,7 +31,9 @@ campaign's ``meta.json`` says so in ``syscall_counting``), the broker's
 system calls over the same span are counted too, per message sent:
 ``broker_passes_per_ingress`` (``epoll_wait`` and ``epoll_pwait``: passes of
 its event loop), ``broker_reads_per_ingress`` and
-``broker_writes_per_ingress``; NaN elsewhere. CPU time is the scheduler's run
+``broker_writes_per_ingress``; NaN elsewhere. The broker's minor page faults
+per message sent are ``broker_faults_per_ingress`` (``/proc/PID/stat``
+``minflt``). CPU time is the scheduler's run
 time from ``/proc/PID/task/*/schedstat`` (nanoseconds); ``utime + stime``
 counts 10 ms ticks, too coarse for short runs at low load.
 
@@ -65,7 +67,7 @@ from .harness import procfs
 from .harness.brokers import BrokerSpec, install_signal_cleanup, read_mosquitto_sys, start_broker
 from .harness.cpu import CpuCap, detect_cpu_control
 from .harness.loadgen import LoadSpec, PublisherBlocked, SetupTimeout, run_load
-from .harness.machine import idle_exit_curve, machine_reference
+from .harness.machine import idle_exit_curve, machine_reference, page_fault_cost
 from .harness.passes import SyscallCounter, perf_syscalls_available
 from .harness.sockets import FIELDS as SOCKET_FIELDS
 from .harness.sockets import SocketSampler, ss_available
@@ -192,6 +194,7 @@ class RealHarness:
             ),
             "machine_reference": machine_reference(),
             "idle_exit": self._idle_exit(),
+            "page_fault": self._page_fault(),
             "syscall_counting": self._syscalls_note(),
             "softirq_tracing": self._softirqs_note(),
             "socket_sampling": self._sockets_note(),
@@ -202,7 +205,15 @@ class RealHarness:
         broker core's idle-exit curve, measured with no broker running (it drifts within a
         campaign: on 2026-11-27 the exit after 5 ms of idle went from 40 to 76 us in an hour)."""
         self.close_broker()
-        return {"idle_exit": self._idle_exit()}
+        return {"idle_exit": self._idle_exit(), "page_fault": self._page_fault()}
+
+    def _page_fault(self):
+        """A page fault's cost on the broker's core (:func:`~pubsim.calibration.harness.machine.page_fault_cost`)."""
+        cpu = self.campaign.broker_cpus[0] if self.campaign.broker_cpus else None
+        try:
+            return {**page_fault_cost(cpu=cpu), "date": datetime.date.today().isoformat()}
+        except OSError as err:
+            return {"error": f"{type(err).__name__}: {err}"}
 
     def _idle_exit(self):
         """The broker core's idle-exit curve (:func:`~pubsim.calibration.harness.machine.idle_exit_curve`)
@@ -469,6 +480,7 @@ class RealHarness:
             "client_core_busy_fraction": s["client_core_busy_fraction"],
             "demand_s_per_ingress": cpu_s / sent,
             "wakeups_per_ingress": cpu["voluntary_switches"] / sent,
+            "broker_faults_per_ingress": cpu.get("minor_faults", math.nan) / sent,
             "broker_cpu_s": cpu_s,
             "broker_setup_cpu_s": cpu.get("setup_cpu_s", math.nan),
             "broker_probe_settle_s": cpu.get("probe_settle_s", math.nan),

@@ -13,6 +13,7 @@ two campaigns can be compared before their brokers are.
 from __future__ import annotations
 
 import math
+import mmap
 import os
 import socket
 import statistics
@@ -29,6 +30,7 @@ __all__ = [
     "loopback_round_trips_per_s",
     "machine_reference",
     "machine_summary",
+    "page_fault_cost",
 ]
 
 
@@ -258,6 +260,68 @@ def _wake_receiver(port, total, cpu, results_w):
     except OSError:
         code = 1
     os._exit(code)
+
+
+def page_fault_cost(*, cpu: int | None = 1, pages: int = 64, reps: int = 100, rounds: int = 5) -> dict:
+    """What a minor page fault of anonymous memory costs on this machine, s per page.
+
+    Maps ``pages`` pages of anonymous memory, writes one byte to each (the
+    first write to a page faults it in: the kernel allocates, zeroes and
+    charges a page), unmaps them, ``reps`` times, and subtracts the same
+    writes to pages already mapped (the interpreter's own cost): the fault,
+    its share of the ``mmap`` / ``munmap`` calls and the release of the page,
+    per page. The best of ``rounds`` rounds, pinned to ``cpu``. A broker
+    whose allocator hands large buffers back to the kernel after each message
+    pays this for every page it touches again
+    (:class:`pubsim.models.params.heap.HeapTrimParams`); on 2026-12-08 the
+    machine gave 2.8-3.5 us and Mosquitto's extra CPU per fault 2.5-2.7 us
+    (calibration/README.md, "Large messages: the heap given back and faulted in again").
+
+    Returns
+    -------
+    dict
+        ``cost_s`` (s per page), ``pages``, ``reps``, ``cpu``, ``method``.
+    """
+    size = pages * mmap.PAGESIZE
+    affinity = os.sched_getaffinity(0)
+
+    def faulting():
+        t = time.perf_counter()
+        for _ in range(reps):
+            m = mmap.mmap(-1, size)
+            for i in range(0, size, mmap.PAGESIZE):
+                m[i] = 1
+            m.close()
+        return (time.perf_counter() - t) / (reps * pages)
+
+    def warm():
+        m = mmap.mmap(-1, size)
+        for i in range(0, size, mmap.PAGESIZE):
+            m[i] = 1
+        t = time.perf_counter()
+        for _ in range(reps):
+            for i in range(0, size, mmap.PAGESIZE):
+                m[i] = 1
+        out = (time.perf_counter() - t) / (reps * pages)
+        m.close()
+        return out
+
+    try:
+        if cpu is not None:
+            os.sched_setaffinity(0, {cpu})
+        cost = min(faulting() for _ in range(rounds)) - min(warm() for _ in range(rounds))
+    finally:
+        os.sched_setaffinity(0, affinity)
+    return {
+        "cost_s": max(cost, 0.0),
+        "pages": pages,
+        "reps": reps,
+        "cpu": cpu,
+        "method": (
+            f"mmap {pages} anonymous pages, write a byte to each, munmap, {reps} times, less the same writes "
+            f"to mapped pages; best of {rounds} rounds (calibration.harness.machine.page_fault_cost)"
+        ),
+    }
 
 
 #: The idle times the curve of :func:`idle_exit_curve` is measured at, s (:data:`pubsim.sim.kernels.EXIT_MAX_POINTS`).

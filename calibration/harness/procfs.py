@@ -91,6 +91,9 @@ class ProcSample:
         Context switches of its live threads.
     threads : int
         Live threads read.
+    minor_faults : int
+        Minor page faults of the process (``minflt``: pages it touched that the
+        kernel had to map in, without reading a disk).
     """
 
     pid: int
@@ -102,6 +105,7 @@ class ProcSample:
     voluntary_switches: int
     involuntary_switches: int
     threads: int
+    minor_faults: int = 0
 
 
 def _read(path):
@@ -127,14 +131,16 @@ def parse_stat(text: str) -> dict:
     Returns
     -------
     dict
-        ``state`` (str, e.g. ``"R"``, ``"Z"``), ``ppid`` (int), ``utime`` and
-        ``stime`` (clock ticks, :data:`CLK_TCK` per second), ``start_ticks``
-        (start time after boot, clock ticks).
+        ``state`` (str, e.g. ``"R"``, ``"Z"``), ``ppid`` (int), ``minflt``
+        (minor page faults, int), ``utime`` and ``stime`` (clock ticks,
+        :data:`CLK_TCK` per second), ``start_ticks`` (start time after boot,
+        clock ticks).
     """
     fields = _stat_fields(text)
     return {
         "state": fields[0],
         "ppid": int(fields[1]),
+        "minflt": int(fields[7]),
         "utime": int(fields[11]),
         "stime": int(fields[12]),
         "start_ticks": int(fields[19]),
@@ -228,7 +234,7 @@ def _process_stat(pid):
         raise ProcessGone(f"process {pid} does not exist (exited?)") from None
     if st["state"] in "ZX":
         raise ProcessGone(f"process {pid} has exited (zombie)")
-    return (st["utime"] + st["stime"]) / CLK_TCK, st["start_ticks"]
+    return (st["utime"] + st["stime"]) / CLK_TCK, st["start_ticks"], st["minflt"]
 
 
 def _thread_counters(pid, tid):
@@ -259,7 +265,7 @@ def sample(pid: int) -> ProcSample:
         ``pid`` does not exist or has exited.
     """
     t_s = time.monotonic()
-    cpu_time_s, start = _process_stat(pid)
+    cpu_time_s, start, faults = _process_stat(pid)
     try:
         tids = os.listdir(f"/proc/{pid}/task")
     except FileNotFoundError:
@@ -282,6 +288,7 @@ def sample(pid: int) -> ProcSample:
         voluntary_switches=totals[2],
         involuntary_switches=totals[3],
         threads=threads,
+        minor_faults=faults,
     )
 
 
@@ -297,8 +304,8 @@ def diff(before: ProcSample, after: ProcSample) -> dict:
     -------
     dict
         ``cpu_time_s``, ``run_s``, ``wait_s`` (s), ``voluntary_switches``,
-        ``involuntary_switches``, ``wall_s`` (s) and ``utilization``
-        (``cpu_time_s / wall_s``, in cores; NaN when ``wall_s`` is 0).
+        ``involuntary_switches``, ``minor_faults``, ``wall_s`` (s) and
+        ``utilization`` (``cpu_time_s / wall_s``, in cores; NaN when ``wall_s`` is 0).
 
     Raises
     ------
@@ -320,6 +327,7 @@ def diff(before: ProcSample, after: ProcSample) -> dict:
         "wait_s": after.cpu_wait_s - before.cpu_wait_s,
         "voluntary_switches": after.voluntary_switches - before.voluntary_switches,
         "involuntary_switches": after.involuntary_switches - before.involuntary_switches,
+        "minor_faults": after.minor_faults - before.minor_faults,
         "wall_s": wall_s,
         "utilization": cpu_time_s / wall_s if wall_s > 0 else float("nan"),
     }

@@ -31,7 +31,21 @@ NET_TCP = (
 
 
 def test_parse_stat_counts_fields_after_the_last_paren():
-    assert procfs.parse_stat(STAT) == {"state": "S", "ppid": 17, "utime": 731, "stime": 215, "start_ticks": 98765}
+    want = {"state": "S", "ppid": 17, "minflt": 1052, "utime": 731, "stime": 215, "start_ticks": 98765}
+    assert procfs.parse_stat(STAT) == want
+
+
+def test_samples_count_the_pages_a_process_faults_in():
+    import mmap
+
+    pages = 64
+    before = procfs.sample(os.getpid())
+    m = mmap.mmap(-1, pages * 4096)
+    for i in range(0, pages * 4096, 4096):
+        m[i] = 1  # the first touch of each anonymous page is a minor fault
+    m.close()
+    faults = procfs.diff(before, procfs.sample(os.getpid()))["minor_faults"]
+    assert pages <= faults < pages + 200  # the interpreter's own allocations fault a few more
 
 
 def test_parse_schedstat_and_switches():
