@@ -4,6 +4,7 @@ Service demand of one message at a broker (seconds of a worker's time)::
 
     ingress + matched * match + deliveries * delivery
             + per_byte * size * (1 + deliveries) + filter_scan * f(filters)
+            [+ heap_trim.cost_s(size)]
             (+ idle_wakeup when the message finds its worker idle)
 
 where ``matched`` is the number of subscription filters the topic matches at
@@ -29,6 +30,7 @@ from ...sim.distributions import Constant, Distribution
 from ...sim.errors import ConfigError
 from .disk import DiskParams
 from .features import refuse
+from .heap import HeapTrimParams
 from .idle import IdleExitParams, WakeCurveParams
 from .io import IoParams
 from .mapping import MAX_WORKERS, check_fields
@@ -319,6 +321,12 @@ class BrokerParams:
         its demand)`` instead of ``idle_wakeup_cost_s``. None (default): the
         same wake-up whatever the idle. Needs what ``idle_exit`` needs. In
         scenario files a mapping of WakeCurveParams fields.
+    heap_trim : HeapTrimParams or None
+        Pages the broker's allocator gives back to the kernel after each
+        large message and faults in again on the next
+        (:mod:`pubsim.models.params.heap`): a message of ``size`` bytes costs
+        ``heap_trim.cost_s(size)`` more. None (default): none. In scenario
+        files a mapping of HeapTrimParams fields.
     reader_wake : ReaderWakeParams or None
         Extra CPU for a copy whose reader sleeps when the broker writes it
         (:mod:`pubsim.models.params.readers`, :mod:`pubsim.models.mechanisms.readers`):
@@ -391,6 +399,7 @@ class BrokerParams:
     idle_exit: IdleExitParams | None = field(default=None, metadata={"unit": "params", "cls": IdleExitParams})
     wake_curve: WakeCurveParams | None = field(default=None, metadata={"unit": "params", "cls": WakeCurveParams})
     reader_wake: ReaderWakeParams | None = field(default=None, metadata={"unit": "params", "cls": ReaderWakeParams})
+    heap_trim: HeapTrimParams | None = field(default=None, metadata={"unit": "params", "cls": HeapTrimParams})
     copies_in_turn: bool = field(default=False, metadata={"unit": "flag"})
     provenance: Provenance = field(default=ASSUMED, metadata={"unit": "provenance"})
 

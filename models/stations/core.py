@@ -458,6 +458,8 @@ class BrokerStation(ModelStation):
             demand = demand + p.reader_wake.wake_cost_s * self.reader_wakes.asleep(packets.t, packets.visit, copies)
         if p.length_byte_cost_s:
             demand = demand + p.length_byte_cost_s * self.extra_length_bytes(packets)
+        if p.heap_trim is not None:
+            demand = demand + p.heap_trim.cost_s(packets.size)
         if self.ack_packets is not None:
             v = packets.visit
             demand = demand + p.ack_cost_s * self.ack_packets[v] + p.copy_ack_s * self.copy_ack_packets[v]
@@ -496,11 +498,11 @@ class BrokerStation(ModelStation):
         cost draws (:mod:`pubsim.sim.closed_kernel`); None for anything else."""
         if type(self) is not BrokerStation or self.cpu_shared or not _open_fifo(self.discipline):
             return None
-        if self.ack_packets is not None or self.copies_by_visit is not None or self.params.length_byte_cost_s:
+        p = self.params
+        if self.ack_packets is not None or self.copies_by_visit is not None or p.length_byte_cost_s or p.heap_trim:
             return None
         if self.reader_wakes is not None:
             return None
-        p = self.params
         return {
             "kind": "broker",
             "discipline": self.discipline,

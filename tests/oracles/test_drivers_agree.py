@@ -18,6 +18,7 @@ from pubsim.models.params.bridge import BridgeParams
 from pubsim.models.params.broker import BrokerParams
 from pubsim.models.params.client import PublisherParams, SubscriberParams
 from pubsim.models.params.disk import DiskParams
+from pubsim.models.params.heap import HeapTrimParams
 from pubsim.models.params.host import HostParams
 from pubsim.models.params.idle import IdleExitParams, WakeCurveParams
 from pubsim.models.params.io import IoParams
@@ -1255,6 +1256,37 @@ def test_length_bytes_case_pays_its_reads():
 def test_length_bytes_batch_equals_reference():
     """The length-byte case (added after the parametrized list above was built) agrees too."""
     test_batch_equals_reference("length-bytes-star")
+
+
+def heap_trim_star():
+    """A capped broker that faults its large messages' buffers in again (``heap_trim``), sizes on
+    both sides of the 64 KiB at which two buffers pass glibc's 128 KiB top pad, queued past its quota."""
+    broker = BrokerParams(
+        ingress_cost_s=Exponential(mean_value=2e-5),
+        idle_wakeup_cost_s=1e-5,
+        heap_trim=HeapTrimParams(fault_cost_s=2.5e-6),
+        cpu_fraction=0.5,
+        cpu_period_s=0.01,
+    )
+    pubs = {"p": PublisherParams(topics=("h",), rate_per_s=3000.0, size_bytes=Uniform(low=1000, high=200_000))}
+    subs = {"s": SubscriberParams(subscriptions=("h",))}
+    return T.star(broker=broker, publishers=pubs, subscribers=subs, link=LinkParams(latency_s=1e-4))
+
+
+CASES["heap-trim-star"] = (heap_trim_star, 0.3)
+
+
+def test_heap_trim_case_pays_its_faults_and_drivers_agree():
+    """The case charges the faults (3,000/s x E[pages] x 2.5 us: pages = ceil((2 x size - 128 KiB) / 4 KiB)
+    for sizes above 64 KiB, about 22.5 a message under the uniform sizes) and both drivers agree."""
+    g = heap_trim_star()
+    b = g.nodes["broker"][T.PARAMS]
+    busy = simulate(g, duration_s=0.3, seed=11).stations().set_index("station").loc["broker:broker", "utilization"]
+    g.nodes["broker"][T.PARAMS] = dataclasses.replace(b, heap_trim=None)
+    less = simulate(g, duration_s=0.3, seed=11).stations().set_index("station").loc["broker:broker", "utilization"]
+    pages = np.mean(np.maximum(np.ceil((2 * np.linspace(1000, 200_000, 100_001) - 131072) / 4096), 0))
+    assert busy - less == pytest.approx(3000 * pages * 2.5e-6, rel=0.1)
+    test_batch_equals_reference("heap-trim-star")
 
 
 def speed_drift_star(passes=False):

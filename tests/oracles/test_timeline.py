@@ -11,6 +11,7 @@ import pytest
 from pubsim.models import topology as T
 from pubsim.models.params.broker import BrokerParams
 from pubsim.models.params.client import PublisherParams, SubscriberParams
+from pubsim.models.params.heap import HeapTrimParams
 from pubsim.models.params.idle import IdleExitParams, WakeCurveParams
 from pubsim.models.params.link import LinkParams
 from pubsim.run import simulate
@@ -144,6 +145,18 @@ def test_wake_curve_prices_a_wake_up_by_the_idle_before_it(driver):
     broker = r.stations().set_index("station").loc["broker:broker"]
     assert broker["utilization"] == pytest.approx(0.01438)
     assert broker["wakeups"] == 4
+
+
+def test_heap_trim_charges_the_pages_a_large_message_faults_in_again(driver):
+    # 1 GB/s links. msg1, 200,000 B: uplink 0->0.2 ms, broker at 10.2 ms; pages ceil((2 x 200,000
+    # - 131,072) / 4096) = 66 at 10 us: 2 + 0.66 ms: 10.2->12.86, downlink ->13.06, +10 -> 23.06 ms.
+    # msg2, 1,000 B at 50 ms: no pages (2 x 1,000 < 128 KiB): 60.001->62.001 -> 72.002 ms.
+    link = LinkParams(latency_s=0.010, bandwidth_Bps=1e9)
+    trim = HeapTrimParams(fault_cost_s=1e-5)
+    r = _run([0.0, 0.050], [200_000, 1000], link=link, heap_trim=trim, driver=driver)
+    assert _times(r) == [0.02306, 0.072002]
+    broker = r.stations().set_index("station").loc["broker:broker"]
+    assert broker["utilization"] == pytest.approx(0.00466)  # 2 + 0.66 + 2 ms in the 1 s window
 
 
 def test_two_workers_serve_in_parallel(driver):

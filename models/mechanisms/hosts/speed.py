@@ -20,7 +20,7 @@ from ...params.client import PublisherParams, SubscriberParams
 from ...params.relay import RelayParams
 from ...params.zmq import ZmqSocketParams
 
-__all__ = ["CPU_FIELDS", "CODEC_FIELDS", "scaled", "on_host"]
+__all__ = ["CPU_FIELDS", "NESTED_CPU_FIELDS", "CODEC_FIELDS", "scaled", "on_host"]
 
 #: CPU cost fields of each parameter class (s, or s/byte).
 CPU_FIELDS: dict[type, tuple[str, ...]] = {
@@ -41,6 +41,11 @@ CPU_FIELDS: dict[type, tuple[str, ...]] = {
     RelayParams: ("relay_cost_s", "forward_cost_s", "control_cost_s"),
     ZmqSocketParams: ("send_cost_s", "copy_cost_s", "per_byte_cost_s", "idle_wakeup_cost_s", "batch_fixed_cost_s"),
     SubscriberParams: ("processing_s",),
+}
+
+#: CPU cost fields of a parameter class's nested parameter objects: field -> its cost fields.
+NESTED_CPU_FIELDS: dict[type, dict[str, tuple[str, ...]]] = {
+    BrokerParams: {"heap_trim": ("fault_cost_s",)},
 }
 
 #: CPU cost fields of the message format (``serialization``) a client's CPU runs.
@@ -74,6 +79,10 @@ def on_host(params, speed: float):
     if speed == 1.0:
         return params
     changes = {n: scaled(getattr(params, n), 1.0 / speed) for n in CPU_FIELDS.get(type(params), ())}
+    for name, fields in NESTED_CPU_FIELDS.get(type(params), {}).items():
+        inner = getattr(params, name)
+        if inner is not None:
+            changes[name] = dataclasses.replace(inner, **{n: getattr(inner, n) / speed for n in fields})
     codec = getattr(params, "serialization", None)
     codec_names = CODEC_FIELDS.get(type(params), ())
     if codec is not None and codec_names:
