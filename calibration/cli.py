@@ -120,6 +120,7 @@ def _fitted(args, results=None, stalls=None, pacing=None):
         copies_in_turn=args.copies_in_turn,
         wake_curve=args.wake_curve or args.wake_work,
         wake_work=args.wake_work,
+        heap_trim=args.heap_trim,
         knee_wakeups=args.knee_wakeups,
         knee_anchor=args.knee_anchor,
         cpu_tick_s=args.cpu_tick,
@@ -443,6 +444,14 @@ def _variability_flag(parser):
         action="store_true",
         help="with --wake-curve (implied), a full wake-up also adds a fitted share of the message's own work, "
         "on its path (WakeCurveParams.work_share)",
+    )
+    parser.add_argument(
+        "--no-heap-trim",
+        dest="heap_trim",
+        action="store_false",
+        help="leave out the pages a broker faults in again after its allocator trimmed its heap (default: "
+        "Mosquitto's cost per page is fitted where a training payload faults pages; BrokerParams.heap_trim, "
+        "pubsim.calibration.heapfit)",
     )
     parser.add_argument(
         "--copies-at-end",

@@ -99,6 +99,7 @@ COSTS = (
     "copy_ack_cost_s",
     "reader_wake_cost_s",
     "wake_work_share",
+    "heap_fault_cost_s",
 )
 #: Paid by a busy broker too.
 BUSY = (
@@ -112,6 +113,7 @@ BUSY = (
     "ack_cost_s",
     "copy_ack_cost_s",
     "reader_wake_cost_s",
+    "heap_fault_cost_s",
 )
 #: Topic name length of the harness's runs, bytes ("pubsim/t0"; t10 and above are a byte longer).
 HARNESS_TOPIC_BYTES = len(topic_name(0))
@@ -226,6 +228,14 @@ def wake_idle_of(measurements, wakes):
     per_s = rate * np.asarray(wakes, dtype=float)
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(per_s > 0, np.clip(1.0 - busy, 0.0, None) / per_s, np.nan)
+
+
+def heap_pages_of(measurements, rule):
+    """Pages each run's messages fault in again after the allocator trimmed its heap, the regressor
+    of ``heap_fault_cost_s``: ``rule.pages`` of the run's payload
+    (:class:`pubsim.models.params.heap.HeapTrimParams`, :func:`pubsim.calibration.heapfit.heap_rule`)."""
+    payload = measurements["payload_bytes"].to_numpy(dtype=float)
+    return np.asarray(rule.pages(payload), dtype=float)
 
 
 def _check(measurements, columns):
@@ -416,6 +426,11 @@ class BrokerDemandCalibrator:
         (:func:`wake_idle_of`), so that ``idle_wakeup_cost_s`` is the
         wake-up after a long idle. None (default): the same cost whatever
         the idle.
+    heap_rule : HeapTrimParams or None
+        Also fit ``heap_fault_cost_s``, the cost per page a message faults in
+        again after the broker's allocator trimmed its heap, on the pages
+        this rule gives each run's payload (:func:`heap_pages_of`; needs a
+        training payload that faults pages). Default None: 0.
     fit_wake_work : bool
         With ``wake_curve``, also fit ``wake_work_share``: the share of a
         message's busy demand that a full wake-up adds (its regressor is the
@@ -450,6 +465,7 @@ class BrokerDemandCalibrator:
         fit_reader_wakes=False,
         wake_curve=None,
         fit_wake_work=False,
+        heap_rule=None,
     ):
         if wake_regressor not in WAKE_REGRESSORS:
             raise ConfigError("wake_regressor", wake_regressor, f"one of {', '.join(WAKE_REGRESSORS)}")
@@ -477,6 +493,7 @@ class BrokerDemandCalibrator:
             raise ConfigError("fit_wake_work", fit_wake_work, "False outside the knee fit (KneeDemandCalibrator)")
         self.wake_curve = wake_curve
         self.fit_wake_work = fit_wake_work
+        self.heap_rule = heap_rule
 
     #: Fits the busy costs before the wake-ups (:class:`KneeDemandCalibrator`).
     _two_stage = False
@@ -530,10 +547,12 @@ class BrokerDemandCalibrator:
             copy_acks,
             readers,
             idle,  # times the busy demand: _with_wake_work
+            heap_pages_of(m, self.heap_rule) if self.heap_rule is not None else np.zeros_like(fanout),
         ]
         keep = [True, self.fit_delivery, self.fit_per_byte, True, self.fit_background]
         keep += [form == "per_message", form == "per_wakeup", self.fit_length_bytes, form == "per_pass"]
         keep += [self.fit_filters, self.fit_acks, self.fit_copy_acks, self.fit_reader_wakes, self.fit_wake_work]
+        keep += [self.heap_rule is not None]
         return np.column_stack([c for c, k in zip(cols, keep) if k]), [n for n, k in zip(COSTS, keep) if k]
 
     @staticmethod

@@ -51,6 +51,17 @@ BROKER_MODELS = {
         "copies_in_turn": "Mosquitto 2.0.11 src/subs.c subs__send -> src/database.c db__message_insert(update) "
         "-> lib/packet_mosq.c packet__queue -> packet__write: each subscriber's copy is written as it is "
         "routed, one after the other",
+        "heap_trim": {
+            "live_buffers": 2,
+            "top_pad_bytes": 131072,
+            "source": "glibc malloc trims its heap's top past M_TRIM_THRESHOLD and keeps M_TOP_PAD (both "
+            "128 KiB by default, mallopt(3)); Mosquitto 2.0.11 holds two payload-sized buffers per QoS 0 "
+            "message (the incoming packet, lib/packet_mosq.c packet__read, and the stored payload, "
+            "src/handle_publish.c; each outgoing packet is allocated after the incoming one is freed), so "
+            "it faults 2 x payload - 128 KiB back in per message: counted 0 at 64 KiB, 16 at 96 KiB, 32 "
+            "at 128 KiB, 96 at 256 KiB and 224 at 512 KiB, the same at fan-out 2 (2026-12-08, "
+            "calibration/README.md)",
+        },
     },
     "nats": {
         "workers": 1,
@@ -270,6 +281,7 @@ def build_profile(
     speed_drift=None,
     copies_in_turn=True,
     wake_curve=None,
+    heap_trim=None,
 ):
     """The preset mapping of one calibrated broker and its loopback link.
 
@@ -337,6 +349,10 @@ def build_profile(
         :class:`pubsim.models.params.idle.WakeCurveParams`,
         :func:`pubsim.calibration.wakecurve.wake_curve_mapping`): a wake-up
         costs more the longer the broker idled; None: the same whatever the idle.
+    heap_trim : dict or None
+        The broker's ``heap_trim`` mapping (:class:`pubsim.models.params.heap.HeapTrimParams`,
+        :func:`pubsim.calibration.heapfit.heap_trim_mapping`): pages a large
+        message faults in again and what each costs; None: none.
     """
     model = BROKER_MODELS[broker_kind]
     where = (
@@ -408,6 +424,7 @@ def build_profile(
         "overflow": model["overflow"],
         **({"idle_exit": idle_exit} if idle_exit is not None else {}),
         **({"wake_curve": wake_curve} if wake_curve is not None else {}),
+        **({"heap_trim": heap_trim} if heap_trim is not None else {}),
         **_drift_fields(speed_drift),
         **_passes(demand_params, metadata),
         **_reader_wake(demand_params, metadata),

@@ -29,6 +29,7 @@ from .fit import (
     connections_of,
     extra_length_bytes_of,
     filters_of,
+    heap_pages_of,
     passes_of,
     reader_wakes_of,
 )
@@ -59,6 +60,7 @@ TERM_UNITS = {
     "copy_ack_cost_s": "s",
     "reader_wake_cost_s": "s",
     "wake_work_share": "share",
+    "heap_fault_cost_s": "s",
 }
 
 _RANK_TOL = 1e-8
@@ -82,7 +84,7 @@ def _configurations(rows):
     return rows.drop_duplicates(cols)[cols].reset_index(drop=True)
 
 
-def busy_identified(rows, *, length_bytes=False, filters=False, acks=False, copy_acks=False):
+def busy_identified(rows, *, length_bytes=False, filters=False, acks=False, copy_acks=False, heap=None):
     """Which busy terms the training configurations identify, in order.
 
     Terms are added in the order ingress, delivery, per byte, remaining-length
@@ -92,7 +94,9 @@ def busy_identified(rows, *, length_bytes=False, filters=False, acks=False, copy
     ``filter_scan_cost_s``), QoS handshake packets (only with ``acks``:
     :func:`pubsim.calibration.fit.acks_of`, ``ack_cost_s``; with ``copy_acks`` the publisher's
     exchange alone, and the copies' packets, ``copy_ack_cost_s``, after it:
-    :func:`pubsim.calibration.fit.ack_columns`) while the rank of their columns over the configurations grows
+    :func:`pubsim.calibration.fit.ack_columns`), pages faulted in again (only with ``heap``, a
+    :class:`pubsim.models.params.heap.HeapTrimParams` rule: :func:`pubsim.calibration.fit.heap_pages_of`,
+    ``heap_fault_cost_s``) while the rank of their columns over the configurations grows
     (columns scaled to unit norm, singular values below ``1e-8`` of the
     largest count as zero; a term beyond the number of configurations is
     not identified either).
@@ -114,6 +118,7 @@ def busy_identified(rows, *, length_bytes=False, filters=False, acks=False, copy
         "filter_scan_cost_s": filters_of(c) if filters else np.zeros(len(c)),
         "ack_cost_s": ack,
         "copy_ack_cost_s": copy_ack,
+        "heap_fault_cost_s": heap_pages_of(c, heap) if heap is not None else np.zeros(len(c)),
     }
     what = {
         "delivery_cost_s": "fan-out",
@@ -123,6 +128,7 @@ def busy_identified(rows, *, length_bytes=False, filters=False, acks=False, copy
         "filter_scan_cost_s": "installed subscriptions",
         "ack_cost_s": "QoS handshake packets",
         "copy_ack_cost_s": "QoS handshake packets of the copies",
+        "heap_fault_cost_s": "pages faulted in again per message (payloads up to the allocator's top pad fault none)",
     }
     if not length_bytes:
         del cols["length_byte_cost_s"]
@@ -132,6 +138,8 @@ def busy_identified(rows, *, length_bytes=False, filters=False, acks=False, copy
         del cols["ack_cost_s"]
     if not (acks and copy_acks):
         del cols["copy_ack_cost_s"]
+    if heap is None:
+        del cols["heap_fault_cost_s"]
     kept, status = [], {}
     for name, x in cols.items():
         if name != "ingress_cost_s" and np.ptp(x) == 0:

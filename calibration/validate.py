@@ -49,6 +49,7 @@ from .fit import (
     with_limit_bracket,
 )
 from .forms import choose_filter_form
+from .heapfit import heap_rule, heap_rule_reason, heap_trim_mapping
 from .jitter import JitterModeCalibrator
 from .profile import (
     build_profile,
@@ -144,6 +145,7 @@ def fit_profiles(
     copies_in_turn=True,
     wake_curve=False,
     wake_work=False,
+    heap_trim=True,
 ):
     """One calibrated profile per broker kind, fitted on ``runs[split]``.
 
@@ -231,6 +233,13 @@ def fit_profiles(
     the message's path. Both are off by default: on the committed campaigns
     they help some and hurt others (calibration/README.md, "A wake-up costs
     more the longer the broker idled").
+    With ``heap_trim`` (default) a broker whose allocator gives large
+    messages' memory back after each one (``heap_trim`` in
+    :data:`pubsim.calibration.profile.BROKER_MODELS`: Mosquitto) gets a cost
+    per page it faults in again, ``heap_fault_cost_s``, fitted with its
+    busy costs where a training payload faults pages (the pages follow from
+    its design, :mod:`pubsim.calibration.heapfit`), and the profile carries
+    ``heap_trim`` (:class:`pubsim.models.params.heap.HeapTrimParams`).
 
     Returns
     -------
@@ -263,7 +272,7 @@ def fit_profiles(
         check_one_marks(runs[runs["broker"] == kind], what=f"{kind} runs")
         form = _form(connection_form, kind)
         wake = _wake_regressor(rows, kind)
-        status = _identified(rows, form, kind, length_bytes=length_bytes, reader_wakes=reader_wakes)
+        status = _identified(rows, form, kind, length_bytes=length_bytes, reader_wakes=reader_wakes, heap=heap_trim)
         status["wake_work_share"] = _wake_work_reason(wake_curve, wake_work, shape, method)
         settings = {
             "wake_regressor": wake,
@@ -278,6 +287,7 @@ def fit_profiles(
             "fit_reader_wakes": status["reader_wake_cost_s"] is None,
             "wake_curve": None if shape is None else (shape["idle_s"], shape["share"]),
             "fit_wake_work": status["wake_work_share"] is None,
+            "heap_rule": heap_rule(kind) if status["heap_fault_cost_s"] is None else None,
         }
         filter_form, exponent, filter_why = _filter_form(calibrator, settings, rows)
         demand = calibrator(**settings, filter_form=filter_form, filter_exponent=exponent).fit(rows)
@@ -300,6 +310,7 @@ def fit_profiles(
             "speed_drift": SpeedDriftCalibrator(seed=seed, n_boot=min(n_boot, 30)).fit(rows) if speed_drift else None,
             "copies_in_turn": copies_in_turn,
             "wake_curve": _wake_curve(shape, demand.params_, meta, rows, split),
+            "heap_trim": _heap_trim(kind, settings, demand.params_, meta, split),
         }
 
         def link(cv, rows=rows, demand=demand, base=base):
@@ -562,7 +573,7 @@ def _form(asked, kind):
     return "per_pass" if pass_reads_reason(kind) is None else "per_message"
 
 
-def _identified(rows, connection_form, kind, *, length_bytes=True, reader_wakes=False):
+def _identified(rows, connection_form, kind, *, length_bytes=True, reader_wakes=False, heap=True):
     """``{term: None or reason}`` for the terms a fit leaves out (see :mod:`pubsim.calibration.terms`).
 
     ``length_byte_cost_s`` is fitted only for brokers that read the MQTT
@@ -571,21 +582,23 @@ def _identified(rows, connection_form, kind, *, length_bytes=True, reader_wakes=
     configurations identify it (not at all without ``length_bytes``).
     ``pass_cost_s`` (form ``per_pass``) only for a broker that reads one
     packet per connection per pass (``pass_reads``) and where the training
-    runs' counted passes vary."""
+    runs' counted passes vary. ``heap_fault_cost_s`` only with ``heap``, for a
+    broker whose allocator gives large buffers back after each message
+    (:func:`pubsim.calibration.heapfit.heap_rule`) and where a training
+    payload faults pages."""
     not_read = length_reads_reason(kind) if length_bytes else "not fitted: length bytes not asked for"
+    no_heap = heap_rule_reason(kind) if heap else "not fitted: heap trimming not asked for"
     counted = {"publishers", "subscribers"} <= set(rows.columns)
     uncounted = "not identified: the runs do not say how many publishers and subscribers"
     unvaried = _filters_reason(rows) or matching_lookup_reason(kind)
     one_qos = _qos_reason(rows)
-    ids = (
-        _busy_ids(rows, length_bytes=not_read is None, filters=unvaried is None, acks=one_qos is None)
-        if counted
-        else {}
-    )
+    terms = {"length_bytes": not_read is None, "filters": unvaried is None, "acks": one_qos is None}
+    ids = _busy_ids(rows, **terms, heap=heap_rule(kind) if no_heap is None else None) if counted else {}
     status = {"length_byte_cost_s": not_read or (ids["length_byte_cost_s"] if counted else uncounted)}
     status["filter_scan_cost_s"] = unvaried or (ids["filter_scan_cost_s"] if counted else uncounted)
     status["ack_cost_s"] = one_qos or (ids["ack_cost_s"] if counted else uncounted)
     status["copy_ack_cost_s"] = one_qos or (ids["copy_ack_cost_s"] if counted else uncounted)
+    status["heap_fault_cost_s"] = no_heap or (ids["heap_fault_cost_s"] if counted else uncounted)
     status["reader_wake_cost_s"] = (
         reader_wakes_identified(rows) if reader_wakes else "not fitted: reader wakes not asked for"
     )
@@ -702,6 +715,14 @@ def _wake_curve(shape, params, meta, rows, split):
         f"fitted on calibration/data/{meta.get('campaign', 'campaign')}/runs.csv (split={split}, {len(rows)} runs)"
     )
     return wake_curve_mapping(shape, params.get("wake_work_share", 0.0), meta, fitted_on=fitted_on)
+
+
+def _heap_trim(kind, settings, params, meta, split):
+    """The broker's ``heap_trim`` mapping where its cost per page was fitted, else None."""
+    if settings["heap_rule"] is None:
+        return None
+    data = f"calibration/data/{meta.get('campaign', 'campaign')}/runs.csv (split={split})"
+    return heap_trim_mapping(kind, params["heap_fault_cost_s"], data=data)
 
 
 def _reader_copy(rows, params):
