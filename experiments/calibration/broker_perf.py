@@ -31,15 +31,18 @@ def _count(pid, events, out):
     out.update({e: counts[e] for e in events if counts.get(e) is not None})
 
 
-def count_run(*, fanout, rate_per_s, payload_bytes, events, env=None):
-    """Counts of ``events`` per message (``task-clock`` in CPU seconds) and the run's summary.
+def measured_run(*, fanout, rate_per_s, payload_bytes, measure, env=None, workdir=None):
+    """The run's summary, ``measure(pid)`` run in a thread on the broker meanwhile (it times itself
+    from the start of the load: :data:`COUNT_FROM_S`, :data:`COUNT_FOR_S`).
 
-    ``env``: extra environment of the broker (and of the clients, which inherit it too).
+    Mosquitto capped at :data:`CAP_CORES` on core 1, one publisher and ``fanout`` subscribers on
+    core 0; ``env``: extra environment of the broker (and of the clients, which inherit it too).
     """
     saved = dict(os.environ)
     os.environ.update(env or {})
     try:
-        with broker(BrokerSpec(kind="mosquitto", cpus=(1,), cpu_cap_fraction=CAP_CORES), tempfile.mkdtemp()) as rb:
+        spec_b = BrokerSpec(kind="mosquitto", cpus=(1,), cpu_cap_fraction=CAP_CORES)
+        with broker(spec_b, workdir or tempfile.mkdtemp()) as rb:
             spec = LoadSpec(
                 protocol="mqtt",
                 rate_per_s=rate_per_s,
@@ -54,14 +57,27 @@ def count_run(*, fanout, rate_per_s, payload_bytes, events, env=None):
                 pub_cpus=(0,),
                 sub_cpus=(0,),
             )
-            counts = {}
-            counter = threading.Thread(target=_count, args=(rb.pid, events, counts))
-            counter.start()
+            side = threading.Thread(target=measure, args=(rb.pid,))
+            side.start()
             summary = run_load(spec).summary()
-            counter.join()
+            side.join()
     finally:
         os.environ.clear()
         os.environ.update(saved)
+    return summary
+
+
+def count_run(*, fanout, rate_per_s, payload_bytes, events, env=None):
+    """Counts of ``events`` per message (``task-clock`` in CPU seconds) and the run's summary
+    (:func:`measured_run`)."""
+    counts = {}
+    summary = measured_run(
+        fanout=fanout,
+        rate_per_s=rate_per_s,
+        payload_bytes=payload_bytes,
+        measure=lambda pid: _count(pid, events, counts),
+        env=env,
+    )
     messages = rate_per_s * COUNT_FOR_S
     per = {k: v / messages for k, v in counts.items()}
     if "task-clock" in per:

@@ -18,13 +18,10 @@ import argparse
 import os
 import subprocess
 import tempfile
-import threading
 import time
 
-from broker_perf import CAP_CORES, COUNT_FOR_S, COUNT_FROM_S
+from broker_perf import CAP_CORES, COUNT_FOR_S, COUNT_FROM_S, measured_run
 
-from pubsim.calibration.harness.brokers import BrokerSpec, broker
-from pubsim.calibration.harness.loadgen import LoadSpec, run_load
 from pubsim.calibration.harness.perfctl import ControlledPerf
 
 FREQ_HZ = 4999
@@ -43,26 +40,14 @@ def _record(pid, path, out):
 def profile(payload_bytes, rate_per_s, workdir):
     """``(summary, report text, sampled seconds)`` of one overloaded run."""
     path = os.path.join(workdir, f"perf-{payload_bytes}.data")
-    with broker(BrokerSpec(kind="mosquitto", cpus=(1,), cpu_cap_fraction=CAP_CORES), workdir) as rb:
-        spec = LoadSpec(
-            protocol="mqtt",
-            rate_per_s=rate_per_s,
-            duration_s=COUNT_FROM_S + COUNT_FOR_S + 2.0,
-            warmup_s=1.0,
-            cooldown_s=0.5,
-            pub_port=rb.port,
-            sub_port=rb.port,
-            subscribers=1,
-            fanout=1,
-            payload_bytes=payload_bytes,
-            pub_cpus=(0,),
-            sub_cpus=(0,),
-        )
-        info = {}
-        sampler = threading.Thread(target=_record, args=(rb.pid, path, info))
-        sampler.start()
-        summary = run_load(spec).summary()
-        sampler.join()
+    info = {}
+    summary = measured_run(
+        fanout=1,
+        rate_per_s=rate_per_s,
+        payload_bytes=payload_bytes,
+        measure=lambda pid: _record(pid, path, info),
+        workdir=workdir,
+    )
     report = subprocess.run(
         [
             "perf",

@@ -22,6 +22,7 @@ broker is higher at 200 msg/s than at 1000 msg/s.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -60,16 +61,7 @@ class IdleExitParams:
 
     def __post_init__(self) -> None:
         check_fields(self)
-        idle = _durations(self.idle_s, "idle_s")
-        exit_ = _durations(self.exit_s, "exit_s")
-        if not 1 <= len(idle) <= EXIT_MAX_POINTS:
-            raise ConfigError("idle_s", self.idle_s, f"1 to {EXIT_MAX_POINTS} idle times")
-        if len(exit_) != len(idle):
-            raise ConfigError("exit_s", self.exit_s, f"one exit latency per idle time ({len(idle)})")
-        if any(t <= 0 for t in idle) or any(b <= a for a, b in zip(idle, idle[1:], strict=False)):
-            raise ConfigError("idle_s", self.idle_s, "idle times > 0 s in increasing order")
-        object.__setattr__(self, "idle_s", idle)
-        object.__setattr__(self, "exit_s", exit_)
+        _set_curve(self, "exit_s", _durations, "exit latency")
 
     @property
     def curve(self) -> tuple[tuple, tuple]:
@@ -127,18 +119,9 @@ class WakeCurveParams:
 
     def __post_init__(self) -> None:
         check_fields(self)
-        idle = _durations(self.idle_s, "idle_s")
-        share = _shares(self.share, "share")
-        if not 1 <= len(idle) <= EXIT_MAX_POINTS:
-            raise ConfigError("idle_s", self.idle_s, f"1 to {EXIT_MAX_POINTS} idle times")
-        if len(share) != len(idle):
-            raise ConfigError("share", self.share, f"one share per idle time ({len(idle)})")
-        if any(t <= 0 for t in idle) or any(b <= a for a, b in zip(idle, idle[1:], strict=False)):
-            raise ConfigError("idle_s", self.idle_s, "idle times > 0 s in increasing order")
+        _set_curve(self, "share", _shares, "share")
         if not (self.work_share >= 0 and math.isfinite(self.work_share)):
             raise ConfigError("work_share", self.work_share, "a finite share >= 0")
-        object.__setattr__(self, "idle_s", idle)
-        object.__setattr__(self, "share", share)
 
     @property
     def curve(self) -> tuple[tuple, tuple, float]:
@@ -149,6 +132,23 @@ class WakeCurveParams:
         """Share of the full wake-up after ``idle_s`` seconds of idle (scalar or array)."""
         out: float | np.ndarray = np.interp(idle_s, (0.0, *self.idle_s), (0.0, *self.share))
         return out
+
+
+def _set_curve(
+    obj: IdleExitParams | WakeCurveParams, name: str, read: Callable[[object, str], tuple], what: str
+) -> None:
+    """Read and check a curve's points (1 to :data:`EXIT_MAX_POINTS` idle times > 0 s, increasing;
+    one ``what`` per idle time in field ``name``, read by ``read``) and store them on the frozen ``obj``."""
+    idle = _durations(obj.idle_s, "idle_s")
+    values = read(getattr(obj, name), name)
+    if not 1 <= len(idle) <= EXIT_MAX_POINTS:
+        raise ConfigError("idle_s", obj.idle_s, f"1 to {EXIT_MAX_POINTS} idle times")
+    if len(values) != len(idle):
+        raise ConfigError(name, getattr(obj, name), f"one {what} per idle time ({len(idle)})")
+    if any(t <= 0 for t in idle) or any(b <= a for a, b in zip(idle, idle[1:], strict=False)):
+        raise ConfigError("idle_s", obj.idle_s, "idle times > 0 s in increasing order")
+    object.__setattr__(obj, "idle_s", idle)
+    object.__setattr__(obj, name, values)
 
 
 def _shares(values: object, name: str) -> tuple:

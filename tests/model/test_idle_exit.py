@@ -9,7 +9,7 @@ from pubsim.models import topology as T
 from pubsim.models.params.broker import BrokerParams
 from pubsim.models.params.client import PublisherParams, SubscriberParams
 from pubsim.models.params.host import HostParams
-from pubsim.models.params.idle import IdleExitParams
+from pubsim.models.params.idle import IdleExitParams, WakeCurveParams
 from pubsim.models.params.io import IoParams
 from pubsim.models.params.link import LinkParams
 from pubsim.models.params.mapping import from_mapping
@@ -92,7 +92,11 @@ def test_io_cycles_take_the_exit_of_an_idle_server():
 
 @pytest.mark.parametrize(
     ("broker", "field"),
-    [({"idle_exit": EXIT}, "idle_exit"), ({"sleep_entry_s": 2e-5}, "sleep_entry_s")],
+    [
+        ({"idle_exit": EXIT}, "idle_exit"),
+        ({"sleep_entry_s": 2e-5}, "sleep_entry_s"),
+        ({"wake_curve": WakeCurveParams(idle_s=(1e-3,), share=(1.0,))}, "wake_curve"),
+    ],
 )
 def test_refused_on_a_host_cpu_shared_with_other_processes(broker, field):
     from pubsim.models.assembly.build import build_network

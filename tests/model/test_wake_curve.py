@@ -8,7 +8,6 @@ from hypothesis import strategies as st
 from pubsim.models import topology as T
 from pubsim.models.params.broker import BrokerParams
 from pubsim.models.params.client import PublisherParams, SubscriberParams
-from pubsim.models.params.host import HostParams
 from pubsim.models.params.idle import WakeCurveParams
 from pubsim.models.params.io import IoParams
 from pubsim.models.params.link import LinkParams
@@ -83,22 +82,6 @@ def test_bad_curves_are_refused_naming_the_field(fields, field):
         from_mapping(BrokerParams, {"wake_curve": fields}, "broker")
     assert err.value.field == field
     assert "\n" not in str(err.value)
-
-
-def test_refused_on_a_host_cpu_shared_with_other_processes():
-    from pubsim.models.assembly.build import build_network
-
-    g = T.star(
-        broker=BrokerParams(wake_curve=CURVE),
-        publishers={"p": PublisherParams(topics=("a",), rate_per_s=10.0)},
-        subscribers={"s": SubscriberParams(subscriptions=("a",), processing_s=Constant(value=1e-4))},
-        link=LinkParams(),
-        hosts={"h": HostParams(cores=1)},
-        placement={"broker": "h", "s": "h"},
-    )
-    with pytest.raises(ConfigError) as err:
-        build_network(g, seed=0)
-    assert err.value.field == "broker 'broker'.wake_curve"
 
 
 def test_io_cycles_take_the_wake_curve():
