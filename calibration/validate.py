@@ -291,6 +291,7 @@ def fit_profiles(
         }
         filter_form, exponent, filter_why = _filter_form(calibrator, settings, rows)
         demand = calibrator(**settings, filter_form=filter_form, filter_exponent=exponent).fit(rows)
+        facts = _metadata(rows, meta, kind, split, demand, wake)
         base = {
             "name": kind,
             "broker_kind": kind,
@@ -302,15 +303,17 @@ def fit_profiles(
                 **({"filter_cost_exponent": exponent} if filter_form == "power" else {}),
             },
             "metadata": {
-                **_metadata(rows, meta, kind, split, demand, wake),
+                **facts,
                 "connections": _connection_text(demand.params_, status, form),
                 **({"filter_form": filter_why} if filter_why else {}),
             },
             "terms": terms_record(demand, rows, status, n_boot=n_boot, seed=seed) if n_boot else None,
             "speed_drift": SpeedDriftCalibrator(seed=seed, n_boot=min(n_boot, 30)).fit(rows) if speed_drift else None,
             "copies_in_turn": copies_in_turn,
-            "wake_curve": _wake_curve(shape, demand.params_, meta, rows, split),
-            "heap_trim": _heap_trim(kind, settings, demand.params_, meta, split),
+            "wake_curve": _wake_curve(shape, demand.params_, meta, f"fitted on {facts['data']}, {len(rows)} runs"),
+            "heap_trim": heap_trim_mapping(kind, demand.params_["heap_fault_cost_s"], data=facts["data"])
+            if settings["heap_rule"] is not None
+            else None,
         }
 
         def link(cv, rows=rows, demand=demand, base=base):
@@ -707,22 +710,11 @@ def _wake_work_reason(curve, work, shape, method):
     return None
 
 
-def _wake_curve(shape, params, meta, rows, split):
+def _wake_curve(shape, params, meta, fitted_on):
     """The broker's ``wake_curve`` mapping (:func:`pubsim.calibration.wakecurve.wake_curve_mapping`), or None."""
     if shape is None:
         return None
-    fitted_on = (
-        f"fitted on calibration/data/{meta.get('campaign', 'campaign')}/runs.csv (split={split}, {len(rows)} runs)"
-    )
     return wake_curve_mapping(shape, params.get("wake_work_share", 0.0), meta, fitted_on=fitted_on)
-
-
-def _heap_trim(kind, settings, params, meta, split):
-    """The broker's ``heap_trim`` mapping where its cost per page was fitted, else None."""
-    if settings["heap_rule"] is None:
-        return None
-    data = f"calibration/data/{meta.get('campaign', 'campaign')}/runs.csv (split={split})"
-    return heap_trim_mapping(kind, params["heap_fault_cost_s"], data=data)
 
 
 def _reader_copy(rows, params):
