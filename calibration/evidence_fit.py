@@ -5,10 +5,13 @@ Per ingress message a broker spends (CPU seconds of one core)::
     d = ingress + fanout x delivery + payload x (1 + fanout) x per_byte
         + s(installed_subscriptions) x filter_scan
         + handshake(qos) x (1 + fanout) x ack
+        [+ pages(payload) x heap_fault]
         + idle_wakeup x (1 - U) + background / rate
 
 with ``handshake(qos)`` = 0, 1, 3 packets per hop (PUBACK; PUBREC, PUBREL,
-PUBCOMP; :mod:`pubsim.models.mechanisms.qos.rules`), ``s(n)`` = ``n``
+PUBCOMP; :mod:`pubsim.models.mechanisms.qos.rules`), ``pages`` the pages a
+broker known to give large buffers back after each message faults in again
+(:func:`pubsim.calibration.heapfit.heap_rule`; Mosquitto), ``s(n)`` = ``n``
 (linear) or ``ln(1 + n)`` (logarithmic, the better of the two by
 leave-one-out error), ``U`` the broker's utilization and ``background`` a
 constant CPU load (cores). Observations give ``d`` by the utilization law:
@@ -42,8 +45,9 @@ from ..models.params.broker import filter_load
 from ..sim.errors import ConfigError
 from .accuracy import evidence_accuracy
 from .evidence import CONFIG_COLUMNS
-from .fit import extra_length_bytes_of
+from .fit import extra_length_bytes_of, heap_pages_of
 from .forms import LOO_MARGIN
+from .heapfit import heap_rule, heap_rule_reason, heap_trim_mapping
 from .profile import build_profile, length_reads_reason
 
 __all__ = ["TERMS", "demand_rows", "EvidenceCalibrator", "evidence_profile"]
@@ -56,6 +60,7 @@ TERMS = (
     ("length_byte_cost_s", "s", "per MQTT remaining-length byte beyond the first (brokers that read it byte by byte)"),
     ("filter_scan_cost_s", "s", "per installed subscription (linear or log form)"),
     ("ack_cost_s", "s", "per QoS handshake packet"),
+    ("heap_fault_cost_s", "s", "per page faulted in again after the allocator trimmed its heap (brokers known to)"),
     ("background_cpu_fraction", "cores", "constant background CPU"),
     ("idle_wakeup_cost_s", "s", "per message that finds the broker idle"),
 )
@@ -92,10 +97,11 @@ def demand_rows(table):
     return rows.rename(columns={"rate": "rate_per_s"}).reset_index(drop=True)
 
 
-def _columns(rows, sub_form, length_reads=False):
+def _columns(rows, sub_form, length_reads=False, heap=None):
     """Regressor of each term per row; the length bytes only for a broker that reads them one by one
     (the evidence form has no topic length: the harness's,
-    :data:`pubsim.calibration.fit.HARNESS_TOPIC_BYTES`)."""
+    :data:`pubsim.calibration.fit.HARNESS_TOPIC_BYTES`); the pages faulted in again only with a
+    ``heap`` rule (:func:`pubsim.calibration.fit.heap_pages_of`)."""
     fan = rows.fanout.to_numpy(dtype=float)
     pay = rows.payload_bytes.to_numpy(dtype=float)
     subs = rows.installed_subscriptions.to_numpy(dtype=float)
@@ -107,6 +113,7 @@ def _columns(rows, sub_form, length_reads=False):
         "length_byte_cost_s": extra_length_bytes_of(rows) if length_reads else np.zeros(len(rows)),
         "filter_scan_cost_s": filter_load(subs, sub_form),
         "ack_cost_s": hs * (1 + fan),
+        "heap_fault_cost_s": heap_pages_of(rows, heap) if heap is not None else np.zeros(len(rows)),
         "background_cpu_fraction": 1.0 / rows.rate_per_s.to_numpy(dtype=float),
         "idle_wakeup_cost_s": 1.0 - rows.util.to_numpy(dtype=float),
     }
@@ -206,6 +213,10 @@ class EvidenceCalibrator:
         Whether that broker reads MQTT remaining lengths byte by byte
         (``length_reads`` in :data:`pubsim.calibration.profile.BROKER_MODELS`):
         only then is ``length_byte_cost_s`` fitted.
+    heap_rule_ : HeapTrimParams or None
+        That broker's pages faulted in again per payload
+        (:func:`pubsim.calibration.heapfit.heap_rule`): only then is
+        ``heap_fault_cost_s`` fitted.
     residuals_ : pandas.Series
         Observed minus fitted demand per fitted row, relative to the observed.
     rows_ : pandas.DataFrame
@@ -221,10 +232,12 @@ class EvidenceCalibrator:
         self.sub_form = sub_form
 
     def _design(self, rows, form):
-        cols = _columns(rows, form, self.length_reads_)
+        cols = _columns(rows, form, self.length_reads_, self.heap_rule_)
         status = _identify(cols, rows)
         if not self.length_reads_:
             status["length_byte_cost_s"] = length_reads_reason(self.kind_)
+        if self.heap_rule_ is None:
+            status["heap_fault_cost_s"] = heap_rule_reason(self.kind_)
         names = [n for n in NAMES if status[n] is None]
         return np.column_stack([cols[n] for n in names]), names, status
 
@@ -253,6 +266,7 @@ class EvidenceCalibrator:
             raise ConfigError("evidence.broker", sorted(table["broker"].unique()), "one broker kind per fit")
         self.kind_ = str(table["broker"].iloc[0])
         self.length_reads_ = length_reads_reason(self.kind_) is None
+        self.heap_rule_ = heap_rule(self.kind_)
         rows = demand_rows(table)
         if len(rows) < 1:
             raise ConfigError(
@@ -310,7 +324,7 @@ class EvidenceCalibrator:
     def predict(self, table):
         """Fitted demand per ingress message of the demand rows of ``table``, s."""
         rows = demand_rows(table)
-        cols = _columns(rows, self.params_["subscription_form"], self.length_reads_)
+        cols = _columns(rows, self.params_["subscription_form"], self.length_reads_, self.heap_rule_)
         return sum(cols[n] * self.params_[n]["value"] for n in self.names_)
 
 
@@ -406,6 +420,7 @@ def evidence_profile(kind, table, cal, *, source, date):
         "rms_relative_error": float(f"{p['rms_relative_error']:.4g}"),
         "max_relative_error": float(f"{p['max_relative_error']:.4g}"),
     }
+    heap = p["heap_fault_cost_s"]
     return build_profile(
         name=kind,
         broker_kind=kind,
@@ -414,4 +429,5 @@ def evidence_profile(kind, table, cal, *, source, date):
         metadata=metadata,
         evidence=evidence,
         accuracy=evidence_accuracy(evidence),
+        heap_trim=heap_trim_mapping(kind, heap["value"], data=metadata["data"]) if heap["identifiable"] else None,
     )

@@ -21,6 +21,7 @@ from pubsim.calibration.evidence import (
     write_evidence,
 )
 from pubsim.calibration.evidence_fit import EvidenceCalibrator, demand_rows, evidence_profile
+from pubsim.calibration.profile import check_profile
 from pubsim.cli import main
 from pubsim.models import presets
 from pubsim.models.mechanisms.qos.rules import handshake_packets
@@ -170,6 +171,30 @@ def test_the_length_byte_cost_is_fitted_for_mosquitto_only():
     two = EvidenceCalibrator(n_boot=20).fit(parse_evidence(one_fanout))
     assert two.params_["per_byte_cost_s"]["identifiable"]
     assert "collinear" in two.params_["length_byte_cost_s"]["reason"]
+
+
+def test_the_heap_fault_cost_is_fitted_for_a_broker_that_trims_and_carried_by_its_profile():
+    """Payloads above 64 KiB fault 2 x payload - 128 KiB in again per Mosquitto message; the table
+    made with 1.8 us a page gives it back, and the profile carries heap_trim; NATS does not trim."""
+    rows = model_table(noise=0.0, payloads=(64, 1024, 65536, 196608, 262144))
+    for r in rows:  # every row of the model plus the pages' cost
+        pages = np.ceil(max(0, 2 * r["payload_bytes"] - 131072) / 4096)
+        d = model_demand_s(r["payload_bytes"], r["fanout"], r["installed_subscriptions"], r["qos"])
+        scale = (d + 1.8e-6 * pages) / d
+        if r["observation"] == "limit":
+            r["limit_msg_per_s"] /= scale
+        else:
+            r["cpu_percent"] *= scale
+    table = parse_evidence(rows)
+    cal = EvidenceCalibrator(n_boot=20).fit(table)
+    assert cal.params_["heap_fault_cost_s"]["value"] == pytest.approx(1.8e-6, rel=1e-6)
+    assert cal.params_["per_byte_cost_s"]["value"] == pytest.approx(TRUE["per_byte_cost_s"], rel=1e-6)
+    prof = check_profile(evidence_profile("mosquitto", table, cal, source="t.csv", date="2026-12-08"))
+    assert prof["broker"]["mosquitto"]["heap_trim"]["fault_cost_s"] == "1.8us"
+    nats = EvidenceCalibrator(n_boot=20).fit(parse_evidence(model_table(noise=0.0, broker="nats")))
+    assert "not known to give large buffers back" in nats.params_["heap_fault_cost_s"]["reason"]
+    small = EvidenceCalibrator(n_boot=20).fit(parse_evidence(model_table(noise=0.0)))
+    assert "never varies" in small.params_["heap_fault_cost_s"]["reason"]  # no payload faults a page
 
 
 def test_a_table_of_one_fanout_folds_delivery_into_ingress():
