@@ -48,6 +48,7 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from . import interrupts
 from ._version import __version__
 from .analysis import run_figures as figures
 from .analysis.draw import topology_figure
@@ -464,17 +465,19 @@ def _drop_quietly(err):
         sys.unraisablehook = hook
 
 
-def main(argv=None):
-    args = build_parser().parse_args(argv)
-    # a pipe or a file gets wide tables rather than words cut to fit 80 columns
-    console = Console() if sys.stdout.isatty() else Console(width=200)
+def _run_command(func, args, console):
+    """``func(args, console)``: its exit status, one-line errors, 130 after a Ctrl-C (also one a
+    finalizer swallowed, :mod:`pubsim.interrupts`)."""
     try:
-        return args.func(args, console)
+        with interrupts.catching():
+            status = func(args, console)
+            interrupts.raise_if_swallowed()
+            return status
     except ConfigError as err:
         print(f"pubsim: error: {err}", file=sys.stderr)
         return 2
     except OSError as err:
-        if args.func is not _run:
+        if func is not _run:
             raise
         print(f"pubsim: error: {err}", file=sys.stderr)  # results cannot be written (disk full, permissions)
         return 1
@@ -482,6 +485,13 @@ def main(argv=None):
         _drop_quietly(err)
         print("pubsim: interrupted; finished work is kept and resumed on the next run", file=sys.stderr)
         return 130
+
+
+def main(argv=None):
+    args = build_parser().parse_args(argv)
+    # a pipe or a file gets wide tables rather than words cut to fit 80 columns
+    console = Console() if sys.stdout.isatty() else Console(width=200)
+    return _run_command(args.func, args, console)
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@ from contextlib import nullcontext
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from .. import interrupts
 from .. import progress as P
 from . import store
 from .executors import make_executor
@@ -116,6 +117,7 @@ def run_study(
             tq.update(total - len(pending))
         for (point_id, r), tables in runner.run(run_task, _jobs(study, pending, run_overrides)):
             store.write_tables(out_dir, point_id, r, tables)
+            interrupts.raise_if_swallowed()  # a Ctrl-C that a writer's finalizer swallowed stops here
             if rich:
                 bar.advance(task)
             if tq is not None:

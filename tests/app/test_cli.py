@@ -271,3 +271,40 @@ def test_topology_figure_groups_every_client_and_labels_links():
     assert counted == clients  # every client is in exactly one group
     assert sum("n" in t and "relay" in t for t in texts) == 5  # the five broker+relay pairs
     assert sum(t == "1 Gbit/s, 5 ms" for t in texts) == 4  # the four tree edges, labelled
+
+
+class _SwallowsCtrlC:
+    def __del__(self):
+        raise KeyboardInterrupt  # what SIGINT does when it lands in a finalizer: Python ignores it
+
+
+def test_a_ctrl_c_swallowed_by_a_finalizer_still_stops_the_command(capsys):
+    """Python ignores an exception raised in ``__del__``: a Ctrl-C landing in a finalizer (pyarrow's
+    ParquetWriter while a study writes) must still end the command with status 130."""
+    from pubsim.cli import _run_command
+
+    def command(args, console):
+        _SwallowsCtrlC()  # dropped at once: its finalizer swallows the interrupt, and the command goes on
+        return 0
+
+    assert _run_command(command, None, None) == 130
+    assert "pubsim: interrupted" in capsys.readouterr().err
+    assert _run_command(lambda args, console: 0, None, None) == 0  # nothing left behind
+
+
+def test_a_study_stops_after_the_task_whose_writer_swallowed_a_ctrl_c(tmp_path, monkeypatch):
+    from pubsim import interrupts
+    from pubsim.study import parse_study, run_study, store
+    from tests.study.study_cases import study_dict
+
+    write = store.write_tables
+
+    def write_and_swallow(*args):
+        write(*args)
+        _SwallowsCtrlC()
+
+    monkeypatch.setattr(store, "write_tables", write_and_swallow)
+    study = parse_study(study_dict(vary={"grid": {"topology.publishers[0].rate_per_s": ["1k/s", "2k/s"]}}))
+    with interrupts.catching(), pytest.raises(KeyboardInterrupt):
+        run_study(study, tmp_path / "out", executor="serial")
+    assert len(list((tmp_path / "out").glob("points/*/rep*.summary.parquet"))) == 1  # the first task's, kept
