@@ -507,13 +507,13 @@ class BrokerDemandCalibrator:
         busy = m["ingress_rate_per_s"].to_numpy(dtype=float) * demand / cap_of(m)
         return np.clip(1.0 - busy, 0.0, 1.0)
 
-    def wake_share_of(self, measurements):
-        """Share of the full wake-up each run's wake-ups pay (:attr:`wake_curve` at
-        :func:`wake_idle_of`; 1 without a curve or where no wake-up was counted)."""
+    def wake_share_of(self, measurements, wakes):
+        """Share of the full wake-up each run's ``wakes`` (wake-ups per ingress message,
+        :meth:`_wakes`) pay: :attr:`wake_curve` at :func:`wake_idle_of`; 1 without a curve or
+        where no wake-up was counted."""
         m = measurements.reset_index(drop=True)
         if self.wake_curve is None:
             return np.ones(len(m))
-        wakes = self._wakes(m, m["demand_s_per_ingress"].to_numpy(dtype=float))
         idle_s, share = self.wake_curve
         out = np.interp(wake_idle_of(m, wakes), (0.0, *idle_s), (0.0, *share))
         return np.where(np.isnan(out), 1.0, out)
@@ -522,7 +522,8 @@ class BrokerDemandCalibrator:
         fanout = m["fanout"].to_numpy(dtype=float)
         payload = m["payload_bytes"].to_numpy(dtype=float)
         demand = m["demand_s_per_ingress"].to_numpy(dtype=float)
-        idle = self._wakes(m, demand) * self.wake_share_of(m)
+        wakes = self._wakes(m, demand)
+        idle = wakes * self.wake_share_of(m, wakes)
         rate = m["ingress_rate_per_s"].to_numpy(dtype=float)
         conn = connections_of(m) if self.connection_form is not None else np.zeros_like(fanout)
         form = self.connection_form

@@ -270,12 +270,12 @@ def page_fault_cost(*, cpu: int | None = 1, pages: int = 64, reps: int = 100, ro
     charges a page), unmaps them, ``reps`` times, and subtracts the same
     writes to pages already mapped (the interpreter's own cost): the fault,
     its share of the ``mmap`` / ``munmap`` calls and the release of the page,
-    per page. The best of ``rounds`` rounds, pinned to ``cpu``. A broker
-    whose allocator hands large buffers back to the kernel after each message
-    pays this for every page it touches again
-    (:class:`pubsim.models.params.heap.HeapTrimParams`); on 2026-12-08 the
-    machine gave 2.8-3.5 us and Mosquitto's extra CPU per fault 2.5-2.7 us
-    (calibration/README.md, "Large messages: the heap given back and faulted in again").
+    per page. The best of ``rounds`` rounds, pinned to ``cpu``. A machine fact
+    recorded with every campaign for comparison, not used by the fit: on
+    2026-12-08 it gave 2.8-3.5 us where Mosquitto's fitted cost per page
+    faulted in again (:class:`pubsim.models.params.heap.HeapTrimParams`) was
+    1.75 us and its allocator A/B implied 2.7 us (calibration/README.md,
+    "Large messages: the heap given back and faulted in again").
 
     Returns
     -------
